@@ -1,0 +1,347 @@
+"""The `duplens` command line: the same Project API the window uses, for scripts and servers.
+
+Exit status: 0 done, 2 bad input or usage (one line on stderr), 1 a bug (details in the log
+file named on stderr), 130 stopped by Ctrl-C after keeping what was done.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import signal
+import sys
+import traceback
+from collections.abc import Sequence
+from pathlib import Path
+
+from engine import __version__
+from engine.errors import Cancelled, DuplensError
+from engine.jobs import CancelToken
+
+EXIT_OK, EXIT_BUG, EXIT_INPUT, EXIT_CANCELLED = 0, 1, 2, 130
+log = logging.getLogger("duplens")
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse, but a usage error is one line naming the command, and exit status 2."""
+
+    def error(self, message: str) -> None:  # type: ignore[override]
+        self.exit(EXIT_INPUT, f"{self.prog}: {message} (see {self.prog} --help)\n")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(prog="duplens", description="Find duplicate questions and near-duplicate "
+                     "documents with Sentence-BERT. With no command, opens the window.")
+    parser.add_argument("--version", action="version", version=f"duplens {__version__}")
+    sub = parser.add_subparsers(dest="command", parser_class=_Parser)
+
+    def model_options(p: argparse.ArgumentParser) -> None:
+        p.add_argument("--model", help="sentence-transformers folder or hub name "
+                       "(default: the bundled all-MiniLM-L6-v2)")
+        p.add_argument("--device", default="auto", help="auto (CUDA, then MPS, then CPU), "
+                       "cpu, cuda or mps")
+        p.add_argument("--batch-size", type=int, default=64)
+
+    p = sub.add_parser("import", help="import a spreadsheet into a project (created if new), "
+                       "then encode and index the new rows")
+    p.add_argument("project")
+    p.add_argument("file")
+    p.add_argument("--column", action="append", required=True, dest="columns",
+                   help="text column; repeat to join several")
+    p.add_argument("--id-column")
+    p.add_argument("--sheet", help="XLSX sheet (default: the first)")
+    p.add_argument("--encoding", help="force a text encoding, e.g. cp1252")
+    p.add_argument("--delimiter", help="force a delimiter, e.g. ';' or '\\t'")
+    p.add_argument("--no-encode", action="store_true", help="store the rows only")
+    model_options(p)
+
+    p = sub.add_parser("encode", help="encode and index what is not yet (resumes a stopped "
+                       "import)")
+    p.add_argument("project")
+    model_options(p)
+
+    p = sub.add_parser("search", help="the most similar existing entries to a text")
+    p.add_argument("project")
+    p.add_argument("text")
+    p.add_argument("-k", type=int, default=10)
+    p.add_argument("--json", action="store_true")
+    p.add_argument("--device", default="auto")
+
+    p = sub.add_parser("duplicates", help="duplicate clusters at a similarity threshold")
+    p.add_argument("project")
+    p.add_argument("--threshold", type=float, default=0.85)
+    p.add_argument("--neighbours", type=int, default=10,
+                   help="neighbours searched per entry (the most a cluster can gather "
+                        "around one centre)")
+    p.add_argument("--out", help="write the clusters to a .csv or .xlsx file")
+    p.add_argument("--json", action="store_true")
+
+    p = sub.add_parser("info", help="what a project holds")
+    p.add_argument("project")
+    p.add_argument("--json", action="store_true")
+
+    p = sub.add_parser("eval", help="measure a model on labelled data")
+    ev = p.add_subparsers(dest="eval_kind", required=True, parser_class=_Parser)
+    e = ev.add_parser("sts", help="Spearman x100 of cosine similarity vs gold scores "
+                      "(columns: score, sentence1, sentence2)")
+    e.add_argument("file")
+    e.add_argument("--columns", nargs=3, metavar=("SCORE", "TEXT1", "TEXT2"))
+    e.add_argument("--json", action="store_true")
+    model_options(e)
+    e = ev.add_parser("pairs", help="average precision and best F1 on duplicate labels "
+                      "(columns: question1, question2, is_duplicate)")
+    e.add_argument("file")
+    e.add_argument("--columns", nargs=3, metavar=("TEXT1", "TEXT2", "LABEL"))
+    e.add_argument("--json", action="store_true")
+    model_options(e)
+
+    p = sub.add_parser("gui", help="open the window")
+    p.add_argument("project", nargs="?")
+    return parser
+
+
+# -- commands ------------------------------------------------------------------------------
+def _open(path: str, *, create: bool = False):
+    from engine.project import Project
+
+    p = Path(path)
+    read_only = p.exists() and not create and not _writable(p)
+    return Project.open(p, create=create, read_only=read_only)
+
+
+def _writable(path: Path) -> bool:
+    import os
+
+    return os.access(path, os.W_OK) and os.access(path.parent.resolve(), os.W_OK)
+
+
+def _say(message: str) -> None:
+    print(message, file=sys.stderr)
+
+
+def cmd_import(args, cancel: CancelToken) -> int:
+    from engine.progress_bar import TqdmProgress
+
+    with _open(args.project, create=True) as project:
+        bar = TqdmProgress()
+        try:
+            report = project.import_table(
+                args.file, args.columns, id_column=args.id_column, sheet=args.sheet,
+                encoding=args.encoding, delimiter=_unescape(args.delimiter), progress=bar,
+                cancel=cancel)
+        except Cancelled:
+            bar.close()
+            _say(f"{Path(args.file).name}: import stopped; nothing from this file was added")
+            return EXIT_CANCELLED
+        bar.close()
+        if report.already_imported:
+            _say(f"{report.file_name}: already imported with these columns; nothing added")
+        else:
+            fmt = report.format
+            how = ", ".join(x for x in (fmt.kind, fmt.encoding, fmt.sheet and f"sheet "
+                                        f"{fmt.sheet!r}") if x)
+            _say(f"{report.file_name} ({how}): {report.rows_imported} rows imported, "
+                 f"{report.rows_empty} empty skipped, {report.exact_duplicates} exact "
+                 f"duplicates of earlier rows")
+            if report.bad_lines:
+                shown = ", ".join(map(str, report.bad_lines[:10]))
+                more = " …" if len(report.bad_lines) > 10 else ""
+                _say(f"{report.file_name}: skipped {len(report.bad_lines)} malformed lines "
+                     f"({shown}{more})")
+        if args.no_encode:
+            return EXIT_OK
+        return _encode(project, args, cancel)
+
+
+def cmd_encode(args, cancel: CancelToken) -> int:
+    with _open(args.project) as project:
+        return _encode(project, args, cancel)
+
+
+def _encode(project, args, cancel: CancelToken) -> int:
+    from engine.progress_bar import TqdmProgress
+
+    active = project.active_model()
+    wanted_default = args.model is None and active is None
+    if args.model is not None or wanted_default or args.device != "auto":
+        model = args.model if args.model is not None else (active["location"] if active
+                                                            else None)
+        project.use_model(model, device=args.device, batch_size=args.batch_size)
+    project.batch_size = args.batch_size
+    bar = TqdmProgress()
+    report = project.encode(progress=bar, cancel=cancel)
+    bar.close()
+    for notice in project.notices:
+        _say(notice)
+    if report.truncated:
+        _say(f"{report.truncated} texts are longer than the model reads; they were encoded from"
+             f" their beginning and are stored whole")
+    if report.cancelled:
+        _say(f"stopped: {report.encoded} texts encoded and kept, {report.remaining} left; "
+             f"run 'duplens encode {args.project}' to finish")
+        return EXIT_CANCELLED
+    info = project.info()
+    _say(f"{info['items']} items, {info['encoded']} texts encoded with {info['model']} on "
+         f"{info['device']}")
+    return EXIT_OK
+
+
+def cmd_search(args, _cancel: CancelToken) -> int:
+    with _open(args.project) as project:
+        project.device_preference = args.device
+        hits = project.search(args.text, args.k)
+        for notice in project.notices:
+            _say(notice)
+    if args.json:
+        print(json.dumps([h.as_json() for h in hits], ensure_ascii=False, indent=1))
+    else:
+        for h in hits:
+            copies = f" (+{h.copies - 1} identical)" if h.copies > 1 else ""
+            print(f"{h.score:.3f}  [{h.id}]  {_one_line(h.text)}{copies}")
+    return EXIT_OK
+
+
+def cmd_duplicates(args, cancel: CancelToken) -> int:
+    from engine.progress_bar import TqdmProgress
+
+    with _open(args.project) as project:
+        bar = TqdmProgress()
+        try:
+            clusters = project.duplicates(args.threshold, args.neighbours, progress=bar,
+                                          cancel=cancel)
+        except Cancelled:
+            bar.close()
+            _say("stopped")
+            return EXIT_CANCELLED
+        bar.close()
+        for notice in project.notices:
+            _say(notice)
+        if args.out:
+            n = project.export_clusters(args.out, clusters)
+            _say(f"{len(clusters)} clusters, {n} rows written to {args.out}")
+    if args.json:
+        print(json.dumps([c.as_json() for c in clusters], ensure_ascii=False, indent=1))
+    elif not args.out:
+        for c in clusters:
+            print(f"cluster {c.cluster_id} ({len(c.members)} rows)")
+            for m in c.members:
+                print(f"  {m.score:.3f}  [{m.id}]  {_one_line(m.text)}")
+    return EXIT_OK
+
+
+def cmd_info(args, _cancel: CancelToken) -> int:
+    with _open(args.project) as project:
+        info = project.info()
+    if args.json:
+        print(json.dumps(info, ensure_ascii=False, indent=1))
+    else:
+        for key in ("project", "items", "texts", "encoded", "index_items", "model", "device",
+                    "truncated"):
+            print(f"{key:12} {info[key]}")
+        for s in info["sources"]:
+            print(f"source       {s['file_name']}: {s['rows_imported']} rows")
+    return EXIT_OK
+
+
+def cmd_eval(args, _cancel: CancelToken) -> int:
+    from engine.encoding.encoder import SentenceEncoder
+    from engine.encoding.models import load_model, pick_device, resolve_model
+    from engine.evaluation import PAIR_COLUMNS, STS_COLUMNS, evaluate_pairs, evaluate_sts
+
+    spec = resolve_model(args.model)
+    device = pick_device(args.device)
+    encoder = SentenceEncoder(load_model(spec, device), spec, device, args.batch_size)
+    if args.eval_kind == "sts":
+        result = evaluate_sts(encoder, args.file, tuple(args.columns or STS_COLUMNS))
+        line = f"Spearman x100: {result['spearman']:.2f} ({result['pairs']} pairs, {spec.name})"
+    else:
+        result = evaluate_pairs(encoder, args.file, tuple(args.columns or PAIR_COLUMNS))
+        line = (f"average precision: {result['average_precision']:.2f}  best F1: "
+                f"{result['f1']:.2f} at cosine {result['threshold']:.4f} "
+                f"({result['pairs']} pairs, {spec.name})")
+    print(json.dumps(result) if args.json else line)
+    return EXIT_OK
+
+
+def cmd_gui(args, _cancel: CancelToken) -> int:
+    try:
+        from desktop_app.app import run
+    except ImportError:
+        _say("duplens: the desktop window is not part of this build yet; see 'duplens --help'")
+        return EXIT_INPUT
+    return run(args.project)
+
+
+COMMANDS = {"import": cmd_import, "encode": cmd_encode, "search": cmd_search,
+            "duplicates": cmd_duplicates, "info": cmd_info, "eval": cmd_eval, "gui": cmd_gui}
+
+
+# -- plumbing ------------------------------------------------------------------------------
+def _unescape(delimiter: str | None) -> str | None:
+    return {"\\t": "\t", "tab": "\t"}.get(delimiter, delimiter) if delimiter else None
+
+
+def _one_line(text: str, width: int = 100) -> str:
+    flat = " ".join(text.split())
+    return flat if len(flat) <= width else flat[: width - 1] + "…"
+
+
+def _log_file() -> Path:
+    from platformdirs import user_log_dir
+
+    folder = Path(user_log_dir("Duplens", appauthor=False))
+    folder.mkdir(parents=True, exist_ok=True)
+    return folder / "duplens.log"
+
+
+def _setup_logging() -> Path | None:
+    try:
+        path = _log_file()
+        handler = logging.FileHandler(path, encoding="utf-8")
+    except OSError:
+        return None
+    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    root = logging.getLogger()
+    root.addHandler(handler)
+    root.setLevel(logging.INFO)
+    return path
+
+
+def _install_interrupt(cancel: CancelToken) -> None:
+    """First Ctrl-C asks the job to stop cleanly; a second one stops at once."""
+
+    def handler(_signum, _frame) -> None:
+        if cancel.cancelled:
+            raise KeyboardInterrupt
+        cancel.cancel()
+        _say("\nstopping after the current batch (Ctrl-C again to abort)…")
+
+    signal.signal(signal.SIGINT, handler)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    if args.command is None:
+        args = build_parser().parse_args(["gui"])
+    log_path = _setup_logging()
+    cancel = CancelToken()
+    _install_interrupt(cancel)
+    try:
+        return COMMANDS[args.command](args, cancel)
+    except DuplensError as exc:
+        log.info("input error: %s", exc)
+        _say(f"duplens: {exc}")
+        return EXIT_INPUT
+    except KeyboardInterrupt:
+        _say("duplens: aborted")
+        return EXIT_CANCELLED
+    except Exception:  # noqa: BLE001 - the last line of defence: log it, say where
+        log.error("unexpected error in %s\n%s", args.command, traceback.format_exc())
+        where = f"; details in {log_path}" if log_path else ""
+        _say(f"duplens: unexpected error ({sys.exc_info()[1]!r}){where}")
+        return EXIT_BUG
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,75 @@
+"""Duplicate clusters of rows (items), built from clusters of distinct texts.
+
+Texts are what the index knows; rows sharing a normalised text are exact duplicates and
+always land in the same cluster, scored 1.0 against their text.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from engine.dedup.clusters import TextCluster
+
+
+@dataclass(frozen=True)
+class Member:
+    item_id: int
+    id: str            # the id column's value, else the source row number
+    row: int
+    source_id: int
+    text: str
+    score: float       # cosine similarity to the cluster's canonical text
+    text_id: int
+
+    def as_json(self) -> dict:
+        return {"id": self.id, "row": self.row, "source_id": self.source_id, "text": self.text,
+                "score": round(self.score, 6), "item_id": self.item_id}
+
+
+@dataclass(frozen=True)
+class Cluster:
+    cluster_id: int
+    members: list[Member] = field(default_factory=list)   # canonical first
+
+    @property
+    def canonical(self) -> Member:
+        return self.members[0]
+
+    def as_json(self) -> dict:
+        return {"cluster_id": self.cluster_id, "canonical_id": self.canonical.id,
+                "size": len(self.members), "members": [m.as_json() for m in self.members]}
+
+
+def public_id(item: dict) -> str:
+    """What users call a row: their own id when they gave an id column, else its row number."""
+    return str(item["ext_id"]) if item.get("ext_id") not in (None, "") else str(item["row"])
+
+
+def member(item: dict, score: float) -> Member:
+    return Member(item["id"], public_id(item), item["row"], item["source_id"], item["text"],
+                  float(score), item["text_id"])
+
+
+def expand_clusters(text_clusters: list[tuple[list[int], list[float]]],
+                    items_by_text: dict[int, list[dict]],
+                    exact_only_texts: list[int]) -> list[Cluster]:
+    """Turn (text ids, scores) clusters into row clusters, adding exact-duplicate-only ones.
+
+    `exact_only_texts` are texts with several rows that no similarity cluster took.
+    """
+    built: list[list[Member]] = []
+    for text_ids, scores in text_clusters:
+        members = [member(item, score) for t, score in zip(text_ids, scores, strict=True)
+                   for item in items_by_text.get(t, [])]
+        if len(members) >= 2:
+            built.append(members)
+    for t in exact_only_texts:
+        rows = items_by_text.get(t, [])
+        if len(rows) >= 2:
+            built.append([member(item, 1.0) for item in rows])
+    built.sort(key=lambda ms: (-len(ms), -sum(m.score for m in ms) / len(ms)))
+    return [Cluster(i + 1, ms) for i, ms in enumerate(built)]
+
+
+def text_clusters_as_ids(clusters: list[TextCluster], ids) -> list[tuple[list[int], list[float]]]:
+    return [([int(ids[p]) for p in c.members], [float(s) for s in c.scores]) for c in clusters]

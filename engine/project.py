@@ -1,0 +1,361 @@
+"""The `Project` facade: everything the CLI and the window do to a project goes through here.
+
+It owns the store, the loaded encoder, the in-memory HNSW index of the active model and the
+cached neighbour graph, and keeps them consistent: the index is checked against the stored
+embeddings when loaded and repaired from them, never trusted blindly.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from engine.dedup.clusters import cut_clusters
+from engine.dedup.duplicates import Cluster, expand_clusters, public_id, text_clusters_as_ids
+from engine.dedup.graph import KnnGraph, build_knn_graph
+from engine.encoding.encoder import SentenceEncoder
+from engine.encoding.job import EncodeReport, encode_missing
+from engine.encoding.models import DEFAULT_MODEL, load_model, pick_device, resolve_model
+from engine.errors import InputError, ProjectError
+from engine.importer import ImportReport, import_table
+from engine.index.hnsw import HnswIndex
+from engine.index.persist import load_index, save_index
+from engine.io import export_table
+from engine.jobs import CancelToken, ProgressCallback, no_progress
+from engine.search import QueryCache, SearchHit
+from engine.store import items as item_store
+from engine.store import vectors as vector_store
+from engine.store.blobs import get_blob, put_blob
+from engine.store.database import Store
+from engine.store.migrations import SCHEMA_VERSION
+from engine.store.schema import indexes
+
+log = logging.getLogger("duplens")
+
+DEFAULT_THRESHOLD = 0.85
+DEFAULT_NEIGHBOURS = 10
+XLSX_MAX_ROWS = 1_048_575
+
+
+class Project:
+    """An open Duplens project file; use `Project.open`, and `close()` (or `with`) after."""
+
+    def __init__(self, store: Store) -> None:
+        self.store = store
+        self.notices: list[str] = []     # things the user should hear about (index rebuilt…)
+        self.device_preference = "auto"
+        self.batch_size = 64
+        self._encoder: SentenceEncoder | None = None
+        self._encoder_lock = threading.Lock()
+        self._index: HnswIndex | None = None
+        self._index_model_id: int | None = None
+        self._index_lock = threading.RLock()
+        self._generation = 0
+        self._cache = QueryCache()
+        self._graph: KnnGraph | None = None
+        self._graph_key: tuple | None = None
+
+    @classmethod
+    def open(cls, path: str | os.PathLike, *, create: bool = False, read_only: bool = False
+             ) -> Project:
+        return cls(Store.open(path, create=create, read_only=read_only))
+
+    @property
+    def path(self) -> Path:
+        return self.store.path
+
+    def close(self) -> None:
+        self.store.close()
+
+    def __enter__(self) -> Project:
+        return self
+
+    def __exit__(self, *_exc) -> None:
+        self.close()
+
+    def _notice(self, message: str) -> None:
+        log.warning(message)
+        self.notices.append(message)
+
+    # -- models ----------------------------------------------------------------------------
+    def active_model(self) -> dict | None:
+        model_id = self.store.get_meta("active_model_id")
+        if model_id is None:
+            return None
+        with self.store.read() as conn:
+            return vector_store.get_model_row(conn, int(model_id))
+
+    def use_model(self, model: str | None = None, *, device: str | None = None,
+                  batch_size: int | None = None) -> SentenceEncoder:
+        """Load a model (default, folder or hub name) and make it the project's active one."""
+        spec = resolve_model(model)
+        device = pick_device(device or self.device_preference)
+        encoder = SentenceEncoder(load_model(spec, device), spec, device,
+                                  batch_size or self.batch_size)
+        self.attach_encoder(encoder, is_default=model in (None, "", DEFAULT_MODEL))
+        return encoder
+
+    def attach_encoder(self, encoder: SentenceEncoder, *, is_default: bool) -> None:
+        """Make an already loaded encoder the active model (tests and the GUI share one)."""
+        spec = encoder.spec
+        with self.store.write() as conn:
+            model_id = vector_store.get_or_add_model(
+                conn, name=spec.name, location=DEFAULT_MODEL if is_default else spec.location,
+                fingerprint=spec.fingerprint, dim=encoder.dim,
+                max_seq_length=encoder.max_seq_length,
+            )
+            self.store.set_meta("active_model_id", str(model_id), conn)
+            self.store.set_meta("last_device", encoder.device, conn)
+        with self._encoder_lock:
+            self._encoder = encoder
+        if self._index_model_id != model_id:
+            self._drop_index_cache()
+
+    def encoder(self) -> SentenceEncoder:
+        """The active model, loaded on first use (the default model for a new project)."""
+        with self._encoder_lock:
+            encoder = self._encoder
+        if encoder is not None:
+            return encoder
+        active = self.active_model()
+        if self.store.read_only:
+            if active is None:
+                raise ProjectError(f"{self.path.name}: has no encoded items yet")
+            spec = resolve_model(None if active["location"] == DEFAULT_MODEL
+                                 else active["location"])
+            device = pick_device(self.device_preference)
+            encoder = SentenceEncoder(load_model(spec, device), spec, device, self.batch_size)
+            with self._encoder_lock:
+                self._encoder = encoder
+            return encoder
+        return self.use_model(active["location"] if active else None)
+
+    def _active_model_id(self) -> int:
+        active = self.active_model()
+        if active is None:
+            self.encoder()
+            active = self.active_model()
+        return int(active["id"])
+
+    # -- import and encode -----------------------------------------------------------------
+    def import_table(self, path: str | os.PathLike, text_columns: list[str], **options
+                     ) -> ImportReport:
+        """Store the rows of a spreadsheet (see `engine.importer.import_table`); no encoding."""
+        return import_table(self.store, path, text_columns, **options)
+
+    def encode(self, *, progress: ProgressCallback = no_progress,
+               cancel: CancelToken | None = None) -> EncodeReport:
+        """Encode and index every text the active model has not seen; resumable."""
+        encoder = self.encoder()
+        model_id = self._active_model_id()
+        index = self.index()
+
+        def add_to_index(batch) -> None:
+            index.add(np.asarray(batch.text_ids), batch.vectors)
+            self._changed()
+
+        report = encode_missing(self.store, encoder, model_id, on_committed=add_to_index,
+                                progress=progress, cancel=cancel)
+        if report.encoded:
+            self.save_index()
+        return report
+
+    # -- index -----------------------------------------------------------------------------
+    def index(self) -> HnswIndex:
+        """The active model's index, loaded and checked against the embeddings once."""
+        model_id = self._active_model_id()
+        with self._index_lock:
+            if self._index is not None and self._index_model_id == model_id:
+                return self._index
+            with self.store.read() as conn:
+                model = vector_store.get_model_row(conn, model_id)
+                index, why = load_index(conn, model_id, model["dim"])
+            if index is None:
+                if why != "no saved index":
+                    self._notice(f"{self.path.name}: {why}; rebuilding it from the stored "
+                                 f"embeddings (nothing is lost)")
+                index = HnswIndex(model["dim"])
+            if self._sync_index(index, model_id) and not self.store.read_only:
+                self._save(index, model_id)
+            self._index, self._index_model_id = index, model_id
+            self._changed()
+            return index
+
+    def _sync_index(self, index: HnswIndex, model_id: int) -> bool:
+        """Add embedded texts the index lacks and delete texts no row uses; True if changed."""
+        with self.store.read() as conn:
+            embedded = vector_store.embedded_text_ids(conn, model_id)
+            live = np.fromiter(item_store.live_text_ids(conn), dtype=np.int64)
+            wanted = np.intersect1d(embedded, live)
+            present = np.setdiff1d(index.ids(), np.fromiter(index.deleted, np.int64))
+            missing = np.setdiff1d(wanted, present)
+            stale = np.setdiff1d(present, wanted)
+            dim = index.dim
+            for ids, vecs in vector_store.iter_embeddings(conn, model_id, dim,
+                                                          text_ids=missing.tolist()):
+                index.add(ids, vecs)
+        if len(stale):
+            index.mark_deleted(stale)
+        if len(missing) and len(present):
+            self._notice(f"{self.path.name}: added {len(missing)} encoded items missing from "
+                         f"the saved index")
+        return bool(len(missing) or len(stale))
+
+    def save_index(self) -> None:
+        with self._index_lock:
+            if self._index is not None and not self.store.read_only:
+                self._save(self._index, self._index_model_id)
+
+    def _save(self, index: HnswIndex, model_id: int) -> None:
+        with self.store.write() as conn:
+            save_index(conn, model_id, index)
+
+    def _changed(self) -> None:
+        self._generation += 1
+        self._cache.clear()
+
+    def _drop_index_cache(self) -> None:
+        with self._index_lock:
+            self._index, self._index_model_id = None, None
+            self._graph, self._graph_key = None, None
+            self._changed()
+
+    # -- search ----------------------------------------------------------------------------
+    def search(self, text: str, k: int = 10) -> list[SearchHit]:
+        """The k most similar existing entries; rows with the same text are folded into one."""
+        if not text or not text.strip():
+            return []
+        index = self.index()
+        key = (text, k, self._index_model_id, self._generation)
+        cached = self._cache.get(key)
+        if cached is not None:
+            return cached
+        vector = self.encoder().encode([text])
+        text_ids, sims = index.query(vector, k)
+        ids = text_ids[0].tolist()
+        with self.store.read() as conn:
+            rows = item_store.items_for_texts(conn, ids)
+        hits = []
+        for t, s in zip(ids, sims[0].tolist(), strict=True):
+            group = rows.get(t)
+            if not group:
+                continue
+            first = group[0]
+            hits.append(SearchHit(public_id(first), first["row"], first["text"], float(s),
+                                  first["id"], first["source_id"], len(group)))
+        self._cache.put(key, hits)
+        return hits
+
+    # -- duplicates ------------------------------------------------------------------------
+    def neighbour_graph(self, k: int = DEFAULT_NEIGHBOURS, *,
+                        progress: ProgressCallback = no_progress,
+                        cancel: CancelToken | None = None) -> KnnGraph:
+        """Each text's k nearest others; cached in memory and in the project file."""
+        index = self.index()
+        model_id = self._index_model_id
+        with self.store.read() as conn:
+            signature = conn.execute(
+                indexes.select().where(indexes.c.model_id == model_id)).mappings().first()
+        stamp = f"{signature['sha256'] if signature else 'unsaved'}:{len(index)}:{k}"
+        key = (model_id, stamp)
+        if self._graph is not None and self._graph_key == key:
+            return self._graph
+        name = f"knn/{model_id}/{k}"
+        graph = None
+        if signature is not None and self.store.get_meta(name) == stamp:
+            with self.store.read() as conn:
+                data = get_blob(conn, name)
+            try:
+                graph = KnnGraph.from_bytes(data) if data else None
+            except (ValueError, KeyError, OSError):
+                graph = None
+        if graph is None:
+            with self.store.read() as conn:
+                live = np.fromiter(item_store.live_text_ids(conn), dtype=np.int64)
+            graph = build_knn_graph(index, k, np.intersect1d(index.ids(), live),
+                                    progress=progress, cancel=cancel)
+            if not self.store.read_only and signature is not None:
+                with self.store.write() as conn:
+                    put_blob(conn, name, graph.to_bytes())
+                    self.store.set_meta(name, stamp, conn)
+        self._graph, self._graph_key = graph, key
+        return graph
+
+    def duplicates(self, threshold: float = DEFAULT_THRESHOLD, k: int = DEFAULT_NEIGHBOURS,
+                   *, progress: ProgressCallback = no_progress,
+                   cancel: CancelToken | None = None) -> list[Cluster]:
+        """Duplicate clusters at `threshold`, biggest first; re-cutting reuses the graph."""
+        if not 0.0 < threshold <= 1.0:
+            raise InputError(f"threshold must be between 0 and 1, not {threshold}")
+        graph = self.neighbour_graph(k, progress=progress, cancel=cancel)
+        text_clusters = text_clusters_as_ids(cut_clusters(graph, threshold), graph.ids)
+        clustered = {t for ids, _ in text_clusters for t in ids}
+        with self.store.read() as conn:
+            exact = [t for t in item_store.texts_with_copies(conn) if t not in clustered]
+            wanted = list(clustered) + exact
+            rows = item_store.items_for_texts(conn, wanted)
+        return expand_clusters(text_clusters, rows, exact)
+
+    def export_clusters(self, path: str | os.PathLike, clusters: list[Cluster]) -> int:
+        """Write cluster members with their original columns; returns rows written."""
+        path = Path(path)
+        members = [(c, m) for c in clusters for m in c.members]
+        if path.suffix.lower() == ".xlsx" and len(members) > XLSX_MAX_ROWS:
+            raise InputError(f"{path.name}: {len(members)} rows do not fit in an XLSX sheet; "
+                             f"export to .csv instead")
+        with self.store.read() as conn:
+            full = item_store.items_by_ids(conn, [m.item_id for _, m in members])
+            sources = {s["id"]: s for s in item_store.list_sources(conn)}
+        columns = _source_columns(list(sources.values()))
+        records = []
+        for cluster, m in members:
+            item = full[m.item_id]
+            row = dict(item["extra"])
+            id_column = sources[item["source_id"]]["id_column"]
+            if id_column:
+                row[id_column] = item["ext_id"] or ""
+            row.update({"cluster_id": cluster.cluster_id, "canonical_id": cluster.canonical.id,
+                        "similarity": round(m.score, 4), "is_canonical": m is cluster.canonical})
+            records.append(row)
+        extra_cols = ["cluster_id", "canonical_id", "similarity", "is_canonical"]
+        frame = pd.DataFrame.from_records(records, columns=[*columns, *extra_cols])
+        export_table(frame, path)
+        return len(frame)
+
+    # -- summary ---------------------------------------------------------------------------
+    def info(self) -> dict:
+        """Counts and state, cheap: no model or index is loaded to answer."""
+        with self.store.read() as conn:
+            active = self.active_model()
+            model_id = active["id"] if active else None
+            index_row = None
+            if model_id is not None:
+                index_row = conn.execute(
+                    indexes.select().where(indexes.c.model_id == model_id)).mappings().first()
+            return {
+                "project": str(self.path),
+                "schema_version": SCHEMA_VERSION,
+                "items": item_store.count_items(conn),
+                "texts": item_store.count_texts(conn),
+                "encoded": vector_store.count_embeddings(conn, model_id) if model_id else 0,
+                "truncated": vector_store.count_truncated(conn, model_id) if model_id else 0,
+                "model": active["name"] if active else None,
+                "model_location": active["location"] if active else None,
+                "index_items": index_row["count"] if index_row else 0,
+                "device": self.store.get_meta("last_device"),
+                "sources": [
+                    {"file_name": s["file_name"], "rows_imported": s["rows_imported"],
+                     "rows_empty": s["rows_empty"], "bad_lines": len(s["bad_lines"])}
+                    for s in item_store.list_sources(conn)
+                ],
+            }
+
+
+def _source_columns(sources: list[dict]) -> list[str]:
+    """The union of all imported files' columns, in first-seen order."""
+    return list(dict.fromkeys(c for s in sources for c in s["columns"]))

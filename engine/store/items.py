@@ -1,0 +1,136 @@
+"""Reading and writing sources, texts and items (the imported rows)."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+from sqlalchemy import Connection, func, insert, select
+
+from engine.store.schema import items, sources, texts
+
+# Stay well under every database's limit on bound parameters in one statement.
+_IN_BATCH = 500
+
+
+@dataclass(frozen=True)
+class NewRow:
+    """One spreadsheet row ready to store."""
+
+    row: int
+    ext_id: str | None
+    text: str
+    norm_key: str
+    extra: dict[str, str]
+
+
+def find_source(conn: Connection, sha256: str, mapping_key: str) -> int | None:
+    return conn.execute(
+        select(sources.c.id).where(sources.c.sha256 == sha256,
+                                   sources.c.mapping_key == mapping_key)
+    ).scalar()
+
+
+def add_source(conn: Connection, **values) -> int:
+    values.setdefault("imported_at", time.time())
+    return conn.execute(insert(sources).values(**values)).inserted_primary_key[0]
+
+
+def update_source(conn: Connection, source_id: int, **values) -> None:
+    conn.execute(sources.update().where(sources.c.id == source_id).values(**values))
+
+
+def text_ids_for_keys(conn: Connection, keys: Iterable[str]) -> dict[str, int]:
+    """Existing text ids of the given normalised keys."""
+    keys = list(dict.fromkeys(keys))
+    found: dict[str, int] = {}
+    for start in range(0, len(keys), _IN_BATCH):
+        batch = keys[start:start + _IN_BATCH]
+        found.update(conn.execute(
+            select(texts.c.norm_key, texts.c.id).where(texts.c.norm_key.in_(batch))
+        ).tuples().all())
+    return found
+
+
+def add_rows(conn: Connection, source_id: int, rows: Sequence[NewRow]) -> int:
+    """Store rows, creating a text for each new normalised form; returns new texts created."""
+    known = text_ids_for_keys(conn, (r.norm_key for r in rows))
+    new_texts = {}
+    for r in rows:
+        if r.norm_key not in known and r.norm_key not in new_texts:
+            new_texts[r.norm_key] = r.text
+    if new_texts:
+        conn.execute(insert(texts), [{"norm_key": k, "text": t} for k, t in new_texts.items()])
+        known.update(text_ids_for_keys(conn, new_texts))
+    conn.execute(insert(items), [
+        {"source_id": source_id, "row": r.row, "ext_id": r.ext_id, "text": r.text,
+         "text_id": known[r.norm_key], "extra": r.extra, "deleted": False}
+        for r in rows
+    ])
+    return len(new_texts)
+
+
+def count_items(conn: Connection) -> int:
+    return conn.execute(select(func.count()).select_from(items).where(~items.c.deleted)).scalar()
+
+
+def count_texts(conn: Connection) -> int:
+    """Distinct live texts, i.e. what has to be encoded and indexed."""
+    return conn.execute(
+        select(func.count(func.distinct(items.c.text_id))).where(~items.c.deleted)
+    ).scalar()
+
+
+def live_text_ids(conn: Connection) -> set[int]:
+    return set(conn.execute(
+        select(items.c.text_id).where(~items.c.deleted).distinct()
+    ).scalars())
+
+
+def texts_by_id(conn: Connection, text_ids: Sequence[int]) -> dict[int, str]:
+    out: dict[int, str] = {}
+    for start in range(0, len(text_ids), _IN_BATCH):
+        batch = list(text_ids[start:start + _IN_BATCH])
+        out.update(conn.execute(
+            select(texts.c.id, texts.c.text).where(texts.c.id.in_(batch))
+        ).tuples().all())
+    return out
+
+
+def items_for_texts(conn: Connection, text_ids: Sequence[int]) -> dict[int, list[dict]]:
+    """Live items of each text, oldest first (the first is the text's representative)."""
+    out: dict[int, list[dict]] = {}
+    cols = (items.c.id, items.c.text_id, items.c.source_id, items.c.row, items.c.ext_id,
+            items.c.text)
+    for start in range(0, len(text_ids), _IN_BATCH):
+        batch = list(text_ids[start:start + _IN_BATCH])
+        rows = conn.execute(
+            select(*cols).where(items.c.text_id.in_(batch), ~items.c.deleted)
+            .order_by(items.c.id)
+        ).mappings().all()
+        for r in rows:
+            out.setdefault(r["text_id"], []).append(dict(r))
+    return out
+
+
+def list_sources(conn: Connection) -> list[dict]:
+    return [dict(r) for r in conn.execute(select(sources).order_by(sources.c.id)).mappings()]
+
+
+def texts_with_copies(conn: Connection) -> list[int]:
+    """Texts shared by more than one live row: exact duplicates."""
+    return list(conn.execute(
+        select(items.c.text_id).where(~items.c.deleted).group_by(items.c.text_id)
+        .having(func.count() > 1)
+    ).scalars())
+
+
+def items_by_ids(conn: Connection, item_ids: Sequence[int]) -> dict[int, dict]:
+    """Whole rows (with their other columns) for export and display."""
+    out: dict[int, dict] = {}
+    for start in range(0, len(item_ids), _IN_BATCH):
+        batch = list(item_ids[start:start + _IN_BATCH])
+        for r in conn.execute(select(items).where(items.c.id.in_(batch))).mappings():
+            out[r["id"]] = dict(r)
+    return out

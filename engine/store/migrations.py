@@ -1,0 +1,45 @@
+"""Schema versions and the steps between them.
+
+A hand-rolled, ordered list of migrations rather than Alembic: a project file is a user's
+document opened by a frozen desktop app, so migrations must ship as plain code, run inside
+the same transaction as the version bump, and work offline with no migration scripts folder.
+Each step takes a connection already inside a transaction.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from sqlalchemy import Connection, inspect, select
+
+from engine.store import schema
+
+APP_ID = "duplens"
+
+
+def _v1_initial(conn: Connection) -> None:
+    schema.metadata.create_all(conn)
+
+
+# MIGRATIONS[i] brings a project from version i to version i + 1.
+MIGRATIONS: list[Callable[[Connection], None]] = [_v1_initial]
+SCHEMA_VERSION = len(MIGRATIONS)
+
+
+def read_version(conn: Connection) -> int | None:
+    """The project's schema version, or None when the file has no Duplens meta table."""
+    if not inspect(conn).has_table("meta"):
+        return None
+    rows = dict(conn.execute(select(schema.meta.c.key, schema.meta.c.value)).all())
+    if rows.get("app") != APP_ID:
+        return None
+    return int(rows.get("schema_version", "0"))
+
+
+def upgrade(conn: Connection, current: int) -> None:
+    """Apply every migration after `current` and record the new version."""
+    for step in MIGRATIONS[current:]:
+        step(conn)
+    for key, value in (("app", APP_ID), ("schema_version", str(SCHEMA_VERSION))):
+        conn.execute(schema.meta.delete().where(schema.meta.c.key == key))
+        conn.execute(schema.meta.insert().values(key=key, value=value))

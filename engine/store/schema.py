@@ -1,0 +1,138 @@
+"""The project schema, as SQLAlchemy Core tables shared by SQLite and (later) PostgreSQL.
+
+Nothing dialect-specific lives here: pragmas and blob chunk sizes are in `store.sqlite`.
+Texts are stored once per normalised form (`texts`), so exact duplicates are encoded and
+indexed once; `items` are the spreadsheet rows that point at them.
+"""
+
+from __future__ import annotations
+
+from sqlalchemy import (
+    JSON,
+    Boolean,
+    Column,
+    Float,
+    ForeignKey,
+    Index,
+    Integer,
+    LargeBinary,
+    MetaData,
+    String,
+    Table,
+    Text,
+    UniqueConstraint,
+)
+
+metadata = MetaData()
+
+meta = Table(
+    "meta",
+    metadata,
+    Column("key", String(64), primary_key=True),
+    Column("value", Text, nullable=False),
+)
+
+sources = Table(
+    "sources",
+    metadata,
+    Column("id", Integer, primary_key=True),
+    Column("file_name", Text, nullable=False),
+    Column("file_path", Text, nullable=False),
+    Column("sha256", String(64), nullable=False),
+    # Which part of the file was imported and how: re-importing the same file with the same
+    # mapping adds nothing, another mapping of the same file is a new source.
+    Column("mapping_key", String(64), nullable=False),
+    Column("format", JSON, nullable=False),
+    Column("text_columns", JSON, nullable=False),
+    Column("id_column", Text),
+    Column("columns", JSON, nullable=False),
+    Column("rows_read", Integer, nullable=False, default=0),
+    Column("rows_imported", Integer, nullable=False, default=0),
+    Column("rows_empty", Integer, nullable=False, default=0),
+    Column("bad_lines", JSON, nullable=False, default=list),
+    Column("imported_at", Float, nullable=False),
+    UniqueConstraint("sha256", "mapping_key", name="uq_sources_file_mapping"),
+)
+
+texts = Table(
+    "texts",
+    metadata,
+    Column("id", Integer, primary_key=True),
+    Column("norm_key", String(40), nullable=False, unique=True),
+    Column("text", Text, nullable=False),
+)
+
+items = Table(
+    "items",
+    metadata,
+    Column("id", Integer, primary_key=True),
+    Column("source_id", Integer, ForeignKey("sources.id", ondelete="CASCADE"), nullable=False),
+    Column("row", Integer, nullable=False),
+    Column("ext_id", Text),
+    Column("text", Text, nullable=False),
+    Column("text_id", Integer, ForeignKey("texts.id"), nullable=False),
+    Column("extra", JSON, nullable=False, default=dict),
+    Column("deleted", Boolean, nullable=False, default=False),
+    Index("ix_items_text_id", "text_id"),
+    Index("ix_items_source_row", "source_id", "row"),
+)
+
+models = Table(
+    "models",
+    metadata,
+    Column("id", Integer, primary_key=True),
+    Column("name", Text, nullable=False),
+    Column("location", Text, nullable=False),
+    Column("fingerprint", String(80), nullable=False, unique=True),
+    Column("dim", Integer, nullable=False),
+    Column("max_seq_length", Integer, nullable=False),
+    Column("parent_id", Integer, ForeignKey("models.id")),
+    Column("objective", Text),
+    Column("metrics", JSON, nullable=False, default=dict),
+    Column("created_at", Float, nullable=False),
+)
+
+embeddings = Table(
+    "embeddings",
+    metadata,
+    Column("model_id", Integer, ForeignKey("models.id", ondelete="CASCADE"), primary_key=True),
+    Column("text_id", Integer, ForeignKey("texts.id", ondelete="CASCADE"), primary_key=True),
+    Column("vector", LargeBinary, nullable=False),
+    Column("truncated", Boolean, nullable=False, default=False),
+)
+
+# Metadata of the persisted HNSW index of one model; the bytes live in `blobs`.
+indexes = Table(
+    "indexes",
+    metadata,
+    Column("model_id", Integer, ForeignKey("models.id", ondelete="CASCADE"), primary_key=True),
+    Column("dim", Integer, nullable=False),
+    Column("params", JSON, nullable=False),
+    Column("deleted", JSON, nullable=False, default=list),
+    Column("count", Integer, nullable=False),
+    Column("sha256", String(64), nullable=False),
+    Column("size", Integer, nullable=False),
+    Column("saved_at", Float, nullable=False),
+)
+
+# Large binary values split into chunks, so that no single value nears SQLite's blob limit.
+blobs = Table(
+    "blobs",
+    metadata,
+    Column("name", String(200), primary_key=True),
+    Column("seq", Integer, primary_key=True),
+    Column("data", LargeBinary, nullable=False),
+)
+
+# Analyst judgements on pairs of items: the training data of the fine-tuning wizard.
+pair_labels = Table(
+    "pair_labels",
+    metadata,
+    Column("id", Integer, primary_key=True),
+    Column("item_a", Integer, ForeignKey("items.id", ondelete="CASCADE"), nullable=False),
+    Column("item_b", Integer, ForeignKey("items.id", ondelete="CASCADE"), nullable=False),
+    Column("label", Integer, nullable=False),
+    Column("origin", String(32), nullable=False, default="review"),
+    Column("created_at", Float, nullable=False),
+    UniqueConstraint("item_a", "item_b", name="uq_pair_labels_pair"),
+)

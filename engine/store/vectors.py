@@ -1,0 +1,98 @@
+"""Models a project has used and the embeddings each produced (float32 blobs)."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator, Sequence
+
+import numpy as np
+from sqlalchemy import Connection, func, insert, select
+
+from engine.store.schema import embeddings, items, models
+
+
+def get_or_add_model(conn: Connection, *, name: str, location: str, fingerprint: str,
+                     dim: int, max_seq_length: int, **extra) -> int:
+    """The id of the model with this fingerprint, registering it on first use."""
+    found = conn.execute(select(models.c.id).where(models.c.fingerprint == fingerprint)).scalar()
+    if found is not None:
+        return found
+    return conn.execute(insert(models).values(
+        name=name, location=location, fingerprint=fingerprint, dim=dim,
+        max_seq_length=max_seq_length, created_at=time.time(), **extra,
+    )).inserted_primary_key[0]
+
+
+def get_model_row(conn: Connection, model_id: int) -> dict | None:
+    row = conn.execute(select(models).where(models.c.id == model_id)).mappings().first()
+    return dict(row) if row else None
+
+
+def list_models(conn: Connection) -> list[dict]:
+    return [dict(r) for r in conn.execute(select(models).order_by(models.c.id)).mappings()]
+
+
+def add_embeddings(conn: Connection, model_id: int, text_ids: Sequence[int],
+                   vectors: np.ndarray, truncated: Sequence[bool]) -> None:
+    vectors = np.ascontiguousarray(vectors, dtype=np.float32)
+    conn.execute(insert(embeddings), [
+        {"model_id": model_id, "text_id": int(t), "vector": vectors[i].tobytes(),
+         "truncated": bool(truncated[i])}
+        for i, t in enumerate(text_ids)
+    ])
+
+
+def missing_text_ids(conn: Connection, model_id: int) -> list[int]:
+    """Live texts with no embedding for this model yet, in id order (the resume point)."""
+    done = select(embeddings.c.text_id).where(embeddings.c.model_id == model_id)
+    return list(conn.execute(
+        select(items.c.text_id).where(~items.c.deleted, items.c.text_id.not_in(done))
+        .distinct().order_by(items.c.text_id)
+    ).scalars())
+
+
+def count_embeddings(conn: Connection, model_id: int) -> int:
+    live = select(items.c.text_id).where(~items.c.deleted)
+    return conn.execute(
+        select(func.count()).select_from(embeddings)
+        .where(embeddings.c.model_id == model_id, embeddings.c.text_id.in_(live))
+    ).scalar()
+
+
+def count_truncated(conn: Connection, model_id: int) -> int:
+    return conn.execute(
+        select(func.count()).select_from(embeddings)
+        .where(embeddings.c.model_id == model_id, embeddings.c.truncated)
+    ).scalar()
+
+
+def embedded_text_ids(conn: Connection, model_id: int) -> np.ndarray:
+    return np.fromiter(conn.execute(
+        select(embeddings.c.text_id).where(embeddings.c.model_id == model_id)
+    ).scalars(), dtype=np.int64)
+
+
+def iter_embeddings(conn: Connection, model_id: int, dim: int, *,
+                    text_ids: Sequence[int] | None = None, batch: int = 50_000
+                    ) -> Iterator[tuple[np.ndarray, np.ndarray]]:
+    """(text_ids, vectors) in batches, for rebuilding or completing an index."""
+    query = select(embeddings.c.text_id, embeddings.c.vector).where(
+        embeddings.c.model_id == model_id)
+    if text_ids is not None:
+        wanted = list(text_ids)
+        for start in range(0, len(wanted), 500):
+            part = wanted[start:start + 500]
+            yield from _decode_rows(conn.execute(
+                query.where(embeddings.c.text_id.in_(part))).all(), dim)
+        return
+    result = conn.execute(query.order_by(embeddings.c.text_id)).yield_per(batch)
+    for part in result.partitions(batch):
+        yield from _decode_rows(part, dim)
+
+
+def _decode_rows(rows, dim: int) -> Iterator[tuple[np.ndarray, np.ndarray]]:
+    if not rows:
+        return
+    ids = np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
+    vecs = np.frombuffer(b"".join(r[1] for r in rows), dtype=np.float32).reshape(len(rows), dim)
+    yield ids, vecs

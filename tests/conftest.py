@@ -1,0 +1,45 @@
+"""Shared fixtures: the real default model, loaded once per test session, on the CPU."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+
+DATA = Path(__file__).parent / "data"
+
+
+@pytest.fixture(scope="session")
+def encoder():
+    """The bundled all-MiniLM-L6-v2 on CPU: loading it once keeps the suite fast."""
+    from engine.encoding.encoder import SentenceEncoder
+    from engine.encoding.models import load_model, resolve_model
+
+    spec = resolve_model(None)
+    return SentenceEncoder(load_model(spec, "cpu"), spec, "cpu", batch_size=32)
+
+
+@pytest.fixture
+def data_dir() -> Path:
+    return DATA
+
+
+@pytest.fixture
+def new_project(tmp_path, encoder):
+    """A fresh project with the session's encoder attached; closed after the test."""
+    from engine.project import Project
+
+    opened = []
+
+    def make(name: str = "test.duplens"):
+        project = Project.open(tmp_path / name, create=True)
+        project.attach_encoder(encoder, is_default=True)
+        opened.append(project)
+        return project
+
+    yield make
+    for project in opened:
+        project.close()

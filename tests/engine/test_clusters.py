@@ -1,0 +1,73 @@
+import numpy as np
+
+from engine.dedup.clusters import cut_clusters
+from engine.dedup.duplicates import expand_clusters
+from engine.dedup.graph import KnnGraph, build_knn_graph
+from engine.index.hnsw import HnswIndex
+
+
+def _graph(edges: dict[int, list[tuple[int, float]]], n: int, k: int = 3) -> KnnGraph:
+    nbr = np.full((n, k), -1, np.int32)
+    sim = np.zeros((n, k), np.float32)
+    for i, row in edges.items():
+        for j, (p, s) in enumerate(sorted(row, key=lambda x: -x[1])):
+            nbr[i, j], sim[i, j] = p, s
+    return KnnGraph(np.arange(100, 100 + n), nbr, sim)
+
+
+def test_clusters_do_not_chain():
+    # A~B 0.9, B~C 0.9, A~C 0.5: at 0.8, C must not join A through B.
+    g = _graph({0: [(1, 0.9), (2, 0.5)], 1: [(0, 0.9), (2, 0.9)], 2: [(1, 0.9), (0, 0.5)]}, 3)
+    clusters = cut_clusters(g, 0.8)
+    assert len(clusters) == 1
+    members = set(clusters[0].members.tolist())
+    centre = clusters[0].centre
+    assert centre == 1 and members == {0, 1, 2}  # B is the centre: A and C are both near B
+    for c in clusters:
+        for p, s in zip(c.members[1:], c.scores[1:], strict=True):
+            row = g.nbr[c.centre].tolist()
+            assert g.sim[c.centre][row.index(int(p))] == s >= 0.8
+
+
+def test_chain_broken_when_centre_cannot_reach_both_ends():
+    # 0~1 0.95, 1~2 0.85, 2~3 0.95: greedy picks tight pairs, 0 and 3 never meet.
+    g = _graph({0: [(1, 0.95)], 1: [(0, 0.95), (2, 0.85)], 2: [(3, 0.95), (1, 0.85)],
+                3: [(2, 0.95)]}, 4)
+    clusters = cut_clusters(g, 0.8)
+    sets = [set(c.members.tolist()) for c in clusters]
+    assert all(not ({0, 3} <= s) for s in sets)
+    assert sum(len(s) for s in sets) <= 4
+
+
+def test_threshold_above_everything_gives_no_clusters():
+    g = _graph({0: [(1, 0.7)], 1: [(0, 0.7)]}, 2)
+    assert cut_clusters(g, 0.8) == []
+    assert len(cut_clusters(g, 0.6)) == 1
+
+
+def test_graph_from_index_excludes_self_and_orders_by_similarity():
+    rng = np.random.default_rng(0)
+    v = rng.normal(size=(50, 16)).astype(np.float32)
+    v /= np.linalg.norm(v, axis=1, keepdims=True)
+    index = HnswIndex(16)
+    ids = np.arange(7, 57)
+    index.add(ids, v)
+    g = build_knn_graph(index, 5)
+    assert (g.ids == ids).all()
+    assert not (g.nbr == np.arange(50)[:, None]).any()
+    assert (np.diff(g.sim, axis=1) <= 1e-6).all()
+    exact = np.argsort(-(v @ v.T), axis=1)[:, 1]
+    assert (g.nbr[:, 0] == exact).mean() >= 0.98
+
+
+def test_exact_duplicate_rows_share_a_cluster_even_without_neighbours():
+    def item(i, t):
+        return {"id": i, "ext_id": None, "row": i, "source_id": 1, "text": f"t{t}",
+                "text_id": t}
+
+    rows = {5: [item(1, 5), item(2, 5)], 6: [item(3, 6)], 7: [item(4, 7)]}
+    clusters = expand_clusters([([6, 7], [1.0, 0.9])], rows, exact_only_texts=[5])
+    assert [len(c.members) for c in clusters] == [2, 2]
+    exact = next(c for c in clusters if c.canonical.text_id == 5)
+    assert {m.item_id for m in exact.members} == {1, 2}
+    assert all(m.score == 1.0 for m in exact.members)

@@ -1,0 +1,112 @@
+import os
+import sqlite3
+import stat
+
+import pytest
+from sqlalchemy import select
+
+from engine.errors import ProjectError
+from engine.store.blobs import get_blob, put_blob
+from engine.store.database import Store
+from engine.store.migrations import SCHEMA_VERSION
+from engine.store.schema import meta
+
+
+def test_create_records_schema_version_and_uses_wal(tmp_path):
+    path = tmp_path / "p.duplens"
+    store = Store.open(path, create=True)
+    assert store.get_meta("schema_version") == str(SCHEMA_VERSION)
+    assert store.get_meta("app") == "duplens"
+    store.close()
+    con = sqlite3.connect(path)
+    assert con.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+    con.close()
+    reopened = Store.open(path)
+    assert reopened.get_meta("schema_version") == str(SCHEMA_VERSION)
+    reopened.close()
+
+
+def test_missing_project_is_a_clear_error(tmp_path):
+    with pytest.raises(ProjectError, match="no such project"):
+        Store.open(tmp_path / "nope.duplens")
+
+
+def test_text_file_is_not_a_project_and_is_left_alone(tmp_path):
+    path = tmp_path / "notes.duplens"
+    path.write_text("just some notes\n")
+    with pytest.raises(ProjectError, match="is not a Duplens project"):
+        Store.open(path, create=True)
+    assert path.read_text() == "just some notes\n"
+
+
+def test_foreign_sqlite_database_is_not_a_project(tmp_path):
+    path = tmp_path / "other.db"
+    con = sqlite3.connect(path)
+    con.execute("CREATE TABLE customers (id INTEGER)")
+    con.commit()
+    con.close()
+    before = path.read_bytes()
+    with pytest.raises(ProjectError, match="is not a Duplens project"):
+        Store.open(path, create=True)
+    assert path.read_bytes() == before
+
+
+def test_project_from_a_newer_version_is_refused(tmp_path):
+    path = tmp_path / "future.duplens"
+    Store.open(path, create=True).close()
+    con = sqlite3.connect(path)
+    con.execute("UPDATE meta SET value='999' WHERE key='schema_version'")
+    con.commit()
+    con.close()
+    with pytest.raises(ProjectError, match="newer Duplens"):
+        Store.open(path)
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root can write read-only files")
+def test_read_only_project_refuses_writes_but_reads(tmp_path):
+    path = tmp_path / "ro.duplens"
+    Store.open(path, create=True).close()
+    path.chmod(stat.S_IRUSR)
+    with pytest.raises(ProjectError, match="read-only"):
+        Store.open(path)
+    store = Store.open(path, read_only=True)
+    assert store.get_meta("app") == "duplens"
+    with pytest.raises(ProjectError, match="read-only"):
+        store.set_meta("x", "y")
+    store.close()
+
+
+def test_read_only_open_never_writes(tmp_path):
+    path = tmp_path / "ro.duplens"
+    Store.open(path, create=True).close()
+    before = path.read_bytes()
+    store = Store.open(path, read_only=True)
+    assert store.get_meta("app") == "duplens"
+    with pytest.raises(ProjectError, match="read-only"):
+        store.set_meta("x", "y")
+    store.close()
+    assert path.read_bytes() == before
+
+
+def test_failed_write_rolls_back_everything(tmp_path):
+    store = Store.open(tmp_path / "p.duplens", create=True)
+    with pytest.raises(RuntimeError), store.write() as conn:
+        store.set_meta("half", "written", conn)
+        raise RuntimeError("boom")
+    with store.read() as conn:
+        keys = set(conn.execute(select(meta.c.key)).scalars())
+    assert "half" not in keys
+    store.close()
+
+
+def test_blobs_are_chunked_and_reassembled(tmp_path):
+    store = Store.open(tmp_path / "p.duplens", create=True)
+    data = os.urandom(10_000)
+    with store.write() as conn:
+        put_blob(conn, "big", data, chunk_bytes=3_000)
+    with store.read() as conn:
+        n = conn.exec_driver_sql("SELECT count(*) FROM blobs WHERE name='big'").scalar()
+        assert n == 4
+        assert get_blob(conn, "big") == data
+        assert get_blob(conn, "absent") is None
+    store.close()
