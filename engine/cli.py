@@ -121,8 +121,11 @@ def _say(message: str) -> None:
 
 
 def cmd_import(args, cancel: CancelToken) -> int:
+    from engine.encoding.models import resolve_model
     from engine.progress_bar import TqdmProgress
 
+    if args.model is not None and not args.no_encode:
+        resolve_model(args.model)  # a wrong model is reported before the project is touched
     with _open(args.project, create=True) as project:
         bar = TqdmProgress()
         try:

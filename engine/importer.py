@@ -15,8 +15,14 @@ from pathlib import Path
 import pandas as pd
 
 from engine.errors import InputError
-from engine.io import ReadReport, TableFormat, detect_format, iter_table, read_columns, \
-    require_columns
+from engine.io import (
+    ReadReport,
+    TableFormat,
+    detect_format,
+    iter_table,
+    read_columns,
+    require_columns,
+)
 from engine.jobs import CancelToken, Progress, ProgressCallback, RateMeter, no_progress
 from engine.store.database import Store
 from engine.store.items import NewRow, add_rows, add_source, find_source, update_source

@@ -21,7 +21,7 @@ class TqdmProgress:
             return
         bar = self._bars.get(p.stage)
         if bar is None:
-            unit = "rows" if p.stage == "reading" else "texts"
+            unit = " rows" if p.stage == "reading" else " texts"
             bar = tqdm(total=p.total or None, desc=p.stage, unit=unit, file=sys.stderr,
                        dynamic_ncols=True, mininterval=0.25)
             self._bars[p.stage] = bar

@@ -19,7 +19,7 @@ from engine.dedup.clusters import cut_clusters
 from engine.dedup.duplicates import Cluster, expand_clusters, public_id, text_clusters_as_ids
 from engine.dedup.graph import KnnGraph, build_knn_graph
 from engine.encoding.encoder import SentenceEncoder
-from engine.encoding.job import EncodeReport, encode_missing
+from engine.encoding.job import CHUNK_TEXTS, EncodeReport, encode_missing
 from engine.encoding.models import DEFAULT_MODEL, load_model, pick_device, resolve_model
 from engine.errors import InputError, ProjectError
 from engine.importer import ImportReport, import_table
@@ -149,7 +149,8 @@ class Project:
         return import_table(self.store, path, text_columns, **options)
 
     def encode(self, *, progress: ProgressCallback = no_progress,
-               cancel: CancelToken | None = None) -> EncodeReport:
+               cancel: CancelToken | None = None, chunk_texts: int = CHUNK_TEXTS
+               ) -> EncodeReport:
         """Encode and index every text the active model has not seen; resumable."""
         encoder = self.encoder()
         model_id = self._active_model_id()
@@ -160,7 +161,7 @@ class Project:
             self._changed()
 
         report = encode_missing(self.store, encoder, model_id, on_committed=add_to_index,
-                                progress=progress, cancel=cancel)
+                                progress=progress, cancel=cancel, chunk_texts=chunk_texts)
         if report.encoded:
             self.save_index()
         return report

@@ -10,8 +10,13 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
-from engine.encoding.encoder import EncodeBatch, EncodedBatch, Executor, LocalExecutor, \
-    SentenceEncoder
+from engine.encoding.encoder import (
+    EncodeBatch,
+    EncodedBatch,
+    Executor,
+    LocalExecutor,
+    SentenceEncoder,
+)
 from engine.jobs import CancelToken, Progress, ProgressCallback, RateMeter, no_progress
 from engine.store.database import Store
 from engine.store.items import texts_by_id

@@ -1,0 +1,26 @@
+"""Reading spreadsheets in (CSV/TSV, Excel, Parquet, JSON Lines) and writing results out."""
+
+from engine.io.export import export_table, neutralise_cell
+from engine.io.readers import (
+    ReadReport,
+    TableFormat,
+    TablePreview,
+    detect_format,
+    iter_table,
+    preview_table,
+    read_columns,
+    require_columns,
+)
+
+__all__ = [
+    "ReadReport",
+    "TableFormat",
+    "TablePreview",
+    "detect_format",
+    "export_table",
+    "iter_table",
+    "neutralise_cell",
+    "preview_table",
+    "read_columns",
+    "require_columns",
+]

@@ -49,7 +49,7 @@ def text_ids_for_keys(conn: Connection, keys: Iterable[str]) -> dict[str, int]:
         batch = keys[start:start + _IN_BATCH]
         found.update(conn.execute(
             select(texts.c.norm_key, texts.c.id).where(texts.c.norm_key.in_(batch))
-        ).tuples().all())
+        ).all())
     return found
 
 
@@ -94,7 +94,7 @@ def texts_by_id(conn: Connection, text_ids: Sequence[int]) -> dict[int, str]:
         batch = list(text_ids[start:start + _IN_BATCH])
         out.update(conn.execute(
             select(texts.c.id, texts.c.text).where(texts.c.id.in_(batch))
-        ).tuples().all())
+        ).all())
     return out
 
 

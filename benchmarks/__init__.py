@@ -1,0 +1,1 @@
+"""Duplens benchmarks: each figure measured next to plain sentence-transformers, same run."""

@@ -1,0 +1,68 @@
+"""Import throughput: `duplens import` (parse + store + encode + index) vs bare encoding.
+
+    python -m benchmarks.import_throughput [--rows 10000] [--batch-size 64]
+
+Both runs use the same texts, the same model, device and batch size, in the same process,
+one after the other; the ratio is pipeline rows/s divided by bare encode rows/s.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import platform
+import tempfile
+import time
+from pathlib import Path
+
+from benchmarks.data import quora_questions
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__)
+    ap.add_argument("--rows", type=int, default=10_000)
+    ap.add_argument("--batch-size", type=int, default=64)
+    ap.add_argument("--device", default="cpu")
+    args = ap.parse_args()
+
+    from engine.encoding.encoder import SentenceEncoder
+    from engine.encoding.models import load_model, resolve_model
+    from engine.project import Project
+
+    texts = quora_questions(args.rows)
+    spec = resolve_model(None)
+    model = load_model(spec, args.device)
+    model.encode(texts[:256], batch_size=args.batch_size)  # warm-up, not timed
+
+    t0 = time.perf_counter()
+    model.encode(texts, batch_size=args.batch_size, normalize_embeddings=True,
+                 convert_to_numpy=True)
+    bare = time.perf_counter() - t0
+
+    with tempfile.TemporaryDirectory() as tmp:
+        src = Path(tmp) / "questions.csv"
+        with src.open("w", newline="", encoding="utf-8") as fh:
+            writer = csv.writer(fh)
+            writer.writerow(["question"])
+            writer.writerows([t] for t in texts)
+        t0 = time.perf_counter()
+        with Project.open(Path(tmp) / "bench.duplens", create=True) as project:
+            project.attach_encoder(SentenceEncoder(model, spec, args.device, args.batch_size),
+                                   is_default=True)
+            project.import_table(src, ["question"])
+            project.encode()
+        pipeline = time.perf_counter() - t0
+
+    result = {
+        "rows": len(texts), "device": args.device, "batch_size": args.batch_size,
+        "machine": f"{platform.machine()} {platform.processor() or ''}".strip(),
+        "bare_encode_rows_per_s": round(len(texts) / bare, 1),
+        "duplens_import_rows_per_s": round(len(texts) / pipeline, 1),
+        "ratio": round(bare / pipeline, 3),
+    }
+    print(json.dumps(result, indent=1))
+
+
+if __name__ == "__main__":
+    main()

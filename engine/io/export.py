@@ -1,0 +1,82 @@
+"""Write results to CSV or Excel without handing the reader a formula to run.
+
+Exported cells hold user text, and a cell starting with "=" (or "+", "-", "@") is run as a
+formula when the export is opened in a spreadsheet program: CSV/formula injection. Every
+string cell therefore gets a leading apostrophe, the spreadsheet convention for "this is
+text". Exports replace the target in one step, so a failure never leaves half a file where
+a good one may have been.
+"""
+
+from __future__ import annotations
+
+import os
+import uuid
+from collections.abc import Callable
+from pathlib import Path
+
+import openpyxl
+import pandas as pd
+from openpyxl.cell.cell import ILLEGAL_CHARACTERS_RE
+
+from engine.errors import InputError
+
+_FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
+
+PathLike = str | os.PathLike[str]
+
+
+def neutralise_cell(value: object) -> object:
+    """Prefix text a spreadsheet would take for a formula with "'"; leave the rest alone."""
+    if isinstance(value, str) and value.startswith(_FORMULA_STARTS):
+        return "'" + value
+    return value
+
+
+def export_table(df: pd.DataFrame, path: PathLike) -> None:
+    """Write `df` (without its index) to .csv or .xlsx, chosen by the extension.
+
+    CSV is UTF-8 with a BOM, without which Excel reads it as the local ANSI code page.
+    """
+    path = Path(path)
+    writers: dict[str, Callable[[pd.DataFrame, Path], None]] = {
+        ".csv": _write_csv, ".xlsx": _write_xlsx,
+    }
+    writer = writers.get(path.suffix.lower())
+    if writer is None:
+        raise InputError(f"{path.name}: cannot export to this file type; use .csv or .xlsx")
+    # A unique name in the same folder, so os.replace is a rename on one file system; the
+    # writer creates it, so it gets the usual permissions rather than a temp file's 0600.
+    temp = path.with_name(f".{path.name}.{uuid.uuid4().hex}.tmp")
+    try:
+        writer(df, temp)
+        os.replace(temp, path)
+    except OSError as err:
+        raise InputError(f"{path.name}: cannot write ({err.strerror or err})") from err
+    finally:
+        temp.unlink(missing_ok=True)
+
+
+def _write_csv(df: pd.DataFrame, path: Path) -> None:
+    safe = df.map(neutralise_cell)
+    safe.columns = [neutralise_cell(str(name)) for name in df.columns]
+    safe.to_csv(path, index=False, encoding="utf-8-sig")
+
+
+def _write_xlsx(df: pd.DataFrame, path: Path) -> None:
+    """Write-only mode streams rows to disk instead of building every cell in memory."""
+    workbook = openpyxl.Workbook(write_only=True)
+    sheet = workbook.create_sheet()
+    sheet.append([_xlsx_value(str(name)) for name in df.columns])
+    for row in df.itertuples(index=False, name=None):
+        sheet.append([_xlsx_value(value) for value in row])
+    workbook.save(path)
+
+
+def _xlsx_value(value: object) -> object:
+    """A value openpyxl can store: empty for missing, text neutralised and without the
+    control characters XML cannot hold (openpyxl would refuse the whole file)."""
+    if isinstance(value, str):
+        return neutralise_cell(ILLEGAL_CHARACTERS_RE.sub("", value))
+    if value is None or (pd.api.types.is_scalar(value) and pd.isna(value)):
+        return None
+    return value

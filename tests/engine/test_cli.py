@@ -1,0 +1,154 @@
+"""The `duplens` command as a user runs it: real processes, real model, small files."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def run(*args: str, check_code: int | None = 0, **kw) -> subprocess.CompletedProcess:
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    proc = subprocess.run([sys.executable, "-m", "engine.cli", *args], capture_output=True,
+                          text=True, env=env, timeout=300, **kw)
+    if check_code is not None:
+        assert proc.returncode == check_code, proc.stderr
+    return proc
+
+
+@pytest.fixture(scope="module")
+def project(tmp_path_factory) -> Path:
+    folder = tmp_path_factory.mktemp("cli")
+    path = folder / "questions.duplens"
+    data = ROOT / "tests" / "data" / "questions.csv"
+    proc = run("import", str(path), str(data), "--column", "question", "--id-column", "qid")
+    assert "48 rows imported" in proc.stderr
+    return path
+
+
+def test_search_json_contract(project):
+    proc = run("search", str(project), "what is australia's capital city", "-k", "3", "--json")
+    hits = json.loads(proc.stdout)
+    assert {"id", "row", "text", "score"} <= set(hits[0])
+    assert hits[0]["id"] in {"q6", "q7"} and hits[0]["row"] in {6, 7}
+    assert hits[0]["score"] >= hits[1]["score"]
+
+
+def test_info_json_contract(project):
+    proc = run("info", str(project), "--json")
+    info = json.loads(proc.stdout)
+    assert info["items"] == 48 and info["encoded"] == 46 and info["index_items"] == 46
+    assert info["model"] == "all-MiniLM-L6-v2" and info["device"] == "cpu"
+
+
+def test_info_does_not_import_torch(project):
+    code = ("import sys; from engine.cli import main; main(['info', sys.argv[1]]); "
+            "print('torch' in sys.modules, 'sentence_transformers' in sys.modules)")
+    proc = subprocess.run([sys.executable, "-c", code, str(project)], capture_output=True,
+                          text=True, env={**os.environ, "PYTHONPATH": str(ROOT)}, timeout=60)
+    assert proc.stdout.strip().endswith("False False")
+
+
+def test_duplicates_json_and_export(project, tmp_path):
+    out = tmp_path / "clusters.csv"
+    proc = run("duplicates", str(project), "--threshold", "0.75", "--json", "--out", str(out))
+    clusters = json.loads(proc.stdout)
+    first = clusters[0]
+    assert {"cluster_id", "canonical_id", "members"} <= set(first)
+    assert {"id", "text", "score"} <= set(first["members"][0])
+    assert first["members"][0]["id"] == first["canonical_id"]
+    ids = {m["id"] for c in clusters for m in c["members"]}
+    assert {"q1", "q41", "q42", "q6", "q7"} <= ids
+    header = out.read_text(encoding="utf-8-sig").splitlines()[0]
+    assert header == "qid,question,topic,cluster_id,canonical_id,similarity,is_canonical"
+
+
+@pytest.mark.parametrize("args, message", [
+    (["import", "{p}", "{missing}", "--column", "question"], "missing.csv"),
+    (["import", "{p}", "{data}", "--column", "titel"], 'columns are'),
+    (["search", "{nothere}", "x"], "no such project"),
+    (["info", "{data}"], "is not a Duplens project"),
+    (["eval", "sts", "{data}"], "score"),
+    (["import", "{p}", "{data}", "--column", "question", "--model", "/no/such/model"],
+     "no such model folder"),
+    (["search"], "duplens search"),
+])
+def test_bad_input_is_one_line_exit_2(project, tmp_path, args, message):
+    values = {"p": str(project), "missing": str(tmp_path / "missing.csv"),
+              "data": str(ROOT / "tests" / "data" / "questions.csv"),
+              "nothere": str(tmp_path / "nothere.duplens")}
+    before = project.read_bytes()
+    proc = run(*[a.format(**values) for a in args], check_code=2)
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and message in lines[0], proc.stderr
+    assert "Traceback" not in proc.stderr
+    assert project.read_bytes() == before
+
+
+def test_eval_commands(tmp_path):
+    sts = tmp_path / "sts.tsv"
+    sts.write_text(
+        "score\tsentence1\tsentence2\n"
+        "5.0\tA man is playing a guitar.\tA man plays the guitar.\n"
+        "4.2\tA woman is slicing an onion.\tA woman cuts an onion.\n"
+        "2.5\tA dog runs in the park.\tA cat sleeps in the park.\n"
+        "0.4\tThe stock market fell today.\tA child is riding a bike.\n"
+        "1.0\tA plane is taking off.\tA man is cooking \"pasta\" at home.\n")
+    proc = run("eval", "sts", str(sts), "--json")
+    result = json.loads(proc.stdout)
+    assert result["pairs"] == 5 and result["spearman"] >= 80
+    pairs = tmp_path / "pairs.csv"
+    pairs.write_text(
+        "question1,question2,is_duplicate\n"
+        "How do I learn Python?,What is the best way to learn Python?,1\n"
+        "Why is the sky blue?,What makes the sky blue?,1\n"
+        "How do I bake bread?,Who painted the Mona Lisa?,0\n"
+        "What is the capital of France?,How tall is Mount Everest?,0\n")
+    proc = run("eval", "pairs", str(pairs))
+    assert proc.stdout.startswith("average precision: 100.00")
+
+
+def test_sigkill_during_encoding_then_resume_encodes_everything_once(tmp_path):
+    path = tmp_path / "killed.duplens"
+    src = tmp_path / "many.csv"
+    src.write_text("text\n" + "\n".join(
+        f"Question {i}: how would you describe topic {i % 97} to a {i % 13}-year-old?"
+        for i in range(3000)))
+    run("import", str(path), str(src), "--column", "text", "--no-encode")
+    # Small committed chunks, so the kill lands between commits and mid-chunk alike.
+    script = ("import sys; from engine.project import Project\n"
+              "Project.open(sys.argv[1]).encode(chunk_texts=100)\n")
+    proc = subprocess.Popen([sys.executable, "-c", script, str(path)],
+                            env={**os.environ, "PYTHONPATH": str(ROOT)},
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.time() + 240
+    done = 0
+    while time.time() < deadline:
+        time.sleep(0.2)
+        try:
+            con = sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=5)
+            done = con.execute("SELECT count(*) FROM embeddings").fetchone()[0]
+            con.close()
+        except sqlite3.OperationalError:
+            continue
+        if done >= 300:
+            break
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait()
+    assert 300 <= done < 3000, "encoding finished before it could be killed"
+    run("encode", str(path))
+    con = sqlite3.connect(path)
+    assert con.execute("SELECT count(*) FROM embeddings").fetchone()[0] == 3000
+    assert con.execute("SELECT count(DISTINCT text_id) FROM embeddings").fetchone()[0] == 3000
+    con.close()
+    info = json.loads(run("info", str(path), "--json").stdout)
+    assert info["encoded"] == 3000 and info["index_items"] == 3000
