@@ -53,6 +53,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--sheet", help="XLSX sheet (default: the first)")
     p.add_argument("--encoding", help="force a text encoding, e.g. cp1252")
     p.add_argument("--delimiter", help="force a delimiter, e.g. ';' or '\\t'")
+    p.add_argument("--quoting", choices=("auto", "on", "off"), default="auto",
+                   help="whether '\"' quotes fields in CSV/TSV (auto: detected)")
     p.add_argument("--no-encode", action="store_true", help="store the rows only")
     model_options(p)
 
@@ -131,7 +133,8 @@ def cmd_import(args, cancel: CancelToken) -> int:
         try:
             report = project.import_table(
                 args.file, args.columns, id_column=args.id_column, sheet=args.sheet,
-                encoding=args.encoding, delimiter=_unescape(args.delimiter), progress=bar,
+                encoding=args.encoding, delimiter=_unescape(args.delimiter),
+                quoting={"auto": None, "on": True, "off": False}[args.quoting], progress=bar,
                 cancel=cancel)
         except Cancelled:
             bar.close()

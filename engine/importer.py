@@ -66,13 +66,14 @@ def mapping_key(fmt: TableFormat, text_columns: list[str], id_column: str | None
 def import_table(store: Store, path: str | os.PathLike, text_columns: list[str], *,
                  id_column: str | None = None, sheet: str | None = None,
                  encoding: str | None = None, delimiter: str | None = None,
-                 progress: ProgressCallback = no_progress, cancel: CancelToken | None = None,
-                 chunk_rows: int = 20_000) -> ImportReport:
+                 quoting: bool | None = None, progress: ProgressCallback = no_progress,
+                 cancel: CancelToken | None = None, chunk_rows: int = 20_000) -> ImportReport:
     """Read `path` and store its rows; the whole file or nothing."""
     path = Path(path)
     if not text_columns:
         raise InputError(f"{path.name}: choose at least one text column")
-    fmt = detect_format(path, sheet=sheet, encoding=encoding, delimiter=delimiter)
+    fmt = detect_format(path, sheet=sheet, encoding=encoding, delimiter=delimiter,
+                        quoting=quoting)
     columns = read_columns(path, fmt)
     wanted = list(dict.fromkeys([*text_columns, *([id_column] if id_column else [])]))
     require_columns(path, columns, wanted)
@@ -133,5 +134,5 @@ def _rows_from_chunk(chunk: pd.DataFrame, text_columns: list[str], id_column: st
 
 def _format_dict(fmt: TableFormat) -> dict:
     return {"kind": fmt.kind, "encoding": fmt.encoding, "delimiter": fmt.delimiter,
-            "sheet": fmt.sheet}
+            "sheet": fmt.sheet, "quoting": fmt.quoting}
 

@@ -59,6 +59,7 @@ class Project:
         self._cache = QueryCache()
         self._graph: KnnGraph | None = None
         self._graph_key: tuple | None = None
+        self._active_id: int | None = None
 
     @classmethod
     def open(cls, path: str | os.PathLike, *, create: bool = False, read_only: bool = False
@@ -113,6 +114,7 @@ class Project:
             self.store.set_meta("last_device", encoder.device, conn)
         with self._encoder_lock:
             self._encoder = encoder
+            self._active_id = model_id
         if self._index_model_id != model_id:
             self._drop_index_cache()
 
@@ -136,11 +138,15 @@ class Project:
         return self.use_model(active["location"] if active else None)
 
     def _active_model_id(self) -> int:
+        """Cached: the per-keystroke search asks for it on every call."""
+        if self._active_id is not None:
+            return self._active_id
         active = self.active_model()
         if active is None:
             self.encoder()
             active = self.active_model()
-        return int(active["id"])
+        self._active_id = int(active["id"])
+        return self._active_id
 
     # -- import and encode -----------------------------------------------------------------
     def import_table(self, path: str | os.PathLike, text_columns: list[str], **options
@@ -302,6 +308,18 @@ class Project:
             rows = item_store.items_for_texts(conn, wanted)
         return expand_clusters(text_clusters, rows, exact)
 
+    def delete_items(self, item_ids: list[int]) -> int:
+        """Remove rows from the project; texts no row uses leave the index (marked deleted)."""
+        with self.store.write() as conn:
+            orphaned = item_store.mark_items_deleted(conn, item_ids)
+        with self._index_lock:
+            if self._index is not None and orphaned:
+                self._index.mark_deleted(np.fromiter(orphaned, np.int64))
+                self._save(self._index, self._index_model_id)
+            self._graph, self._graph_key = None, None
+            self._changed()
+        return len(orphaned)
+
     def export_clusters(self, path: str | os.PathLike, clusters: list[Cluster]) -> int:
         """Write cluster members with their original columns; returns rows written."""
         path = Path(path)
@@ -327,6 +345,19 @@ class Project:
         frame = pd.DataFrame.from_records(records, columns=[*columns, *extra_cols])
         export_table(frame, path)
         return len(frame)
+
+    # -- browsing --------------------------------------------------------------------------
+    def count_items(self) -> int:
+        with self.store.read() as conn:
+            return item_store.count_items(conn)
+
+    def items_page(self, offset: int, limit: int) -> list[dict]:
+        """Rows `offset`..`offset+limit` in import order: `id` (public), `row`, `text`,
+        `item_id`, `source_id` and the original columns under `extra`."""
+        with self.store.read() as conn:
+            rows = item_store.items_page(conn, offset, limit)
+        return [{"id": public_id(r), "row": r["row"], "text": r["text"], "item_id": r["id"],
+                 "source_id": r["source_id"], "extra": r["extra"]} for r in rows]
 
     # -- summary ---------------------------------------------------------------------------
     def info(self) -> dict:

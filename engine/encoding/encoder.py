@@ -6,6 +6,7 @@ to another executor, a process pool or a Ray cluster, instead of the local one.
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
@@ -61,6 +62,9 @@ class SentenceEncoder:
         self.spec = spec
         self.device = device
         self.batch_size = batch_size
+        # Hugging Face fast tokenizers fail ("Already borrowed") when two threads use one
+        # at once, as a live search does while an import encodes: one call at a time.
+        self._lock = threading.Lock()
 
     @property
     def dim(self) -> int:
@@ -74,10 +78,11 @@ class SentenceEncoder:
         """Normalised float32 embeddings of `texts`, in order."""
         cap = self.max_seq_length * CHARS_PER_TOKEN_CAP
         clipped = [t[:cap] for t in texts]
-        vectors = self.model.encode(
-            clipped, batch_size=self.batch_size, convert_to_numpy=True,
-            normalize_embeddings=True, show_progress_bar=False,
-        )
+        with self._lock:
+            vectors = self.model.encode(
+                clipped, batch_size=self.batch_size, convert_to_numpy=True,
+                normalize_embeddings=True, show_progress_bar=False,
+            )
         return np.asarray(vectors, dtype=np.float32)
 
     def encode_batch(self, batch: EncodeBatch) -> EncodedBatch:
@@ -93,10 +98,11 @@ class SentenceEncoder:
         if not long_idx:
             return flags
         cap = window * CHARS_PER_TOKEN_CAP
-        tokenizer = self.model.tokenizer
-        encoded = tokenizer([texts[i][:cap] for i in long_idx], add_special_tokens=True,
-                            truncation=False, return_attention_mask=False,
-                            return_token_type_ids=False, verbose=False)
+        clipped = [texts[i][:cap] for i in long_idx]
+        with self._lock:
+            encoded = self.model.tokenizer(clipped, add_special_tokens=True, truncation=False,
+                                           return_attention_mask=False,
+                                           return_token_type_ids=False, verbose=False)
         for i, ids in zip(long_idx, encoded["input_ids"], strict=True):
             flags[i] = len(ids) > window or len(texts[i]) > cap
         return flags

@@ -57,6 +57,7 @@ class TableFormat:
     encoding: str | None = None  # text formats only
     delimiter: str | None = None  # csv only
     sheet: str | None = None  # xlsx only: the sheet actually used
+    quoting: bool | None = None  # csv only: False when '"' is an ordinary character
 
 
 @dataclass
@@ -81,7 +82,7 @@ class ReadReport:
 
 
 def detect_format(path: PathLike, *, sheet: str | None = None, encoding: str | None = None,
-                  delimiter: str | None = None) -> TableFormat:
+                  delimiter: str | None = None, quoting: bool | None = None) -> TableFormat:
     """Work out how to read `path`, checking on the way that it can be read at all.
 
     The kind comes from the extension. For text files the encoding and delimiter are guessed
@@ -95,10 +96,13 @@ def detect_format(path: PathLike, *, sheet: str | None = None, encoding: str | N
     if kind == "parquet":
         with _open_parquet(path):
             return TableFormat("parquet")
-    encoding, text = _decoded_sample(path, encoding)
+    encoding, text, complete = _decoded_sample(path, encoding)
     if kind == "jsonl":
         return TableFormat("jsonl", encoding=encoding)
-    return TableFormat("csv", encoding=encoding, delimiter=_delimiter(path, text, delimiter))
+    delimiter = _delimiter(path, text, delimiter)
+    if quoting is None:
+        quoting = sniff.detect_quoting(text, delimiter, complete)
+    return TableFormat("csv", encoding=encoding, delimiter=delimiter, quoting=quoting)
 
 
 def preview_table(path: PathLike, n: int = 20, *, sheet: str | None = None,
@@ -192,17 +196,19 @@ def _complete(path: Path, fmt: TableFormat) -> TableFormat:
     """Fill in what a hand-made TableFormat left out, the way detection would."""
     incomplete = (
         (fmt.kind in ("csv", "jsonl") and fmt.encoding is None)
-        or (fmt.kind == "csv" and fmt.delimiter is None)
+        or (fmt.kind == "csv" and (fmt.delimiter is None or fmt.quoting is None))
         or (fmt.kind == "xlsx" and fmt.sheet is None)
     )
     if not incomplete:
         return fmt
-    found = detect_format(path, sheet=fmt.sheet, encoding=fmt.encoding, delimiter=fmt.delimiter)
+    found = detect_format(path, sheet=fmt.sheet, encoding=fmt.encoding, delimiter=fmt.delimiter,
+                          quoting=fmt.quoting)
     return replace(found, kind=fmt.kind)
 
 
-def _decoded_sample(path: Path, encoding: str | None) -> tuple[str, str]:
-    """The encoding to use and the decoded sample, after ruling out binary and empty files."""
+def _decoded_sample(path: Path, encoding: str | None) -> tuple[str, str, bool]:
+    """The encoding, the decoded sample and whether it is the whole file, after ruling out
+    binary and empty files."""
     try:
         sample = sniff.read_sample(path)
     except OSError as err:
@@ -221,7 +227,7 @@ def _decoded_sample(path: Path, encoding: str | None) -> tuple[str, str]:
         raise InputError(f"{path.name}: is not a text table (it contains binary data)")
     if not text.strip():
         raise InputError(f"{path.name}: the file is empty (no rows)")
-    return encoding, text
+    return encoding, text, sample.complete
 
 
 def _delimiter(path: Path, text: str, delimiter: str | None) -> str:
@@ -316,7 +322,7 @@ def _table_rows(path: Path, fmt: TableFormat) -> Iterator[_Rows]:
             yield rows
     else:
         with _text_lines(path, fmt) as lines:
-            yield _csv_rows(path, lines, fmt.delimiter or ",")
+            yield _csv_rows(path, lines, fmt.delimiter or ",", fmt.quoting is not False)
 
 
 def _header(path: Path, fmt: TableFormat, rows: _Rows) -> list[str]:
@@ -388,10 +394,11 @@ class _Lines:
         return line
 
 
-def _csv_rows(path: Path, lines: _Lines, delimiter: str) -> _Rows:
+def _csv_rows(path: Path, lines: _Lines, delimiter: str, quoting: bool = True) -> _Rows:
     """csv records with the line each starts on; an unclosed quote is an error, not a row."""
     csv.field_size_limit(max(csv.field_size_limit(), _MAX_FIELD))  # cells of megabytes
-    reader = csv.reader(lines, delimiter=delimiter)
+    reader = csv.reader(lines, delimiter=delimiter,
+                        quoting=csv.QUOTE_MINIMAL if quoting else csv.QUOTE_NONE)
     while True:
         start = lines.count + 1
         record = next(reader, None)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import codecs
 import csv
+import io
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -136,15 +137,63 @@ def looks_binary(text: str) -> bool:
 
 
 def detect_delimiter(text: str, default: str) -> str:
-    """The delimiter csv.Sniffer finds in the first lines, limited to the usual four.
+    """The one of the usual four delimiters that splits the first lines into a table.
 
-    Limiting the choice keeps the Sniffer from picking a letter or a space that happens to be
-    equally frequent on every line; when it cannot decide, `default` (tab for .tsv) stands.
+    For each candidate the header must split into at least two columns; the winner is the
+    one for which most lines have the header's width (read with and without quoting, the
+    better of the two). csv.Sniffer alone was fooled by commas inside tab-separated
+    questions. Ties go to `default` (tab for .tsv, else comma), then to more columns.
     """
     head = text[:_SNIFF_CHARS]
     if len(text) > _SNIFF_CHARS and "\n" in head:
         head = head[: head.rindex("\n")]
+    best: tuple[float, bool, int] | None = None
+    choice = default
+    for delimiter in DELIMITERS:
+        share, width = _consistency(head, delimiter)
+        if width < 2:
+            continue
+        score = (share, delimiter == default, width)
+        if best is None or score > best:
+            best, choice = score, delimiter
+    return choice
+
+
+def _consistency(text: str, delimiter: str) -> tuple[float, int]:
+    """(share of records as wide as the header, header width), the better quoting mode."""
+    result = (0.0, 0)
+    for quoting in (csv.QUOTE_MINIMAL, csv.QUOTE_NONE):
+        try:
+            widths = [len(r) for r in csv.reader(io.StringIO(text, newline=""),
+                                                 delimiter=delimiter, quoting=quoting) if r]
+        except csv.Error:
+            continue
+        if widths:
+            share = sum(w == widths[0] for w in widths) / len(widths)
+            result = max(result, (share, widths[0]))
+    return result
+
+
+def detect_quoting(text: str, delimiter: str, complete: bool = False) -> bool:
+    """Whether '"' quotes fields, judged on the sample (`complete`: it is the whole file).
+
+    Tab-separated exports often never quote, and then a text that starts with a quote
+    ('"The Hobbit" is a novel') must stay as it is. Quoting is turned off only when a strict
+    CSV reading stumbles over a quote that is not a field's opening or closing one, while
+    splitting on the delimiter alone gives every line the header's width. A quote that is
+    opened and never closed keeps quoting on, so the reader reports that line.
+    """
+    if '"' not in text:
+        return True
+    if not complete:
+        text = text[: max(text.rfind("\n"), 0)]  # the sample may end inside a line
     try:
-        return csv.Sniffer().sniff(head, delimiters=DELIMITERS).delimiter
-    except csv.Error:
-        return default
+        for _ in csv.reader(io.StringIO(text, newline=""), delimiter=delimiter, strict=True):
+            pass
+        return True
+    except csv.Error as err:
+        if "unexpected end of data" in str(err):
+            return True
+    lines = [line for line in text.splitlines() if line.strip()]
+    widths = {len(r) for r in csv.reader(lines, delimiter=delimiter, quoting=csv.QUOTE_NONE)}
+    return len(widths) > 1

@@ -134,3 +134,30 @@ def items_by_ids(conn: Connection, item_ids: Sequence[int]) -> dict[int, dict]:
         for r in conn.execute(select(items).where(items.c.id.in_(batch))).mappings():
             out[r["id"]] = dict(r)
     return out
+
+
+def mark_items_deleted(conn: Connection, item_ids: Sequence[int]) -> set[int]:
+    """Flag rows as deleted; returns the texts that no live row uses any more."""
+    touched: set[int] = set()
+    for start in range(0, len(item_ids), _IN_BATCH):
+        batch = list(item_ids[start:start + _IN_BATCH])
+        touched.update(conn.execute(
+            select(items.c.text_id).where(items.c.id.in_(batch))).scalars())
+        conn.execute(items.update().where(items.c.id.in_(batch)).values(deleted=True))
+    still_used = set()
+    touched_list = list(touched)
+    for start in range(0, len(touched_list), _IN_BATCH):
+        batch = touched_list[start:start + _IN_BATCH]
+        still_used.update(conn.execute(
+            select(items.c.text_id).where(items.c.text_id.in_(batch), ~items.c.deleted)
+        ).scalars())
+    return touched - still_used
+
+
+def items_page(conn: Connection, offset: int, limit: int) -> list[dict]:
+    """One page of live rows in import order, for virtualised tables over huge projects."""
+    cols = (items.c.id, items.c.source_id, items.c.row, items.c.ext_id, items.c.text,
+            items.c.text_id, items.c.extra)
+    return [dict(r) for r in conn.execute(
+        select(*cols).where(~items.c.deleted).order_by(items.c.id).offset(offset).limit(limit)
+    ).mappings()]

@@ -152,3 +152,32 @@ def test_sigkill_during_encoding_then_resume_encodes_everything_once(tmp_path):
     con.close()
     info = json.loads(run("info", str(path), "--json").stdout)
     assert info["encoded"] == 3000 and info["index_items"] == 3000
+
+
+def test_ctrl_c_stops_cleanly_and_keeps_what_was_encoded(tmp_path):
+    path = tmp_path / "interrupted.duplens"
+    src = tmp_path / "many.csv"
+    src.write_text("text\n" + "\n".join(
+        f"Interrupted question {i}: what happens to item {i % 89} on day {i % 31}?"
+        for i in range(20000)))
+    run("import", str(path), str(src), "--column", "text", "--no-encode")
+    proc = subprocess.Popen([sys.executable, "-m", "engine.cli", "encode", str(path)],
+                            env={**os.environ, "PYTHONPATH": str(ROOT)},
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.time() + 240
+    done = 0
+    while time.time() < deadline and done == 0:
+        time.sleep(0.3)
+        try:
+            con = sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=5)
+            done = con.execute("SELECT count(*) FROM embeddings").fetchone()[0]
+            con.close()
+        except sqlite3.OperationalError:
+            continue
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=120)
+    assert proc.returncode == 130, err
+    assert "stopped:" in err and "duplens encode" in err and "Traceback" not in err
+    info = json.loads(run("info", str(path), "--json").stdout)
+    assert 0 < info["encoded"] < 20000
+    assert info["index_items"] == info["encoded"]

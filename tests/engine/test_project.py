@@ -190,3 +190,22 @@ def test_huge_cell_is_stored_whole_and_flagged_truncated(new_project, tmp_path):
     hits = project.search("lorem ipsum dolor", k=2)
     assert len(hits[0].text) == len(big.strip())
     assert project.info()["truncated"] == 1
+
+
+def test_deleted_rows_leave_search_and_clusters(imported):
+    project, _ = imported
+    hits = project.search("which city is the capital of australia", k=2)
+    q7 = next(h for h in hits if h.id == "q7")
+    assert project.delete_items([q7.item_id]) == 1
+    assert "q7" not in [h.id for h in project.search("which city is the capital of australia")]
+    assert project.info()["items"] == 47
+    clusters = project.duplicates(threshold=0.75)
+    assert "q7" not in {m.id for c in clusters for m in c.members}
+    path = project.path
+    encoder = project.encoder()
+    project.close()
+    reopened = Project.open(path)
+    reopened.attach_encoder(encoder, is_default=True)
+    assert len(reopened.index()) == 45
+    assert "q7" not in [h.id for h in reopened.search("which city is the capital of australia")]
+    reopened.close()

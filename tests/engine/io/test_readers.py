@@ -107,7 +107,7 @@ def test_tsv_without_a_clear_delimiter_falls_back_to_tab(tmp_path) -> None:
 def test_explicit_encoding_and_delimiter_win(tmp_path) -> None:
     path = write(tmp_path / "q.csv", "a;b,c\n1;2,3\n", "cp1252")
     fmt = detect_format(path, encoding="latin-1", delimiter=",")
-    assert fmt == TableFormat("csv", encoding="latin-1", delimiter=",")
+    assert fmt == TableFormat("csv", encoding="latin-1", delimiter=",", quoting=True)
     assert read_columns(path, fmt) == ["a;b", "c"]
 
 
@@ -202,7 +202,7 @@ def test_utf8_cut_by_the_detection_sample_is_still_utf8(tmp_path) -> None:
 def test_preview_shows_the_first_rows(tmp_path) -> None:
     path = write(tmp_path / "q.csv", "id,text\n" + "".join(f"{i},t{i}\n" for i in range(50)))
     preview = preview_table(path, n=3)
-    assert preview.format == TableFormat("csv", encoding="utf-8", delimiter=",")
+    assert preview.format == TableFormat("csv", encoding="utf-8", delimiter=",", quoting=True)
     assert preview.columns == ["id", "text"]
     assert preview.rows == [["0", "t0"], ["1", "t1"], ["2", "t2"]]
     assert preview.sheets == []
@@ -391,8 +391,9 @@ def test_an_unclosed_quote_names_its_line(tmp_path) -> None:
 
 
 def test_stray_quotes_inside_fields_are_kept(tmp_path) -> None:
+    # '"a"b' is not a quoted field: the file never quotes, so quotes are plain characters.
     frame, report = read_all(write(tmp_path / "q.csv", 'id,text\n1,5" screen\n2,"a"b\n'))
-    assert rows_of(frame) == [["1", '5" screen'], ["2", "ab"]]
+    assert rows_of(frame) == [["1", '5" screen'], ["2", '"a"b']]
     assert report.bad_lines == []
 
 
@@ -414,3 +415,36 @@ def test_require_columns(tmp_path) -> None:
         'questions.csv: no column "titel"; columns are: id, question, answer')
     with pytest.raises(InputError, match=r'no columns "a", "b"; columns are: id$'):
         require_columns("q.csv", ["id"], ["id", "a", "b"])
+
+
+def test_tsv_that_never_quotes_keeps_leading_quotes(tmp_path):
+    path = tmp_path / "pairs.tsv"
+    path.write_text('score\tsentence1\tsentence2\n'
+                    '4.0\t"The Hobbit" is a novel.\tTolkien wrote "The Hobbit".\n'
+                    '1.0\tA cat sleeps.\tA "dog" barks loudly.\n'
+                    '2.0\tRain falls.\tIt is raining.\n', encoding="utf-8")
+    fmt = detect_format(path)
+    assert fmt.quoting is False
+    frame = next(iter_table(path, fmt))
+    assert frame["sentence1"].tolist()[0] == '"The Hobbit" is a novel.'
+    assert frame["sentence2"].tolist()[1] == 'A "dog" barks loudly.'
+
+
+def test_quoted_csv_keeps_quoting(tmp_path):
+    path = tmp_path / "quoted.csv"
+    path.write_text('id,text\n1,"Hello, world"\n2,"He said ""hi"""\n3,plain\n', encoding="utf-8")
+    fmt = detect_format(path)
+    assert fmt.quoting is True
+    frame = next(iter_table(path, fmt))
+    assert frame["text"].tolist() == ["Hello, world", 'He said "hi"', "plain"]
+
+
+def test_tab_separated_questions_full_of_commas_are_split_on_tabs(tmp_path):
+    path = tmp_path / "pairs.txt"
+    rows = ["qid1\tqid2\tquestion1\tquestion2\tis_duplicate"] + [
+        f"{i}\t{i + 1}\tWhat, if anything, is {i}?\tHow, exactly, does {i} work, then?\t0"
+        for i in range(30)]
+    path.write_text("\n".join(rows) + "\n", encoding="utf-8")
+    fmt = detect_format(path)
+    assert fmt.delimiter == "\t"
+    assert read_columns(path, fmt) == ["qid1", "qid2", "question1", "question2", "is_duplicate"]
