@@ -1,0 +1,5 @@
+"""The Duplens desktop window (PySide6).
+
+Only `bridge.py` talks to the engine; everything else is widgets and Qt models fed by the
+bridge's signals, so the engine stays Qt-free and the window never blocks on engine work.
+"""

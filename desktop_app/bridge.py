@@ -1,0 +1,341 @@
+"""`EngineBridge`: the one place where the window calls the engine.
+
+Every engine call that can take more than a few milliseconds runs in a `QThreadPool`, and
+its outcome comes back as a signal on the GUI thread, so widgets only ever react to signals.
+Two pools, on purpose:
+
+- jobs (open, model warm-up, import + encode) run one at a time, in the order asked, so an
+  import never races the model load and a second open waits for the first;
+- searches run on their own single-thread pool, so a keystroke's search never waits behind
+  a ten-minute import. Each search gets an increasing sequence number; a request already
+  superseded when its turn comes is skipped, and results older than the newest delivered
+  are dropped, so the list never flips back to an older query.
+
+All public signals are emitted on the GUI thread (workers report through `WorkRelay`).
+"""
+
+from __future__ import annotations
+
+import itertools
+import logging
+import os
+import threading
+import traceback
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from PySide6.QtCore import QObject, QThreadPool, Signal, Slot
+
+from desktop_app.workers import UNEXPECTED, Throttle, Worker, WorkRelay
+from engine.errors import ProjectError
+from engine.jobs import CancelToken
+from engine.project import Project
+
+if TYPE_CHECKING:  # pragma: no cover - the encoder module is cheap, but keep imports lean
+    from engine.encoding.encoder import SentenceEncoder
+
+log = logging.getLogger("duplens.gui")
+
+_SUPERSEDED = object()  # a search skipped because a newer one was asked before it started
+
+
+@dataclass
+class _Pending:
+    """What to do on the GUI thread when the job under a token reports back."""
+
+    job: str
+    on_result: Callable[[Any], Any] | None = None
+    announce: bool = True  # emit `finished`/`failed` for this job (searches use their own)
+
+
+class EngineBridge(QObject):
+    """Owns the open `Project` and runs its calls in the background; reports by signals."""
+
+    projectOpened = Signal(dict)                 # project.info() plus "notices"
+    progressed = Signal(str, int, int, float)    # stage, done, total (0: unknown), rate/s
+    finished = Signal(str, object)               # job name, result
+    failed = Signal(str, str, str)               # job name, message, details (traceback)
+    cancelled = Signal(str)                      # job name; nothing of it was kept
+    searchResults = Signal(int, str, list)       # sequence number, query, [SearchHit]
+    modelLoading = Signal()
+    modelReady = Signal(str)                     # device
+
+    def __init__(self, parent: QObject | None = None, *,
+                 encoder: SentenceEncoder | None = None) -> None:
+        super().__init__(parent)
+        self._jobs = QThreadPool(self)
+        self._jobs.setMaxThreadCount(1)
+        self._searches = QThreadPool(self)
+        self._searches.setMaxThreadCount(1)
+        self._relay = WorkRelay(self)
+        self._relay.done.connect(self._on_done)
+        self._relay.failed.connect(self._on_failed)
+        self._relay.cancelled.connect(self._on_cancelled)
+        self._relay.progress.connect(self._on_progress)
+        self._relay.loading.connect(self._on_loading)
+        self._tokens = itertools.count(1)
+        self._pending: dict[int, _Pending] = {}
+        self._project_lock = threading.Lock()
+        self._project: Project | None = None   # set and cleared in job threads, under lock
+        self._encoder = encoder                 # a shared, already loaded model (tests)
+        self._cancel: CancelToken | None = None
+        self._model_ready = False
+        self._warm_wanted = False
+        self._warming = False
+        self._search_seq = 0
+        self._latest_search = 0                 # read by the search thread: an int is atomic
+        self._delivered_search = 0
+        self._held_search: tuple[int, str, int] | None = None
+
+    # -- state -----------------------------------------------------------------------------
+    @property
+    def model_ready(self) -> bool:
+        return self._model_ready
+
+    @property
+    def has_project(self) -> bool:
+        return self._current() is not None
+
+    def _current(self) -> Project | None:
+        with self._project_lock:
+            return self._project
+
+    def _require_project(self) -> Project:
+        project = self._current()
+        if project is None:
+            raise ProjectError("no project is open")
+        return project
+
+    # -- jobs ------------------------------------------------------------------------------
+    def open_project(self, path: str | os.PathLike[str], create: bool = False) -> None:
+        """Open (or create) a project in the background; `projectOpened` when it is ready."""
+        path = os.fspath(path)
+
+        def work() -> dict:
+            project = Project.open(path, create=create)
+            try:
+                if self._encoder is not None:
+                    project.attach_encoder(self._encoder, is_default=True)
+                info = _info(project)
+            except BaseException:
+                project.close()
+                raise
+            with self._project_lock:
+                old, self._project = self._project, project
+            if old is not None:
+                self._searches.waitForDone()   # a search may still hold the old project
+                old.close()
+            return info
+
+        self._submit(self._jobs, "open", work, self._opened)
+
+    def _opened(self, info: dict) -> dict:
+        self._model_ready = False   # each project has its own active model
+        self.projectOpened.emit(info)
+        if self._encoder is not None:
+            self._set_model_ready(self._encoder.device)
+        elif self._warm_wanted:
+            self._start_warm_up()
+        return info
+
+    def warm_up(self) -> None:
+        """Load the project's model in the background, so the first search is instant.
+
+        Without an open project this waits: the model to load is the project's active one,
+        and only `Project` knows it (see the report: no engine call loads the default model
+        without a project). It then starts as soon as a project opens.
+        """
+        self._warm_wanted = True
+        self._start_warm_up()
+
+    def _start_warm_up(self) -> None:
+        if self._model_ready or self._warming:
+            return
+        self._warming = True
+
+        def work() -> str | None:
+            project = self._current()
+            if project is None:
+                return None
+            self._relay.loading.emit()
+            return project.encoder().device
+
+        def warmed(device: str | None) -> str | None:
+            self._warming = False
+            if device is not None:
+                self._set_model_ready(device)
+            return device
+
+        self._submit(self._jobs, "warm_up", work, warmed, announce=False)
+
+    def _set_model_ready(self, device: str) -> None:
+        first = not self._model_ready
+        self._model_ready = True
+        if first:
+            self.modelReady.emit(device)
+        held, self._held_search = self._held_search, None
+        if held is not None and held[0] == self._latest_search:
+            self._submit_search(*held)
+
+    def import_file(self, path: str | os.PathLike[str], text_columns: list[str],
+                    id_column: str | None = None, sheet: str | None = None,
+                    encoding: str | None = None, delimiter: str | None = None) -> None:
+        """Import a spreadsheet into the open project, then encode and index its new rows.
+
+        Reports `progressed` ("reading", then "encoding"), then `finished("import", {...})`
+        with the import and encode reports and fresh info, or `cancelled("import")` if
+        stopped while reading (nothing from the file is kept). Stopped while encoding, the
+        rows stay and `finished` carries `cancelled: True` (encoding resumes next time).
+        """
+        path = os.fspath(path)
+        columns = list(text_columns)
+        token = CancelToken()
+        self._cancel = token
+        throttle = Throttle(
+            lambda p: self._relay.progress.emit(p.stage, p.done, p.total, p.rate))
+
+        def work() -> dict:
+            project = self._require_project()
+            try:
+                report = project.import_table(
+                    path, columns, id_column=id_column, sheet=sheet, encoding=encoding,
+                    delimiter=delimiter, progress=throttle, cancel=token)
+                throttle.flush()
+                encoded = project.encode(progress=throttle, cancel=token)
+            finally:
+                throttle.flush()
+            return {"import": report, "encode": encoded, "cancelled": encoded.cancelled,
+                    "info": _info(project), "device": project.encoder().device}
+
+        def imported(result: dict) -> dict:
+            self._set_model_ready(result["device"])
+            return result
+
+        self._submit(self._jobs, "import", work, imported)
+
+    def cancel(self) -> None:
+        """Ask the running import to stop at its next checkpoint (what is committed stays)."""
+        if self._cancel is not None:
+            self._cancel.cancel()
+
+    def refresh_info(self) -> None:
+        """Fresh `project.info()` in the background, as `finished("info", info)`."""
+        self._submit(self._jobs, "info", lambda: _info(self._require_project()))
+
+    # -- search ----------------------------------------------------------------------------
+    def search(self, text: str, k: int = 10) -> int:
+        """Ask for the `k` nearest entries to `text`; returns the request's sequence number.
+
+        Results come as `searchResults(seq, text, hits)`. Before the model is loaded the
+        newest request is held (and the model load started) rather than loading it twice.
+        """
+        self._search_seq += 1
+        seq = self._latest_search = self._search_seq
+        if text.strip() and self.has_project and not self._model_ready:
+            self._held_search = (seq, text, k)
+            self.warm_up()
+        else:
+            self._submit_search(seq, text, k)
+        return seq
+
+    def _submit_search(self, seq: int, text: str, k: int) -> None:
+        def work() -> object:
+            if seq < self._latest_search:
+                return _SUPERSEDED
+            project = self._current()
+            return project.search(text, k) if project is not None else []
+
+        def searched(hits: object) -> None:
+            if hits is not _SUPERSEDED:
+                self.deliver_search(seq, text, list(hits))  # type: ignore[call-overload]
+
+        self._submit(self._searches, "search", work, searched, announce=False)
+
+    def deliver_search(self, seq: int, text: str, hits: list) -> bool:
+        """Emit results unless a newer request's results were already shown; True if sent."""
+        if seq <= self._delivered_search:
+            log.debug("dropped stale search %d (newest shown: %d)", seq,
+                      self._delivered_search)
+            return False
+        self._delivered_search = seq
+        self.searchResults.emit(seq, text, hits)
+        return True
+
+    # -- browsing (synchronous on purpose) -------------------------------------------------
+    def count_items(self) -> int:
+        """Live rows; a single indexed COUNT, cheap enough for the GUI thread."""
+        project = self._current()
+        return project.count_items() if project is not None else 0
+
+    def items_page(self, offset: int, limit: int) -> list[dict]:
+        """One page of rows for the table; small pages keep this a few milliseconds."""
+        project = self._current()
+        return project.items_page(offset, limit) if project is not None else []
+
+    # -- shutdown --------------------------------------------------------------------------
+    def shutdown(self) -> None:
+        """Stop the running job, wait for the pools and close the project (window closing)."""
+        self.cancel()
+        self._latest_search = self._search_seq + 1   # queued searches skip their work
+        self._searches.waitForDone()
+        self._jobs.waitForDone()
+        with self._project_lock:
+            project, self._project = self._project, None
+        if project is not None:
+            project.close()
+
+    # -- plumbing --------------------------------------------------------------------------
+    def _submit(self, pool: QThreadPool, job: str, fn: Callable[[], object],
+                on_result: Callable[[Any], Any] | None = None, *, announce: bool = True
+                ) -> None:
+        token = next(self._tokens)
+        self._pending[token] = _Pending(job, on_result, announce)
+        pool.start(Worker(token, fn, self._relay))
+
+    @Slot(str, int, int, float)
+    def _on_progress(self, stage: str, done: int, total: int, rate: float) -> None:
+        self.progressed.emit(stage, done, total, rate)
+
+    @Slot()
+    def _on_loading(self) -> None:
+        self.modelLoading.emit()
+
+    @Slot(int, object)
+    def _on_done(self, token: int, result: object) -> None:
+        pending = self._pending.pop(token, None)
+        if pending is None:
+            return
+        try:
+            value = pending.on_result(result) if pending.on_result else result
+        except Exception:  # noqa: BLE001 - a bug in a handler must not escape into Qt
+            details = traceback.format_exc()
+            log.error("unexpected error after %s\n%s", pending.job, details)
+            self.failed.emit(pending.job, UNEXPECTED, details)
+            return
+        if pending.announce:
+            self.finished.emit(pending.job, value)
+
+    @Slot(int, str, str)
+    def _on_failed(self, token: int, message: str, details: str) -> None:
+        pending = self._pending.pop(token, None)
+        if pending is None:
+            return
+        if pending.job == "warm_up":
+            self._warming = False
+        self.failed.emit(pending.job, message, details)
+
+    @Slot(int)
+    def _on_cancelled(self, token: int) -> None:
+        pending = self._pending.pop(token, None)
+        if pending is not None:
+            self.cancelled.emit(pending.job)
+
+
+def _info(project: Project) -> dict:
+    """`project.info()` plus the notices the user should read (index rebuilt…)."""
+    info = dict(project.info())
+    info["notices"] = list(project.notices)
+    project.notices.clear()
+    return info
+

@@ -1,0 +1,1 @@
+"""Qt item models over project data, fetched lazily so huge projects open instantly."""

@@ -1,0 +1,223 @@
+"""`ImportDialog`: look at a spreadsheet before importing it and choose its columns.
+
+Seeing the first rows with the detected encoding and delimiter catches a wrong guess
+(mojibake, one giant column) before minutes of encoding. A file the engine cannot read
+shows the engine's one-line message here instead of an error dialog after the fact.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from PySide6.QtCore import Qt
+from PySide6.QtWidgets import (
+    QAbstractItemView,
+    QComboBox,
+    QDialog,
+    QDialogButtonBox,
+    QFormLayout,
+    QHeaderView,
+    QLabel,
+    QListWidget,
+    QListWidgetItem,
+    QTableWidget,
+    QTableWidgetItem,
+    QVBoxLayout,
+    QWidget,
+)
+
+from engine.errors import DuplensError
+from engine.io import TablePreview, preview_table
+
+log = logging.getLogger("duplens.gui")
+
+NO_ID = "(none)"
+PREVIEW_ROWS = 20
+DELIMITER_NAMES = {",": "comma", ";": "semicolon", "\t": "tab", "|": "pipe", " ": "space"}
+
+Previewer = Callable[..., TablePreview]
+
+
+@dataclass(frozen=True)
+class ImportChoices:
+    """What the user picked: passed as is to `EngineBridge.import_file`."""
+
+    path: str
+    text_columns: list[str]
+    id_column: str | None = None
+    sheet: str | None = None
+
+
+def describe_format(preview: TablePreview) -> str:
+    """"CSV · encoding utf-8 · delimiter comma (,)" — what detection decided, in words."""
+    fmt = preview.format
+    parts = [fmt.kind.upper()]
+    if fmt.encoding:
+        parts.append(f"encoding {fmt.encoding}")
+    if fmt.delimiter:
+        name = DELIMITER_NAMES.get(fmt.delimiter, "")
+        shown = "tab" if fmt.delimiter == "\t" else f"{name} ({fmt.delimiter})".strip()
+        parts.append(f"delimiter {shown}")
+    if fmt.sheet:
+        parts.append(f"sheet {fmt.sheet}")
+    return " · ".join(parts)
+
+
+class ImportDialog(QDialog):
+    """File preview, text-column checkboxes, optional id column; OK returns the choices."""
+
+    def __init__(self, path: str | os.PathLike[str], parent: QWidget | None = None,
+                 previewer: Previewer = preview_table) -> None:
+        super().__init__(parent)
+        self._path = os.fspath(path)
+        self._previewer = previewer
+        self.setWindowTitle(f"Import {Path(self._path).name}")
+        self.resize(760, 560)
+
+        self.file_label = QLabel(f"<b>{Path(self._path).name}</b>", self)
+        self.format_label = QLabel("", self)
+        self.error_label = QLabel("", self)
+        self.error_label.setWordWrap(True)
+        self.error_label.setStyleSheet("color: #b3261e;")
+        self.error_label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        self.error_label.hide()
+        self.sheet_combo = QComboBox(self)
+        self.table = QTableWidget(self)
+        self.table.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
+        self.table.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeMode.Interactive)
+        self.table.verticalHeader().hide()
+        self.columns_list = QListWidget(self)
+        self.columns_list.setMaximumHeight(130)
+        self.id_combo = QComboBox(self)
+        self.buttons = QDialogButtonBox(
+            QDialogButtonBox.StandardButton.Ok | QDialogButtonBox.StandardButton.Cancel, self)
+        self.buttons.button(QDialogButtonBox.StandardButton.Ok).setText("Import")
+        self.buttons.accepted.connect(self.accept)
+        self.buttons.rejected.connect(self.reject)
+
+        form = QFormLayout()
+        form.addRow("Sheet:", self.sheet_combo)
+        form.addRow("Text to compare:", self.columns_list)
+        form.addRow("ID column (optional):", self.id_combo)
+        layout = QVBoxLayout(self)
+        layout.addWidget(self.file_label)
+        layout.addWidget(self.format_label)
+        layout.addWidget(self.error_label)
+        layout.addWidget(self.table, 1)
+        layout.addLayout(form)
+        layout.addWidget(self.buttons)
+        self._form = form
+
+        self.columns_list.itemChanged.connect(self._update_ok)
+        self._load(None)
+        self.sheet_combo.currentTextChanged.connect(self._sheet_changed)
+
+    # -- loading ---------------------------------------------------------------------------
+    def _load(self, sheet: str | None) -> None:
+        try:
+            preview = self._previewer(self._path, PREVIEW_ROWS, sheet=sheet)
+        except DuplensError as exc:
+            self._show_error(str(exc))
+            return
+        except Exception as exc:  # noqa: BLE001 - a bug must not take the window down
+            log.exception("preview of %s failed", self._path)
+            self._show_error(f"{Path(self._path).name}: cannot be previewed ({exc!r})")
+            return
+        self.error_label.hide()
+        self.format_label.setText(describe_format(preview))
+        self._fill_sheets(preview)
+        self._fill_table(preview)
+        self._fill_columns(preview)
+        self._update_ok()
+
+    def _show_error(self, message: str) -> None:
+        self.error_label.setText(message)
+        self.error_label.show()
+        self.format_label.setText("")
+        self.table.clear()
+        self.table.setRowCount(0)
+        self.table.setColumnCount(0)
+        self.columns_list.clear()
+        self.id_combo.clear()
+        self._update_ok()
+
+    def _fill_sheets(self, preview: TablePreview) -> None:
+        self.sheet_combo.blockSignals(True)
+        self.sheet_combo.clear()
+        self.sheet_combo.addItems(preview.sheets)
+        if preview.format.sheet:
+            self.sheet_combo.setCurrentText(preview.format.sheet)
+        self.sheet_combo.blockSignals(False)
+        self._form.setRowVisible(self.sheet_combo, bool(preview.sheets))
+
+    def _fill_table(self, preview: TablePreview) -> None:
+        self.table.clear()
+        self.table.setColumnCount(len(preview.columns))
+        self.table.setRowCount(len(preview.rows))
+        self.table.setHorizontalHeaderLabels(preview.columns)
+        for r, row in enumerate(preview.rows):
+            for c, value in enumerate(row):
+                cell = QTableWidgetItem(" ".join(str(value).split()))
+                cell.setToolTip(str(value))
+                self.table.setItem(r, c, cell)
+        self.table.resizeColumnsToContents()
+        for c in range(len(preview.columns)):
+            self.table.setColumnWidth(c, min(self.table.columnWidth(c), 360))
+
+    def _fill_columns(self, preview: TablePreview) -> None:
+        guess = _longest_text_column(preview)
+        self.columns_list.blockSignals(True)
+        self.columns_list.clear()
+        for name in preview.columns:
+            item = QListWidgetItem(name)
+            item.setFlags(item.flags() | Qt.ItemFlag.ItemIsUserCheckable)
+            item.setCheckState(Qt.CheckState.Checked if name == guess
+                               else Qt.CheckState.Unchecked)
+            self.columns_list.addItem(item)
+        self.columns_list.blockSignals(False)
+        self.id_combo.clear()
+        self.id_combo.addItems([NO_ID, *preview.columns])
+
+    def _sheet_changed(self, sheet: str) -> None:
+        if sheet:
+            self._load(sheet)
+
+    def _update_ok(self) -> None:
+        ok = self.buttons.button(QDialogButtonBox.StandardButton.Ok)
+        ok.setEnabled(bool(self.text_columns()))
+
+    # -- the answer ------------------------------------------------------------------------
+    def text_columns(self) -> list[str]:
+        """Ticked columns in file order (several are joined one per line by the engine)."""
+        return [self.columns_list.item(i).text() for i in range(self.columns_list.count())
+                if self.columns_list.item(i).checkState() == Qt.CheckState.Checked]
+
+    def set_text_columns(self, names: list[str]) -> None:
+        for i in range(self.columns_list.count()):
+            item = self.columns_list.item(i)
+            item.setCheckState(Qt.CheckState.Checked if item.text() in names
+                               else Qt.CheckState.Unchecked)
+
+    def choices(self) -> ImportChoices:
+        id_column = self.id_combo.currentText()
+        return ImportChoices(
+            path=self._path,
+            text_columns=self.text_columns(),
+            id_column=None if id_column in ("", NO_ID) else id_column,
+            sheet=self.sheet_combo.currentText() or None,
+        )
+
+
+def _longest_text_column(preview: TablePreview) -> str | None:
+    """Pre-tick the column with the longest values: usually the question, not an id."""
+    if not preview.columns:
+        return None
+    def mean_length(c: int) -> float:
+        values = [str(row[c]) for row in preview.rows if c < len(row)]
+        return sum(map(len, values)) / len(values) if values else 0.0
+    best = max(range(len(preview.columns)), key=mean_length)
+    return preview.columns[best]

@@ -1,0 +1,71 @@
+"""The status-bar strip shown while an import runs: bar, rows/s, time left, Cancel."""
+
+from __future__ import annotations
+
+from PySide6.QtCore import Signal
+from PySide6.QtWidgets import QHBoxLayout, QLabel, QProgressBar, QPushButton, QWidget
+
+STAGES = {"reading": "Reading", "encoding": "Encoding"}
+
+
+def format_eta(seconds: float | None) -> str:
+    """"12 s", "3 min 05 s", "1 h 02 min"; "" when unknown."""
+    if seconds is None or seconds < 0:
+        return ""
+    seconds = round(seconds)
+    if seconds < 60:
+        return f"{seconds} s"
+    minutes, secs = divmod(seconds, 60)
+    if minutes < 60:
+        return f"{minutes} min {secs:02d} s"
+    hours, minutes = divmod(minutes, 60)
+    return f"{hours} h {minutes:02d} min"
+
+
+class JobStatus(QWidget):
+    """Shows one job's progress; hidden when idle. `cancelRequested` when Cancel is pressed."""
+
+    cancelRequested = Signal()
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.bar = QProgressBar(self)
+        self.bar.setFixedWidth(200)
+        self.bar.setTextVisible(True)
+        self.label = QLabel("", self)
+        self.cancel_button = QPushButton("Cancel", self)
+        layout = QHBoxLayout(self)
+        layout.setContentsMargins(0, 0, 0, 0)
+        layout.addWidget(self.label)
+        layout.addWidget(self.bar)
+        layout.addWidget(self.cancel_button)
+        self.cancel_button.clicked.connect(self._cancel)
+        self.hide()
+
+    def start(self, title: str) -> None:
+        self.label.setText(title)
+        self.bar.setRange(0, 0)          # busy until the first report says how much
+        self.cancel_button.setEnabled(True)
+        self.cancel_button.setText("Cancel")
+        self.show()
+
+    def update_progress(self, stage: str, done: int, total: int, rate: float) -> None:
+        name = STAGES.get(stage, stage.capitalize())
+        speed = f" · {rate:,.0f} rows/s" if rate > 0 else ""
+        if total > 0:
+            self.bar.setRange(0, total)
+            self.bar.setValue(min(done, total))
+            eta = format_eta((total - done) / rate if rate > 0 and total > done else None)
+            left = f" · {eta} left" if eta else ""
+            self.label.setText(f"{name} {done:,} / {total:,}{speed}{left}")
+        else:
+            self.bar.setRange(0, 0)
+            self.label.setText(f"{name} {done:,} rows{speed}")
+
+    def stop(self) -> None:
+        self.hide()
+
+    def _cancel(self) -> None:
+        self.cancel_button.setEnabled(False)
+        self.cancel_button.setText("Stopping…")
+        self.cancelRequested.emit()

@@ -1,0 +1,95 @@
+"""`SearchPanel`: "does this already exist?" answered while the user types.
+
+Keystrokes are debounced (80 ms) so a fast typist sends one search per pause, not one per
+letter; the bridge runs it off the GUI thread and drops stale answers, so this panel only
+shows whatever `searchResults` delivers.
+"""
+
+from __future__ import annotations
+
+from PySide6.QtCore import Qt, QTimer, Signal
+from PySide6.QtWidgets import QLabel, QLineEdit, QListWidget, QListWidgetItem, QVBoxLayout, QWidget
+
+from desktop_app.bridge import EngineBridge
+from desktop_app.views.score_delegate import ITEM_ID_ROLE, SCORE_ROLE, ScoreDelegate
+
+DEBOUNCE_MS = 80
+RESULTS = 10
+
+
+class SearchPanel(QWidget):
+    """A query box and the list of the most similar existing entries."""
+
+    hitActivated = Signal(int)  # item_id of the clicked hit
+
+    def __init__(self, bridge: EngineBridge, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self._bridge = bridge
+        self.query = QLineEdit(self)
+        self.query.setPlaceholderText("Type a question…")
+        self.query.setClearButtonEnabled(True)
+        self.title = QLabel("This may already exist", self)
+        font = self.title.font()
+        font.setBold(True)
+        self.title.setFont(font)
+        self.status = QLabel("", self)
+        self.status.setObjectName("searchStatus")
+        self.status.setStyleSheet("color: palette(placeholder-text);")
+        self.results = QListWidget(self)
+        self.results.setItemDelegate(ScoreDelegate(self.results))
+        self.results.setUniformItemSizes(True)
+        self.results.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(0, 0, 0, 0)
+        layout.addWidget(self.query)
+        layout.addWidget(self.title)
+        layout.addWidget(self.results, 1)
+        layout.addWidget(self.status)
+
+        self._debounce = QTimer(self)
+        self._debounce.setSingleShot(True)
+        self._debounce.setInterval(DEBOUNCE_MS)
+        self._debounce.timeout.connect(self._send)
+        self.query.textChanged.connect(self._debounce.start)
+        self.results.itemClicked.connect(self._activated)
+        self.results.itemActivated.connect(self._activated)
+        bridge.searchResults.connect(self.show_results)
+        self.shown_seq = 0
+
+    def refresh(self) -> None:
+        """Search the current text again now (e.g. after an import added rows)."""
+        self._debounce.stop()
+        self._send()
+
+    def _send(self) -> None:
+        text = self.query.text()
+        self.status.setText("Searching…" if text.strip() else "")
+        self._bridge.search(text, RESULTS)
+
+    def show_results(self, seq: int, text: str, hits: list) -> None:
+        """Replace the list with `hits` (SearchHit) for request `seq`."""
+        self.shown_seq = seq
+        self.results.clear()
+        for hit in hits:
+            copies = f"  (+{hit.copies - 1} identical)" if hit.copies > 1 else ""
+            label = f"{hit.id} · {' '.join(hit.text.split())}{copies}"
+            item = QListWidgetItem(label)
+            item.setData(SCORE_ROLE, float(hit.score))
+            item.setData(ITEM_ID_ROLE, int(hit.item_id))
+            item.setToolTip(f"{hit.text}\n\nid {hit.id} · row {hit.row} · "
+                            f"similarity {hit.score:.3f}")
+            self.results.addItem(item)
+        if not text.strip():
+            self.status.setText("")
+        elif not hits:
+            self.status.setText("Nothing similar yet.")
+        else:
+            self.status.setText(f"{len(hits)} most similar entries")
+
+    def texts(self) -> list[str]:
+        """The labels currently listed (for tests and accessibility checks)."""
+        return [self.results.item(i).text() for i in range(self.results.count())]
+
+    def _activated(self, item: QListWidgetItem) -> None:
+        self.hitActivated.emit(int(item.data(ITEM_ID_ROLE)))

@@ -1,0 +1,65 @@
+"""Fixtures for the window tests: a bridge sharing the session's model, ready projects."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from PySide6.QtCore import QSettings
+
+from desktop_app.bridge import EngineBridge
+
+QUESTIONS_ITEMS = 48   # 50 rows, two empty (see tests/engine/test_project.py)
+SIGNAL_TIMEOUT_MS = 60_000
+
+
+@pytest.fixture
+def bridge(qtbot, encoder):
+    """A bridge with the already loaded model, shut down (project closed) after the test."""
+    b = EngineBridge(encoder=encoder)
+    yield b
+    b.shutdown()
+
+
+@pytest.fixture
+def questions_csv(data_dir) -> Path:
+    return data_dir / "questions.csv"
+
+
+@pytest.fixture
+def questions_project(tmp_path, encoder, questions_csv) -> Path:
+    """A closed project file holding tests/data/questions.csv, encoded."""
+    from engine.project import Project
+
+    path = tmp_path / "questions.duplens"
+    with Project.open(path, create=True) as project:
+        project.attach_encoder(encoder, is_default=True)
+        project.import_table(questions_csv, ["question"], id_column="qid")
+        project.encode()
+    return path
+
+
+@pytest.fixture
+def settings(tmp_path) -> QSettings:
+    """Settings in a temporary file, so tests never touch the user's recent list."""
+    return QSettings(str(tmp_path / "settings.ini"), QSettings.Format.IniFormat)
+
+
+def open_in(qtbot, bridge: EngineBridge, path: Path, create: bool = False) -> dict:
+    """Open `path` through the bridge and wait for it; returns the project info."""
+    with qtbot.waitSignal(bridge.projectOpened, timeout=SIGNAL_TIMEOUT_MS) as blocker:
+        bridge.open_project(path, create=create)
+    return blocker.args[0]
+
+
+def write_questions(path: Path, rows: int) -> Path:
+    """A CSV of `rows` distinct, question-like texts (for long-running imports)."""
+    subjects = ["python", "the sky", "a bicycle", "tax returns", "sourdough", "a laptop",
+                "the moon", "a garden", "a violin", "an old car"]
+    verbs = ["clean", "learn", "fix", "explain", "choose", "store", "paint", "sell"]
+    lines = ["qid,question"]
+    for i in range(rows):
+        s, v = subjects[i % len(subjects)], verbs[(i // len(subjects)) % len(verbs)]
+        lines.append(f"g{i},How do I {v} {s} in step {i} of my plan number {i * 7 % 1000}?")
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return path

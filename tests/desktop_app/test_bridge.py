@@ -1,0 +1,167 @@
+"""EngineBridge: engine calls off the GUI thread, reported by signals, stale searches dropped."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+from PySide6.QtCore import QElapsedTimer, QThread, QTimer
+from PySide6.QtWidgets import QApplication
+
+from desktop_app.views.search_panel import SearchPanel
+from desktop_app.workers import UNEXPECTED, Throttle
+from engine.jobs import Progress
+from engine.search import SearchHit
+from tests.desktop_app.conftest import (
+    QUESTIONS_ITEMS,
+    SIGNAL_TIMEOUT_MS,
+    open_in,
+    write_questions,
+)
+
+
+def _hit(item_id: int, text: str, score: float = 0.9) -> SearchHit:
+    return SearchHit(f"x{item_id}", item_id, text, score, item_id, 1, 1)
+
+
+def test_import_end_to_end_reports_progress_on_the_gui_thread(qtbot, bridge, tmp_path,
+                                                              questions_csv):
+    open_in(qtbot, bridge, tmp_path / "new.duplens", create=True)
+    seen: list[tuple[str, int, int, bool]] = []
+    gui = QApplication.instance().thread()
+    bridge.progressed.connect(
+        lambda stage, done, total, _rate: seen.append(
+            (stage, done, total, QThread.currentThread() is gui)))
+    with qtbot.waitSignal(bridge.finished, timeout=SIGNAL_TIMEOUT_MS) as blocker:
+        bridge.import_file(questions_csv, ["question"], id_column="qid")
+    job, result = blocker.args
+    assert job == "import"
+    assert result["info"]["items"] == QUESTIONS_ITEMS
+    assert result["import"].rows_imported == QUESTIONS_ITEMS and not result["cancelled"]
+    assert seen and all(on_gui for *_, on_gui in seen)
+    assert seen[-1][:3] == ("encoding", 46, 46)          # the final report is never dropped
+    assert bridge.model_ready and bridge.count_items() == QUESTIONS_ITEMS
+
+
+def test_typing_shows_the_near_duplicates_first(qtbot, bridge, questions_project):
+    open_in(qtbot, bridge, questions_project)
+    panel = SearchPanel(bridge)
+    qtbot.addWidget(panel)
+    qtbot.keyClicks(panel.query, "which city is australia's capital")
+    qtbot.waitUntil(lambda: panel.results.count() > 0, timeout=10_000)
+    first_two = {label.split(" · ")[0] for label in panel.texts()[:2]}
+    assert first_two == {"q6", "q7"}
+
+
+def test_a_stale_result_never_overwrites_a_newer_one(qtbot, bridge):
+    panel = SearchPanel(bridge)
+    qtbot.addWidget(panel)
+    assert bridge.deliver_search(2, "newer", [_hit(2, "the newer answer")])
+    assert not bridge.deliver_search(1, "older", [_hit(1, "the older answer")])
+    assert panel.shown_seq == 2
+    assert panel.texts() == ["x2 · the newer answer"]
+
+
+def test_a_slow_search_is_overtaken_not_replayed(qtbot, bridge, questions_project,
+                                                 monkeypatch):
+    """A slow first request, then two more: the middle one is skipped, order is kept."""
+    open_in(qtbot, bridge, questions_project)
+    project = bridge._current()
+    release = threading.Event()
+    calls: list[str] = []
+
+    def search(text: str, k: int = 10) -> list[SearchHit]:
+        calls.append(text)
+        if text == "slow":
+            release.wait(5)
+        return [_hit(len(calls), text)]
+
+    monkeypatch.setattr(project, "search", search)
+    delivered: list[tuple[int, str]] = []
+    bridge.searchResults.connect(lambda seq, text, _hits: delivered.append((seq, text)))
+    bridge.search("slow")
+    qtbot.waitUntil(lambda: calls == ["slow"], timeout=5_000)
+    bridge.search("middle")
+    last = bridge.search("final")
+    release.set()
+    qtbot.waitUntil(lambda: bool(delivered) and delivered[-1][0] == last, timeout=5_000)
+    assert calls == ["slow", "final"]                  # "middle" was superseded, not run
+    seqs = [seq for seq, _ in delivered]
+    assert seqs == sorted(seqs) and delivered[-1] == (last, "final")
+
+
+def test_the_event_loop_keeps_turning_during_an_import(qtbot, bridge, tmp_path):
+    rows = 2000
+    source = write_questions(tmp_path / "many.csv", rows)
+    open_in(qtbot, bridge, tmp_path / "big.duplens", create=True)
+    clock = QElapsedTimer()
+    ticks: list[int] = []
+    timer = QTimer()
+    timer.setInterval(10)
+    timer.timeout.connect(lambda: ticks.append(clock.elapsed()))
+    clock.start()
+    timer.start()
+    started = time.perf_counter()
+    with qtbot.waitSignal(bridge.finished, timeout=SIGNAL_TIMEOUT_MS) as blocker:
+        bridge.import_file(source, ["question"], id_column="qid")
+    timer.stop()
+    took = time.perf_counter() - started
+    assert blocker.args[1]["info"]["items"] == rows
+    gaps = [b - a for a, b in zip(ticks, ticks[1:], strict=False)]
+    longest = max(gaps)
+    print(f"\nimport of {rows} rows took {took:.1f} s; {len(ticks)} ticks; "
+          f"longest event-loop gap {longest} ms")
+    assert longest < 500
+
+
+def test_cancel_stops_the_import(qtbot, bridge, tmp_path):
+    source = write_questions(tmp_path / "many.csv", 3000)
+    open_in(qtbot, bridge, tmp_path / "c.duplens", create=True)
+    outcome: list[str] = []
+    bridge.cancelled.connect(lambda job: outcome.append(f"cancelled {job}"))
+    bridge.finished.connect(lambda job, result: outcome.append(
+        f"{job} cancelled={result['cancelled']} left={result['encode'].remaining}"))
+    bridge.import_file(source, ["question"])
+    qtbot.waitSignal(bridge.progressed, timeout=SIGNAL_TIMEOUT_MS).wait()
+    bridge.cancel()
+    qtbot.waitUntil(lambda: bool(outcome), timeout=SIGNAL_TIMEOUT_MS)
+    assert outcome[0] == "cancelled import" or outcome[0].startswith("import cancelled=True")
+
+
+def test_engine_errors_and_bugs_come_back_as_failed(qtbot, bridge, questions_project,
+                                                   questions_csv, monkeypatch):
+    open_in(qtbot, bridge, questions_project)
+    with qtbot.waitSignal(bridge.failed, timeout=SIGNAL_TIMEOUT_MS) as blocker:
+        bridge.import_file(questions_csv, ["no_such_column"])
+    job, message, details = blocker.args
+    assert job == "import" and "no_such_column" in message and details == ""
+
+    def broken(*_args, **_kwargs):
+        raise RuntimeError("boom")
+
+    monkeypatch.setattr(bridge._current(), "import_table", broken)
+    with qtbot.waitSignal(bridge.failed, timeout=SIGNAL_TIMEOUT_MS) as blocker:
+        bridge.import_file(questions_csv, ["question"])
+    job, message, details = blocker.args
+    assert (job, message) == ("import", UNEXPECTED) and "RuntimeError: boom" in details
+
+
+def test_opening_a_missing_project_fails_politely(qtbot, bridge, tmp_path):
+    with qtbot.waitSignal(bridge.failed, timeout=SIGNAL_TIMEOUT_MS) as blocker:
+        bridge.open_project(tmp_path / "nowhere" / "missing.duplens")
+    job, message, _details = blocker.args
+    assert job == "open" and "missing.duplens" in message and not bridge.has_project
+
+
+def test_throttle_keeps_one_report_per_interval_and_the_last():
+    now = [0.0]
+    sent: list[Progress] = []
+    throttle = Throttle(sent.append, interval=0.1, clock=lambda: now[0])
+    for done in range(1, 101):                 # 100 reports in 0.5 s
+        now[0] = done * 0.005
+        throttle(Progress("encoding", done, 200))
+    throttle.flush()
+    assert 5 <= len(sent) <= 7
+    assert sent[-1].done == 100
+    throttle(Progress("encoding", 200, 200))   # the final one goes out at once
+    assert sent[-1].done == 200

@@ -1,0 +1,133 @@
+"""MainWindow: opening, browsing, search-to-row, import flow, and surviving a bug in a slot."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from PySide6.QtCore import Qt
+
+from desktop_app.main_window import MainWindow
+from desktop_app.views.import_dialog import ImportChoices, ImportDialog
+from desktop_app.workers import UNEXPECTED
+from tests.desktop_app.conftest import QUESTIONS_ITEMS, SIGNAL_TIMEOUT_MS
+
+
+@pytest.fixture
+def window(qtbot, bridge, settings):
+    w = MainWindow(bridge, settings)
+    qtbot.addWidget(w)
+    w.show()
+    return w
+
+
+def _open(qtbot, window: MainWindow, path: Path) -> None:
+    with qtbot.waitSignal(window.bridge.projectOpened, timeout=SIGNAL_TIMEOUT_MS):
+        window.open_project(str(path))
+
+
+def _search(qtbot, window: MainWindow, text: str) -> None:
+    panel = window.search_panel
+    panel.query.clear()
+    qtbot.keyClicks(panel.query, text)
+    qtbot.waitUntil(lambda: panel.results.count() > 0, timeout=10_000)
+
+
+def _click_hit(qtbot, window: MainWindow, row: int) -> None:
+    results = window.search_panel.results
+    rect = results.visualItemRect(results.item(row))
+    qtbot.mouseClick(results.viewport(), Qt.MouseButton.LeftButton, pos=rect.center())
+
+
+def _selected_id(window: MainWindow) -> str:
+    rows = window.table.selectionModel().selectedRows()
+    assert len(rows) == 1
+    return window.items_model.data(rows[0].siblingAtColumn(0))
+
+
+def test_opening_a_project_shows_its_rows(qtbot, window, questions_project, settings):
+    assert window.pages.currentWidget() is window.start_page
+    _open(qtbot, window, questions_project)
+    assert window.pages.currentWidget() is window.project_page
+    model = window.items_model
+    assert model.rowCount() == QUESTIONS_ITEMS
+    assert model.data(model.index(0, 0)) == "q1"
+    assert model.data(model.index(0, 1)) == "How do I learn Python quickly?"
+    assert "48 items" in window.status_label.text()
+    assert "all-MiniLM-L6-v2 on cpu" in window.status_label.text()
+    assert window.recent.paths() == [str(questions_project)]
+
+
+def test_clicking_a_hit_selects_its_row(qtbot, window, questions_project):
+    _open(qtbot, window, questions_project)
+    _search(qtbot, window, "which city is australia's capital")
+    top = window.search_panel.texts()[0].split(" · ")[0]
+    _click_hit(qtbot, window, 0)
+    assert _selected_id(window) == top
+
+
+def test_a_bug_in_a_slot_shows_an_error_and_the_window_carries_on(qtbot, window,
+                                                                   questions_project,
+                                                                   monkeypatch):
+    _open(qtbot, window, questions_project)
+    _search(qtbot, window, "why is the sky blue")
+
+    def broken(_item_id: int) -> int:
+        raise RuntimeError("row lookup exploded")
+
+    monkeypatch.setattr(window.items_model, "row_of_item", broken)
+    _click_hit(qtbot, window, 0)
+    box = window.error_box
+    assert box is not None and box.text() == UNEXPECTED
+    assert "RuntimeError: row lookup exploded" in box.detailedText()
+    box.close()
+    monkeypatch.undo()
+    _click_hit(qtbot, window, 0)                       # still alive and working
+    assert _selected_id(window) == window.search_panel.texts()[0].split(" · ")[0]
+
+
+def test_new_project_from_a_spreadsheet(qtbot, window, tmp_path, questions_csv, monkeypatch):
+    target = tmp_path / "fresh.duplens"
+    monkeypatch.setattr(window, "ask_spreadsheet", lambda: str(questions_csv))
+    monkeypatch.setattr(window, "ask_import_choices", lambda path: ImportChoices(
+        path, ["question"], "qid"))
+    monkeypatch.setattr(window, "ask_new_project_path", lambda _suggested: str(target))
+    with qtbot.waitSignal(window.bridge.finished, timeout=SIGNAL_TIMEOUT_MS,
+                          check_params_cb=lambda job, _result: job == "import"):
+        qtbot.mouseClick(window.start_page.new_button, Qt.MouseButton.LeftButton)
+    assert window.items_model.rowCount() == QUESTIONS_ITEMS
+    assert not window.job_status.isVisible()
+    assert "48 rows imported" in window.statusBar().currentMessage()
+    assert window.recent.paths() == [str(target)]
+
+
+def test_a_project_that_cannot_open_is_reported(qtbot, window, tmp_path):
+    not_a_project = tmp_path / "notes.duplens"
+    not_a_project.write_text("hello, I am not SQLite\n" * 100)
+    with qtbot.waitSignal(window.bridge.failed, timeout=SIGNAL_TIMEOUT_MS):
+        window.open_project(str(not_a_project))
+    assert window.error_box is not None
+    assert "notes.duplens" in window.error_box.text()
+    assert window.pages.currentWidget() is window.start_page
+
+
+def test_import_dialog_previews_and_returns_choices(qtbot, questions_csv):
+    dialog = ImportDialog(questions_csv)
+    qtbot.addWidget(dialog)
+    assert dialog.format_label.text() == "CSV · encoding utf-8 · delimiter comma (,)"
+    assert dialog.table.columnCount() == 3 and dialog.table.rowCount() == 20
+    assert dialog.text_columns() == ["question"]         # the longest texts, pre-ticked
+    dialog.id_combo.setCurrentText("qid")
+    assert dialog.choices() == ImportChoices(str(questions_csv), ["question"], "qid", None)
+    dialog.set_text_columns([])
+    assert not dialog.buttons.buttons()[0].isEnabled()
+
+
+def test_import_dialog_shows_a_bad_file_message(qtbot, tmp_path):
+    bad = tmp_path / "photo.csv"
+    bad.write_bytes(b"\x89PNG\r\n\x1a\n" + bytes(range(256)) * 20)
+    dialog = ImportDialog(bad)
+    qtbot.addWidget(dialog)
+    assert not dialog.error_label.isHidden()
+    assert "photo.csv" in dialog.error_label.text()
+    assert dialog.text_columns() == []
