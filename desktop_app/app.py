@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import logging
 import sys
-from pathlib import Path
 
 from PySide6.QtCore import QTimer
 from PySide6.QtWidgets import QApplication
@@ -18,31 +17,14 @@ from PySide6.QtWidgets import QApplication
 from desktop_app.bridge import EngineBridge
 from desktop_app.main_window import MainWindow
 from desktop_app.safety import install_excepthook
+from engine.logfile import setup_logging
 
 log = logging.getLogger("duplens.gui")
 
 
-def _setup_logging() -> Path | None:
-    """Log to the same file as the command line, so one place holds every traceback."""
-    from platformdirs import user_log_dir
-
-    try:
-        folder = Path(user_log_dir("Duplens", appauthor=False))
-        folder.mkdir(parents=True, exist_ok=True)
-        handler = logging.FileHandler(folder / "duplens.log", encoding="utf-8")
-    except OSError:
-        return None
-    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
-    root = logging.getLogger()
-    root.addHandler(handler)
-    root.setLevel(logging.INFO)
-    return folder / "duplens.log"
-
-
 def run(project_path: str | None = None) -> int:
     """Show the window (opening `project_path` if given) and run the event loop."""
-    if not logging.getLogger().handlers:
-        _setup_logging()
+    setup_logging()
     app = QApplication.instance() or QApplication(sys.argv[:1])
     assert isinstance(app, QApplication)
     app.setOrganizationName("Duplens")

@@ -18,6 +18,7 @@ from pathlib import Path
 from engine import __version__
 from engine.errors import Cancelled, DuplensError
 from engine.jobs import CancelToken
+from engine.logfile import setup_logging
 
 EXIT_OK, EXIT_BUG, EXIT_INPUT, EXIT_CANCELLED = 0, 1, 2, 130
 log = logging.getLogger("duplens")
@@ -293,27 +294,6 @@ def _one_line(text: str, width: int = 100) -> str:
     return flat if len(flat) <= width else flat[: width - 1] + "…"
 
 
-def _log_file() -> Path:
-    from platformdirs import user_log_dir
-
-    folder = Path(user_log_dir("Duplens", appauthor=False))
-    folder.mkdir(parents=True, exist_ok=True)
-    return folder / "duplens.log"
-
-
-def _setup_logging() -> Path | None:
-    try:
-        path = _log_file()
-        handler = logging.FileHandler(path, encoding="utf-8")
-    except OSError:
-        return None
-    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
-    root = logging.getLogger()
-    root.addHandler(handler)
-    root.setLevel(logging.INFO)
-    return path
-
-
 def _install_interrupt(cancel: CancelToken) -> None:
     """First Ctrl-C asks the job to stop cleanly; a second one stops at once."""
 
@@ -330,7 +310,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     if args.command is None:
         args = build_parser().parse_args(["gui"])
-    log_path = _setup_logging()
+    log_path = setup_logging()
     cancel = CancelToken()
     _install_interrupt(cancel)
     try:

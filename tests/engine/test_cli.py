@@ -25,6 +25,21 @@ def run(*args: str, check_code: int | None = 0, **kw) -> subprocess.CompletedPro
     return proc
 
 
+def wait_for_embeddings(path: Path, at_least: int, seconds: float = 240) -> int:
+    """Poll the project (read-only) until `at_least` embeddings are committed or time is up."""
+    deadline = time.time() + seconds
+    done = 0
+    while time.time() < deadline and done < at_least:
+        time.sleep(0.2)
+        try:
+            con = sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=5)
+            done = con.execute("SELECT count(*) FROM embeddings").fetchone()[0]
+            con.close()
+        except sqlite3.OperationalError:
+            continue
+    return done
+
+
 @pytest.fixture(scope="module")
 def project(tmp_path_factory) -> Path:
     folder = tmp_path_factory.mktemp("cli")
@@ -130,18 +145,7 @@ def test_sigkill_during_encoding_then_resume_encodes_everything_once(tmp_path):
     proc = subprocess.Popen([sys.executable, "-c", script, str(path)],
                             env={**os.environ, "PYTHONPATH": str(ROOT)},
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    deadline = time.time() + 240
-    done = 0
-    while time.time() < deadline:
-        time.sleep(0.2)
-        try:
-            con = sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=5)
-            done = con.execute("SELECT count(*) FROM embeddings").fetchone()[0]
-            con.close()
-        except sqlite3.OperationalError:
-            continue
-        if done >= 300:
-            break
+    done = wait_for_embeddings(path, 300)
     os.kill(proc.pid, signal.SIGKILL)
     proc.wait()
     assert 300 <= done < 3000, "encoding finished before it could be killed"
@@ -164,16 +168,7 @@ def test_ctrl_c_stops_cleanly_and_keeps_what_was_encoded(tmp_path):
     proc = subprocess.Popen([sys.executable, "-m", "engine.cli", "encode", str(path)],
                             env={**os.environ, "PYTHONPATH": str(ROOT)},
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    deadline = time.time() + 240
-    done = 0
-    while time.time() < deadline and done == 0:
-        time.sleep(0.3)
-        try:
-            con = sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=5)
-            done = con.execute("SELECT count(*) FROM embeddings").fetchone()[0]
-            con.close()
-        except sqlite3.OperationalError:
-            continue
+    wait_for_embeddings(path, 1)
     proc.send_signal(signal.SIGINT)
     _, err = proc.communicate(timeout=120)
     assert proc.returncode == 130, err
