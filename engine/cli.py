@@ -12,7 +12,7 @@ import logging
 import signal
 import sys
 import traceback
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from engine import __version__
@@ -271,17 +271,8 @@ def cmd_eval(args, _cancel: CancelToken) -> int:
     return EXIT_OK
 
 
-def cmd_gui(args, _cancel: CancelToken) -> int:
-    try:
-        from desktop_app.app import run
-    except ImportError:
-        _say("duplens: the desktop window is not part of this build yet; see 'duplens --help'")
-        return EXIT_INPUT
-    return run(args.project)
-
-
 COMMANDS = {"import": cmd_import, "encode": cmd_encode, "search": cmd_search,
-            "duplicates": cmd_duplicates, "info": cmd_info, "eval": cmd_eval, "gui": cmd_gui}
+            "duplicates": cmd_duplicates, "info": cmd_info, "eval": cmd_eval}
 
 
 # -- plumbing ------------------------------------------------------------------------------
@@ -306,10 +297,16 @@ def _install_interrupt(cancel: CancelToken) -> None:
     signal.signal(signal.SIGINT, handler)
 
 
-def main(argv: Sequence[str] | None = None) -> int:
+def main(argv: Sequence[str] | None = None,
+         open_window: Callable[[str | None], int] | None = None) -> int:
+    """Run one command. The window is injected by the launcher (`desktop_app.launcher`), so
+    the engine never imports the GUI and `python -m engine.cli` works without Qt."""
     args = build_parser().parse_args(argv)
-    if args.command is None:
-        args = build_parser().parse_args(["gui"])
+    if args.command in (None, "gui"):
+        if open_window is None:
+            _say("duplens: this command line has no window; run the 'duplens' launcher")
+            return EXIT_INPUT
+        return open_window(getattr(args, "project", None))
     log_path = setup_logging()
     cancel = CancelToken()
     _install_interrupt(cancel)
