@@ -27,7 +27,11 @@ from engine.index.hnsw import HnswIndex
 from engine.index.persist import load_index, save_index
 from engine.io import export_table
 from engine.jobs import CancelToken, ProgressCallback, no_progress
+from engine.review.decisions import apply_decisions
+from engine.review.layout import MAP_SAMPLE, EmbeddingMap, project_2d, sample_ids
+from engine.review.metrics import Histogram, ThresholdCurve, similarity_histogram, threshold_curve
 from engine.search import QueryCache, SearchHit
+from engine.store import decisions as decision_store
 from engine.store import items as item_store
 from engine.store import vectors as vector_store
 from engine.store.blobs import get_blob, put_blob
@@ -294,9 +298,14 @@ class Project:
         return graph
 
     def duplicates(self, threshold: float = DEFAULT_THRESHOLD, k: int = DEFAULT_NEIGHBOURS,
-                   *, progress: ProgressCallback = no_progress,
+                   *, decisions: bool = True, progress: ProgressCallback = no_progress,
                    cancel: CancelToken | None = None) -> list[Cluster]:
-        """Duplicate clusters at `threshold`, biggest first; re-cutting reuses the graph."""
+        """Duplicate clusters at `threshold`, biggest first; re-cutting reuses the graph.
+
+        With `decisions`, the analyst's stored verdicts are laid over the cut (canonical
+        choices lead, rows marked "not duplicate" of the canonical are moved out); without,
+        the clusters are exactly as cut, which is what `apply_decisions` takes.
+        """
         if not 0.0 < threshold <= 1.0:
             raise InputError(f"threshold must be between 0 and 1, not {threshold}")
         graph = self.neighbour_graph(k, progress=progress, cancel=cancel)
@@ -306,7 +315,87 @@ class Project:
             exact = [t for t in item_store.texts_with_copies(conn) if t not in clustered]
             wanted = list(clustered) + exact
             rows = item_store.items_for_texts(conn, wanted)
-        return expand_clusters(text_clusters, rows, exact)
+        clusters = expand_clusters(text_clusters, rows, exact)
+        return self.apply_decisions(clusters) if decisions else clusters
+
+    # -- review decisions ------------------------------------------------------------------
+    def apply_decisions(self, clusters: list[Cluster]) -> list[Cluster]:
+        """Clusters as cut → clusters as the analyst's stored decisions make them."""
+        ids = [i for c in clusters for i in c.item_ids()]
+        with self.store.read() as conn:
+            labels = decision_store.labels_among(conn, ids)
+            chosen = decision_store.canonical_among(conn, ids)
+        return [apply_decisions(c, labels, chosen, self._similarities) for c in clusters]
+
+    def _similarities(self, text_id: int, others) -> list[float]:
+        index = self.index()
+        vectors = index.vectors(np.asarray([text_id, *others], dtype=np.int64))
+        return (vectors[1:] @ vectors[0]).astype(float).tolist()
+
+    def pair_label(self, item_a: int, item_b: int) -> int | None:
+        with self.store.read() as conn:
+            return decision_store.get_label(conn, item_a, item_b)
+
+    def set_pair_label(self, item_a: int, item_b: int, label: int | None) -> None:
+        """Store the analyst's verdict on two rows (1 duplicate, 0 not, None forget)."""
+        if label not in (0, 1, None):
+            raise InputError(f"a pair label is 0 or 1, not {label!r}")
+        with self.store.write() as conn:
+            decision_store.set_label(conn, item_a, item_b, label)
+
+    def canonical_choices(self, item_ids: list[int]) -> set[int]:
+        with self.store.read() as conn:
+            return decision_store.canonical_among(conn, item_ids)
+
+    def set_canonical_choices(self, clear: list[int], chosen: list[int]) -> None:
+        with self.store.write() as conn:
+            decision_store.set_canonical(conn, clear, chosen)
+
+    def labelled_pairs(self) -> list[dict]:
+        """Every labelled pair of live rows (`text_a`, `text_b`, `label`, ids…): training data."""
+        with self.store.read() as conn:
+            return decision_store.all_labels(conn)
+
+    def label_counts(self) -> dict[str, int]:
+        with self.store.read() as conn:
+            counts = decision_store.count_labels(conn)
+        return {"duplicate": counts.get(1, 0), "not_duplicate": counts.get(0, 0)}
+
+    # -- review plots ----------------------------------------------------------------------
+    def similarity_histogram(self, k: int = DEFAULT_NEIGHBOURS, bins: int = 60) -> Histogram:
+        """How similar each text is to its nearest other text, from the cached graph."""
+        return similarity_histogram(self.neighbour_graph(k).nearest_similarities(), bins)
+
+    def label_curve(self) -> ThresholdCurve:
+        """Precision and recall of each threshold on the analyst's labelled pairs, scored
+        by the active model (pairs whose texts are not encoded yet are left out)."""
+        pairs = self.labelled_pairs()
+        index = self.index()
+        known = set(index.ids().tolist()) - set(index.deleted)
+        usable = [p for p in pairs if p["text_id_a"] in known and p["text_id_b"] in known]
+        if not usable:
+            return threshold_curve(np.zeros(0), np.zeros(0))
+        a = index.vectors(np.asarray([p["text_id_a"] for p in usable], dtype=np.int64))
+        b = index.vectors(np.asarray([p["text_id_b"] for p in usable], dtype=np.int64))
+        scores = np.einsum("ij,ij->i", a, b)
+        return threshold_curve(scores, np.asarray([p["label"] for p in usable]))
+
+    def embedding_map(self, threshold: float = DEFAULT_THRESHOLD, limit: int = MAP_SAMPLE,
+                      k: int = DEFAULT_NEIGHBOURS) -> EmbeddingMap:
+        """A 2-D PCA map of (a sample of) the texts, coloured by cluster at `threshold`."""
+        graph = self.neighbour_graph(k)
+        ids = sample_ids(graph.ids, limit)
+        index = self.index()
+        xy = project_2d(index.vectors(ids)) if len(ids) else np.zeros((0, 2), np.float32)
+        cluster_of: dict[int, int] = {}
+        text_clusters = text_clusters_as_ids(cut_clusters(graph, threshold), graph.ids)
+        for number, (text_ids, _) in enumerate(text_clusters, start=1):
+            for t in text_ids:
+                cluster_of[t] = number
+        with self.store.read() as conn:
+            texts = item_store.texts_by_id(conn, ids.tolist())
+        return EmbeddingMap(xy, ids, [texts.get(int(t), "") for t in ids],
+                            np.asarray([cluster_of.get(int(t), 0) for t in ids], np.int64))
 
     def delete_items(self, item_ids: list[int]) -> int:
         """Remove rows from the project; texts no row uses leave the index (marked deleted)."""
@@ -323,7 +412,7 @@ class Project:
     def export_clusters(self, path: str | os.PathLike, clusters: list[Cluster]) -> int:
         """Write cluster members with their original columns; returns rows written."""
         path = Path(path)
-        members = [(c, m) for c in clusters for m in c.members]
+        members = [(c, m) for c in clusters for m in (*c.members, *c.rejected)]
         if path.suffix.lower() == ".xlsx" and len(members) > XLSX_MAX_ROWS:
             raise InputError(f"{path.name}: {len(members)} rows do not fit in an XLSX sheet; "
                              f"export to .csv instead")
@@ -339,9 +428,10 @@ class Project:
             if id_column:
                 row[id_column] = item["ext_id"] or ""
             row.update({"cluster_id": cluster.cluster_id, "canonical_id": cluster.canonical.id,
-                        "similarity": round(m.score, 4), "is_canonical": m is cluster.canonical})
+                        "similarity": round(m.score, 4), "is_canonical": m is cluster.canonical,
+                        "decision": m.decision or "unreviewed"})
             records.append(row)
-        extra_cols = ["cluster_id", "canonical_id", "similarity", "is_canonical"]
+        extra_cols = ["cluster_id", "canonical_id", "similarity", "is_canonical", "decision"]
         frame = pd.DataFrame.from_records(records, columns=[*columns, *extra_cols])
         export_table(frame, path)
         return len(frame)

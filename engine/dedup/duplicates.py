@@ -20,24 +20,50 @@ class Member:
     text: str
     score: float       # cosine similarity to the cluster's canonical text
     text_id: int
+    decision: str = ""  # the analyst's verdict against the canonical entry (see DECISIONS)
 
     def as_json(self) -> dict:
         return {"id": self.id, "row": self.row, "source_id": self.source_id, "text": self.text,
-                "score": round(self.score, 6), "item_id": self.item_id}
+                "score": round(self.score, 6), "item_id": self.item_id,
+                "decision": self.decision}
+
+
+# What a member's `decision` can say. "canonical": the analyst chose it; "duplicate" / "not
+# duplicate": the pair (canonical, member) was labelled; "": not reviewed yet.
+CANONICAL, DUPLICATE, NOT_DUPLICATE, UNREVIEWED = "canonical", "duplicate", "not duplicate", ""
 
 
 @dataclass(frozen=True)
 class Cluster:
     cluster_id: int
     members: list[Member] = field(default_factory=list)   # canonical first
+    # Members the analyst moved out (labelled "not duplicate" of the canonical): shown apart
+    # and exported with their verdict, but no longer part of the cluster.
+    rejected: list[Member] = field(default_factory=list)
 
     @property
     def canonical(self) -> Member:
         return self.members[0]
 
+    @property
+    def score(self) -> float:
+        """Mean similarity of the other members to the canonical: how tight the cluster is."""
+        others = [m.score for m in self.members[1:]]
+        return sum(others) / len(others) if others else 1.0
+
+    @property
+    def reviewed(self) -> bool:
+        """Every member has a verdict (the canonical counts as decided)."""
+        return all(m.decision for m in self.members[1:]) and bool(self.members)
+
+    def item_ids(self) -> list[int]:
+        return [m.item_id for m in (*self.members, *self.rejected)]
+
     def as_json(self) -> dict:
         return {"cluster_id": self.cluster_id, "canonical_id": self.canonical.id,
-                "size": len(self.members), "members": [m.as_json() for m in self.members]}
+                "size": len(self.members), "score": round(self.score, 6),
+                "members": [m.as_json() for m in self.members],
+                "rejected": [m.as_json() for m in self.rejected]}
 
 
 def public_id(item: dict) -> str:

@@ -18,11 +18,20 @@ APP_ID = "duplens"
 
 
 def _v1_initial(conn: Connection) -> None:
-    schema.metadata.create_all(conn)
+    # The tables of the first release only: later steps add theirs, so that an old file
+    # and a new one end up with exactly the same schema.
+    schema.metadata.create_all(conn, tables=[
+        t for name, t in schema.metadata.tables.items() if name not in _ADDED_LATER])
 
+
+def _v2_canonical_items(conn: Connection) -> None:
+    schema.canonical_items.create(conn, checkfirst=True)
+
+
+_ADDED_LATER = {"canonical_items"}
 
 # MIGRATIONS[i] brings a project from version i to version i + 1.
-MIGRATIONS: list[Callable[[Connection], None]] = [_v1_initial]
+MIGRATIONS: list[Callable[[Connection], None]] = [_v1_initial, _v2_canonical_items]
 SCHEMA_VERSION = len(MIGRATIONS)
 
 

@@ -136,3 +136,13 @@ pair_labels = Table(
     Column("created_at", Float, nullable=False),
     UniqueConstraint("item_a", "item_b", name="uq_pair_labels_pair"),
 )
+
+
+# Entries an analyst chose as the canonical one of their duplicate cluster (schema v2).
+# Clusters are re-cut at every threshold, so the choice is kept per item, not per cluster.
+canonical_items = Table(
+    "canonical_items",
+    metadata,
+    Column("item_id", Integer, ForeignKey("items.id", ondelete="CASCADE"), primary_key=True),
+    Column("created_at", Float, nullable=False),
+)

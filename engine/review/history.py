@@ -1,0 +1,125 @@
+"""Undo and redo of review decisions.
+
+Every action is recorded as the state it replaced and the state it set, so undoing writes the
+old state back (to the project file, like the action itself) and redoing writes the new one
+again. The history lives for one review session; the decisions themselves are in the project.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Protocol
+
+from engine.dedup.duplicates import Cluster
+
+
+class DecisionStore(Protocol):
+    """What the history needs from a project (`engine.project.Project` provides it)."""
+
+    def pair_label(self, item_a: int, item_b: int) -> int | None: ...
+    def set_pair_label(self, item_a: int, item_b: int, label: int | None) -> None: ...
+    def canonical_choices(self, item_ids: list[int]) -> set[int]: ...
+    def set_canonical_choices(self, clear: list[int], chosen: list[int]) -> None: ...
+
+
+@dataclass(frozen=True)
+class LabelChange:
+    """A pair's label went from `before` to `after` (None: no label)."""
+
+    item_a: int
+    item_b: int
+    before: int | None
+    after: int | None
+    description: str
+
+
+@dataclass(frozen=True)
+class CanonicalChange:
+    """The canonical choices among a cluster's rows went from `before` to `after`."""
+
+    item_ids: tuple[int, ...]
+    before: tuple[int, ...]
+    after: tuple[int, ...]
+    description: str
+
+
+Change = LabelChange | CanonicalChange
+
+
+class ReviewHistory:
+    """Performs review actions on a project and can take them back, in order."""
+
+    def __init__(self, store: DecisionStore, limit: int = 1000) -> None:
+        self._store = store
+        self._limit = limit
+        self._done: list[Change] = []
+        self._undone: list[Change] = []
+
+    # -- actions ---------------------------------------------------------------------------
+    def label(self, item_a: int, item_b: int, label: int | None, description: str = ""
+              ) -> LabelChange:
+        """Mark a pair duplicate (1), not duplicate (0), or forget its label (None)."""
+        if item_a == item_b:
+            raise ValueError("a row cannot be compared with itself")
+        before = self._store.pair_label(item_a, item_b)
+        change = LabelChange(item_a, item_b, before, label,
+                             description or _label_words(label))
+        self._apply(change)
+        return change
+
+    def move_out(self, cluster: Cluster, item_id: int) -> LabelChange:
+        """Take a member out of its cluster: it is "not duplicate" of the canonical."""
+        return self.label(cluster.canonical.item_id, item_id, 0, "move out of the cluster")
+
+    def set_canonical(self, cluster: Cluster, item_id: int) -> CanonicalChange:
+        """Make `item_id` the cluster's canonical entry (other choices in it are cleared)."""
+        ids = tuple(cluster.item_ids())
+        if item_id not in ids:
+            raise ValueError(f"row {item_id} is not in cluster {cluster.cluster_id}")
+        before = tuple(sorted(self._store.canonical_choices(list(ids))))
+        change = CanonicalChange(ids, before, (item_id,), "set canonical")
+        self._apply(change)
+        return change
+
+    # -- history ---------------------------------------------------------------------------
+    @property
+    def can_undo(self) -> bool:
+        return bool(self._done)
+
+    @property
+    def can_redo(self) -> bool:
+        return bool(self._undone)
+
+    def undo(self) -> Change | None:
+        if not self._done:
+            return None
+        change = self._done.pop()
+        self._write(change, undo=True)
+        self._undone.append(change)
+        return change
+
+    def redo(self) -> Change | None:
+        if not self._undone:
+            return None
+        change = self._undone.pop()
+        self._write(change, undo=False)
+        self._done.append(change)
+        return change
+
+    def _apply(self, change: Change) -> None:
+        self._write(change, undo=False)
+        self._done.append(change)
+        del self._done[:-self._limit]
+        self._undone.clear()
+
+    def _write(self, change: Change, *, undo: bool) -> None:
+        if isinstance(change, LabelChange):
+            value = change.before if undo else change.after
+            self._store.set_pair_label(change.item_a, change.item_b, value)
+        else:
+            chosen = change.before if undo else change.after
+            self._store.set_canonical_choices(list(change.item_ids), list(chosen))
+
+
+def _label_words(label: int | None) -> str:
+    return {1: "mark duplicate", 0: "mark not duplicate"}.get(label, "clear the label")

@@ -1,0 +1,97 @@
+"""Reading and writing the analyst's review decisions: pair labels and canonical choices.
+
+A pair is stored once, smaller item id first, so (a, b) and (b, a) are the same judgement.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+
+from sqlalchemy import Connection, and_, delete, func, insert, or_, select
+
+from engine.store.schema import canonical_items, items, pair_labels
+
+_IN_BATCH = 400
+
+
+def ordered(item_a: int, item_b: int) -> tuple[int, int]:
+    return (item_a, item_b) if item_a <= item_b else (item_b, item_a)
+
+
+def get_label(conn: Connection, item_a: int, item_b: int) -> int | None:
+    a, b = ordered(item_a, item_b)
+    return conn.execute(select(pair_labels.c.label).where(
+        pair_labels.c.item_a == a, pair_labels.c.item_b == b)).scalar()
+
+
+def set_label(conn: Connection, item_a: int, item_b: int, label: int | None,
+              origin: str = "review") -> None:
+    """Store (or with None, forget) the judgement on a pair."""
+    a, b = ordered(item_a, item_b)
+    conn.execute(delete(pair_labels).where(pair_labels.c.item_a == a,
+                                           pair_labels.c.item_b == b))
+    if label is not None:
+        conn.execute(insert(pair_labels).values(item_a=a, item_b=b, label=int(label),
+                                                origin=origin, created_at=time.time()))
+
+
+def labels_among(conn: Connection, item_ids: Sequence[int]) -> dict[tuple[int, int], int]:
+    """Labels of pairs with both items in `item_ids` (one cluster's worth)."""
+    wanted = set(item_ids)
+    out: dict[tuple[int, int], int] = {}
+    ids = list(wanted)
+    for start in range(0, len(ids), _IN_BATCH):
+        batch = ids[start:start + _IN_BATCH]
+        rows = conn.execute(select(pair_labels.c.item_a, pair_labels.c.item_b,
+                                   pair_labels.c.label).where(
+            or_(pair_labels.c.item_a.in_(batch), pair_labels.c.item_b.in_(batch)))).all()
+        for a, b, label in rows:
+            if a in wanted and b in wanted:
+                out[(a, b)] = label
+    return out
+
+
+def all_labels(conn: Connection) -> list[dict]:
+    """Every labelled pair of live rows, with both texts: the fine-tuning data."""
+    a_items = items.alias("a")
+    b_items = items.alias("b")
+    rows = conn.execute(
+        select(pair_labels.c.item_a, pair_labels.c.item_b, pair_labels.c.label,
+               pair_labels.c.origin, a_items.c.text.label("text_a"),
+               b_items.c.text.label("text_b"), a_items.c.text_id.label("text_id_a"),
+               b_items.c.text_id.label("text_id_b"))
+        .join(a_items, a_items.c.id == pair_labels.c.item_a)
+        .join(b_items, b_items.c.id == pair_labels.c.item_b)
+        .where(and_(~a_items.c.deleted, ~b_items.c.deleted))
+        .order_by(pair_labels.c.id)
+    ).mappings().all()
+    return [dict(r) for r in rows]
+
+
+def canonical_among(conn: Connection, item_ids: Sequence[int]) -> set[int]:
+    out: set[int] = set()
+    ids = list(item_ids)
+    for start in range(0, len(ids), _IN_BATCH):
+        batch = ids[start:start + _IN_BATCH]
+        out.update(conn.execute(select(canonical_items.c.item_id).where(
+            canonical_items.c.item_id.in_(batch))).scalars())
+    return out
+
+
+def set_canonical(conn: Connection, clear: Sequence[int], chosen: Sequence[int]) -> None:
+    """Forget the choice on `clear`, then mark `chosen` as canonical."""
+    ids = list(clear)
+    for start in range(0, len(ids), _IN_BATCH):
+        conn.execute(delete(canonical_items).where(
+            canonical_items.c.item_id.in_(ids[start:start + _IN_BATCH])))
+    if chosen:
+        now = time.time()
+        conn.execute(insert(canonical_items),
+                     [{"item_id": i, "created_at": now} for i in dict.fromkeys(chosen)])
+
+
+def count_labels(conn: Connection) -> dict[int, int]:
+    """How many pairs carry each label (1 duplicate, 0 not duplicate)."""
+    return dict(conn.execute(select(pair_labels.c.label, func.count())
+                             .group_by(pair_labels.c.label)).all())

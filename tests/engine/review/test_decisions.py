@@ -1,0 +1,155 @@
+"""Review decisions on a real project: labels, canonical choice, move out, undo/redo,
+persistence across reopening, and export with the verdicts."""
+
+import csv
+
+import pytest
+
+from engine.dedup.duplicates import CANONICAL, DUPLICATE, NOT_DUPLICATE
+from engine.project import Project
+from engine.review.history import ReviewHistory
+
+THRESHOLD = 0.75
+
+
+@pytest.fixture
+def project(new_project, data_dir):
+    project = new_project()
+    project.import_table(data_dir / "questions.csv", ["question"], id_column="qid")
+    project.encode()
+    return project
+
+
+def cluster_with(clusters, public_id):
+    return next(c for c in clusters if public_id in {m.id for m in c.members})
+
+
+def member(cluster, public_id):
+    return next(m for m in (*cluster.members, *cluster.rejected) if m.id == public_id)
+
+
+def test_python_cluster_is_cut_with_three_members(project):
+    python = cluster_with(project.duplicates(THRESHOLD), "q2")
+    assert {"q1", "q2", "q3"} <= {m.id for m in python.members}
+
+
+def test_mark_duplicate_and_move_out_show_as_decisions(project):
+    history = ReviewHistory(project)
+    python = cluster_with(project.duplicates(THRESHOLD), "q2")
+    canonical = python.canonical
+    others = [m for m in python.members[1:] if m.id in {"q1", "q2", "q3"}]
+    history.label(canonical.item_id, others[0].item_id, 1)
+    history.move_out(python, others[1].item_id)
+
+    again = cluster_with(project.duplicates(THRESHOLD), canonical.id)
+    assert member(again, others[0].id).decision == DUPLICATE
+    assert others[1].id in {m.id for m in again.rejected}
+    assert others[1].id not in {m.id for m in again.members}
+    assert member(again, others[1].id).decision == NOT_DUPLICATE
+
+
+def test_undo_and_redo_walk_the_decisions_back_and_forth(project):
+    history = ReviewHistory(project)
+    python = cluster_with(project.duplicates(THRESHOLD), "q2")
+    out = python.members[1]
+    history.move_out(python, out.item_id)
+    assert out.id in {m.id for m in cluster_with(project.duplicates(THRESHOLD),
+                                                   python.canonical.id).rejected}
+    assert history.undo() is not None
+    back = cluster_with(project.duplicates(THRESHOLD), python.canonical.id)
+    assert out.id in {m.id for m in back.members} and not back.rejected
+    assert project.pair_label(python.canonical.item_id, out.item_id) is None
+    assert history.can_redo
+    history.redo()
+    assert project.pair_label(out.item_id, python.canonical.item_id) == 0
+    assert not history.can_redo and history.undo() and history.undo() is None
+
+
+def test_set_canonical_reorders_and_rescores_against_it(project, encoder):
+    history = ReviewHistory(project)
+    python = cluster_with(project.duplicates(THRESHOLD), "q2")
+    new_head = python.members[-1]
+    history.set_canonical(python, new_head.item_id)
+    again = cluster_with(project.duplicates(THRESHOLD), new_head.id)
+    assert again.canonical.id == new_head.id
+    assert again.canonical.decision == CANONICAL
+    vectors = encoder.encode([m.text for m in again.members])
+    for m, v in zip(again.members[1:], vectors[1:], strict=True):
+        assert m.score == pytest.approx(float(v @ vectors[0]), abs=1e-4)
+    history.undo()
+    assert cluster_with(project.duplicates(THRESHOLD), "q2").canonical.id == \
+        python.canonical.id
+
+
+def test_decisions_survive_closing_and_reopening(project, encoder):
+    history = ReviewHistory(project)
+    python = cluster_with(project.duplicates(THRESHOLD), "q2")
+    head, dup = python.members[-1], python.members[1]
+    history.set_canonical(python, head.item_id)
+    history.label(head.item_id, dup.item_id, 1)
+    path = project.path
+    project.close()
+
+    reopened = Project.open(path)
+    try:
+        reopened.attach_encoder(encoder, is_default=True)
+        again = cluster_with(reopened.duplicates(THRESHOLD), head.id)
+        assert again.canonical.id == head.id
+        assert member(again, dup.id).decision == DUPLICATE
+        pairs = reopened.labelled_pairs()
+        assert [(p["label"], {p["text_a"], p["text_b"]}) for p in pairs] == \
+            [(1, {head.text, dup.text})]
+        assert reopened.label_counts() == {"duplicate": 1, "not_duplicate": 0}
+    finally:
+        reopened.close()
+
+
+def test_export_carries_each_rows_decision(project, tmp_path):
+    history = ReviewHistory(project)
+    python = cluster_with(project.duplicates(THRESHOLD), "q2")
+    kept, out = python.members[1], python.members[2]
+    history.set_canonical(python, python.canonical.item_id)
+    history.label(python.canonical.item_id, kept.item_id, 1)
+    history.move_out(python, out.item_id)
+    path = tmp_path / "clusters.csv"
+    project.export_clusters(path, project.duplicates(THRESHOLD))
+    with path.open(encoding="utf-8-sig") as fh:
+        rows = {r["qid"]: r for r in csv.DictReader(fh)}
+    assert rows[python.canonical.id]["decision"] == "canonical"
+    assert rows[kept.id]["decision"] == "duplicate"
+    assert rows[out.id]["decision"] == "not duplicate"
+    assert rows[out.id]["cluster_id"] == rows[kept.id]["cluster_id"]
+    untouched = [r for r in rows.values() if r["cluster_id"] != rows[kept.id]["cluster_id"]]
+    assert untouched and {r["decision"] for r in untouched} <= {"unreviewed"}
+
+
+def test_label_curve_finds_the_threshold_that_separates_the_labels(project):
+    clusters = project.duplicates(0.6, decisions=False)
+    close = [(c.canonical, m) for c in clusters for m in c.members[1:] if m.score > 0.8]
+    far = [(c.canonical, m) for c in clusters for m in c.members[1:] if m.score < 0.75]
+    assert close and far
+    for a, b in close:
+        project.set_pair_label(a.item_id, b.item_id, 1)
+    for a, b in far:
+        project.set_pair_label(a.item_id, b.item_id, 0)
+    curve = project.label_curve()
+    assert curve.usable and curve.positives == len(close) and curve.negatives == len(far)
+    assert curve.best_f1 == pytest.approx(1.0)
+    assert max(b.score for _, b in far) < curve.best_threshold <= min(b.score for _, b in close)
+
+
+def test_histogram_counts_every_text_with_a_neighbour(project):
+    hist = project.similarity_histogram(bins=20)
+    assert hist.total == project.info()["texts"]
+    assert hist.counts.sum() == hist.total and len(hist.edges) == 21
+    assert hist.edges[-1] == pytest.approx(1.0)
+
+
+def test_embedding_map_places_every_text_and_colours_clusters(project):
+    emap = project.embedding_map(THRESHOLD)
+    assert emap.xy.shape == (project.info()["texts"], 2)
+    python_texts = {m.text_id for m in cluster_with(project.duplicates(THRESHOLD, decisions=False),
+                                                     "q2").members}
+    colours = {int(c) for t, c in zip(emap.text_ids, emap.cluster, strict=True)
+               if int(t) in python_texts}
+    assert len(colours) == 1 and colours != {0}
