@@ -7,9 +7,13 @@ Two pools, on purpose:
 - jobs (open, model warm-up, import + encode) run one at a time, in the order asked, so an
   import never races the model load and a second open waits for the first;
 - searches run on their own single-thread pool, so a keystroke's search never waits behind
-  a ten-minute import. Each search gets an increasing sequence number; a request already
-  superseded when its turn comes is skipped, and results older than the newest delivered
-  are dropped, so the list never flips back to an older query.
+  a ten-minute import;
+- review work (re-cutting clusters, decisions, plots, export) runs on a third one-thread
+  pool, in order, so moving the threshold never waits behind an import either.
+
+Each search gets an increasing sequence number; a request already superseded when its turn
+comes is skipped, and results older than the newest delivered are dropped, so the list never
+flips back to an older query.
 
 All public signals are emitted on the GUI thread (workers report through `WorkRelay`).
 """
@@ -28,6 +32,7 @@ from typing import TYPE_CHECKING, Any
 from PySide6.QtCore import QObject, QThreadPool, Signal, Slot
 
 from desktop_app.workers import UNEXPECTED, Throttle, Worker, WorkRelay
+from engine.encoding.loading import load_encoder
 from engine.errors import ProjectError
 from engine.jobs import CancelToken
 from engine.project import Project
@@ -68,6 +73,8 @@ class EngineBridge(QObject):
         self._jobs.setMaxThreadCount(1)
         self._searches = QThreadPool(self)
         self._searches.setMaxThreadCount(1)
+        self._review = QThreadPool(self)
+        self._review.setMaxThreadCount(1)
         self._relay = WorkRelay(self)
         self._relay.done.connect(self._on_done)
         self._relay.failed.connect(self._on_failed)
@@ -79,6 +86,9 @@ class EngineBridge(QObject):
         self._project_lock = threading.Lock()
         self._project: Project | None = None   # set and cleared in job threads, under lock
         self._encoder = encoder                 # a shared, already loaded model (tests)
+        self._preloaded: SentenceEncoder | None = None   # default model, loaded before open
+        self.device_preference = "auto"
+        self.batch_size = 64
         self._cancel: CancelToken | None = None
         self._model_ready = False
         self._warm_wanted = False
@@ -96,6 +106,10 @@ class EngineBridge(QObject):
     @property
     def has_project(self) -> bool:
         return self._current() is not None
+
+    def current_project(self) -> Project:
+        """The open project, for objects that only hand it to review-thread work."""
+        return self._require_project()
 
     def _current(self) -> Project | None:
         with self._project_lock:
@@ -115,8 +129,12 @@ class EngineBridge(QObject):
         def work() -> dict:
             project = Project.open(path, create=create)
             try:
+                project.device_preference = self.device_preference
+                project.batch_size = self.batch_size
                 if self._encoder is not None:
                     project.attach_encoder(self._encoder, is_default=True)
+                elif self._preloaded is not None and project.uses_default_model():
+                    project.attach_encoder(self._preloaded, is_default=True)
                 info = _info(project)
             except BaseException:
                 project.close()
@@ -125,6 +143,7 @@ class EngineBridge(QObject):
                 old, self._project = self._project, project
             if old is not None:
                 self._searches.waitForDone()   # a search may still hold the old project
+                self._review.waitForDone()
                 old.close()
             return info
 
@@ -133,8 +152,11 @@ class EngineBridge(QObject):
     def _opened(self, info: dict) -> dict:
         self._model_ready = False   # each project has its own active model
         self.projectOpened.emit(info)
-        if self._encoder is not None:
-            self._set_model_ready(self._encoder.device)
+        shared = self._encoder
+        if shared is None and self._preloaded is not None and info.get("default_model"):
+            shared = self._preloaded
+        if shared is not None:
+            self._set_model_ready(shared.device)
         elif self._warm_wanted:
             self._start_warm_up()
         return info
@@ -142,9 +164,8 @@ class EngineBridge(QObject):
     def warm_up(self) -> None:
         """Load the project's model in the background, so the first search is instant.
 
-        Without an open project this waits: the model to load is the project's active one,
-        and only `Project` knows it (see the report: no engine call loads the default model
-        without a project). It then starts as soon as a project opens.
+        Without an open project it loads the default model, which most projects use: a
+        project opened later takes it over at once (others load their own model then).
         """
         self._warm_wanted = True
         self._start_warm_up()
@@ -154,17 +175,27 @@ class EngineBridge(QObject):
             return
         self._warming = True
 
-        def work() -> str | None:
+        def work() -> tuple[str, bool] | None:
             project = self._current()
             if project is None:
-                return None
+                if self._preloaded is not None or self._encoder is not None:
+                    return None
+                self._relay.loading.emit()
+                self._preloaded = load_encoder(None, device=self.device_preference,
+                                               batch_size=self.batch_size)
+                return self._preloaded.device, False
             self._relay.loading.emit()
-            return project.encoder().device
+            return project.encoder().device, True
 
-        def warmed(device: str | None) -> str | None:
+        def warmed(result: tuple[str, bool] | None) -> str | None:
             self._warming = False
-            if device is not None:
+            if result is None:
+                return None
+            device, for_project = result
+            if for_project:
                 self._set_model_ready(device)
+            else:
+                self.modelReady.emit(device)
             return device
 
         self._submit(self._jobs, "warm_up", work, warmed, announce=False)
@@ -213,6 +244,71 @@ class EngineBridge(QObject):
             return result
 
         self._submit(self._jobs, "import", work, imported)
+
+    def resume_encoding(self) -> None:
+        """Encode what an earlier, stopped import left; reports like `import_file`'s encode.
+
+        Finishes as `finished("encode", {...})` with the encode report and fresh info.
+        """
+        token = CancelToken()
+        self._cancel = token
+        throttle = Throttle(
+            lambda p: self._relay.progress.emit(p.stage, p.done, p.total, p.rate))
+
+        def work() -> dict:
+            project = self._require_project()
+            try:
+                encoded = project.encode(progress=throttle, cancel=token)
+            finally:
+                throttle.flush()
+            return {"encode": encoded, "cancelled": encoded.cancelled, "info": _info(project),
+                    "device": project.encoder().device}
+
+        def resumed(result: dict) -> dict:
+            self._set_model_ready(result["device"])
+            return result
+
+        self._submit(self._jobs, "encode", work, resumed)
+
+    def set_preferences(self, device: str, batch_size: int) -> None:
+        """Device and batch size for models loaded from now on (and the open project)."""
+        self.device_preference, self.batch_size = device, int(batch_size)
+        project = self._current()
+        if project is not None:
+            project.device_preference, project.batch_size = device, int(batch_size)
+
+    def change_model(self, model: str | None) -> None:
+        """Load another model (folder or hub name; None: the bundled default) and make it
+        the project's active one; `finished("model", info)`. Encode afterwards to index."""
+
+        def work() -> dict:
+            project = self._require_project()
+            self._relay.loading.emit()
+            encoder = project.use_model(model, device=self.device_preference,
+                                        batch_size=self.batch_size)
+            return {"info": _info(project), "device": encoder.device}
+
+        def changed(result: dict) -> dict:
+            self._model_ready = False
+            self._set_model_ready(result["device"])
+            return result
+
+        self._submit(self._jobs, "model", work, changed)
+
+    # -- review ----------------------------------------------------------------------------
+    def run_review(self, job: str, fn: Callable[[Project], object],
+                   on_result: Callable[[Any], Any] | None = None) -> None:
+        """Run `fn(project)` on the review thread; the outcome comes as `finished(job, …)`
+        (after `on_result`, on the GUI thread) or `failed(job, …)`.
+
+        Review calls run in the order asked, never in parallel with each other, so a
+        decision and the re-cut after it cannot cross.
+        """
+
+        def work() -> object:
+            return fn(self._require_project())
+
+        self._submit(self._review, job, work, on_result)
 
     def cancel(self) -> None:
         """Ask the running import to stop at its next checkpoint (what is committed stays)."""
@@ -279,6 +375,7 @@ class EngineBridge(QObject):
         self.cancel()
         self._latest_search = self._search_seq + 1   # queued searches skip their work
         self._searches.waitForDone()
+        self._review.waitForDone()
         self._jobs.waitForDone()
         with self._project_lock:
             project, self._project = self._project, None
@@ -335,6 +432,7 @@ class EngineBridge(QObject):
 def _info(project: Project) -> dict:
     """`project.info()` plus the notices the user should read (index rebuilt…)."""
     info = dict(project.info())
+    info["default_model"] = project.uses_default_model()
     info["notices"] = list(project.notices)
     project.notices.clear()
     return info

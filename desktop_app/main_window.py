@@ -21,19 +21,26 @@ from PySide6.QtWidgets import (
     QLabel,
     QMainWindow,
     QMessageBox,
+    QPushButton,
     QSplitter,
     QStackedWidget,
     QTableView,
+    QTabWidget,
     QWidget,
 )
 
 from desktop_app.bridge import EngineBridge
 from desktop_app.models.items_model import ItemsTableModel
 from desktop_app.recent import RecentProjects
+from desktop_app.resources import sample_questions_path, user_data_dir
+from desktop_app.review_controller import ReviewController
 from desktop_app.safety import guarded
 from desktop_app.views.import_dialog import ImportChoices, ImportDialog
 from desktop_app.views.job_status import JobStatus
+from desktop_app.views.plots_view import PlotsView
+from desktop_app.views.review_view import ClusterReviewView
 from desktop_app.views.search_panel import SearchPanel
+from desktop_app.views.settings_dialog import Preferences, SettingsDialog
 from desktop_app.views.start_page import StartPage
 
 log = logging.getLogger("duplens.gui")
@@ -51,9 +58,10 @@ class MainWindow(QMainWindow):
                  parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.bridge = bridge
-        self.recent = RecentProjects(settings or QSettings("Duplens", "Duplens"))
+        self.settings = settings or QSettings("Duplens", "Duplens")
+        self.recent = RecentProjects(self.settings)
         self.setWindowTitle("Duplens")
-        self.resize(1000, 720)
+        self.resize(1180, 780)
         self._info: dict | None = None
         self._model_state = ""
         self._pending_import: ImportChoices | None = None
@@ -70,7 +78,18 @@ class MainWindow(QMainWindow):
         splitter.setStretchFactor(0, 2)
         splitter.setStretchFactor(1, 3)
         splitter.setContentsMargins(8, 8, 8, 0)
-        self.project_page = splitter
+        self.search_page = splitter
+        self.review = ReviewController(bridge, self)
+        self.review_view = ClusterReviewView(self.review, self)
+        self.plots_view = PlotsView(self.review, self)
+        self.tabs = QTabWidget(self)
+        self.tabs.addTab(self.search_page, "Search")
+        self.tabs.addTab(self.review_view, "Review duplicates")
+        self.tabs.addTab(self.plots_view, "Plots")
+        self.tabs.setDocumentMode(True)
+        self.project_page = self.tabs
+        self._review_loaded = False
+        self._plots_loaded = False
         self.pages = QStackedWidget(self)
         self.pages.addWidget(self.start_page)
         self.pages.addWidget(self.project_page)
@@ -78,8 +97,14 @@ class MainWindow(QMainWindow):
 
         self.status_label = QLabel("", self)
         self.job_status = JobStatus(self)
+        self.resume_button = QPushButton("Resume encoding", self)
+        self.resume_button.setVisible(False)
         self.statusBar().addWidget(self.status_label, 1)
+        self.statusBar().addPermanentWidget(self.resume_button)
         self.statusBar().addPermanentWidget(self.job_status)
+        self.preferences = Preferences.load(self.settings)
+        bridge.set_preferences(self.preferences.device, self.preferences.batch_size)
+        self.setAcceptDrops(True)
         self._make_menu()
         self._connect()
         self.start_page.set_recent(self.recent.paths())
@@ -99,7 +124,9 @@ class MainWindow(QMainWindow):
         header = table.horizontalHeader()
         header.setSectionResizeMode(0, QHeaderView.ResizeMode.Interactive)
         header.resizeSection(0, 110)
-        header.setStretchLastSection(True)
+        header.setSectionResizeMode(1, QHeaderView.ResizeMode.Stretch)
+        header.resizeSection(2, 80)
+        header.resizeSection(3, 110)
         return table
 
     def _make_menu(self) -> None:
@@ -111,15 +138,27 @@ class MainWindow(QMainWindow):
         self.import_action = QAction("&Import spreadsheet…", self)
         self.import_action.setShortcut(QKeySequence("Ctrl+I"))
         self.import_action.setEnabled(False)
+        self.sample_action = QAction("Try it with &sample questions", self)
+        self.export_action = QAction("&Export clusters…", self)
+        self.export_action.setShortcut(QKeySequence("Ctrl+E"))
+        self.export_action.setEnabled(False)
+        self.settings_action = QAction("&Settings…", self)
+        self.settings_action.setShortcut(QKeySequence.StandardKey.Preferences)
         quit_action = QAction("&Quit", self)
         quit_action.setShortcut(QKeySequence.StandardKey.Quit)
-        for action in (self.new_action, self.open_action, self.import_action):
+        for action in (self.new_action, self.open_action, self.sample_action,
+                       self.import_action, self.export_action):
             menu.addAction(action)
+        menu.addSeparator()
+        menu.addAction(self.settings_action)
         menu.addSeparator()
         menu.addAction(quit_action)
         self.new_action.triggered.connect(self.new_project_from_spreadsheet)
         self.open_action.triggered.connect(self.open_project_dialog)
+        self.sample_action.triggered.connect(self.try_sample)
         self.import_action.triggered.connect(self.import_spreadsheet)
+        self.export_action.triggered.connect(self.export_clusters)
+        self.settings_action.triggered.connect(self.open_settings)
         quit_action.triggered.connect(self.close)
 
     def _connect(self) -> None:
@@ -134,8 +173,17 @@ class MainWindow(QMainWindow):
         self.start_page.newRequested.connect(self.new_project_from_spreadsheet)
         self.start_page.openRequested.connect(self.open_project_dialog)
         self.start_page.recentChosen.connect(self.open_project)
+        self.start_page.sampleRequested.connect(self.try_sample)
+        self.start_page.fileDropped.connect(self.new_project_from_file)
         self.search_panel.hitActivated.connect(self.select_item)
         self.job_status.cancelRequested.connect(b.cancel)
+        self.resume_button.clicked.connect(self.resume_encoding)
+        self.tabs.currentChanged.connect(self._tab_shown)
+        self.review_view.exportRequested.connect(self.export_clusters)
+        self.review.clustersChanged.connect(self.items_model.annotate)
+        self.review.clusterUpdated.connect(lambda *_: self.items_model.annotate(
+            self.review.clusters))
+        self.review.exported.connect(self._exported)
 
     # -- questions to the user (tests replace these) ---------------------------------------
     def ask_spreadsheet(self) -> str | None:
@@ -157,6 +205,26 @@ class MainWindow(QMainWindow):
         path, _ = QFileDialog.getOpenFileName(self, "Open a project", "", PROJECT_FILTER)
         return path or None
 
+    def ask_export_path(self) -> str | None:
+        suggested = ""
+        if self._info is not None:
+            suggested = str(Path(self._info["project"]).with_name(
+                Path(self._info["project"]).stem + "-clusters.xlsx"))
+        path, _ = QFileDialog.getSaveFileName(self, "Export clusters", suggested,
+                                              "Excel (*.xlsx);;CSV (*.csv)")
+        if path and Path(path).suffix.lower() not in (".xlsx", ".csv"):
+            path += ".xlsx"
+        return path or None
+
+    def ask_preferences(self, current: Preferences) -> Preferences | None:
+        model = self._info.get("model_location") if self._info else None
+        dialog = SettingsDialog(current, model, self)
+        return dialog.preferences() if dialog.exec() == QDialog.DialogCode.Accepted else None
+
+    def sample_project_path(self) -> Path:
+        """Where "Try it with sample questions" keeps its project (the user's data folder)."""
+        return user_data_dir() / "sample-questions.duplens"
+
     # -- user actions ----------------------------------------------------------------------
     @guarded
     def new_project_from_spreadsheet(self) -> None:
@@ -172,6 +240,56 @@ class MainWindow(QMainWindow):
             return
         self._pending_import = choices
         self.open_project(target, create=True)
+
+    @guarded
+    def new_project_from_file(self, sheet: str) -> None:
+        """A spreadsheet dropped on the window: same steps as "New project…" from there."""
+        choices = self.ask_import_choices(sheet)
+        if choices is None:
+            return
+        target = self.ask_new_project_path(str(Path(sheet).with_suffix(".duplens")))
+        if target:
+            self._pending_import = choices
+            self.open_project(target, create=True)
+
+    @guarded
+    def try_sample(self) -> None:
+        """Open the sample project, importing the shipped sample questions the first time."""
+        target = self.sample_project_path()
+        target.parent.mkdir(parents=True, exist_ok=True)
+        if not target.exists():
+            self._pending_import = ImportChoices(str(sample_questions_path()), ["question"],
+                                                 "id", None)
+        self.open_project(str(target), create=True)
+
+    @guarded
+    def resume_encoding(self) -> None:
+        self.job_status.start("Encoding the rest…")
+        self._set_busy(True)
+        self.bridge.resume_encoding()
+
+    @guarded
+    def export_clusters(self) -> None:
+        if self._info is None:
+            return
+        path = self.ask_export_path()
+        if path:
+            self.statusBar().showMessage(f"Exporting to {Path(path).name}…")
+            self.review.export(path)
+
+    @guarded
+    def open_settings(self) -> None:
+        chosen = self.ask_preferences(self.preferences)
+        if chosen is None:
+            return
+        old = self.preferences
+        self.preferences = chosen
+        chosen.save(self.settings)
+        self.bridge.set_preferences(chosen.device, chosen.batch_size)
+        if self._info is not None and chosen.model != old.model:
+            self.bridge.change_model(chosen.model or None)
+            self.statusBar().showMessage("Loading the new model; encode to index with it",
+                                         10000)
 
     @guarded
     def open_project_dialog(self) -> None:
@@ -222,7 +340,11 @@ class MainWindow(QMainWindow):
         self.setWindowTitle(f"{Path(info['project']).name} — Duplens")
         self.items_model.reload()
         self.pages.setCurrentWidget(self.project_page)
+        self.tabs.setCurrentWidget(self.search_page)
+        self.review.project_opened()
+        self._review_loaded = self._plots_loaded = False
         self.import_action.setEnabled(True)
+        self.export_action.setEnabled(True)
         self.search_panel.query.setFocus()
         self._show_status()
         for notice in info.get("notices", []):
@@ -239,9 +361,37 @@ class MainWindow(QMainWindow):
     def on_finished(self, job: str, result: object) -> None:
         if job == "import" and isinstance(result, dict):
             self._import_done(result)
-        elif job == "info" and isinstance(result, dict):
-            self._info = result
+        elif job == "encode" and isinstance(result, dict):
+            self._set_busy(False)
+            self._info = result["info"]
             self._show_status()
+            self._index_changed()
+        elif job in ("info", "model") and isinstance(result, dict):
+            self._info = result.get("info", result)
+            self._show_status()
+
+    def _index_changed(self) -> None:
+        """New rows are searchable: clusters and plots shown so far are out of date."""
+        self._review_loaded = self._plots_loaded = False
+        self._tab_shown(self.tabs.currentIndex())
+
+    @guarded
+    def _tab_shown(self, index: int) -> None:
+        """Clusters and plots are computed when first looked at, not on every open."""
+        widget = self.tabs.widget(index)
+        if self._info is None or not self._info.get("encoded"):
+            return
+        if widget in (self.review_view, self.plots_view) and not self._review_loaded:
+            self._review_loaded = True
+            self.review.refresh()
+        if widget is self.plots_view and not self._plots_loaded:
+            self._plots_loaded = True
+            self.review.load_histogram()
+            self.review.load_curve()
+            self.review.load_map()
+
+    def _exported(self, path: str, rows: int) -> None:
+        self.statusBar().showMessage(f"Exported {rows:,} rows to {path}", 15000)
 
     def _import_done(self, result: dict) -> None:
         self._set_busy(False)
@@ -262,10 +412,11 @@ class MainWindow(QMainWindow):
         self.statusBar().showMessage(message, 15000)
         if self.search_panel.query.text().strip():
             self.search_panel.refresh()
+        self._index_changed()
 
     @guarded
     def on_failed(self, job: str, message: str, details: str) -> None:
-        if job == "import":
+        if job in ("import", "encode"):
             self._set_busy(False)
         if job == "open":
             self._pending_import = None
@@ -280,6 +431,8 @@ class MainWindow(QMainWindow):
 
     @guarded
     def on_cancelled(self, job: str) -> None:
+        if job == "encode":
+            self._set_busy(False)
         if job == "import":
             self._set_busy(False)
             self.statusBar().showMessage("Import stopped; nothing from this file was added",
@@ -318,12 +471,37 @@ class MainWindow(QMainWindow):
             if info.get("model"):
                 device = f" on {info['device']}" if info.get("device") else ""
                 parts.append(f"{info['model']}{device}")
-            if info.get("encoded", 0) < info.get("texts", 0):
-                parts.append(f"{info['texts'] - info['encoded']:,} texts not encoded yet")
+            left = info.get("texts", 0) - info.get("encoded", 0)
+            if left > 0:
+                parts.append(f"{left:,} texts not encoded yet")
+            parts.append(f"index: {info.get('index_items', 0):,} texts"
+                         if info.get("index_items") else "index: empty")
             text = "  ·  ".join(parts)
         if self._model_state:
             text = f"{text}  ·  {self._model_state}"
         self.status_label.setText(text)
+        self._show_resume()
+
+    # -- drag and drop ---------------------------------------------------------------------
+    def dragEnterEvent(self, event) -> None:  # noqa: N802 - Qt's name
+        urls = event.mimeData().urls() if event.mimeData().hasUrls() else []
+        if len(urls) == 1 and urls[0].isLocalFile():
+            event.acceptProposedAction()
+
+    def dropEvent(self, event) -> None:  # noqa: N802 - Qt's name
+        urls = event.mimeData().urls()
+        if not urls:
+            return
+        path = urls[0].toLocalFile()
+        event.acceptProposedAction()
+        if path.lower().endswith(".duplens"):
+            self.open_project(path)
+        elif self._info is not None:
+            choices = self.ask_import_choices(path)
+            if choices is not None:
+                self.start_import(choices)
+        else:
+            self.new_project_from_file(path)
 
     def _set_busy(self, busy: bool) -> None:
         """One import at a time: the job pool is serial, a second would only queue."""
@@ -331,8 +509,16 @@ class MainWindow(QMainWindow):
         self.new_action.setEnabled(not busy)
         self.open_action.setEnabled(not busy)
         self.start_page.setEnabled(not busy)
+        self.sample_action.setEnabled(not busy)
+        self._busy = busy
+        self._show_resume()
         if not busy:
             self.job_status.stop()
+
+    def _show_resume(self) -> None:
+        info = self._info
+        left = info.get("texts", 0) - info.get("encoded", 0) if info else 0
+        self.resume_button.setVisible(left > 0 and not getattr(self, "_busy", False))
 
     def closeEvent(self, event: QCloseEvent) -> None:
         self.bridge.shutdown()

@@ -20,6 +20,7 @@ from engine.dedup.duplicates import Cluster, expand_clusters, public_id, text_cl
 from engine.dedup.graph import KnnGraph, build_knn_graph
 from engine.encoding.encoder import SentenceEncoder
 from engine.encoding.job import CHUNK_TEXTS, EncodeReport, encode_missing
+from engine.encoding.loading import load_encoder
 from engine.encoding.models import DEFAULT_MODEL, load_model, pick_device, resolve_model
 from engine.errors import InputError, ProjectError
 from engine.importer import ImportReport, import_table
@@ -98,12 +99,15 @@ class Project:
     def use_model(self, model: str | None = None, *, device: str | None = None,
                   batch_size: int | None = None) -> SentenceEncoder:
         """Load a model (default, folder or hub name) and make it the project's active one."""
-        spec = resolve_model(model)
-        device = pick_device(device or self.device_preference)
-        encoder = SentenceEncoder(load_model(spec, device), spec, device,
-                                  batch_size or self.batch_size)
+        encoder = load_encoder(model, device=device or self.device_preference,
+                               batch_size=batch_size or self.batch_size)
         self.attach_encoder(encoder, is_default=model in (None, "", DEFAULT_MODEL))
         return encoder
+
+    def uses_default_model(self) -> bool:
+        """True when the project's active model is the bundled default (or none is set)."""
+        active = self.active_model()
+        return active is None or active["location"] == DEFAULT_MODEL
 
     def attach_encoder(self, encoder: SentenceEncoder, *, is_default: bool) -> None:
         """Make an already loaded encoder the active model (tests and the GUI share one)."""

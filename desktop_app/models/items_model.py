@@ -22,9 +22,13 @@ _Index = QModelIndex | QPersistentModelIndex
 
 
 class ItemsTableModel(QAbstractTableModel):
-    """Read-only table of (id, text) over a count function and a page fetcher."""
+    """Read-only table of (id, text, cluster, decision) over a count and a page fetcher.
 
-    COLUMNS = ("ID", "Text")
+    Cluster and decision come from the review screen's latest cut (`annotate`), kept as a
+    dict by row id: clusters cover a small share of the rows, so this stays small.
+    """
+
+    COLUMNS = ("ID", "Text", "Cluster", "Decision")
 
     def __init__(self, count: Callable[[], int], fetch: Callable[[int, int], list[dict]],
                  parent: object | None = None) -> None:
@@ -33,6 +37,19 @@ class ItemsTableModel(QAbstractTableModel):
         self._fetch = fetch
         self._rows = 0
         self._pages: OrderedDict[int, list[dict]] = OrderedDict()
+        self._notes: dict[int, tuple[int, str]] = {}   # item id -> (cluster id, decision)
+
+    def annotate(self, clusters: list) -> None:
+        """Show each row's cluster and decision from `clusters` (engine Cluster objects)."""
+        notes: dict[int, tuple[int, str]] = {}
+        for c in clusters:
+            for m in c.members:
+                notes[m.item_id] = (c.cluster_id, m.decision)
+            for m in c.rejected:
+                notes[m.item_id] = (c.cluster_id, m.decision)
+        self._notes = notes
+        if self._rows:
+            self.dataChanged.emit(self.index(0, 2), self.index(self._rows - 1, 3))
 
     # -- refresh ---------------------------------------------------------------------------
     def reload(self) -> None:
@@ -66,6 +83,11 @@ class ItemsTableModel(QAbstractTableModel):
             return item["item_id"]
         if index.column() == 0:
             return str(item["id"])
+        if index.column() >= 2:
+            note = self._notes.get(item["item_id"])
+            if note is None:
+                return None
+            return str(note[0]) if index.column() == 2 else note[1]
         text = str(item["text"])
         if role == Qt.ItemDataRole.ToolTipRole:
             return text if len(text) <= TOOLTIP_CHARS else text[:TOOLTIP_CHARS] + "…"

@@ -23,7 +23,9 @@ class StartPage(QWidget):
 
     newRequested = Signal()
     openRequested = Signal()
+    sampleRequested = Signal()
     recentChosen = Signal(str)
+    fileDropped = Signal(str)   # a spreadsheet dropped on the page
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -37,8 +39,12 @@ class StartPage(QWidget):
         subtitle.setWordWrap(True)
         self.new_button = QPushButton("New project from spreadsheet…", self)
         self.open_button = QPushButton("Open project…", self)
-        for button in (self.new_button, self.open_button):
+        self.sample_button = QPushButton("Try it with sample questions", self)
+        for button in (self.new_button, self.open_button, self.sample_button):
             button.setMinimumHeight(36)
+        hint = QLabel("…or drop a spreadsheet (CSV, TSV, Excel, Parquet) anywhere on this "
+                      "window.", self)
+        hint.setStyleSheet("color: palette(placeholder-text);")
         self.new_button.setDefault(True)
         self.recent_label = QLabel("Recent projects", self)
         self.recent = QListWidget(self)
@@ -48,12 +54,14 @@ class StartPage(QWidget):
         buttons = QHBoxLayout()
         buttons.addWidget(self.new_button)
         buttons.addWidget(self.open_button)
+        buttons.addWidget(self.sample_button)
         buttons.addStretch(1)
         column = QVBoxLayout()
         column.addWidget(title)
         column.addWidget(subtitle)
         column.addSpacing(12)
         column.addLayout(buttons)
+        column.addWidget(hint)
         column.addSpacing(16)
         column.addWidget(self.recent_label)
         column.addWidget(self.recent)
@@ -66,6 +74,7 @@ class StartPage(QWidget):
 
         self.new_button.clicked.connect(self.newRequested)
         self.open_button.clicked.connect(self.openRequested)
+        self.sample_button.clicked.connect(self.sampleRequested)
         self.recent.itemActivated.connect(self._chosen)
         self.recent.itemDoubleClicked.connect(self._chosen)
 

@@ -1,0 +1,185 @@
+"""`ReviewController`: the review screen's state on the GUI side, fed by the engine.
+
+It holds the threshold (the one value that the slider, the spin box and the histogram's line
+all show), the clusters as cut and as the decisions make them, and the undo history, and it
+sends every computation to the bridge's review thread. Views only render what it emits.
+Answers to an older threshold than the newest asked are dropped, so dragging the slider
+never ends on a stale cut.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+
+from PySide6.QtCore import QObject, QTimer, Signal
+
+from desktop_app.bridge import EngineBridge
+from engine.dedup.duplicates import Cluster
+from engine.project import DEFAULT_THRESHOLD, Project
+from engine.review.history import ReviewHistory
+
+log = logging.getLogger("duplens.gui")
+
+RECUT_DELAY_MS = 60      # coalesce slider drags: one re-cut per pause, not per pixel
+SORT_KEYS = ("size", "score")
+
+
+class ReviewController(QObject):
+    """Threshold, clusters and decisions of the open project; all engine work off-thread."""
+
+    thresholdChanged = Signal(float)
+    clustersChanged = Signal(list)           # [Cluster] as shown, in display order
+    clusterUpdated = Signal(int, object)     # position in the list, the Cluster after a decision
+    historyChanged = Signal(bool, bool, str)  # can undo, can redo, what the last action did
+    histogramReady = Signal(object)          # engine.review.metrics.Histogram
+    curveReady = Signal(object)              # engine.review.metrics.ThresholdCurve
+    mapReady = Signal(object)                # engine.review.layout.EmbeddingMap
+    exported = Signal(str, int)              # path, rows written
+    busy = Signal(str)                       # what the review thread is doing ("" when idle)
+
+    def __init__(self, bridge: EngineBridge, parent: QObject | None = None) -> None:
+        super().__init__(parent)
+        self.bridge = bridge
+        self.threshold = DEFAULT_THRESHOLD
+        self.sort_key = "size"
+        self.raw: dict[int, Cluster] = {}        # cluster id -> as cut
+        self.clusters: list[Cluster] = []        # as shown
+        self.history: ReviewHistory | None = None
+        self._asked = 0                          # newest re-cut request number
+        self._active = False                     # a project is open and encoded
+        self._recut = QTimer(self)
+        self._recut.setSingleShot(True)
+        self._recut.setInterval(RECUT_DELAY_MS)
+        self._recut.timeout.connect(self.refresh)
+
+    # -- lifecycle -------------------------------------------------------------------------
+    def project_opened(self) -> None:
+        """A new project: forget the old one's clusters and history."""
+        self.raw, self.clusters = {}, []
+        self.history = None
+        self._active = True
+        self.clustersChanged.emit([])
+        self._emit_history("")
+
+    # -- threshold -------------------------------------------------------------------------
+    def set_threshold(self, value: float) -> None:
+        """Every widget showing the threshold calls this; each re-cut is coalesced."""
+        value = round(min(max(float(value), 0.01), 1.0), 3)
+        if value == self.threshold:
+            return
+        self.threshold = value
+        self.thresholdChanged.emit(value)
+        self._recut.start()
+
+    def set_sort(self, key: str) -> None:
+        if key not in SORT_KEYS:
+            raise ValueError(key)
+        self.sort_key = key
+        self.clusters = self._sorted(self.clusters)
+        self.clustersChanged.emit(self.clusters)
+
+    def refresh(self) -> None:
+        """Re-cut at the current threshold (from the engine's cached neighbour graph)."""
+        if not self._active:
+            return
+        self._recut.stop()
+        self._asked += 1
+        asked, threshold = self._asked, self.threshold
+        self.busy.emit(f"Finding clusters at {threshold:.2f}…")
+
+        def work(project: Project) -> tuple[list[Cluster], list[Cluster]]:
+            raw = project.duplicates(threshold, decisions=False)
+            return raw, project.apply_decisions(raw)
+
+        def done(result: tuple[list[Cluster], list[Cluster]]) -> None:
+            if asked != self._asked:
+                return   # a newer threshold was asked meanwhile
+            raw, applied = result
+            self.raw = {c.cluster_id: c for c in raw}
+            self.clusters = self._sorted(applied)
+            self.busy.emit("")
+            self.clustersChanged.emit(self.clusters)
+
+        self.bridge.run_review("clusters", work, done)
+
+    def _sorted(self, clusters: list[Cluster]) -> list[Cluster]:
+        if self.sort_key == "score":
+            return sorted(clusters, key=lambda c: (-c.score, -len(c.members), c.cluster_id))
+        return sorted(clusters, key=lambda c: (-len(c.members), -c.score, c.cluster_id))
+
+    # -- decisions -------------------------------------------------------------------------
+    def mark(self, cluster: Cluster, item_a: int, item_b: int, label: int | None) -> None:
+        """Mark two rows of `cluster` duplicate (1) / not duplicate (0) / unlabelled."""
+        self._decide(cluster, lambda h: h.label(item_a, item_b, label))
+
+    def move_out(self, cluster: Cluster, item_id: int) -> None:
+        self._decide(cluster, lambda h: h.move_out(cluster, item_id))
+
+    def set_canonical(self, cluster: Cluster, item_id: int) -> None:
+        self._decide(cluster, lambda h: h.set_canonical(cluster, item_id))
+
+    def undo(self) -> None:
+        self._decide(None, lambda h: h.undo())
+
+    def redo(self) -> None:
+        self._decide(None, lambda h: h.redo())
+
+    def _decide(self, cluster: Cluster | None, action: Callable[[ReviewHistory], object]
+                ) -> None:
+        """Run a history action on the review thread, then re-apply decisions to the
+        clusters it touched (undo/redo may touch any cluster on screen: all are redone)."""
+        if not self._active:
+            return
+        history = self._history()
+        ids = [cluster.cluster_id] if cluster is not None else list(self.raw)
+        raws = [self.raw[i] for i in ids if i in self.raw]
+
+        def work(project: Project) -> tuple[object, list[Cluster]]:
+            change = action(history)
+            return change, project.apply_decisions(raws)
+
+        def done(result: tuple[object, list[Cluster]]) -> None:
+            change, updated = result
+            by_id = {c.cluster_id: c for c in updated}
+            for pos, shown in enumerate(self.clusters):
+                new = by_id.get(shown.cluster_id)
+                if new is not None and new != shown:
+                    self.clusters[pos] = new
+                    self.clusterUpdated.emit(pos, new)
+            self._emit_history(getattr(change, "description", "") if change else "")
+            self.load_curve()
+
+        self.bridge.run_review("decision", work, done)
+
+    def _history(self) -> ReviewHistory:
+        if self.history is None:
+            project = self.bridge.current_project()
+            self.history = ReviewHistory(project)
+        return self.history
+
+    def _emit_history(self, what: str) -> None:
+        h = self.history
+        self.historyChanged.emit(bool(h and h.can_undo), bool(h and h.can_redo), what)
+
+    # -- plots and export ------------------------------------------------------------------
+    def load_histogram(self) -> None:
+        self.bridge.run_review("histogram", lambda p: p.similarity_histogram(),
+                               self.histogramReady.emit)
+
+    def load_curve(self) -> None:
+        self.bridge.run_review("curve", lambda p: p.label_curve(), self.curveReady.emit)
+
+    def load_map(self) -> None:
+        threshold = self.threshold
+        self.bridge.run_review("map", lambda p: p.embedding_map(threshold),
+                               self.mapReady.emit)
+
+    def export(self, path: str) -> None:
+        """Export the clusters at the current threshold, decisions included."""
+        threshold = self.threshold
+
+        def work(project: Project) -> int:
+            return project.export_clusters(path, project.duplicates(threshold))
+
+        self.bridge.run_review("export", work, lambda n: self.exported.emit(path, n))

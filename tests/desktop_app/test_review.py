@@ -1,0 +1,192 @@
+"""The review screen and plots: threshold sync, keyboard decisions, undo/redo, persistence
+after reopening, export with decisions, the label curve, and the sample-questions start."""
+
+from __future__ import annotations
+
+import csv
+
+import pytest
+from PySide6.QtCore import Qt
+
+from desktop_app.main_window import MainWindow
+from desktop_app.views.review_view import MOVED_OUT
+from engine.project import Project
+from tests.desktop_app.conftest import SIGNAL_TIMEOUT_MS
+
+
+@pytest.fixture
+def window(qtbot, bridge, settings):
+    w = MainWindow(bridge, settings)
+    qtbot.addWidget(w)
+    w.show()
+    return w
+
+
+def open_review(qtbot, window: MainWindow, path) -> None:
+    with qtbot.waitSignal(window.bridge.projectOpened, timeout=SIGNAL_TIMEOUT_MS):
+        window.open_project(str(path))
+    with qtbot.waitSignal(window.review.clustersChanged, timeout=SIGNAL_TIMEOUT_MS):
+        window.tabs.setCurrentWidget(window.review_view)
+
+
+def set_threshold(qtbot, window: MainWindow, value: float) -> None:
+    with qtbot.waitSignal(window.review.clustersChanged, timeout=SIGNAL_TIMEOUT_MS):
+        window.review_view.spin.setValue(value)
+
+
+def select_cluster_of(window: MainWindow, public_id: str) -> None:
+    view = window.review_view
+    for pos in range(view.clusters_model.rowCount()):
+        cluster = view.clusters_model.cluster(pos)
+        if public_id in {m.id for m in cluster.members}:
+            view.select_cluster(pos)
+            return
+    raise AssertionError(f"{public_id} is in no cluster")
+
+
+def decisions(window: MainWindow) -> dict[str, str]:
+    table = window.review_view.members
+    return {table.item(r, 0).text(): table.item(r, 2).text() for r in range(table.rowCount())}
+
+
+def press(qtbot, window: MainWindow, key, modifier=Qt.KeyboardModifier.NoModifier) -> None:
+    """A key press on the members table, waiting for the decision to come back.
+
+    The review keys are shortcuts of the review view, live while focus is inside it (as when
+    the analyst works in the table), so the window is made active and the table focused.
+    """
+    window.activateWindow()
+    window.review_view.members.setFocus()
+    qtbot.waitUntil(window.review_view.members.hasFocus, timeout=5_000)
+    with qtbot.waitSignal(window.review.historyChanged, timeout=SIGNAL_TIMEOUT_MS):
+        qtbot.keyClick(window.review_view.members, key, modifier)
+
+
+def test_slider_spin_and_histogram_line_stay_in_sync(qtbot, window, questions_project):
+    open_review(qtbot, window, questions_project)
+    view, plots = window.review_view, window.plots_view
+    set_threshold(qtbot, window, 0.75)
+    assert view.slider.value() == 75
+    assert plots.hist_line.value() == pytest.approx(0.75)
+    assert plots.curve_line.value() == pytest.approx(0.75)
+    with qtbot.waitSignal(window.review.clustersChanged, timeout=SIGNAL_TIMEOUT_MS):
+        plots.hist_line.setValue(0.9)          # what dragging the line does
+    assert window.review.threshold == pytest.approx(0.9)
+    assert view.slider.value() == 90 and view.spin.value() == pytest.approx(0.9)
+    with qtbot.waitSignal(window.review.clustersChanged, timeout=SIGNAL_TIMEOUT_MS):
+        view.slider.setValue(80)
+    assert plots.hist_line.value() == pytest.approx(0.8)
+    assert plots.curve_line.value() == pytest.approx(0.8)
+
+
+def test_lower_threshold_gives_at_least_as_many_clustered_rows(qtbot, window,
+                                                               questions_project):
+    open_review(qtbot, window, questions_project)
+    set_threshold(qtbot, window, 0.9)
+    strict = sum(len(c.members) for c in window.review.clusters)
+    set_threshold(qtbot, window, 0.7)
+    loose = sum(len(c.members) for c in window.review.clusters)
+    assert loose > strict > 0
+
+
+def test_keyboard_review_undo_redo_and_reopen(qtbot, window, questions_project, bridge):
+    open_review(qtbot, window, questions_project)
+    set_threshold(qtbot, window, 0.75)
+    select_cluster_of(window, "q2")
+    view = window.review_view
+    canonical = view.cluster.canonical.id
+    first = view.selected_members()[0].id          # the first member awaiting a verdict
+    assert first != canonical and view.current_pair()[0].id == canonical
+    press(qtbot, window, Qt.Key.Key_D)
+    assert decisions(window)[first] == "duplicate"
+    second = view.selected_members()[0].id         # selection moved on to the next one
+    assert second not in (first, canonical)
+    press(qtbot, window, Qt.Key.Key_M)
+    assert decisions(window)[second] == MOVED_OUT
+    assert second not in {m.id for m in view.cluster.members}
+    press(qtbot, window, Qt.Key.Key_Z, Qt.KeyboardModifier.ControlModifier)
+    assert decisions(window)[second] == ""
+    press(qtbot, window, Qt.Key.Key_Z,
+          Qt.KeyboardModifier.ControlModifier | Qt.KeyboardModifier.ShiftModifier)
+    assert decisions(window)[second] == MOVED_OUT
+    assert window.review_view.undo_button.isEnabled()
+
+    window.close()                                 # closes the project, like quitting
+    with Project.open(questions_project, read_only=True) as project:
+        labels = {(p["label"], frozenset((p["text_a"], p["text_b"])))
+                  for p in project.labelled_pairs()}
+        texts = {r["id"]: r["text"] for r in project.items_page(0, 100)}
+    assert labels == {(1, frozenset((texts[canonical], texts[first]))),
+                      (0, frozenset((texts[canonical], texts[second])))}
+
+
+def test_set_canonical_and_export_with_decisions(qtbot, window, questions_project, tmp_path):
+    open_review(qtbot, window, questions_project)
+    set_threshold(qtbot, window, 0.75)
+    select_cluster_of(window, "q2")
+    view = window.review_view
+    last = view.cluster.members[-1]
+    view.select_member_row(len(view.cluster.members) - 1)
+    press(qtbot, window, Qt.Key.Key_C)
+    assert view.cluster.canonical.id == last.id
+    assert decisions(window)[last.id] == "canonical"
+    press(qtbot, window, Qt.Key.Key_D)             # first pending member vs the new canonical
+    out = tmp_path / "reviewed.csv"
+    with qtbot.waitSignal(window.review.exported, timeout=SIGNAL_TIMEOUT_MS) as blocker:
+        window.review.export(str(out))
+    assert blocker.args[1] > 0
+    with out.open(encoding="utf-8-sig") as fh:
+        rows = {r["qid"]: r for r in csv.DictReader(fh)}
+    assert rows[last.id]["decision"] == "canonical"
+    assert list(r["decision"] for r in rows.values()).count("duplicate") == 1
+
+
+def test_label_curve_offers_its_best_threshold(qtbot, window, questions_project):
+    open_review(qtbot, window, questions_project)
+    set_threshold(qtbot, window, 0.6)
+    view = window.review_view
+    select_cluster_of(window, "q2")
+    press(qtbot, window, Qt.Key.Key_D)
+    weakest = view.cluster.members[-1]
+    view.select_member_row(len(view.cluster.members) - 1)
+    window.activateWindow()
+    view.members.setFocus()
+    qtbot.waitUntil(view.members.hasFocus, timeout=5_000)
+    with qtbot.waitSignal(window.review.curveReady, timeout=SIGNAL_TIMEOUT_MS,
+                          check_params_cb=lambda c: c.negatives > 0) as blocker:
+        qtbot.keyClick(view.members, Qt.Key.Key_N)
+    curve = blocker.args[0]
+    assert curve.usable and curve.positives == 1 and curve.negatives == 1
+    assert weakest.id not in {m.id for m in view.cluster.members}
+    plots = window.plots_view
+    assert plots.apply_best.isEnabled()
+    with qtbot.waitSignal(window.review.clustersChanged, timeout=SIGNAL_TIMEOUT_MS):
+        plots.apply_best.click()
+    assert window.review.threshold == pytest.approx(round(curve.best_threshold, 3))
+    assert view.spin.value() == pytest.approx(round(curve.best_threshold, 2))
+
+
+def test_plots_tab_draws_histogram_and_map(qtbot, window, questions_project):
+    with qtbot.waitSignal(window.bridge.projectOpened, timeout=SIGNAL_TIMEOUT_MS):
+        window.open_project(str(questions_project))
+    with qtbot.waitSignals([window.review.histogramReady, window.review.mapReady],
+                           timeout=SIGNAL_TIMEOUT_MS):
+        window.tabs.setCurrentWidget(window.plots_view)
+    xs, counts = window.plots_view.hist_curve.getData()
+    assert counts.sum() == window._info["texts"]
+    assert len(window.plots_view.map_points.data) == window._info["texts"]
+
+
+def test_sample_questions_import_and_find_a_known_duplicate(qtbot, window, tmp_path,
+                                                            monkeypatch):
+    target = tmp_path / "sample.duplens"
+    monkeypatch.setattr(window, "sample_project_path", lambda: target)
+    with qtbot.waitSignal(window.bridge.finished, timeout=300_000,
+                          check_params_cb=lambda job, _r: job == "import") as blocker:
+        window.start_page.sample_button.click()
+    result = blocker.args[1]
+    assert result["import"].rows_imported > 2000 and not result["cancelled"]
+    panel = window.search_panel
+    qtbot.keyClicks(panel.query, "what can I use instead of eggs when baking a cake")
+    qtbot.waitUntil(lambda: panel.results.count() > 0, timeout=10_000)
+    assert "egg" in panel.texts()[0].lower()
