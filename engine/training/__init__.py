@@ -1,0 +1,68 @@
+"""Fine-tuning a sentence encoder on the user's labelled pairs, without Qt.
+
+`pairs` reads and summarises labelled data, `split` holds some out without sharing questions,
+`objectives` turns pairs into a loss and dataset, `finetune` trains a copy of a model, and
+`metrics` measures a model on held-out pairs. torch, sentence-transformers and datasets are
+imported only when a function needs them.
+"""
+
+from engine.training.finetune import TrainingOptions, TrainResult, finetune
+from engine.training.metrics import (
+    CurvePoint,
+    PairMetrics,
+    VerdictChange,
+    changed_verdicts,
+    held_out_metrics,
+    metrics_from_scores,
+    pair_scores,
+)
+from engine.training.objectives import (
+    OBJECTIVES,
+    BuiltTriplets,
+    Objective,
+    TrainingData,
+    build_training_data,
+    get_objective,
+    make_triplets,
+)
+from engine.training.pairs import (
+    DUPLICATE_AT,
+    LabelledFile,
+    LabelledPair,
+    PairSummary,
+    Triplet,
+    pairs_from_triplets,
+    read_labelled_file,
+    summarise,
+)
+from engine.training.split import PairSplit, split_pairs
+
+__all__ = [
+    "DUPLICATE_AT",
+    "OBJECTIVES",
+    "BuiltTriplets",
+    "CurvePoint",
+    "LabelledFile",
+    "LabelledPair",
+    "Objective",
+    "PairMetrics",
+    "PairSplit",
+    "PairSummary",
+    "TrainResult",
+    "TrainingData",
+    "TrainingOptions",
+    "Triplet",
+    "VerdictChange",
+    "build_training_data",
+    "changed_verdicts",
+    "finetune",
+    "get_objective",
+    "held_out_metrics",
+    "make_triplets",
+    "metrics_from_scores",
+    "pair_scores",
+    "pairs_from_triplets",
+    "read_labelled_file",
+    "split_pairs",
+    "summarise",
+]

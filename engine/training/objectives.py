@@ -1,0 +1,314 @@
+"""The five training objectives: for each, its loss and the dataset that loss reads.
+
+Every objective starts from the same labelled pairs (`LabelledPair`), so a user can switch
+objective without relabelling; each turns them into the columns its sentence-transformers
+loss expects. Pairs with a label of 0.5 or more are duplicates where a yes/no is needed.
+
+- softmax: the Sentence-BERT paper's classification objective, (u, v, |u-v|) into 2 classes.
+- cosine: regression of the cosine similarity onto the label; the one that uses graded scores.
+- triplet: pull a duplicate closer to a question than a non-duplicate, by a margin.
+- contrastive: pull duplicates together, push close non-duplicates apart (the hard ones only).
+- mnrl: rank each question's duplicate above the other questions in the batch; duplicates only.
+
+sentence-transformers is imported inside functions: importing it takes seconds.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+import numpy as np
+from scipy.sparse import coo_matrix
+from scipy.sparse.csgraph import connected_components
+
+from engine.errors import InputError
+from engine.jobs import CancelToken, Progress, ProgressCallback, RateMeter, no_progress
+from engine.training.pairs import LabelledPair, Triplet
+
+if TYPE_CHECKING:  # pragma: no cover
+    from datasets import Dataset
+    from sentence_transformers import SentenceTransformer
+    from torch import nn
+
+# TripletLoss margin: the Sentence-BERT paper's 1 with Euclidean distance. The library's
+# default of 5 suits unnormalised embeddings; Duplens' models are mostly normalised, where
+# distances stay within 2 and a margin of 5 is never met.
+TRIPLET_MARGIN = 1.0
+_MINE_CHUNK = 256  # texts encoded between cancel checks while mining negatives
+
+
+@dataclass
+class TrainingData:
+    """A loss and its dataset, ready for the trainer, plus what a person should know."""
+
+    loss: nn.Module
+    dataset: Dataset
+    examples: int  # rows in the dataset
+    no_duplicates: bool = False  # batches must not repeat a text (in-batch negatives)
+    notes: list[str] = field(default_factory=list)
+
+
+Builder = Callable[["SentenceTransformer", Sequence[LabelledPair], int, ProgressCallback,
+                    CancelToken | None], TrainingData]
+
+
+@dataclass(frozen=True)
+class Objective:
+    name: str
+    title: str
+    explanation: str  # one line for the wizard
+    build: Builder
+
+
+def build_training_data(objective: str, model: SentenceTransformer,
+                        pairs: Sequence[LabelledPair], *, seed: int = 0,
+                        progress: ProgressCallback = no_progress,
+                        cancel: CancelToken | None = None) -> TrainingData:
+    """The loss (bound to `model`) and dataset for `objective` on `pairs`."""
+    return get_objective(objective).build(model, pairs, seed, progress, cancel)
+
+
+def get_objective(name: str) -> Objective:
+    try:
+        return OBJECTIVES[name]
+    except KeyError:
+        raise InputError(f"unknown training objective {name!r}; use one of: "
+                         f"{', '.join(OBJECTIVES)}") from None
+
+
+# -- builders -------------------------------------------------------------------------------
+
+
+def _softmax(model: SentenceTransformer, pairs: Sequence[LabelledPair], seed: int,
+             progress: ProgressCallback, cancel: CancelToken | None) -> TrainingData:
+    from sentence_transformers.sentence_transformer.losses import SoftmaxLoss
+
+    _require_both_classes("softmax", pairs)
+    dataset = _dataset({"sentence1": [p.text_a for p in pairs],
+                        "sentence2": [p.text_b for p in pairs],
+                        "label": [int(p.is_duplicate) for p in pairs]})
+    loss = SoftmaxLoss(model, model.get_embedding_dimension(), num_labels=2)
+    return TrainingData(loss, dataset, len(pairs), notes=_graded_note("softmax", pairs))
+
+
+def _cosine(model: SentenceTransformer, pairs: Sequence[LabelledPair], seed: int,
+            progress: ProgressCallback, cancel: CancelToken | None) -> TrainingData:
+    from sentence_transformers.sentence_transformer.losses import CosineSimilarityLoss
+
+    if len({p.label for p in pairs}) < 2:
+        raise InputError("the cosine objective needs pairs with different labels; all "
+                         f"{len(pairs)} pairs have the same one")
+    dataset = _dataset({"sentence1": [p.text_a for p in pairs],
+                        "sentence2": [p.text_b for p in pairs],
+                        "label": [float(p.label) for p in pairs]})
+    return TrainingData(CosineSimilarityLoss(model), dataset, len(pairs))
+
+
+def _contrastive(model: SentenceTransformer, pairs: Sequence[LabelledPair], seed: int,
+                 progress: ProgressCallback, cancel: CancelToken | None) -> TrainingData:
+    from sentence_transformers.sentence_transformer.losses import OnlineContrastiveLoss
+
+    _require_both_classes("contrastive", pairs)
+    dataset = _dataset({"sentence1": [p.text_a for p in pairs],
+                        "sentence2": [p.text_b for p in pairs],
+                        "label": [int(p.is_duplicate) for p in pairs]})
+    return TrainingData(OnlineContrastiveLoss(model), dataset, len(pairs),
+                        notes=_graded_note("contrastive", pairs))
+
+
+def _mnrl(model: SentenceTransformer, pairs: Sequence[LabelledPair], seed: int,
+          progress: ProgressCallback, cancel: CancelToken | None) -> TrainingData:
+    from sentence_transformers.sentence_transformer.losses import MultipleNegativesRankingLoss
+
+    positives = [p for p in pairs if p.is_duplicate]
+    if len(positives) < 2:
+        raise InputError(f"the mnrl objective needs at least 2 pairs labelled duplicate; found "
+                         f"{len(positives)}")
+    dataset = _dataset({"anchor": [p.text_a for p in positives],
+                        "positive": [p.text_b for p in positives]})
+    notes = []
+    if len(positives) < len(pairs):
+        notes.append(f"mnrl trains on the {len(positives)} duplicate pairs only; the other "
+                     f"questions in each batch serve as negatives, so the "
+                     f"{len(pairs) - len(positives)} pairs labelled not duplicate are unused")
+    return TrainingData(MultipleNegativesRankingLoss(model), dataset, len(positives),
+                        no_duplicates=True, notes=notes)
+
+
+def _triplet(model: SentenceTransformer, pairs: Sequence[LabelledPair], seed: int,
+             progress: ProgressCallback, cancel: CancelToken | None) -> TrainingData:
+    from sentence_transformers.sentence_transformer.losses import (
+        TripletDistanceMetric,
+        TripletLoss,
+    )
+
+    built = make_triplets(pairs, model, seed=seed, progress=progress, cancel=cancel)
+    dataset = _dataset({"anchor": [t.anchor for t in built.triplets],
+                        "positive": [t.positive for t in built.triplets],
+                        "negative": [t.negative for t in built.triplets]})
+    loss = TripletLoss(model, distance_metric=TripletDistanceMetric.EUCLIDEAN,
+                       triplet_margin=TRIPLET_MARGIN)
+    notes = []
+    if built.mined:
+        notes.append(f"{built.mined} of {len(built.triplets)} triplets use a mined negative: "
+                     f"the most similar training text not known to be a duplicate")
+    if built.skipped:
+        notes.append(f"{built.skipped} duplicate pairs were left out: no text in the training "
+                     f"data could serve as their negative")
+    return TrainingData(loss, dataset, len(built.triplets), notes=notes)
+
+
+# -- triplets from pairs --------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class BuiltTriplets:
+    triplets: list[Triplet]
+    mined: int  # how many negatives were mined rather than labelled
+    skipped: int  # duplicate pairs without any possible negative
+
+
+def make_triplets(pairs: Sequence[LabelledPair], model: SentenceTransformer | None = None, *,
+                  seed: int = 0, progress: ProgressCallback = no_progress,
+                  cancel: CancelToken | None = None) -> BuiltTriplets:
+    """One (anchor, positive, negative) triplet per duplicate pair.
+
+    The anchor is the pair's first text and the positive its second; the negative is one of
+    the texts labelled "not duplicate" against the anchor, picked with `seed`. When the first
+    text has none but the second has, the pair is turned round. When neither has, a hard
+    negative is mined: the training text most similar to the anchor under `model` (the model
+    before training) among those not linked to it by any chain of duplicate labels. A mined
+    negative may be an unlabelled duplicate after all; labelled negatives avoid that risk, so
+    they always come first. Without a model, pairs needing a mined negative are skipped.
+    """
+    positives = [p for p in pairs if p.is_duplicate]
+    if not positives:
+        raise InputError("the triplet objective needs pairs labelled duplicate; there are none")
+    negatives: dict[str, list[str]] = defaultdict(list)
+    for p in pairs:
+        if not p.is_duplicate:
+            negatives[p.key_a].append(p.text_b)
+            negatives[p.key_b].append(p.text_a)
+    rng = np.random.default_rng(seed)
+    triplets: list[Triplet | None] = []
+    to_mine: list[int] = []  # indexes into triplets awaiting a mined negative
+    for p in positives:
+        if negatives.get(p.key_a):
+            triplets.append(Triplet(p.text_a, p.text_b, _pick(negatives[p.key_a], rng)))
+        elif negatives.get(p.key_b):
+            triplets.append(Triplet(p.text_b, p.text_a, _pick(negatives[p.key_b], rng)))
+        else:
+            to_mine.append(len(triplets))
+            triplets.append(None)
+    mined = 0
+    if to_mine and model is not None:
+        found = _mine_negatives(model, pairs, [positives[i] for i in to_mine], progress, cancel)
+        for i, negative in zip(to_mine, found, strict=True):
+            if negative is not None:
+                triplets[i] = Triplet(positives[i].text_a, positives[i].text_b, negative)
+                mined += 1
+    made = [t for t in triplets if t is not None]
+    if not made:
+        raise InputError("no triplet could be made: the pairs labelled duplicate have no "
+                         "negative; add pairs labelled not duplicate")
+    return BuiltTriplets(made, mined, len(triplets) - len(made))
+
+
+def _pick(texts: list[str], rng: np.random.Generator) -> str:
+    return texts[int(rng.integers(len(texts)))]
+
+
+def _mine_negatives(model: SentenceTransformer, pairs: Sequence[LabelledPair],
+                    anchors: Sequence[LabelledPair], progress: ProgressCallback,
+                    cancel: CancelToken | None) -> list[str | None]:
+    """For each anchor pair, the most similar training text outside its duplicate group."""
+    text_of: dict[str, str] = {}
+    for p in pairs:
+        text_of.setdefault(p.key_a, p.text_a)
+        text_of.setdefault(p.key_b, p.text_b)
+    keys = list(text_of)
+    index = {key: i for i, key in enumerate(keys)}
+    # Duplicate groups: keys joined by any chain of duplicate labels are never negatives.
+    dup_a = [index[p.key_a] for p in pairs if p.is_duplicate]
+    dup_b = [index[p.key_b] for p in pairs if p.is_duplicate]
+    links = coo_matrix((np.ones(len(dup_a)), (dup_a, dup_b)), shape=(len(keys), len(keys)))
+    _, group = connected_components(links, directed=False)
+
+    vectors = _encode([text_of[k] for k in keys], model, progress, cancel)
+    anchor_rows = np.array([index[p.key_a] for p in anchors])
+    found: list[str | None] = []
+    for start in range(0, len(anchor_rows), _MINE_CHUNK):  # bounded memory: chunk x texts
+        rows = anchor_rows[start:start + _MINE_CHUNK]
+        sims = vectors[rows] @ vectors.T
+        sims[group[rows][:, None] == group[None, :]] = -np.inf
+        best = np.argmax(sims, axis=1)
+        found.extend(text_of[keys[j]] if np.isfinite(sims[i, j]) else None
+                     for i, j in enumerate(best))
+    return found
+
+
+def _encode(texts: list[str], model: SentenceTransformer, progress: ProgressCallback,
+            cancel: CancelToken | None) -> np.ndarray:
+    meter = RateMeter()
+    parts = []
+    for start in range(0, len(texts), _MINE_CHUNK):
+        if cancel is not None:
+            cancel.raise_if_cancelled()
+        chunk = texts[start:start + _MINE_CHUNK]
+        parts.append(np.asarray(model.encode(chunk, batch_size=32, convert_to_numpy=True,
+                                             normalize_embeddings=True,
+                                             show_progress_bar=False), dtype=np.float32))
+        done = start + len(chunk)
+        progress(Progress("mining negatives", done, len(texts), meter.rate(done)))
+    return np.concatenate(parts)
+
+
+# -- helpers --------------------------------------------------------------------------------
+
+
+def _dataset(columns: dict[str, list]) -> Dataset:
+    from datasets import Dataset
+
+    return Dataset.from_dict(columns)
+
+
+def _require_both_classes(name: str, pairs: Sequence[LabelledPair]) -> None:
+    duplicates = sum(p.is_duplicate for p in pairs)
+    if duplicates == 0 or duplicates == len(pairs):
+        verdict = "not duplicate" if duplicates == 0 else "duplicate"
+        raise InputError(f"the {name} objective needs pairs labelled duplicate and not "
+                         f"duplicate; all {len(pairs)} are {verdict} (mnrl and triplet can "
+                         f"train on duplicates alone)")
+
+
+def _graded_note(name: str, pairs: Sequence[LabelledPair]) -> list[str]:
+    graded = sum(0 < p.label < 1 for p in pairs)
+    if not graded:
+        return []
+    return [f"{name} needs yes/no labels: {graded} graded scores were read as duplicate from "
+            f"0.5 up (the cosine objective uses them as they are)"]
+
+
+OBJECTIVES: dict[str, Objective] = {
+    objective.name: objective for objective in (
+        Objective("softmax", "Classification (softmax)",
+                  "Sentence-BERT's original objective: a classifier on (u, v, |u-v|) learns "
+                  "duplicate or not, shaping the embeddings on the way.", _softmax),
+        Objective("cosine", "Cosine similarity regression",
+                  "Makes the cosine similarity of each pair match its label; the one that "
+                  "uses graded scores such as 0-5 as they are.", _cosine),
+        Objective("triplet", "Triplet",
+                  "Pulls a question's duplicate closer than a non-duplicate by a margin; "
+                  "negatives come from the labels, or are mined when a question has none.",
+                  _triplet),
+        Objective("contrastive", "Online contrastive",
+                  "Pulls duplicates together and pushes apart non-duplicates that are too "
+                  "close, learning from the hardest pairs in each batch.", _contrastive),
+        Objective("mnrl", "Multiple negatives ranking",
+                  "Ranks each question's duplicate above every other question in the batch; "
+                  "needs duplicates only and usually does best.", _mnrl),
+    )
+}
