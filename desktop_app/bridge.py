@@ -32,13 +32,14 @@ from typing import TYPE_CHECKING, Any
 from PySide6.QtCore import QObject, QThreadPool, Signal, Slot
 
 from desktop_app.workers import UNEXPECTED, Throttle, Worker, WorkRelay
-from engine.encoding.loading import load_encoder
 from engine.errors import ProjectError
 from engine.jobs import CancelToken
-from engine.project import Project
 
-if TYPE_CHECKING:  # pragma: no cover - the encoder module is cheap, but keep imports lean
+if TYPE_CHECKING:
+    # Imported where used, in pool threads: the facade pulls in pandas, SQLAlchemy and
+    # hnswlib (about half a second), which must not delay the window appearing.
     from engine.encoding.encoder import SentenceEncoder
+    from engine.project import Project
 
 log = logging.getLogger("duplens.gui")
 
@@ -127,6 +128,8 @@ class EngineBridge(QObject):
         path = os.fspath(path)
 
         def work() -> dict:
+            from engine.project import Project
+
             project = Project.open(path, create=create)
             try:
                 project.device_preference = self.device_preference
@@ -181,6 +184,8 @@ class EngineBridge(QObject):
                 if self._preloaded is not None or self._encoder is not None:
                     return None
                 self._relay.loading.emit()
+                from engine.encoding.loading import load_encoder
+
                 self._preloaded = load_encoder(None, device=self.device_preference,
                                                batch_size=self.batch_size)
                 return self._preloaded.device, False

@@ -316,7 +316,8 @@ class MainWindow(QMainWindow):
         self.job_status.start(f"Importing {Path(choices.path).name}…")
         self._set_busy(True)
         self.bridge.import_file(choices.path, choices.text_columns, id_column=choices.id_column,
-                                sheet=choices.sheet)
+                                sheet=choices.sheet, encoding=choices.encoding,
+                                delimiter=choices.delimiter)
 
     @guarded
     def select_item(self, item_id: int) -> None:

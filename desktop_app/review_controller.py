@@ -11,13 +11,16 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from PySide6.QtCore import QObject, QTimer, Signal
 
 from desktop_app.bridge import EngineBridge
-from engine.dedup.duplicates import Cluster
-from engine.project import DEFAULT_THRESHOLD, Project
+from engine.dedup.duplicates import DEFAULT_THRESHOLD, Cluster
 from engine.review.history import ReviewHistory
+
+if TYPE_CHECKING:  # the engine facade is imported off the GUI thread, after the window shows
+    from engine.project import Project
 
 log = logging.getLogger("duplens.gui")
 

@@ -12,6 +12,7 @@ import os
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import (
@@ -31,15 +32,21 @@ from PySide6.QtWidgets import (
 )
 
 from engine.errors import DuplensError
-from engine.io import TablePreview, preview_table
+
+if TYPE_CHECKING:  # engine.io pulls in pandas and pyarrow: imported when a file is opened
+    from engine.io import TablePreview
 
 log = logging.getLogger("duplens.gui")
 
 NO_ID = "(none)"
 PREVIEW_ROWS = 20
 DELIMITER_NAMES = {",": "comma", ";": "semicolon", "\t": "tab", "|": "pipe", " ": "space"}
+DELIMITERS = [(",", "comma ( , )"), (";", "semicolon ( ; )"), ("\t", "tab"), ("|", "pipe ( | )")]
+# Offered when detection guessed wrong: the usual suspects for spreadsheets saved by Excel.
+ENCODINGS = ["utf-8", "utf-8-sig", "cp1252", "latin-1", "utf-16", "cp1250", "cp1251",
+             "shift_jis", "gb18030"]
 
-Previewer = Callable[..., TablePreview]
+Previewer = Callable[..., "TablePreview"]
 
 
 @dataclass(frozen=True)
@@ -50,6 +57,8 @@ class ImportChoices:
     text_columns: list[str]
     id_column: str | None = None
     sheet: str | None = None
+    encoding: str | None = None     # None: as detected
+    delimiter: str | None = None    # None: as detected
 
 
 def describe_format(preview: TablePreview) -> str:
@@ -71,10 +80,12 @@ class ImportDialog(QDialog):
     """File preview, text-column checkboxes, optional id column; OK returns the choices."""
 
     def __init__(self, path: str | os.PathLike[str], parent: QWidget | None = None,
-                 previewer: Previewer = preview_table) -> None:
+                 previewer: Previewer | None = None) -> None:
         super().__init__(parent)
         self._path = os.fspath(path)
-        self._previewer = previewer
+        self._previewer = previewer or _engine_preview
+        self._encoding: str | None = None
+        self._delimiter: str | None = None
         self.setWindowTitle(f"Import {Path(self._path).name}")
         self.resize(760, 560)
 
@@ -86,6 +97,14 @@ class ImportDialog(QDialog):
         self.error_label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         self.error_label.hide()
         self.sheet_combo = QComboBox(self)
+        self.encoding_combo = QComboBox(self)
+        self.encoding_combo.addItem("As detected", None)
+        for name in ENCODINGS:
+            self.encoding_combo.addItem(name, name)
+        self.delimiter_combo = QComboBox(self)
+        self.delimiter_combo.addItem("As detected", None)
+        for value, label in DELIMITERS:
+            self.delimiter_combo.addItem(label, value)
         self.table = QTableWidget(self)
         self.table.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
         self.table.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeMode.Interactive)
@@ -101,6 +120,8 @@ class ImportDialog(QDialog):
 
         form = QFormLayout()
         form.addRow("Sheet:", self.sheet_combo)
+        form.addRow("Encoding:", self.encoding_combo)
+        form.addRow("Delimiter:", self.delimiter_combo)
         form.addRow("Text to compare:", self.columns_list)
         form.addRow("ID column (optional):", self.id_combo)
         layout = QVBoxLayout(self)
@@ -115,11 +136,14 @@ class ImportDialog(QDialog):
         self.columns_list.itemChanged.connect(self._update_ok)
         self._load(None)
         self.sheet_combo.currentTextChanged.connect(self._sheet_changed)
+        self.encoding_combo.currentIndexChanged.connect(self._format_changed)
+        self.delimiter_combo.currentIndexChanged.connect(self._format_changed)
 
     # -- loading ---------------------------------------------------------------------------
     def _load(self, sheet: str | None) -> None:
         try:
-            preview = self._previewer(self._path, PREVIEW_ROWS, sheet=sheet)
+            preview = self._previewer(self._path, PREVIEW_ROWS, sheet=sheet,
+                                      encoding=self._encoding, delimiter=self._delimiter)
         except DuplensError as exc:
             self._show_error(str(exc))
             return
@@ -129,6 +153,9 @@ class ImportDialog(QDialog):
             return
         self.error_label.hide()
         self.format_label.setText(describe_format(preview))
+        text_file = preview.format.kind == "csv"
+        self._form.setRowVisible(self.encoding_combo, text_file or self._encoding is not None)
+        self._form.setRowVisible(self.delimiter_combo, text_file or self._delimiter is not None)
         self._fill_sheets(preview)
         self._fill_table(preview)
         self._fill_columns(preview)
@@ -182,6 +209,12 @@ class ImportDialog(QDialog):
         self.id_combo.clear()
         self.id_combo.addItems([NO_ID, *preview.columns])
 
+    def _format_changed(self) -> None:
+        """The user overrides the detected encoding or delimiter: preview again with it."""
+        self._encoding = self.encoding_combo.currentData()
+        self._delimiter = self.delimiter_combo.currentData()
+        self._load(self.sheet_combo.currentText() or None)
+
     def _sheet_changed(self, sheet: str) -> None:
         if sheet:
             self._load(sheet)
@@ -209,7 +242,15 @@ class ImportDialog(QDialog):
             text_columns=self.text_columns(),
             id_column=None if id_column in ("", NO_ID) else id_column,
             sheet=self.sheet_combo.currentText() or None,
+            encoding=self._encoding,
+            delimiter=self._delimiter,
         )
+
+
+def _engine_preview(path: str, n: int, **options) -> TablePreview:
+    from engine.io import preview_table
+
+    return preview_table(path, n, **options)
 
 
 def _longest_text_column(preview: TablePreview) -> str | None:

@@ -13,7 +13,8 @@ from __future__ import annotations
 
 import numpy as np
 import pyqtgraph as pg
-from PySide6.QtCore import Qt
+from PySide6.QtCore import QEvent, Qt
+from PySide6.QtGui import QPalette
 from PySide6.QtWidgets import (
     QHBoxLayout,
     QLabel,
@@ -29,15 +30,21 @@ from engine.review.metrics import Histogram, ThresholdCurve
 
 THRESHOLD_PEN = pg.mkPen("#d9480f", width=2)
 BEST_PEN = pg.mkPen("#2e9d4f", width=2, style=Qt.PenStyle.DashLine)
-NO_CLUSTER = (150, 150, 150, 90)
+NO_CLUSTER = (150, 150, 150, 60)
+OTHER_CLUSTER = (70, 130, 180, 120)
+TOP_CLUSTERS = 20
 MAP_TIP_CHARS = 200
 
 
 def cluster_brushes(clusters: np.ndarray) -> list:
-    """A colour per cluster (cycling a hue wheel), grey for texts in none."""
-    palette = [pg.intColor(i, hues=17, values=1, maxValue=230, alpha=200) for i in range(17)]
-    grey = pg.mkBrush(NO_CLUSTER)
-    return [grey if c == 0 else pg.mkBrush(palette[int(c) % 17]) for c in clusters.tolist()]
+    """Distinct colours for the largest clusters (ids are numbered biggest first), one muted
+    colour for the other clusters, grey for texts in none: thousands of hues would only be
+    noise."""
+    palette = [pg.mkBrush(pg.intColor(i, hues=TOP_CLUSTERS, maxValue=230, alpha=230))
+               for i in range(TOP_CLUSTERS)]
+    grey, other = pg.mkBrush(NO_CLUSTER), pg.mkBrush(OTHER_CLUSTER)
+    return [grey if c == 0 else palette[c - 1] if c <= TOP_CLUSTERS else other
+            for c in clusters.tolist()]
 
 
 class PlotsView(QWidget):
@@ -57,6 +64,25 @@ class PlotsView(QWidget):
         controller.curveReady.connect(self.show_curve)
         controller.mapReady.connect(self.show_map)
         self.show_threshold(controller.threshold)
+        self._apply_palette()
+
+    # -- theme -----------------------------------------------------------------------------
+    def _apply_palette(self) -> None:
+        """Plots take the window's colours (pyqtgraph defaults to black), light or dark."""
+        palette = self.palette()
+        background = palette.color(QPalette.ColorRole.Base)
+        text = palette.color(QPalette.ColorRole.Text)
+        for plot in (self.hist_plot, self.curve_plot, self.map_plot):
+            plot.setBackground(background)
+            for name in ("left", "bottom"):
+                axis = plot.getAxis(name)
+                axis.setPen(text)
+                axis.setTextPen(text)
+
+    def changeEvent(self, event: QEvent) -> None:  # noqa: N802 - Qt's name
+        if event.type() in (QEvent.Type.PaletteChange, QEvent.Type.ApplicationPaletteChange):
+            self._apply_palette()
+        super().changeEvent(event)
 
     # -- construction ----------------------------------------------------------------------
     def _threshold_line(self, plot: pg.PlotWidget) -> pg.InfiniteLine:
@@ -132,12 +158,11 @@ class PlotsView(QWidget):
 
     # -- rendering -------------------------------------------------------------------------
     def show_threshold(self, value: float) -> None:
+        # Not blocking the line's signal, so its label follows; the echo back to the
+        # controller carries the same value and stops there.
         for line in (self.hist_line, self.curve_line):
             if abs(line.value() - value) > 1e-9:
-                line.blockSignals(True)
                 line.setValue(value)
-                line.blockSignals(False)
-                line.update()
 
     def show_histogram(self, hist: Histogram) -> None:
         self.hist_curve.setData(hist.edges, hist.counts)
@@ -158,6 +183,7 @@ class PlotsView(QWidget):
                 f"recall against the threshold.")
             return
         t = curve.thresholds
+        self.curve_plot.setXRange(float(t.min()), 1.0, padding=0.02)
         self.precision_curve.setData(t, curve.precision)
         self.recall_curve.setData(t, curve.recall)
         self.f1_curve.setData(t, curve.f1)
@@ -178,10 +204,15 @@ class PlotsView(QWidget):
     def show_map(self, emap: EmbeddingMap) -> None:
         self._map_texts = emap.texts
         data = np.arange(len(emap.texts))
-        self.map_points.setData(pos=emap.xy, data=data, brush=cluster_brushes(emap.cluster))
+        # Clustered points last, so they are drawn over the grey ones.
+        order = np.argsort(emap.cluster > 0, kind="stable")
+        self.map_points.setData(pos=emap.xy[order], data=data[order],
+                                brush=cluster_brushes(emap.cluster[order]))
         clustered = int((emap.cluster > 0).sum())
-        self.map_note.setText(f"{len(emap.texts):,} texts (PCA of the embeddings); "
-                              f"{clustered:,} in clusters are coloured. Hover for the text.")
+        self.map_note.setText(
+            f"{len(emap.texts):,} texts (PCA of the embeddings); {clustered:,} are in "
+            f"clusters: the {TOP_CLUSTERS} largest in their own colours, the others blue. "
+            f"Hover for the text.")
 
     def _tip(self, x: float, y: float, data: object) -> str:
         texts = getattr(self, "_map_texts", [])

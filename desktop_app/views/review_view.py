@@ -97,6 +97,9 @@ class ClusterReviewView(QWidget):
         self.cluster_list.setModel(self.clusters_model)
         self.cluster_list.setUniformItemSizes(True)
         self.cluster_list.setAlternatingRowColors(True)
+        self.cluster_list.setTextElideMode(Qt.TextElideMode.ElideRight)
+        self.cluster_list.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        self.cluster_list.setMinimumWidth(280)
 
         self.members = QTableWidget(0, 3, self)
         self.members.setHorizontalHeaderLabels(["ID", "Text  ·  similarity to canonical",
@@ -110,7 +113,7 @@ class ClusterReviewView(QWidget):
         header = self.members.horizontalHeader()
         header.setSectionResizeMode(1, QHeaderView.ResizeMode.Stretch)
         header.resizeSection(0, 90)
-        header.resizeSection(2, 110)
+        header.resizeSection(2, 130)
 
         self.compare = ComparePanel(self)
         self.action_buttons: dict[str, QPushButton] = {}
@@ -140,6 +143,7 @@ class ClusterReviewView(QWidget):
         split.addWidget(right)
         split.setStretchFactor(0, 2)
         split.setStretchFactor(1, 3)
+        split.setSizes([420, 780])
         layout = QVBoxLayout(self)
         layout.addLayout(top)
         layout.addWidget(split, 1)
@@ -239,7 +243,7 @@ class ClusterReviewView(QWidget):
             self.compare.clear()
             self.pair_label.setText("No clusters at this threshold.")
             return
-        rows = [(m, m.decision or ("canonical (automatic)" if i == 0 else ""))
+        rows = [(m, m.decision or ("canonical (auto)" if i == 0 else ""))
                 for i, m in enumerate(cluster.members)]
         rows += [(m, MOVED_OUT) for m in cluster.rejected]
         self.members.setRowCount(len(rows))

@@ -1,6 +1,6 @@
 """`SearchPanel`: "does this already exist?" answered while the user types.
 
-Keystrokes are debounced (80 ms) so a fast typist sends one search per pause, not one per
+Keystrokes are debounced (50 ms) so a fast typist sends one search per pause, not one per
 letter; the bridge runs it off the GUI thread and drops stale answers, so this panel only
 shows whatever `searchResults` delivers.
 """
@@ -13,7 +13,7 @@ from PySide6.QtWidgets import QLabel, QLineEdit, QListWidget, QListWidgetItem, Q
 from desktop_app.bridge import EngineBridge
 from desktop_app.views.score_delegate import ITEM_ID_ROLE, SCORE_ROLE, ScoreDelegate
 
-DEBOUNCE_MS = 80
+DEBOUNCE_MS = 50
 RESULTS = 10
 
 

@@ -10,7 +10,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-from sklearn.decomposition import PCA
 
 MAP_SAMPLE = 20_000
 
@@ -39,4 +38,6 @@ def project_2d(vectors: np.ndarray) -> np.ndarray:
         return np.zeros((0, 2), dtype=np.float32)
     if n < 3:
         return np.column_stack([np.arange(n), np.zeros(n)]).astype(np.float32)
+    from sklearn.decomposition import PCA  # here: sklearn takes a second to import
+
     return PCA(n_components=2, random_state=0).fit_transform(vectors).astype(np.float32)

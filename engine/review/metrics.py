@@ -6,7 +6,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-from sklearn.metrics import average_precision_score, precision_recall_curve
 
 
 @dataclass(frozen=True)
@@ -59,6 +58,9 @@ def threshold_curve(scores: np.ndarray, labels: np.ndarray) -> ThresholdCurve:
     empty = np.zeros(0)
     if positives == 0 or negatives == 0:
         return ThresholdCurve(empty, empty, empty, empty, None, 0.0, 0.0, positives, negatives)
+    # Imported here: sklearn takes about a second, and the window imports this module.
+    from sklearn.metrics import average_precision_score, precision_recall_curve
+
     precision, recall, thresholds = precision_recall_curve(labels, scores)
     # sklearn appends a final (precision 1, recall 0) point that has no threshold.
     precision, recall = precision[:-1], recall[:-1]
