@@ -16,11 +16,14 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from engine import __version__
-from engine.errors import Cancelled, DuplensError
+from engine.errors import Cancelled, DuplensError, InputError
 from engine.jobs import CancelToken
 from engine.logfile import setup_logging
 
 EXIT_OK, EXIT_BUG, EXIT_INPUT, EXIT_CANCELLED = 0, 1, 2, 130
+# engine.training.OBJECTIVES' names, spelled out: importing the training package for every
+# command would slow `duplens info`; a test keeps the two lists the same.
+OBJECTIVE_NAMES = ("softmax", "cosine", "triplet", "contrastive", "mnrl")
 log = logging.getLogger("duplens")
 
 
@@ -99,9 +102,52 @@ def build_parser() -> argparse.ArgumentParser:
     e.add_argument("--json", action="store_true")
     model_options(e)
 
+    p = sub.add_parser("finetune", help="train the project's active model on its labelled "
+                       "pairs and save the result as a new model version (not activated)")
+    p.add_argument("project")
+    p.add_argument("--pairs", metavar="FILE", help="labelled pairs to add to those marked in "
+                   "review (question1, question2, is_duplicate; sentence1, sentence2, score; "
+                   "or anchor, positive, negative)")
+    p.add_argument("--loss", choices=OBJECTIVE_NAMES, help="training objective (default: the "
+                   "recommended one; the output names it)")
+    p.add_argument("--epochs", type=_positive, default=1)
+    p.add_argument("--batch-size", type=_positive, default=16)
+    p.add_argument("--max-steps", type=_positive, help="stop after this many steps")
+    p.add_argument("--held-out", type=_fraction, default=0.5, metavar="F",
+                   help="share of the pairs measured before and after, never trained on "
+                        "(default 0.5)")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--activate", action="store_true", help="make the new version the active "
+                   "model (re-encodes every text with it)")
+    p.add_argument("--device", default="auto")
+    p.add_argument("--json", action="store_true")
+
+    p = sub.add_parser("models", help="the project's model versions; activate or export one")
+    p.add_argument("project")
+    p.add_argument("--activate", type=int, metavar="VERSION",
+                   help="serve search with this version (encodes what it has not yet)")
+    p.add_argument("--export", nargs=2, metavar=("VERSION", "FOLDER"),
+                   help="copy a version to a new folder sentence-transformers loads")
+    p.add_argument("--device", default="auto")
+    p.add_argument("--json", action="store_true")
+
     p = sub.add_parser("gui", help="open the window")
     p.add_argument("project", nargs="?")
     return parser
+
+
+def _positive(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, not {value}")
+    return value
+
+
+def _fraction(text: str) -> float:
+    value = float(text)
+    if not 0.0 < value < 1.0:
+        raise argparse.ArgumentTypeError(f"must be between 0 and 1, not {value:g}")
+    return value
 
 
 # -- commands ------------------------------------------------------------------------------
@@ -117,6 +163,40 @@ def _writable(path: Path) -> bool:
     import os
 
     return os.access(path, os.W_OK) and os.access(path.parent.resolve(), os.W_OK)
+
+
+class _StageBars:
+    """tqdm bars for fine-tuning and activation, one stage after another.
+
+    Unlike `TqdmProgress`, a stage's bar is closed when the next stage starts, so a run of
+    five stages reads as five finished lines; training counts steps and shows the loss.
+    """
+
+    _UNITS = {"training": " steps", "loading model": " models", "saving": " models"}
+
+    def __init__(self) -> None:
+        self._stage: str | None = None
+        self._bar = None
+
+    def __call__(self, p) -> None:
+        from tqdm import tqdm
+
+        if p.stage != self._stage:
+            self.close()
+            self._stage = p.stage
+            self._bar = tqdm(total=p.total or None, desc=p.stage,
+                             unit=self._UNITS.get(p.stage, " texts"), file=sys.stderr,
+                             dynamic_ncols=True, mininterval=0.25)
+        if p.total and self._bar.total != p.total:
+            self._bar.total = p.total
+        if p.message:
+            self._bar.set_postfix_str(p.message, refresh=False)
+        self._bar.update(p.done - self._bar.n)
+
+    def close(self) -> None:
+        if self._bar is not None:
+            self._bar.close()
+        self._bar, self._stage = None, None
 
 
 def _say(message: str) -> None:
@@ -172,8 +252,8 @@ def _encode(project, args, cancel: CancelToken) -> int:
     active = project.active_model()
     wanted_default = args.model is None and active is None
     if args.model is not None or wanted_default or args.device != "auto":
-        model = args.model if args.model is not None else (active["location"] if active
-                                                            else None)
+        model = args.model if args.model is not None else (
+            project.model_source(active["location"]) if active else None)
         project.use_model(model, device=args.device, batch_size=args.batch_size)
     project.batch_size = args.batch_size
     bar = TqdmProgress()
@@ -271,8 +351,115 @@ def cmd_eval(args, _cancel: CancelToken) -> int:
     return EXIT_OK
 
 
+def cmd_finetune(args, cancel: CancelToken) -> int:
+    from engine.training.finetune import TrainingOptions
+
+    options = TrainingOptions(batch_size=args.batch_size, epochs=args.epochs,
+                              max_steps=args.max_steps, seed=args.seed)
+    with _open(args.project) as project:
+        project.device_preference = args.device
+        bar = _StageBars()
+        try:
+            report = project.finetune(args.loss, extra_file=args.pairs, options=options,
+                                      held_out=args.held_out, seed=args.seed, progress=bar,
+                                      cancel=cancel)
+        except Cancelled:
+            bar.close()
+            _say("stopped: nothing was saved; the active model is unchanged")
+            return EXIT_CANCELLED
+        bar.close()
+        for note in report.notes:
+            _say(note)
+        activation = _activate(project, report.version_id, cancel) if args.activate else None
+    result = report.as_json()
+    result["activation"] = activation.as_json() if activation else None
+    if args.json:
+        print(json.dumps(result, ensure_ascii=False, indent=1))
+    else:
+        _print_finetune(args.project, report, activation)
+    if activation is not None and activation.cancelled:
+        _say(f"stopped: version {report.version_id} is saved but not active; what was encoded "
+             f"is kept: run 'duplens models {args.project} --activate {report.version_id}' to "
+             f"finish")
+        return EXIT_CANCELLED
+    return EXIT_OK
+
+
+def _print_finetune(project_arg: str, report, activation) -> None:
+    split = report.split
+    parent = f"v{report.parent_id}" if report.parent_id is not None else "base"
+    print(f"version {report.version_id} ({report.name}): {report.objective} on "
+          f"{len(split.train)} pairs, measured on {len(split.held_out)} held-out pairs")
+    print(f"{'':16}{'AP':>8}{'best F1':>10}{'threshold':>11}")
+    for label, m in ((f"before ({parent})", report.before),
+                     (f"after (v{report.version_id})", report.after)):
+        print(f"{label:16}{m.average_precision:8.2f}{m.f1:10.2f}{m.threshold:11.4f}")
+    print(f"held-out verdicts changed: {report.changes_fixed} now right, "
+          f"{report.changes_broken} now wrong")
+    if activation is not None and activation.activated:
+        print(f"saved in {report.location} and active ({activation.encoded} texts encoded)")
+    else:
+        print(f"saved in {report.location}; not active: run 'duplens models {project_arg} "
+              f"--activate {report.version_id}' to use it")
+
+
+def cmd_models(args, cancel: CancelToken) -> int:
+    with _open(args.project) as project:
+        project.device_preference = args.device
+        if args.activate is not None:
+            report = _activate(project, args.activate, cancel)
+            if report.cancelled:
+                _say(f"stopped: version {args.activate} is not active; {report.encoded} texts "
+                     f"encoded and kept, {report.remaining} left; run the same command to "
+                     f"finish")
+                return EXIT_CANCELLED
+            done = ("already active" if report.already_active else
+                    f"active ({report.encoded} texts encoded, {report.seconds:.1f} s)")
+            _say(f"version {args.activate}: {done}")
+        if args.export is not None:
+            version, folder = args.export
+            if not version.isdigit():
+                raise InputError(f"--export: VERSION must be a version number, not {version!r}")
+            out = project.export_model(int(version), folder)
+            _say(f"version {version} exported to {out}")
+        versions = project.model_versions()
+    if args.json:
+        print(json.dumps(versions, ensure_ascii=False, indent=1))
+    else:
+        _print_versions(versions)
+    return EXIT_OK
+
+
+def _activate(project, version_id: int, cancel: CancelToken):
+    bar = _StageBars()
+    try:
+        return project.activate_model(version_id, progress=bar, cancel=cancel)
+    finally:
+        bar.close()
+
+
+def _print_versions(versions: list[dict]) -> None:
+    import datetime
+
+    print(f"  {'id':>3}  {'name':28}  {'objective':11}  {'AP before->after':17}  "
+          f"{'encoded':>13}  created")
+    for v in versions:
+        metrics = v["metrics"] or {}
+        ap = ""
+        if "before" in metrics and "after" in metrics:
+            ap = (f"{metrics['before']['average_precision']:.1f} -> "
+                  f"{metrics['after']['average_precision']:.1f}")
+        created = datetime.datetime.fromtimestamp(v["created_at"]).strftime("%Y-%m-%d %H:%M")
+        mark = "*" if v["active"] else " "
+        missing = "" if v["available"] else "  (folder missing)"
+        print(f"{mark} {v['id']:>3}  {_one_line(v['name'], 28):28}  "
+              f"{v['objective'] or '-':11}  {ap:17}  {v['encoded']:>6}/{v['texts']:<6}  "
+              f"{created}{missing}")
+
+
 COMMANDS = {"import": cmd_import, "encode": cmd_encode, "search": cmd_search,
-            "duplicates": cmd_duplicates, "info": cmd_info, "eval": cmd_eval}
+            "duplicates": cmd_duplicates, "info": cmd_info, "eval": cmd_eval,
+            "finetune": cmd_finetune, "models": cmd_models}
 
 
 # -- plumbing ------------------------------------------------------------------------------

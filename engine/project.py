@@ -10,24 +10,38 @@ from __future__ import annotations
 import logging
 import os
 import threading
+import time
+from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
-import pandas as pd
 
 from engine.dedup.clusters import cut_clusters
-from engine.dedup.duplicates import Cluster, expand_clusters, public_id, text_clusters_as_ids
+from engine.dedup.duplicates import (
+    DEFAULT_THRESHOLD,
+    Cluster,
+    expand_clusters,
+    public_id,
+    text_clusters_as_ids,
+)
 from engine.dedup.graph import KnnGraph, build_knn_graph
 from engine.encoding.encoder import SentenceEncoder
 from engine.encoding.job import CHUNK_TEXTS, EncodeReport, encode_missing
 from engine.encoding.loading import load_encoder
-from engine.encoding.models import DEFAULT_MODEL, load_model, pick_device, resolve_model
-from engine.errors import InputError, ProjectError
+from engine.encoding.models import (
+    DEFAULT_MODEL,
+    ModelSpec,
+    load_model,
+    pick_device,
+    resolve_model,
+)
+from engine.errors import InputError, ModelError, ProjectError
 from engine.importer import ImportReport, import_table
 from engine.index.hnsw import HnswIndex
 from engine.index.persist import load_index, save_index
 from engine.io import export_table
-from engine.jobs import CancelToken, ProgressCallback, no_progress
+from engine.jobs import CancelToken, Progress, ProgressCallback, no_progress
 from engine.review.decisions import apply_decisions
 from engine.review.layout import MAP_SAMPLE, EmbeddingMap, project_2d, sample_ids
 from engine.review.metrics import Histogram, ThresholdCurve, similarity_histogram, threshold_curve
@@ -40,9 +54,16 @@ from engine.store.database import Store
 from engine.store.migrations import SCHEMA_VERSION
 from engine.store.schema import indexes
 
+if TYPE_CHECKING:  # pragma: no cover
+    from engine.training.activation import ActivationReport
+    from engine.training.finetune import TrainingOptions
+    from engine.training.pairs import LabelledPair
+    from engine.training.session import FinetuneReport
+
 log = logging.getLogger("duplens")
 
-DEFAULT_THRESHOLD = 0.85
+__all__ = ["DEFAULT_NEIGHBOURS", "DEFAULT_THRESHOLD", "Project"]
+
 DEFAULT_NEIGHBOURS = 10
 XLSX_MAX_ROWS = 1_048_575
 
@@ -65,6 +86,10 @@ class Project:
         self._graph: KnnGraph | None = None
         self._graph_key: tuple | None = None
         self._active_id: int | None = None
+        # The last model loaded but not serving (the previous active one after a switch, or a
+        # version just trained), so that switching straight back needs no load from disk.
+        self._spare: tuple[int, SentenceEncoder] | None = None
+        self._activation_lock = threading.Lock()  # one activation at a time
 
     @classmethod
     def open(cls, path: str | os.PathLike, *, create: bool = False, read_only: bool = False
@@ -136,14 +161,20 @@ class Project:
         if self.store.read_only:
             if active is None:
                 raise ProjectError(f"{self.path.name}: has no encoded items yet")
-            spec = resolve_model(None if active["location"] == DEFAULT_MODEL
-                                 else active["location"])
+            spec = resolve_model(self.model_source(active["location"]))
             device = pick_device(self.device_preference)
             encoder = SentenceEncoder(load_model(spec, device), spec, device, self.batch_size)
             with self._encoder_lock:
                 self._encoder = encoder
             return encoder
-        return self.use_model(active["location"] if active else None)
+        return self.use_model(self.model_source(active["location"]) if active else None)
+
+    def model_source(self, location: str) -> str | None:
+        """A stored model location as `load_encoder` takes it: the project's own versions
+        are stored relative to the project file, so they are found wherever it moved."""
+        from engine.training.versions import model_source
+
+        return model_source(self.path, location)
 
     def _active_model_id(self) -> int:
         """Cached: the per-keystroke search asks for it on every call."""
@@ -245,12 +276,12 @@ class Project:
         """The k most similar existing entries; rows with the same text are folded into one."""
         if not text or not text.strip():
             return []
-        index = self.index()
-        key = (text, k, self._index_model_id, self._generation)
+        encoder, index, model_id = self._serving()
+        key = (text, k, model_id, self._generation)
         cached = self._cache.get(key)
         if cached is not None:
             return cached
-        vector = self.encoder().encode([text])
+        vector = encoder.encode([text])
         text_ids, sims = index.query(vector, k)
         ids = text_ids[0].tolist()
         with self.store.read() as conn:
@@ -265,6 +296,20 @@ class Project:
                                   first["id"], first["source_id"], len(group)))
         self._cache.put(key, hits)
         return hits
+
+    def _serving(self) -> tuple[SentenceEncoder, HnswIndex, int]:
+        """The encoder, index and model id that belong together right now.
+
+        Taken under both locks, so a search that overlaps a version switch uses the old
+        model and index or the new ones, never the query of one against the other's index.
+        """
+        while True:
+            encoder = self.encoder()
+            index = self.index()
+            with self._index_lock, self._encoder_lock:
+                if (self._encoder is encoder and self._index is index
+                        and self._index_model_id == self._active_id):
+                    return encoder, index, self._index_model_id
 
     # -- duplicates ------------------------------------------------------------------------
     def neighbour_graph(self, k: int = DEFAULT_NEIGHBOURS, *,
@@ -436,9 +481,186 @@ class Project:
                         "decision": m.decision or "unreviewed"})
             records.append(row)
         extra_cols = ["cluster_id", "canonical_id", "similarity", "is_canonical", "decision"]
+        import pandas as pd  # only export needs it; keeps opening the window fast
+
         frame = pd.DataFrame.from_records(records, columns=[*columns, *extra_cols])
         export_table(frame, path)
         return len(frame)
+
+    # -- fine-tuning and model versions ----------------------------------------------------
+    def training_pairs(self, extra_file: str | os.PathLike | None = None, **file_options
+                       ) -> list[LabelledPair]:
+        """The pairs labelled in review, plus those of a labelled file (`read_labelled_file`
+        keywords in `file_options`); a pair in both counts once, with the review's label."""
+        from engine.training.collect import file_pairs, merge_pairs, review_pairs
+
+        pairs = review_pairs(self.labelled_pairs())
+        if extra_file is None:
+            return pairs
+        return merge_pairs(pairs, file_pairs(extra_file, **file_options))
+
+    def finetune(self, objective: str | None = None, *,
+                 pairs: Sequence[LabelledPair] | None = None,
+                 extra_file: str | os.PathLike | None = None,
+                 file_options: dict | None = None, options: TrainingOptions | None = None,
+                 held_out: float = 0.5, seed: int = 0, min_pairs: int | None = None,
+                 progress: ProgressCallback = no_progress, cancel: CancelToken | None = None
+                 ) -> FinetuneReport:
+        """Train the active model on labelled pairs and save the result as a new version.
+
+        `pairs` defaults to `training_pairs(extra_file, **file_options)`; given, the file's
+        pairs are added to them. `objective` defaults to `DEFAULT_OBJECTIVE`. The pairs are
+        split without sharing questions (`held_out` of them measured, not trained on), the
+        active model is measured, a copy trained and measured, and the copy saved as version
+        N in `<project>.models/vN/` with its `models` row. The version is not activated
+        (`activate_model`). Too few pairs, or one verdict only, raise InputError with advice
+        before any model is loaded; `cancel` raises `Cancelled`; either way, and on any
+        error, nothing is saved and the active model is untouched. Progress stages:
+        `engine.training.session.FINETUNE_STAGES`. Searching goes on meanwhile.
+        """
+        from engine.training.collect import file_pairs, merge_pairs
+        from engine.training.objectives import DEFAULT_OBJECTIVE
+        from engine.training.pairs import MIN_PAIRS
+        from engine.training.session import check_pairs, run_finetune
+
+        if self.store.read_only:
+            raise ProjectError(f"{self.path.name}: the project is open read-only")
+        objective = objective or DEFAULT_OBJECTIVE
+        min_pairs = MIN_PAIRS if min_pairs is None else min_pairs
+        if pairs is None:
+            pairs = self.training_pairs(extra_file, **(file_options or {}))
+        elif extra_file is not None:
+            pairs = merge_pairs(pairs, file_pairs(extra_file, **(file_options or {})))
+        check_pairs(pairs, objective, min_pairs)  # before the slow model load
+        encoder = self.encoder()
+        parent = self.active_model()
+        report, trained = run_finetune(
+            self.store, self.path, encoder, parent, pairs, objective, options=options,
+            held_out=held_out, seed=seed, min_pairs=min_pairs, progress=progress,
+            cancel=cancel)
+        self._keep_spare(report.version_id, trained, encoder)
+        return report
+
+    def _keep_spare(self, model_id: int, model, like: SentenceEncoder) -> None:
+        """Keep a just-trained model loaded, served as the active one is (fp16 on CUDA)."""
+        with self.store.read() as conn:
+            row = vector_store.get_model_row(conn, model_id)
+        if like.device.startswith("cuda"):
+            model.half()
+        spec = ModelSpec(row["name"], str(self.path.parent / row["location"]),
+                         row["fingerprint"], True)
+        self._spare = (model_id, SentenceEncoder(model, spec, like.device, like.batch_size))
+
+    def model_versions(self) -> list[dict]:
+        """Every model the project has used, oldest first: id, name, location, folder,
+        available, parent_id, objective, metrics (before/after for trained versions),
+        created_at, active, encoded (live texts embedded with it), texts, indexed. Cheap:
+        loads no model."""
+        from engine.training.versions import list_versions
+
+        active = self.active_model()
+        return list_versions(self.store, self.path, active["id"] if active else None)
+
+    def activate_model(self, version_id: int, *, progress: ProgressCallback = no_progress,
+                       cancel: CancelToken | None = None, chunk_texts: int = CHUNK_TEXTS
+                       ) -> ActivationReport:
+        """Make a model version the one search, duplicates and plots use.
+
+        Loads it, encodes every live text it has not encoded yet (resumable), completes and
+        saves its index, and only then switches, in one step: search keeps answering with
+        the current model until then, from any thread. Cancelling (`cancel`) returns a report
+        with `cancelled` set, the current model still active and what was encoded kept, so
+        activating again resumes. A version used before switches back without encoding.
+        Progress stages: `engine.training.activation.ACTIVATION_STAGES`.
+        """
+        from engine.training.activation import ActivationReport, prepare_model_index
+
+        if self.store.read_only:
+            raise ProjectError(f"{self.path.name}: the project is open read-only")
+        with self._activation_lock:
+            started = time.perf_counter()
+            with self.store.read() as conn:
+                row = vector_store.get_model_row(conn, int(version_id))
+            if row is None:
+                raise InputError(f"{self.path.name}: has no model version {version_id} "
+                                 f"(see 'duplens models')")
+            report = ActivationReport(row["id"])
+            active = self.active_model()
+            if active is not None and active["id"] == row["id"]:
+                self.encoder()
+                report.activated = report.already_active = True
+                return report
+            encoder = self._load_version(row, progress)
+            if cancel is not None and cancel.cancelled:
+                report.cancelled = True
+                self._spare = (row["id"], encoder)
+                return report
+            index = prepare_model_index(self.store, encoder, row["id"], report=report,
+                                        progress=progress, cancel=cancel,
+                                        chunk_texts=chunk_texts)
+            if index is None:
+                self._spare = (row["id"], encoder)
+            else:
+                self._switch_to(row["id"], encoder, index)
+                report.activated = True
+            report.seconds = time.perf_counter() - started
+            return report
+
+    def _load_version(self, row: dict, progress: ProgressCallback) -> SentenceEncoder:
+        """The version's encoder: the spare one when it is that version, else from disk,
+        after checking the folder still holds the weights the version was recorded with."""
+        from engine.training.activation import STAGE_LOADING
+        from engine.training.versions import model_folder
+
+        spare = self._spare
+        if spare is not None and spare[0] == row["id"]:
+            return spare[1]
+        folder = model_folder(self.path, row["location"])
+        if folder is not None and not folder.is_dir():
+            raise ModelError(f"{row['name']}: its folder {folder} is missing")
+        progress(Progress(STAGE_LOADING, 0, 1))
+        spec = resolve_model(self.model_source(row["location"]))
+        if spec.fingerprint != row["fingerprint"]:
+            raise ModelError(f"{row['name']}: the weights in {spec.location} are not those "
+                             f"this version was saved with; restore the folder")
+        device = pick_device(self.device_preference)
+        encoder = SentenceEncoder(load_model(spec, device), spec, device, self.batch_size)
+        progress(Progress(STAGE_LOADING, 1, 1))
+        return encoder
+
+    def _switch_to(self, model_id: int, encoder: SentenceEncoder, index: HnswIndex) -> None:
+        """Serve `model_id` from now on: the stored active model and the in-memory encoder
+        and index change together, under the locks search takes."""
+        with self._index_lock:
+            if self._sync_index(index, model_id):  # rows deleted or added meanwhile
+                self._save(index, model_id)
+            with self.store.write() as conn:
+                self.store.set_meta("active_model_id", str(model_id), conn)
+                self.store.set_meta("last_device", encoder.device, conn)
+            with self._encoder_lock:
+                previous = (self._active_id, self._encoder)
+                self._encoder, self._active_id = encoder, model_id
+            self._index, self._index_model_id = index, model_id
+            self._graph, self._graph_key = None, None
+            self._changed()
+        if previous[0] is not None and previous[1] is not None:
+            self._spare = (previous[0], previous[1])
+
+    def export_model(self, version_id: int, folder: str | os.PathLike) -> Path:
+        """Copy a version's model folder to `folder` (new or empty), loadable with plain
+        `SentenceTransformer(folder)`; the bundled default model is copied from its package."""
+        from engine.training.versions import export_folder, model_folder
+
+        with self.store.read() as conn:
+            row = vector_store.get_model_row(conn, int(version_id))
+        if row is None:
+            raise InputError(f"{self.path.name}: has no model version {version_id} "
+                             f"(see 'duplens models')")
+        source = model_folder(self.path, row["location"])
+        if source is None:
+            raise ModelError(f"{row['name']}: is a Hugging Face Hub model, not stored on this "
+                             f"computer; there is no folder to export")
+        return export_folder(source, Path(folder))
 
     # -- browsing --------------------------------------------------------------------------
     def count_items(self) -> int:

@@ -17,6 +17,7 @@ from engine.training.metrics import (
     pair_scores,
 )
 from engine.training.objectives import (
+    DEFAULT_OBJECTIVE,
     OBJECTIVES,
     BuiltTriplets,
     Objective,
@@ -38,6 +39,7 @@ from engine.training.pairs import (
 from engine.training.split import PairSplit, split_pairs
 
 __all__ = [
+    "DEFAULT_OBJECTIVE",
     "DUPLICATE_AT",
     "OBJECTIVES",
     "BuiltTriplets",

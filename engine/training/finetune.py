@@ -82,6 +82,9 @@ class TrainResult:
     pairs: int  # labelled pairs given
     device: str
     notes: list[str] = field(default_factory=list)  # from the objective, for the user
+    # The trained model itself, as saved (float32, on `device`): measuring it needs no reload
+    # of the folder, which on Windows would also keep the folder from being moved.
+    model: SentenceTransformer | None = field(default=None, repr=False, compare=False)
 
     @property
     def examples_per_second(self) -> float:
@@ -126,7 +129,7 @@ def finetune(model: ModelSource, train_pairs: Sequence[LabelledPair], objective:
     _save(trainee, output_dir, cancel)
     return TrainResult(output_dir, objective, history, steps, seconds, data.examples,
                        _examples_seen(steps, options.batch_size, data.examples),
-                       len(train_pairs), used_device, list(data.notes))
+                       len(train_pairs), used_device, list(data.notes), trainee)
 
 
 def _save(model: SentenceTransformer, output_dir: Path, cancel: CancelToken) -> None:

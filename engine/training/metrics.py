@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from engine.errors import InputError
+from engine.jobs import CancelToken, Progress, ProgressCallback, RateMeter, no_progress
 from engine.training.pairs import LabelledPair
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -27,6 +28,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from engine.encoding.encoder import SentenceEncoder
 
 MAX_CURVE_POINTS = 200  # enough for a smooth plot of any number of pairs
+_CHUNK_TEXTS = 512  # texts encoded between progress reports and cancel checks
 
 
 @dataclass(frozen=True)
@@ -73,12 +75,18 @@ class VerdictChange:
 
 
 def pair_scores(model: SentenceTransformer | SentenceEncoder, pairs: Sequence[LabelledPair],
-                batch_size: int = 32) -> np.ndarray:
-    """Cosine similarity of each pair; each distinct text is encoded once."""
+                batch_size: int = 32, *, progress: ProgressCallback = no_progress,
+                cancel: CancelToken | None = None, stage: str = "measuring") -> np.ndarray:
+    """Cosine similarity of each pair; each distinct text is encoded once.
+
+    Texts are encoded in chunks, reporting `stage` progress (texts done of total) and
+    checking `cancel` between chunks: measuring thousands of held-out pairs takes minutes
+    on a CPU, and a wizard must be able to show that and stop it (raises `Cancelled`).
+    """
     texts = list(dict.fromkeys(t for p in pairs for t in (p.text_a, p.text_b)))
     if not texts:
         return np.zeros(0, dtype=np.float32)
-    vectors = _encode(model, texts, batch_size)
+    vectors = _encode_chunked(model, texts, batch_size, progress, cancel, stage)
     row = {text: i for i, text in enumerate(texts)}
     a = vectors[[row[p.text_a] for p in pairs]]
     b = vectors[[row[p.text_b] for p in pairs]]
@@ -86,9 +94,13 @@ def pair_scores(model: SentenceTransformer | SentenceEncoder, pairs: Sequence[La
 
 
 def held_out_metrics(model: SentenceTransformer | SentenceEncoder,
-                     pairs: Sequence[LabelledPair], batch_size: int = 32) -> PairMetrics:
+                     pairs: Sequence[LabelledPair], batch_size: int = 32, *,
+                     progress: ProgressCallback = no_progress,
+                     cancel: CancelToken | None = None, stage: str = "measuring"
+                     ) -> PairMetrics:
     """Encode the pairs with `model` and measure it; see `metrics_from_scores`."""
-    return metrics_from_scores(pair_scores(model, pairs, batch_size),
+    return metrics_from_scores(pair_scores(model, pairs, batch_size, progress=progress,
+                                           cancel=cancel, stage=stage),
                                [p.is_duplicate for p in pairs])
 
 
@@ -156,13 +168,34 @@ def _curve(labels: np.ndarray, scores: np.ndarray) -> list[CurvePoint]:
             for i in keep]
 
 
+def _encode_chunked(model: SentenceTransformer | SentenceEncoder, texts: list[str],
+                    batch_size: int, progress: ProgressCallback, cancel: CancelToken | None,
+                    stage: str) -> np.ndarray:
+    meter = RateMeter()
+    parts = []
+    progress(Progress(stage, 0, len(texts)))
+    for start in range(0, len(texts), _CHUNK_TEXTS):
+        if cancel is not None:
+            cancel.raise_if_cancelled()
+        parts.append(_encode(model, texts[start:start + _CHUNK_TEXTS], batch_size))
+        done = min(start + _CHUNK_TEXTS, len(texts))
+        progress(Progress(stage, done, len(texts), meter.rate(done)))
+    return np.concatenate(parts)
+
+
 def _encode(model: SentenceTransformer | SentenceEncoder, texts: list[str],
             batch_size: int) -> np.ndarray:
-    """Normalised embeddings; a SentenceEncoder is used as Duplens uses it (clipping, lock)."""
+    """Normalised embeddings; a SentenceEncoder is used as Duplens uses it (clipping, lock).
+
+    A SentenceEncoder is the one the project searches with, and it lets one call at a time
+    through: it is called one batch at a time, so a live search waits for a batch at most.
+    """
     from engine.encoding.encoder import SentenceEncoder
 
     if isinstance(model, SentenceEncoder):
-        return model.encode(texts)
+        step = max(1, model.batch_size)
+        return np.concatenate([model.encode(texts[start:start + step])
+                               for start in range(0, len(texts), step)])
     vectors = model.encode(texts, batch_size=batch_size, convert_to_numpy=True,
                            normalize_embeddings=True, show_progress_bar=False)
     return np.asarray(vectors, dtype=np.float32)

@@ -1,0 +1,250 @@
+"""One fine-tuning run of a project, from labelled pairs to a new, inactive model version.
+
+The steps, each a progress stage a wizard can list (`FINETUNE_STAGES`):
+
+1. check the pairs (enough of them, both verdicts) and split them by question groups, so no
+   question is both trained on and measured (`split_pairs`);
+2. "measuring before": the active model's metrics on the held-out part;
+3. "mining negatives" (triplet only) and "training": a copy of the active model is trained on
+   the rest; the model the project searches with is never changed;
+4. "measuring after": the trained model on the same held-out pairs, and the pairs whose
+   verdict changed;
+5. "saving": the folder becomes version N with its row (`versions.register_version`).
+
+Until step 5 nothing of the run is in the project: cancelling (`Cancelled`) or failing
+anywhere before leaves no row and no folder. The new version is not activated; comparing the
+before and after numbers is the user's call.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import shutil
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from engine import __version__
+from engine.encoding.encoder import SentenceEncoder
+from engine.errors import InputError
+from engine.jobs import CancelToken, Progress, ProgressCallback, no_progress
+from engine.store.database import Store
+from engine.store.vectors import get_model_row
+from engine.training.finetune import TrainingOptions, TrainResult, finetune
+from engine.training.metrics import (
+    PairMetrics,
+    VerdictChange,
+    changed_verdicts,
+    held_out_metrics,
+)
+from engine.training.objectives import get_objective
+from engine.training.pairs import MIN_PAIRS, LabelledPair, PairSummary, summarise
+from engine.training.split import PairSplit, split_pairs
+from engine.training.versions import (
+    data_hash,
+    new_staging_folder,
+    register_version,
+    root_name,
+)
+
+if TYPE_CHECKING:  # pragma: no cover
+    from sentence_transformers import SentenceTransformer
+
+STAGE_BEFORE = "measuring before"
+STAGE_MINING = "mining negatives"  # the triplet objective only
+STAGE_TRAINING = "training"
+STAGE_AFTER = "measuring after"
+STAGE_SAVING = "saving"
+FINETUNE_STAGES = (STAGE_BEFORE, STAGE_MINING, STAGE_TRAINING, STAGE_AFTER, STAGE_SAVING)
+CHANGES_SHOWN = 20  # changed verdicts kept in the report, biggest change in score first
+RECORD_FORMAT = 1  # of duplens_version.json
+
+
+@dataclass(frozen=True)
+class FinetuneReport:
+    """What a run made: the new version, and how it compares with its parent."""
+
+    version_id: int
+    name: str
+    folder: Path  # the sentence-transformers folder of the version
+    location: str  # as stored: relative to the project's folder
+    parent_id: int | None
+    objective: str
+    summary: PairSummary  # of all the pairs given
+    split: PairSplit
+    before: PairMetrics  # the parent (the active model) on the held-out pairs
+    after: PairMetrics  # the new version on the same pairs
+    changes: list[VerdictChange]  # the held-out pairs whose verdict changed most, at most 20
+    changes_fixed: int  # held-out pairs the new version gets right and the parent did not
+    changes_broken: int  # and the other way round
+    train: TrainResult  # without its model
+    data_sha256: str  # of the training pairs
+    options: TrainingOptions
+    notes: list[str] = field(default_factory=list)  # for the user: split, objective, warnings
+
+    @property
+    def improved(self) -> bool:
+        return self.after.average_precision > self.before.average_precision
+
+    def as_json(self) -> dict:
+        return {
+            "version": {"id": self.version_id, "name": self.name, "location": self.location,
+                        "folder": str(self.folder)},
+            "parent_id": self.parent_id,
+            "objective": self.objective,
+            "pairs": {"total": self.summary.pairs, "duplicates": self.summary.positives,
+                      "not_duplicates": self.summary.negatives,
+                      "train": len(self.split.train), "held_out": len(self.split.held_out),
+                      "dropped": len(self.split.dropped),
+                      "held_out_fraction": round(self.split.held_out_fraction, 4)},
+            "before": self.before.as_dict(),
+            "after": self.after.as_dict(),
+            "changed": {"fixed": self.changes_fixed, "broken": self.changes_broken,
+                        "sample": [_change_json(c) for c in self.changes]},
+            "training": {"steps": self.train.steps, "seconds": round(self.train.seconds, 3),
+                         "examples": self.train.examples, "device": self.train.device,
+                         "loss_history": self.train.loss_history},
+            "data_sha256": self.data_sha256,
+            "options": dataclasses.asdict(self.options),
+            "notes": self.notes,
+        }
+
+
+def check_pairs(pairs: Sequence[LabelledPair], objective: str, min_pairs: int = MIN_PAIRS
+                ) -> PairSummary:
+    """The summary of `pairs`, or InputError with the advice when they cannot be used.
+
+    Cheap and model-free, so a caller learns of too few pairs before any model is loaded.
+    Both verdicts are always needed: whatever the objective, the model is measured on
+    held-out pairs, and with one verdict there is nothing to rank.
+    """
+    get_objective(objective)
+    summary = summarise(pairs)
+    if not pairs:
+        raise InputError(summary.warnings[0])
+    if len(pairs) < min_pairs:
+        raise InputError(next(w for w in summary.warnings if w.startswith("Only ")))
+    if summary.positives == 0 or summary.negatives == 0:
+        have = "duplicate" if summary.negatives == 0 else "not duplicate"
+        need = "not duplicate" if summary.negatives == 0 else "duplicate"
+        raise InputError(f"Every one of the {len(pairs)} pairs is labelled {have}: measuring "
+                         f"the model before and after training needs pairs labelled {need} "
+                         f"too; label some and try again.")
+    return summary
+
+
+def run_finetune(store: Store, project_path: Path, encoder: SentenceEncoder,
+                 parent: dict | None, pairs: Sequence[LabelledPair], objective: str, *,
+                 options: TrainingOptions | None = None, held_out: float = 0.5, seed: int = 0,
+                 min_pairs: int = MIN_PAIRS, progress: ProgressCallback = no_progress,
+                 cancel: CancelToken | None = None
+                 ) -> tuple[FinetuneReport, SentenceTransformer]:
+    """Train `encoder` (the active model, row `parent`) on `pairs`; see the module doc.
+
+    Returns the report and the trained model (float32, on the training device), which the
+    caller may keep to activate the version without loading it again.
+    """
+    options = options or TrainingOptions()
+    cancel = cancel or CancelToken()
+    summary = check_pairs(pairs, objective, min_pairs)
+    split = split_pairs(pairs, held_out, seed)
+    _check_held_out(split)
+    before = held_out_metrics(encoder, split.held_out, progress=progress, cancel=cancel,
+                              stage=STAGE_BEFORE)
+    staging = new_staging_folder(project_path)
+    try:
+        result = finetune(encoder, split.train, objective, options, staging / "model",
+                          progress=progress, cancel=cancel)
+        trained = result.model
+        after = held_out_metrics(trained, split.held_out, progress=progress, cancel=cancel,
+                                 stage=STAGE_AFTER)
+        changes = changed_verdicts(before.scores, after.scores, before.threshold,
+                                   after.threshold, split.held_out, limit=None)
+        progress(Progress(STAGE_SAVING, 0, 1))
+        cancel.raise_if_cancelled()  # the last point at which stopping leaves nothing
+        digest = data_hash(split.train)
+        with store.read() as conn:
+            name_root = root_name(conn, parent["id"] if parent else None)
+        metrics = _row_metrics(before, after, split, result, options, digest, seed)
+        metrics["changed"] = {"fixed": sum(c.fixed for c in changes),
+                              "broken": sum(not c.fixed for c in changes)}
+        record = _record(parent, objective, digest, summary, split, before, after, result,
+                         options, seed)
+        version_id = register_version(
+            store, project_path, staging / "model", name_root=name_root,
+            parent_id=parent["id"] if parent else None, objective=objective,
+            metrics=metrics, record=record, dim=int(trained.get_embedding_dimension()),
+            max_seq_length=int(trained.max_seq_length))
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+        with contextlib.suppress(OSError):  # a first run that saved nothing leaves no folder
+            staging.parent.rmdir()
+    progress(Progress(STAGE_SAVING, 1, 1))
+    with store.read() as conn:
+        row = get_model_row(conn, version_id)
+    notes = [n for n in (split.note, *result.notes, *summary.warnings) if n]
+    report = FinetuneReport(
+        version_id, row["name"], project_path.parent / row["location"], row["location"],
+        row["parent_id"], objective, summary, split, before, after, changes[:CHANGES_SHOWN],
+        sum(c.fixed for c in changes), sum(not c.fixed for c in changes),
+        dataclasses.replace(result, model=None), digest, options, notes)
+    return report, trained
+
+
+def _check_held_out(split: PairSplit) -> None:
+    held = split.held_out
+    duplicates = sum(p.is_duplicate for p in held)
+    if duplicates in (0, len(held)):
+        verdict = "duplicate" if duplicates else "not duplicate"
+        raise InputError(f"all {len(held)} held-out pairs are labelled {verdict}, so the "
+                         f"model cannot be measured on them; label more pairs of both kinds")
+
+
+def _row_metrics(before: PairMetrics, after: PairMetrics, split: PairSplit,
+                 result: TrainResult, options: TrainingOptions, digest: str, seed: int
+                 ) -> dict:
+    """What the `models` row keeps: enough for a versions table without opening folders."""
+    return {
+        "before": before.as_dict(), "after": after.as_dict(),
+        "train_pairs": len(split.train), "held_out_pairs": len(split.held_out),
+        "held_out_fraction": round(split.held_out_fraction, 4), "split_seed": seed,
+        "data_sha256": digest, "options": dataclasses.asdict(options),
+        "steps": result.steps, "training_seconds": round(result.seconds, 3),
+        "device": result.device,
+        "final_loss": result.loss_history[-1][1] if result.loss_history else None,
+    }
+
+
+def _record(parent: dict | None, objective: str, digest: str, summary: PairSummary,
+            split: PairSplit, before: PairMetrics, after: PairMetrics, result: TrainResult,
+            options: TrainingOptions, seed: int) -> dict:
+    """The folder's own account of itself: `duplens_version.json`."""
+    return {
+        "format": RECORD_FORMAT,
+        "parent": None if parent is None else {
+            "id": parent["id"], "name": parent["name"], "location": parent["location"],
+            "fingerprint": parent["fingerprint"]},
+        "objective": objective,
+        "data_sha256": digest,
+        "pairs": {"total": summary.pairs, "duplicates": summary.positives,
+                  "not_duplicates": summary.negatives, "train": len(split.train),
+                  "held_out": len(split.held_out), "dropped": len(split.dropped),
+                  "split_seed": seed},
+        "metrics": {"before": before.as_dict(), "after": after.as_dict()},
+        "options": dataclasses.asdict(options),
+        "training": {"steps": result.steps, "seconds": round(result.seconds, 3),
+                     "device": result.device, "loss_history": result.loss_history},
+        "created_at": datetime.now(UTC).isoformat(timespec="seconds"),
+        "duplens": __version__,
+    }
+
+
+def _change_json(change: VerdictChange) -> dict:
+    return {"text_a": change.pair.text_a, "text_b": change.pair.text_b,
+            "label": change.pair.label, "before": round(change.before_score, 4),
+            "after": round(change.after_score, 4),
+            "before_duplicate": change.before_duplicate,
+            "after_duplicate": change.after_duplicate, "fixed": change.fixed}

@@ -1,0 +1,218 @@
+"""Model versions of a project: where their folders live, how they are recorded, export.
+
+A fine-tuned model is a plain sentence-transformers folder kept beside the project file, in
+`<project file name>.models/v<N>/`, where N is the version's id (its row in `models`), so the
+folder a user finds on disk and the number the window and `duplens models` show agree. Its
+location is stored relative to the project file's folder: a project moved or copied together
+with its `.models` folder keeps working. Each folder also holds `duplens_version.json`, what
+the version is (parent, objective, data hash, metrics, options, date), so a folder exported
+or found on its own still says where it came from; sentence-transformers ignores the file.
+
+A version appears all at once: its folder is renamed into place and its row inserted in the
+same write transaction, and the folder is removed again if the transaction fails. Rows keep
+their folder's fingerprint (the weights' sha256), as any model folder's does, so opening the
+project loads the version and finds its embeddings under the same id.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import shutil
+import tempfile
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+from sqlalchemy import Connection, func, insert, select
+
+from engine.encoding.models import DEFAULT_MODEL, default_model_path, resolve_model
+from engine.errors import ModelError
+from engine.store import items as item_store
+from engine.store import vectors as vector_store
+from engine.store.database import Store
+from engine.store.schema import indexes, models
+from engine.training.pairs import LabelledPair
+
+VERSION_FILE = "duplens_version.json"
+MODELS_SUFFIX = ".models"
+STAGING_PREFIX = ".partial-"  # folders being written; never listed, never loaded
+_VERSION_DIR = re.compile(r"^v(\d+)$")
+_OWN_VERSION = re.compile(re.escape(MODELS_SUFFIX) + r"/v\d+$")
+
+
+def models_folder(project_path: Path) -> Path:
+    """`questions.duplens` -> `questions.duplens.models`, beside it."""
+    return project_path.with_name(project_path.name + MODELS_SUFFIX)
+
+
+def stored_location(project_path: Path, folder: Path) -> str:
+    """How a version's folder is recorded: relative to the project's folder, with '/'."""
+    return Path(os.path.relpath(folder, project_path.parent)).as_posix()
+
+
+def model_folder(project_path: Path, location: str) -> Path | None:
+    """The folder a model row's location names, or None for a Hub model.
+
+    Relative locations (the project's own versions) are read against the project's folder,
+    absolute ones (a folder the user pointed at) are used as they are, and "default" is the
+    bundled model's package folder. A relative name that is no folder there, and does not
+    look like one of the project's versions, is a Hub name such as "org/model".
+    """
+    if location == DEFAULT_MODEL:
+        return default_model_path()
+    path = Path(location)
+    if path.is_absolute():
+        return path
+    inside = project_path.parent / path
+    if inside.exists() or _OWN_VERSION.search(location):
+        return inside
+    return None
+
+
+def model_source(project_path: Path, location: str) -> str | None:
+    """What `load_encoder` takes for a model row: None for the default, else a path or name."""
+    if location == DEFAULT_MODEL:
+        return None
+    folder = model_folder(project_path, location)
+    return str(folder) if folder is not None else location
+
+
+def data_hash(pairs: Sequence[LabelledPair]) -> str:
+    """sha256 of the pairs as a sorted list, each pair's texts in sorted order.
+
+    Independent of row order and of which side a text is on, so the same labels give the
+    same hash whether they came from the review screen or a file.
+    """
+    lines = sorted(json.dumps([*sorted((p.text_a, p.text_b)), round(float(p.label), 6)],
+                              ensure_ascii=False) for p in pairs)
+    return hashlib.sha256("\n".join(lines).encode("utf-8")).hexdigest()
+
+
+def new_staging_folder(project_path: Path) -> Path:
+    """A fresh hidden folder inside the models folder, on the same disk as the versions,
+    so that finishing a version is a rename and not a copy."""
+    parent = models_folder(project_path)
+    parent.mkdir(exist_ok=True)
+    return Path(tempfile.mkdtemp(prefix=STAGING_PREFIX, dir=parent))
+
+
+def _next_number(conn: Connection, project_path: Path) -> int:
+    """One more than any model id and any `v<N>` folder (a folder a crash left behind)."""
+    highest = conn.execute(select(func.max(models.c.id))).scalar() or 0
+    folder = models_folder(project_path)
+    if folder.is_dir():
+        for entry in folder.iterdir():
+            match = _VERSION_DIR.match(entry.name)
+            if match:
+                highest = max(highest, int(match.group(1)))
+    return highest + 1
+
+
+def register_version(store: Store, project_path: Path, trained: Path, *, name_root: str,
+                     parent_id: int | None, objective: str, metrics: dict, record: dict,
+                     dim: int, max_seq_length: int) -> int:
+    """Move the finished folder `trained` into place as `v<N>` and add its row; returns N.
+
+    `record` is written into the folder as `duplens_version.json`, with the version number
+    added. Either both the folder and the row exist afterwards, or neither does.
+    """
+    fingerprint = resolve_model(str(trained)).fingerprint
+    if not fingerprint.startswith("sha256:"):
+        raise ModelError(f"{trained.name}: the trained model has no weights file")
+    renamed: Path | None = None
+    try:
+        with store.write() as conn:
+            clash = conn.execute(select(models.c.id).where(
+                models.c.fingerprint == fingerprint)).scalar()
+            if clash is not None:
+                raise ModelError(f"training left the weights exactly as they were (the same as "
+                                 f"version {clash}); train for more steps")
+            number = _next_number(conn, project_path)
+            folder = models_folder(project_path) / f"v{number}"
+            (trained / VERSION_FILE).write_text(
+                json.dumps({"version": number, **record}, indent=1, ensure_ascii=False),
+                encoding="utf-8")
+            trained.rename(folder)
+            renamed = folder
+            conn.execute(insert(models).values(
+                id=number, name=f"{name_root} v{number}",
+                location=stored_location(project_path, folder), fingerprint=fingerprint,
+                dim=dim, max_seq_length=max_seq_length, parent_id=parent_id,
+                objective=objective, metrics=metrics, created_at=time.time()))
+    except BaseException:
+        if renamed is not None:
+            shutil.rmtree(renamed, ignore_errors=True)
+        raise
+    return number
+
+
+def root_name(conn: Connection, model_id: int | None) -> str:
+    """The name of the model a chain of versions started from (for naming a new version)."""
+    seen: set[int] = set()
+    name = "model"
+    while model_id is not None and model_id not in seen:
+        seen.add(model_id)
+        row = vector_store.get_model_row(conn, model_id)
+        if row is None:
+            break
+        name = row["name"]
+        if row["parent_id"] is None:
+            break
+        model_id = row["parent_id"]
+    return re.sub(r" v\d+$", "", name)
+
+
+def list_versions(store: Store, project_path: Path, active_id: int | None) -> list[dict]:
+    """Every model the project has used, oldest first, for a versions table.
+
+    Each: id, name, location, folder (absolute, None for Hub models), available (its folder
+    is there), parent_id, objective, metrics, created_at, active, encoded (live texts it has
+    embedded), texts (live texts in all) and indexed (a saved index exists).
+    """
+    with store.read() as conn:
+        rows = vector_store.list_models(conn)
+        texts = item_store.count_texts(conn)
+        indexed = set(conn.execute(select(indexes.c.model_id)).scalars())
+        out = []
+        for row in rows:
+            folder = model_folder(project_path, row["location"])
+            out.append({
+                "id": row["id"], "name": row["name"], "location": row["location"],
+                "folder": str(folder) if folder is not None else None,
+                "available": folder is None or folder.is_dir(),
+                "parent_id": row["parent_id"], "objective": row["objective"],
+                "metrics": row["metrics"] or {}, "created_at": row["created_at"],
+                "active": row["id"] == active_id,
+                "encoded": vector_store.count_embeddings(conn, row["id"]),
+                "texts": texts, "indexed": row["id"] in indexed,
+            })
+    return out
+
+
+def export_folder(source: Path, destination: Path) -> Path:
+    """Copy a model folder to `destination` (new, or an empty folder); it appears complete.
+
+    The copy is made beside the destination and renamed into place, so an interrupted export
+    leaves no half-copied model that would load with missing files.
+    """
+    if not source.is_dir():
+        raise ModelError(f"{source}: the model folder is missing")
+    if destination.exists() and (not destination.is_dir() or any(destination.iterdir())):
+        raise ModelError(f"{destination}: already exists and is not an empty folder")
+    if not destination.parent.is_dir():
+        raise ModelError(f"{destination}: folder {destination.parent} does not exist")
+    staging = Path(tempfile.mkdtemp(prefix=f".{destination.name}{STAGING_PREFIX}",
+                                    dir=destination.parent))
+    try:
+        shutil.copytree(source, staging / "model",
+                        ignore=shutil.ignore_patterns(STAGING_PREFIX + "*", "__pycache__"))
+        if destination.exists():
+            destination.rmdir()
+        (staging / "model").rename(destination)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+    return destination
+

@@ -1,0 +1,121 @@
+"""`duplens finetune` and `duplens models` as a user runs them: real processes, real model."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from engine.cli import OBJECTIVE_NAMES
+from engine.project import Project
+from engine.training import OBJECTIVES
+from tests.engine.test_cli import ROOT, run
+
+pytestmark = pytest.mark.slow
+DATA = ROOT / "tests" / "data"
+QUICK = ("--max-steps", "2", "--batch-size", "4")
+
+
+def make_project(path: Path, encoder, labels: list[tuple[str, str, int]] = ()) -> Path:
+    """Import and encode in-process with the session's model (quicker than the CLI)."""
+    with Project.open(path, create=True) as project:
+        project.attach_encoder(encoder, is_default=True)
+        project.import_table(DATA / "questions.csv", ["question"], id_column="qid")
+        project.encode()
+        item = {r["id"]: r["item_id"] for r in project.items_page(0, 100)}
+        for a, b, label in labels:
+            project.set_pair_label(item[a], item[b], label)
+    return path
+
+
+def model_rows(path: Path) -> list[tuple]:
+    con = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+    try:
+        return con.execute("SELECT id, parent_id, objective FROM models ORDER BY id").fetchall()
+    finally:
+        con.close()
+
+
+def test_objective_choices_are_the_engines():
+    assert list(OBJECTIVE_NAMES) == list(OBJECTIVES)
+
+
+def test_finetune_then_list_activate_export_and_search_after_moving(tmp_path, encoder):
+    project = make_project(tmp_path / "q.duplens", encoder)
+    proc = run("finetune", str(project), "--pairs", str(DATA / "labelled_pairs.csv"), *QUICK,
+               "--json")
+    report = json.loads(proc.stdout)
+    assert report["version"]["id"] == 2 and report["version"]["location"] == "q.duplens.models/v2"
+    assert report["objective"] == "contrastive" and report["parent_id"] == 1
+    assert report["pairs"]["total"] == 40 and report["training"]["steps"] == 2
+    for side in ("before", "after"):
+        assert {"average_precision", "f1", "threshold"} <= set(report[side])
+    assert report["activation"] is None
+    assert "training" in proc.stderr  # the progress bar
+    assert model_rows(project) == [(1, None, None), (2, 1, "contrastive")]
+
+    text = run("models", str(project)).stdout.splitlines()
+    assert text[1].startswith("*   1") and text[2].startswith("    2")
+    assert "contrastive" in text[2] and "0/46" in text[2]
+
+    # Moved with its .models folder, the project still finds version 2.
+    moved = tmp_path / "moved"
+    moved.mkdir()
+    shutil.move(project, moved / "q.duplens")
+    shutil.move(tmp_path / "q.duplens.models", moved / "q.duplens.models")
+    out = tmp_path / "exported"
+    proc = run("models", str(moved / "q.duplens"), "--activate", "2", "--export", "2", str(out),
+               "--json")
+    versions = {v["id"]: v for v in json.loads(proc.stdout)}
+    assert versions[2]["active"] and not versions[1]["active"]
+    assert versions[2]["encoded"] == 46 and versions[2]["indexed"]
+    assert "version 2: active" in proc.stderr and "exported to" in proc.stderr
+    assert {"modules.json", "model.safetensors", "duplens_version.json"} <= {
+        p.name for p in out.iterdir()}
+
+    hits = json.loads(run("search", str(moved / "q.duplens"), "capital of australia", "-k",
+                          "2", "--json").stdout)
+    assert {h["id"] for h in hits} == {"q6", "q7"}
+    info = json.loads(run("info", str(moved / "q.duplens"), "--json").stdout)
+    assert info["model"] == "all-MiniLM-L6-v2 v2" and info["index_items"] == 46
+
+
+def test_too_few_pairs_is_exit_2_with_the_advice(tmp_path, encoder):
+    project = make_project(tmp_path / "few.duplens", encoder,
+                           [("q1", "q2", 1), ("q6", "q7", 1), ("q1", "q6", 0)])
+    before = model_rows(project)
+    proc = run("finetune", str(project), *QUICK, check_code=2)
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and "Only 3 labelled pairs" in lines[0], proc.stderr
+    assert model_rows(project) == before
+    assert not (tmp_path / "few.duplens.models").exists()
+    proc = run("models", str(project), "--activate", "7", check_code=2)
+    assert "no model version 7" in proc.stderr
+
+
+def test_ctrl_c_during_finetune_saves_nothing(tmp_path, encoder):
+    project = make_project(tmp_path / "stop.duplens", encoder)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "engine.cli", "finetune", str(project), "--pairs",
+         str(DATA / "labelled_pairs.csv"), "--max-steps", "500", "--batch-size", "4"],
+        env={**os.environ, "PYTHONPATH": str(ROOT)}, stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE, text=True)
+    models = tmp_path / "stop.duplens.models"
+    deadline = time.time() + 240
+    while time.time() < deadline and proc.poll() is None and not (
+            models.is_dir() and any(models.iterdir())):  # training has begun
+        time.sleep(0.2)
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=120)
+    assert proc.returncode == 130, err
+    assert "nothing was saved" in err and "Traceback" not in err
+    assert model_rows(project) == [(1, None, None)]
+    assert not models.exists()
