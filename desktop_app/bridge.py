@@ -226,35 +226,26 @@ class EngineBridge(QObject):
         """
         path = os.fspath(path)
         columns = list(text_columns)
-        token = CancelToken()
-        self._cancel = token
-        throttle = Throttle(
-            lambda p: self._relay.progress.emit(p.stage, p.done, p.total, p.rate))
 
-        def work() -> dict:
-            project = self._require_project()
-            try:
-                report = project.import_table(
-                    path, columns, id_column=id_column, sheet=sheet, encoding=encoding,
-                    delimiter=delimiter, progress=throttle, cancel=token)
-                throttle.flush()
-                encoded = project.encode(progress=throttle, cancel=token)
-            finally:
-                throttle.flush()
-            return {"import": report, "encode": encoded, "cancelled": encoded.cancelled,
-                    "info": _info(project), "device": project.encoder().device}
+        def read(project: Project, throttle: Throttle, token: CancelToken) -> dict:
+            return {"import": project.import_table(
+                path, columns, id_column=id_column, sheet=sheet, encoding=encoding,
+                delimiter=delimiter, progress=throttle, cancel=token)}
 
-        def imported(result: dict) -> dict:
-            self._set_model_ready(result["device"])
-            return result
-
-        self._submit(self._jobs, "import", work, imported)
+        self._run_encoding("import", read)
 
     def resume_encoding(self) -> None:
         """Encode what an earlier, stopped import left; reports like `import_file`'s encode.
 
         Finishes as `finished("encode", {...})` with the encode report and fresh info.
         """
+        self._run_encoding("encode", None)
+
+    def _run_encoding(self, job: str,
+                      before: Callable[[Project, Throttle, CancelToken], dict] | None) -> None:
+        """`before` (reading a file), then encode what is missing, on the job pool, with
+        throttled progress and one cancel token; the result dict gets the encode report,
+        `cancelled`, fresh info and the device."""
         token = CancelToken()
         self._cancel = token
         throttle = Throttle(
@@ -262,18 +253,23 @@ class EngineBridge(QObject):
 
         def work() -> dict:
             project = self._require_project()
+            result: dict = {}
             try:
+                if before is not None:
+                    result.update(before(project, throttle, token))
+                    throttle.flush()
                 encoded = project.encode(progress=throttle, cancel=token)
             finally:
                 throttle.flush()
-            return {"encode": encoded, "cancelled": encoded.cancelled, "info": _info(project),
-                    "device": project.encoder().device}
+            result.update({"encode": encoded, "cancelled": encoded.cancelled,
+                           "info": _info(project), "device": project.encoder().device})
+            return result
 
-        def resumed(result: dict) -> dict:
+        def done(result: dict) -> dict:
             self._set_model_ready(result["device"])
             return result
 
-        self._submit(self._jobs, "encode", work, resumed)
+        self._submit(self._jobs, job, work, done)
 
     def set_preferences(self, device: str, batch_size: int) -> None:
         """Device and batch size for models loaded from now on (and the open project)."""

@@ -45,6 +45,17 @@ def settings(tmp_path) -> QSettings:
     return QSettings(str(tmp_path / "settings.ini"), QSettings.Format.IniFormat)
 
 
+@pytest.fixture
+def window(qtbot, bridge, settings):
+    """The main window over the test bridge, shown (closed by qtbot after the test)."""
+    from desktop_app.main_window import MainWindow
+
+    w = MainWindow(bridge, settings)
+    qtbot.addWidget(w)
+    w.show()
+    return w
+
+
 def open_in(qtbot, bridge: EngineBridge, path: Path, create: bool = False) -> dict:
     """Open `path` through the bridge and wait for it; returns the project info."""
     with qtbot.waitSignal(bridge.projectOpened, timeout=SIGNAL_TIMEOUT_MS) as blocker:

@@ -165,3 +165,22 @@ def test_throttle_keeps_one_report_per_interval_and_the_last():
     assert sent[-1].done == 100
     throttle(Progress("encoding", 200, 200))   # the final one goes out at once
     assert sent[-1].done == 200
+
+
+def test_resume_encodes_what_a_stopped_import_left(qtbot, bridge, tmp_path):
+    source = write_questions(tmp_path / "many.csv", 3000)
+    open_in(qtbot, bridge, tmp_path / "r.duplens", create=True)
+    bridge.progressed.connect(lambda stage, done, *_: bridge.cancel()
+                              if stage == "encoding" and done > 0 else None)
+    with qtbot.waitSignal(bridge.finished, timeout=SIGNAL_TIMEOUT_MS,
+                          check_params_cb=lambda job, _r: job == "import") as stopped:
+        bridge.import_file(source, ["question"], id_column="qid")
+    assert stopped.args[1]["cancelled"] and stopped.args[1]["encode"].remaining > 0
+    bridge.progressed.disconnect()
+    with qtbot.waitSignal(bridge.finished, timeout=SIGNAL_TIMEOUT_MS,
+                          check_params_cb=lambda job, _r: job == "encode") as resumed:
+        bridge.resume_encoding()
+    result = resumed.args[1]
+    assert not result["cancelled"] and result["encode"].remaining == 0
+    assert result["encode"].encoded == stopped.args[1]["encode"].remaining
+    assert result["info"]["encoded"] == result["info"]["texts"] == 3000

@@ -4,21 +4,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import pytest
 from PySide6.QtCore import Qt
 
 from desktop_app.main_window import MainWindow
 from desktop_app.views.import_dialog import ImportChoices, ImportDialog
 from desktop_app.workers import UNEXPECTED
 from tests.desktop_app.conftest import QUESTIONS_ITEMS, SIGNAL_TIMEOUT_MS
-
-
-@pytest.fixture
-def window(qtbot, bridge, settings):
-    w = MainWindow(bridge, settings)
-    qtbot.addWidget(w)
-    w.show()
-    return w
 
 
 def _open(qtbot, window: MainWindow, path: Path) -> None:

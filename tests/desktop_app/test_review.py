@@ -14,14 +14,6 @@ from engine.project import Project
 from tests.desktop_app.conftest import SIGNAL_TIMEOUT_MS
 
 
-@pytest.fixture
-def window(qtbot, bridge, settings):
-    w = MainWindow(bridge, settings)
-    qtbot.addWidget(w)
-    w.show()
-    return w
-
-
 def open_review(qtbot, window: MainWindow, path) -> None:
     with qtbot.waitSignal(window.bridge.projectOpened, timeout=SIGNAL_TIMEOUT_MS):
         window.open_project(str(path))
