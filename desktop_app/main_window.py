@@ -181,8 +181,8 @@ class MainWindow(QMainWindow):
         self.tabs.currentChanged.connect(self._tab_shown)
         self.review_view.exportRequested.connect(self.export_clusters)
         self.review.clustersChanged.connect(self.items_model.annotate)
-        self.review.clusterUpdated.connect(lambda *_: self.items_model.annotate(
-            self.review.clusters))
+        self.review.clusterUpdated.connect(
+            lambda _pos, cluster: self.items_model.annotate_cluster(cluster))
         self.review.exported.connect(self._exported)
 
     # -- questions to the user (tests replace these) ---------------------------------------

@@ -17,7 +17,7 @@ from PySide6.QtCore import QObject, QTimer, Signal
 
 from desktop_app.bridge import EngineBridge
 from engine.dedup.duplicates import DEFAULT_THRESHOLD, Cluster
-from engine.review.history import ReviewHistory
+from engine.review.history import CanonicalChange, LabelChange, ReviewHistory
 
 if TYPE_CHECKING:  # the engine facade is imported off the GUI thread, after the window shows
     from engine.project import Project
@@ -131,16 +131,20 @@ class ReviewController(QObject):
     def _decide(self, cluster: Cluster | None, action: Callable[[ReviewHistory], object]
                 ) -> None:
         """Run a history action on the review thread, then re-apply decisions to the
-        clusters it touched (undo/redo may touch any cluster on screen: all are redone)."""
+        clusters it touched (for undo/redo: the clusters holding the rows it changed)."""
         if not self._active:
             return
         history = self._history()
-        ids = [cluster.cluster_id] if cluster is not None else list(self.raw)
-        raws = [self.raw[i] for i in ids if i in self.raw]
+        raw = self.raw
 
         def work(project: Project) -> tuple[object, list[Cluster]]:
             change = action(history)
-            return change, project.apply_decisions(raws)
+            if cluster is not None:
+                touched = [raw[cluster.cluster_id]] if cluster.cluster_id in raw else []
+            else:
+                rows = _rows_of(change)
+                touched = [c for c in raw.values() if rows.intersection(c.item_ids())]
+            return change, project.apply_decisions(touched)
 
         def done(result: tuple[object, list[Cluster]]) -> None:
             change, updated = result
@@ -186,3 +190,12 @@ class ReviewController(QObject):
             return project.export_clusters(path, project.duplicates(threshold))
 
         self.bridge.run_review("export", work, lambda n: self.exported.emit(path, n))
+
+
+def _rows_of(change: object) -> set[int]:
+    """The rows a history change wrote decisions for."""
+    if isinstance(change, LabelChange):
+        return {change.item_a, change.item_b}
+    if isinstance(change, CanonicalChange):
+        return set(change.item_ids)
+    return set()

@@ -420,8 +420,13 @@ class Project:
         by the active model (pairs whose texts are not encoded yet are left out)."""
         pairs = self.labelled_pairs()
         index = self.index()
-        known = set(index.ids().tolist()) - set(index.deleted)
-        usable = [p for p in pairs if p["text_id_a"] in known and p["text_id_b"] in known]
+        # Asked after every review decision: a vectorised membership test, not a Python set
+        # of every indexed id.
+        live = np.setdiff1d(index.ids(), np.fromiter(index.deleted, np.int64))
+        a_ids = np.asarray([p["text_id_a"] for p in pairs], dtype=np.int64)
+        b_ids = np.asarray([p["text_id_b"] for p in pairs], dtype=np.int64)
+        keep = np.isin(a_ids, live) & np.isin(b_ids, live)
+        usable = [p for p, ok in zip(pairs, keep.tolist(), strict=True) if ok]
         if not usable:
             return threshold_curve(np.zeros(0), np.zeros(0))
         a = index.vectors(np.asarray([p["text_id_a"] for p in usable], dtype=np.int64))

@@ -40,14 +40,23 @@ class ItemsTableModel(QAbstractTableModel):
         self._notes: dict[int, tuple[int, str]] = {}   # item id -> (cluster id, decision)
 
     def annotate(self, clusters: list) -> None:
-        """Show each row's cluster and decision from `clusters` (engine Cluster objects)."""
-        notes: dict[int, tuple[int, str]] = {}
+        """Show each row's cluster and decision from `clusters` (engine Cluster objects),
+        replacing what was shown (a new cut)."""
+        self._notes = {}
         for c in clusters:
-            for m in c.members:
-                notes[m.item_id] = (c.cluster_id, m.decision)
-            for m in c.rejected:
-                notes[m.item_id] = (c.cluster_id, m.decision)
-        self._notes = notes
+            self._note(c)
+        self._refresh_notes()
+
+    def annotate_cluster(self, cluster: object) -> None:
+        """One cluster changed after a decision: update only its rows' notes."""
+        self._note(cluster)
+        self._refresh_notes()
+
+    def _note(self, c) -> None:
+        for m in (*c.members, *c.rejected):
+            self._notes[m.item_id] = (c.cluster_id, m.decision)
+
+    def _refresh_notes(self) -> None:
         if self._rows:
             self.dataChanged.emit(self.index(0, 2), self.index(self._rows - 1, 3))
 

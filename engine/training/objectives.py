@@ -87,14 +87,19 @@ def get_objective(name: str) -> Objective:
 # -- builders -------------------------------------------------------------------------------
 
 
+def _duplicate_dataset(pairs: Sequence[LabelledPair]) -> Dataset:
+    """(sentence1, sentence2, 0/1 duplicate): what SoftmaxLoss and OnlineContrastiveLoss take."""
+    return _dataset({"sentence1": [p.text_a for p in pairs],
+                     "sentence2": [p.text_b for p in pairs],
+                     "label": [int(p.is_duplicate) for p in pairs]})
+
+
 def _softmax(model: SentenceTransformer, pairs: Sequence[LabelledPair], seed: int,
              progress: ProgressCallback, cancel: CancelToken | None) -> TrainingData:
     from sentence_transformers.sentence_transformer.losses import SoftmaxLoss
 
     _require_both_classes("softmax", pairs)
-    dataset = _dataset({"sentence1": [p.text_a for p in pairs],
-                        "sentence2": [p.text_b for p in pairs],
-                        "label": [int(p.is_duplicate) for p in pairs]})
+    dataset = _duplicate_dataset(pairs)
     loss = SoftmaxLoss(model, model.get_embedding_dimension(), num_labels=2)
     return TrainingData(loss, dataset, len(pairs), notes=_graded_note("softmax", pairs))
 
@@ -117,9 +122,7 @@ def _contrastive(model: SentenceTransformer, pairs: Sequence[LabelledPair], seed
     from sentence_transformers.sentence_transformer.losses import OnlineContrastiveLoss
 
     _require_both_classes("contrastive", pairs)
-    dataset = _dataset({"sentence1": [p.text_a for p in pairs],
-                        "sentence2": [p.text_b for p in pairs],
-                        "label": [int(p.is_duplicate) for p in pairs]})
+    dataset = _duplicate_dataset(pairs)
     return TrainingData(OnlineContrastiveLoss(model), dataset, len(pairs),
                         notes=_graded_note("contrastive", pairs))
 
