@@ -1,43 +1,80 @@
-"""`ItemsTableModel`: every row of a project, read a page at a time as the view scrolls.
+"""`ItemsTableModel`: the rows of a project in a given order, read a page at a time.
 
 A project can hold millions of rows; reading them all would freeze the window and eat the
-memory. The view only asks for what is on screen, so the model keeps the row count and an
-LRU of a few 500-row pages. Pages are read on the GUI thread through the bridge: one small
-indexed SQLite query each, a few milliseconds, cheaper than a round trip through a thread.
+memory. The model keeps only the ids of the rows to show, in order (`engine.browse`: 8 bytes
+a row, sorted and filtered by the engine off the GUI thread), and an LRU of a few 200-row
+pages read by id as the view scrolls: one small primary-key query each, a few milliseconds,
+cheaper than a round trip through a thread, and as cheap at the end of the table as at
+its start.
 """
 
 from __future__ import annotations
 
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
-from PySide6.QtCore import QAbstractTableModel, QModelIndex, QPersistentModelIndex, Qt
+import numpy as np
+from PySide6.QtCore import QAbstractTableModel, QModelIndex, QPersistentModelIndex, Qt, Signal
 
-PAGE_SIZE = 500
-CACHED_PAGES = 8
+from engine.browse import SORT_PUBLIC_ID, SORT_TEXT
+
+PAGE_SIZE = 200
+CACHED_PAGES = 20
 TOOLTIP_CHARS = 1500
 ITEM_ID_ROLE = Qt.ItemDataRole.UserRole + 1
+CLUSTER_COLUMN, DECISION_COLUMN = 2, 3
+FIXED_COLUMNS = ("ID", "Text", "Cluster", "Decision")
 
 _Index = QModelIndex | QPersistentModelIndex
 
 
 class ItemsTableModel(QAbstractTableModel):
-    """Read-only table of (id, text, cluster, decision) over a count and a page fetcher.
+    """Read-only table of (id, text, cluster, decision, the file's own columns…).
 
     Cluster and decision come from the review screen's latest cut (`annotate`), kept as a
-    dict by row id: clusters cover a small share of the rows, so this stays small.
+    dict by row id: clusters cover a small share of the rows, so this stays small. Sorting
+    is asked for, not done here: `sortRequested` carries the engine's sort key (or the
+    column number, for cluster and decision) and the view answers with `set_rows`.
     """
 
-    COLUMNS = ("ID", "Text", "Cluster", "Decision")
+    sortRequested = Signal(object, bool)   # engine sort key or CLUSTER/DECISION_COLUMN, desc
 
-    def __init__(self, count: Callable[[], int], fetch: Callable[[int, int], list[dict]],
+    def __init__(self, fetch: Callable[[Sequence[int]], list[dict]],
                  parent: object | None = None) -> None:
         super().__init__(parent)  # type: ignore[arg-type]
-        self._count_fn = count
         self._fetch = fetch
-        self._rows = 0
-        self._pages: OrderedDict[int, list[dict]] = OrderedDict()
+        self._order = np.zeros(0, dtype=np.int64)
+        self._columns: list[str] = []
+        self._pages: OrderedDict[int, list[dict | None]] = OrderedDict()
         self._notes: dict[int, tuple[int, str]] = {}   # item id -> (cluster id, decision)
+
+    # -- what is shown ---------------------------------------------------------------------
+    def set_rows(self, order: np.ndarray, columns: Sequence[str]) -> None:
+        """Show the rows with these ids, in this order, with these original columns."""
+        self.beginResetModel()
+        self._order = np.asarray(order, dtype=np.int64)
+        self._columns = list(columns)
+        self._pages.clear()
+        self.endResetModel()
+
+    def clear(self) -> None:
+        self.set_rows(np.zeros(0, dtype=np.int64), [])
+
+    @property
+    def order(self) -> np.ndarray:
+        """The ids shown, in order (read-only view)."""
+        view = self._order.view()
+        view.flags.writeable = False
+        return view
+
+    @property
+    def original_columns(self) -> list[str]:
+        return list(self._columns)
+
+    def notes(self, column: int) -> dict[int, object]:
+        """Row id -> its cluster id (CLUSTER_COLUMN) or decision (DECISION_COLUMN)."""
+        slot = 0 if column == CLUSTER_COLUMN else 1
+        return {item_id: note[slot] for item_id, note in self._notes.items()}
 
     def annotate(self, clusters: list) -> None:
         """Show each row's cluster and decision from `clusters` (engine Cluster objects),
@@ -57,29 +94,39 @@ class ItemsTableModel(QAbstractTableModel):
             self._notes[m.item_id] = (c.cluster_id, m.decision)
 
     def _refresh_notes(self) -> None:
-        if self._rows:
-            self.dataChanged.emit(self.index(0, 2), self.index(self._rows - 1, 3))
-
-    # -- refresh ---------------------------------------------------------------------------
-    def reload(self) -> None:
-        """Re-read the count and forget cached pages (after an import or opening)."""
-        self.beginResetModel()
-        self._pages.clear()
-        self._rows = self._count_fn()
-        self.endResetModel()
+        if len(self._order):
+            self.dataChanged.emit(self.index(0, CLUSTER_COLUMN),
+                                  self.index(len(self._order) - 1, DECISION_COLUMN))
 
     # -- Qt model API ----------------------------------------------------------------------
     def rowCount(self, parent: _Index = QModelIndex()) -> int:  # noqa: B008 - Qt's idiom
-        return 0 if parent.isValid() else self._rows
+        return 0 if parent.isValid() else len(self._order)
 
     def columnCount(self, parent: _Index = QModelIndex()) -> int:  # noqa: B008
-        return 0 if parent.isValid() else len(self.COLUMNS)
+        return 0 if parent.isValid() else len(FIXED_COLUMNS) + len(self._columns)
 
     def headerData(self, section: int, orientation: Qt.Orientation,
                    role: int = Qt.ItemDataRole.DisplayRole) -> object:
         if role == Qt.ItemDataRole.DisplayRole and orientation == Qt.Orientation.Horizontal:
-            return self.COLUMNS[section]
+            if section < len(FIXED_COLUMNS):
+                return FIXED_COLUMNS[section]
+            return self._columns[section - len(FIXED_COLUMNS)]
         return None
+
+    def sort(self, column: int, order: Qt.SortOrder = Qt.SortOrder.AscendingOrder) -> None:
+        """Qt calls this on a header click: ask for the order (it comes back in `set_rows`)."""
+        descending = order == Qt.SortOrder.DescendingOrder
+        self.sortRequested.emit(self.sort_key(column), descending)
+
+    def sort_key(self, column: int) -> object:
+        """The engine's sort key of a column; CLUSTER/DECISION_COLUMN for the review's."""
+        if column == 0:
+            return SORT_PUBLIC_ID
+        if column == 1:
+            return SORT_TEXT
+        if column in (CLUSTER_COLUMN, DECISION_COLUMN):
+            return column
+        return self._columns[column - len(FIXED_COLUMNS)]
 
     def data(self, index: _Index, role: int = Qt.ItemDataRole.DisplayRole) -> object:
         if not index.isValid() or role not in (Qt.ItemDataRole.DisplayRole,
@@ -88,57 +135,46 @@ class ItemsTableModel(QAbstractTableModel):
         item = self.item_at(index.row())
         if item is None:
             return None
+        column = index.column()
         if role == ITEM_ID_ROLE:
             return item["item_id"]
-        if index.column() == 0:
+        if column == 0:
             return str(item["id"])
-        if index.column() >= 2:
+        if column in (CLUSTER_COLUMN, DECISION_COLUMN):
             note = self._notes.get(item["item_id"])
             if note is None:
                 return None
-            return str(note[0]) if index.column() == 2 else note[1]
-        text = str(item["text"])
+            return str(note[0]) if column == CLUSTER_COLUMN else note[1]
+        if column == 1:
+            text = str(item["text"])
+        else:
+            value = (item["extra"] or {}).get(self._columns[column - len(FIXED_COLUMNS)])
+            text = "" if value is None else str(value)
         if role == Qt.ItemDataRole.ToolTipRole:
             return text if len(text) <= TOOLTIP_CHARS else text[:TOOLTIP_CHARS] + "…"
         return " ".join(text.split())   # one line per row: uniform heights keep it fast
 
     # -- lookups ---------------------------------------------------------------------------
     def item_at(self, row: int) -> dict | None:
-        """The row's dict (id, row, text, item_id, …), or None past the end."""
-        if not 0 <= row < self._rows:
+        """The row's dict (id, row, text, item_id, extra, …), or None past the end or when
+        the row was deleted since the order was read."""
+        if not 0 <= row < len(self._order):
             return None
-        page = self._page(row // PAGE_SIZE)
-        offset = row % PAGE_SIZE
-        return page[offset] if offset < len(page) else None
+        return self._page(row // PAGE_SIZE)[row % PAGE_SIZE]
 
     def row_of_item(self, item_id: int) -> int | None:
-        """The table row showing `item_id`, or None.
+        """The table row showing `item_id`, or None when the filter hides it."""
+        hits = np.flatnonzero(self._order == item_id)
+        return int(hits[0]) if len(hits) else None
 
-        Rows come in item-id order (the engine's `items_page` orders by id), so this is a
-        binary search over pages: about log2(rows / 500) page reads, ~12 for a million rows.
-        Relies on that order; an engine call giving a row's position would be exact.
-        """
-        lo, hi = 0, (self._rows - 1) // PAGE_SIZE
-        while lo <= hi:
-            mid = (lo + hi) // 2
-            page = self._page(mid)
-            if not page or item_id < page[0]["item_id"]:
-                hi = mid - 1
-            elif item_id > page[-1]["item_id"]:
-                lo = mid + 1
-            else:
-                for offset, item in enumerate(page):
-                    if item["item_id"] == item_id:
-                        return mid * PAGE_SIZE + offset
-                return None
-        return None
-
-    def _page(self, number: int) -> list[dict]:
+    def _page(self, number: int) -> list[dict | None]:
         page = self._pages.get(number)
         if page is not None:
             self._pages.move_to_end(number)
             return page
-        page = self._fetch(number * PAGE_SIZE, PAGE_SIZE)
+        ids = self._order[number * PAGE_SIZE:(number + 1) * PAGE_SIZE].tolist()
+        found = {r["item_id"]: r for r in self._fetch(ids)}
+        page = [found.get(i) for i in ids]
         self._pages[number] = page
         while len(self._pages) > CACHED_PAGES:
             self._pages.popitem(last=False)

@@ -6,12 +6,26 @@ import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from sqlalchemy import Connection, func, insert, select
+import numpy as np
+from sqlalchemy import (
+    ColumnElement,
+    Connection,
+    Float,
+    Result,
+    String,
+    and_,
+    cast,
+    func,
+    insert,
+    or_,
+    select,
+)
 
 from engine.store.schema import items, sources, texts
 
 # Stay well under every database's limit on bound parameters in one statement.
 _IN_BATCH = 500
+_ID_SLICE = 2_000    # ids read per step when ordering a table: about a millisecond of GIL
 
 
 @dataclass(frozen=True)
@@ -161,3 +175,68 @@ def items_page(conn: Connection, offset: int, limit: int) -> list[dict]:
     return [dict(r) for r in conn.execute(
         select(*cols).where(~items.c.deleted).order_by(items.c.id).offset(offset).limit(limit)
     ).mappings()]
+
+
+# -- browsing: which live rows a table shows, in which order ---------------------------------
+def row_filter(text_filter: str, columns: Sequence[str] | None) -> ColumnElement[bool]:
+    """Live rows whose text, or one of `columns`' cells, contains `text_filter` (any case).
+
+    `columns=None` looks at the text only. `%` and `_` are matched literally. JSON cell
+    lookups compile per dialect (SQLite json_extract, PostgreSQL ->>).
+    """
+    condition: ColumnElement[bool] = ~items.c.deleted
+    if not text_filter:
+        return condition
+    matches = [items.c.text.icontains(text_filter, autoescape=True)]
+    matches += [items.c.extra[c].as_string().icontains(text_filter, autoescape=True)
+                for c in columns or ()]
+    return and_(condition, or_(*matches))
+
+
+def filtered_item_ids(conn: Connection, condition: ColumnElement[bool]) -> np.ndarray:
+    """Ids of the rows matching `condition`, in import (id) order, as int64."""
+    return _id_array(conn.execute(select(items.c.id).where(condition).order_by(items.c.id)))
+
+
+def sort_value(key: str) -> ColumnElement:
+    """The value rows are sorted on for `key`: "text", "public_id" (the row's own id, else
+    its row number) or an original column's name (a JSON cell, compiled per dialect)."""
+    if key == "text":
+        return items.c.text
+    if key == "public_id":
+        return func.coalesce(func.nullif(items.c.ext_id, ""), cast(items.c.row, String))
+    return items.c.extra[key].as_string()
+
+
+def sample_sort_values(conn: Connection, key: str, condition: ColumnElement[bool],
+                       limit: int) -> list:
+    """Up to `limit` non-empty values of `key`, to tell numbers from words before sorting."""
+    value = sort_value(key)
+    return list(conn.execute(
+        select(value).where(condition, value.is_not(None), value != "").limit(limit)
+    ).scalars())
+
+
+def sorted_item_ids(conn: Connection, key: str, condition: ColumnElement[bool], *,
+                    numeric: bool, descending: bool) -> np.ndarray:
+    """Ids of the rows matching `condition` sorted by `key`'s value, as numbers or as
+    lower-cased text, outer spaces ignored; empty values last either way; ties in import
+    order. The database
+    sorts (in C, on its own temporary storage): only ids come back."""
+    value = sort_value(key)
+    value = func.trim(value)   # a cell's leading spaces must not decide its place
+    empty = or_(value.is_(None), value == "")
+    # "1,200": thousands separators are dropped, as `engine.browse.looks_numeric` does
+    sort_key = cast(func.replace(value, ",", ""), Float) if numeric else func.lower(value)
+    sort_key = sort_key.desc() if descending else sort_key.asc()
+    return _id_array(conn.execute(select(items.c.id).where(condition)
+                                  .order_by(empty, sort_key, items.c.id)))
+
+
+def _id_array(result: Result) -> np.ndarray:
+    """A one-column result of ids as int64, read in slices: the driver and SQLAlchemy's
+    compiled row code never release the GIL within one call, so reading a million ids in
+    one go would freeze the window for seconds; between slices other threads run."""
+    parts = [np.fromiter((row[0] for row in part), dtype=np.int64, count=len(part))
+             for part in result.partitions(_ID_SLICE)]
+    return np.concatenate(parts) if parts else np.zeros(0, dtype=np.int64)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from PySide6.QtCore import Qt
+from PySide6.QtCore import QPoint, Qt
 
 from desktop_app.main_window import MainWindow
 from desktop_app.views.import_dialog import ImportChoices, ImportDialog
@@ -13,7 +13,9 @@ from tests.desktop_app.conftest import QUESTIONS_ITEMS, SIGNAL_TIMEOUT_MS
 
 
 def _open(qtbot, window: MainWindow, path: Path) -> None:
-    with qtbot.waitSignal(window.bridge.projectOpened, timeout=SIGNAL_TIMEOUT_MS):
+    """Open `path` and wait until the table shows its rows (they are ordered off-thread)."""
+    with qtbot.waitSignals([window.bridge.projectOpened, window.items_view.rowsShown],
+                           timeout=SIGNAL_TIMEOUT_MS):
         window.open_project(str(path))
 
 
@@ -86,7 +88,7 @@ def test_new_project_from_a_spreadsheet(qtbot, window, tmp_path, questions_csv, 
     with qtbot.waitSignal(window.bridge.finished, timeout=SIGNAL_TIMEOUT_MS,
                           check_params_cb=lambda job, _result: job == "import"):
         qtbot.mouseClick(window.start_page.new_button, Qt.MouseButton.LeftButton)
-    assert window.items_model.rowCount() == QUESTIONS_ITEMS
+    qtbot.waitUntil(lambda: window.items_model.rowCount() == QUESTIONS_ITEMS, timeout=10_000)
     assert not window.job_status.isVisible()
     assert "48 rows imported" in window.statusBar().currentMessage()
     assert window.recent.paths() == [str(target)]
@@ -122,3 +124,61 @@ def test_import_dialog_shows_a_bad_file_message(qtbot, tmp_path):
     assert not dialog.error_label.isHidden()
     assert "photo.csv" in dialog.error_label.text()
     assert dialog.text_columns() == []
+
+
+def _csv_rows(questions_csv: Path) -> list[dict]:
+    import csv
+
+    with questions_csv.open(encoding="utf-8") as fh:
+        return [r for r in csv.DictReader(fh) if r["question"].strip()]
+
+
+def _click_header(qtbot, window: MainWindow, section: int) -> None:
+    header = window.table.horizontalHeader()
+    pos = header.sectionViewportPosition(section) + header.sectionSize(section) // 2
+    with qtbot.waitSignal(window.items_view.rowsShown, timeout=SIGNAL_TIMEOUT_MS):
+        qtbot.mouseClick(header.viewport(), Qt.MouseButton.LeftButton,
+                         pos=QPoint(pos, header.height() // 2))
+
+
+def _column(window: MainWindow, column: int) -> list[str]:
+    model = window.items_model
+    return [model.data(model.index(r, column)) for r in range(model.rowCount())]
+
+
+def test_the_table_shows_the_files_columns_sorts_and_filters(qtbot, window, questions_project,
+                                                             questions_csv):
+    rows = _csv_rows(questions_csv)
+    _open(qtbot, window, questions_project)
+    model = window.items_model
+    assert [model.headerData(c, Qt.Orientation.Horizontal) for c in range(5)] == \
+        ["ID", "Text", "Cluster", "Decision", "topic"]
+    assert _column(window, 4) == [r["topic"] for r in rows]
+    assert window.items_view.count_label.text() == f"{QUESTIONS_ITEMS} rows"
+
+    _click_header(qtbot, window, 1)                    # Text, ascending
+    shown = [" ".join(r["question"].split()) for r in rows]   # one line, as the table shows
+    assert _column(window, 1) == sorted(shown, key=str.casefold)
+    _click_header(qtbot, window, 1)                    # again: descending
+    assert _column(window, 1)[0] == max(shown, key=str.casefold)
+
+    with qtbot.waitSignal(window.items_view.rowsShown, timeout=SIGNAL_TIMEOUT_MS):
+        qtbot.keyClicks(window.items_view.filter_edit, "PYTHON")   # applied after a pause
+    wanted = [q for q in shown if "python" in q.lower()]
+    assert sorted(_column(window, 1)) == sorted(wanted) and len(wanted) >= 2
+    assert window.items_view.count_label.text() == f"{len(wanted)} of {QUESTIONS_ITEMS} rows"
+
+    view = window.items_view
+    view.filter_column.setCurrentIndex(view.filter_column.findText("topic"))
+    with qtbot.waitSignal(view.rowsShown, timeout=SIGNAL_TIMEOUT_MS):
+        view.set_filter("health")
+    assert set(_column(window, 4)) == {"health"}
+    assert model.rowCount() == sum(r["topic"] == "health" for r in rows)
+
+    _search(qtbot, window, "which city is australia's capital")   # not a health question
+    _click_hit(qtbot, window, 0)
+    assert "hidden by the filter" in window.statusBar().currentMessage()
+    with qtbot.waitSignal(view.rowsShown, timeout=SIGNAL_TIMEOUT_MS):
+        view.set_filter("")
+    _click_hit(qtbot, window, 0)
+    assert _selected_id(window) == window.search_panel.texts()[0].split(" · ")[0]

@@ -1,0 +1,207 @@
+"""`ItemsView`: the table of every row, with a filter box and sortable columns.
+
+The engine decides which rows and in what order (`EngineBridge.browse`, off the GUI thread);
+this view holds the current `RowQuery`, asks again when the analyst types a filter or clicks
+a header, and drops answers that a newer request has made stale. Sorting by Cluster or
+Decision uses the review's latest cut, which only the window knows, so that reordering is
+done here with `engine.browse.order_by_labels` on the ids already shown.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from PySide6.QtCore import Qt, QTimer, Signal
+from PySide6.QtWidgets import (
+    QAbstractItemView,
+    QComboBox,
+    QHBoxLayout,
+    QHeaderView,
+    QLabel,
+    QLineEdit,
+    QTableView,
+    QVBoxLayout,
+    QWidget,
+)
+
+from desktop_app.bridge import EngineBridge, RowSet
+from desktop_app.models.items_model import (
+    CLUSTER_COLUMN,
+    DECISION_COLUMN,
+    FIXED_COLUMNS,
+    ItemsTableModel,
+)
+from engine.browse import FILTER_ALL, FILTER_TEXT, SORT_IMPORT, RowQuery, order_by_labels
+
+FILTER_DELAY_MS = 250   # a filter scans every row: wait for a pause in typing
+
+
+class ItemsView(QWidget):
+    """Filter bar over a virtualised, sortable table of the project's rows."""
+
+    rowsShown = Signal(int, int)   # rows shown, rows in the project
+
+    def __init__(self, bridge: EngineBridge, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.bridge = bridge
+        self.model = ItemsTableModel(bridge.items_by_ids, self)
+        self.query = RowQuery()
+        self._label_sort: tuple[int, bool] | None = None   # (column, descending)
+        self._asked = 0          # number of the newest request
+        self._shown = 0          # number of the request on screen
+        self._total = 0
+
+        self.filter_edit = QLineEdit(self)
+        self.filter_edit.setPlaceholderText("Filter rows…")
+        self.filter_edit.setClearButtonEnabled(True)
+        self.filter_column = QComboBox(self)
+        self.filter_column.setToolTip("Where the filter looks")
+        self.count_label = QLabel("", self)
+        self.count_label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        self.table = self._make_table()
+        self._set_filter_columns([])
+        self._filter_timer = QTimer(self)
+        self._filter_timer.setSingleShot(True)
+        self._filter_timer.setInterval(FILTER_DELAY_MS)
+
+        bar = QHBoxLayout()
+        bar.addWidget(self.filter_edit, 1)
+        bar.addWidget(QLabel("in", self))
+        bar.addWidget(self.filter_column)
+        bar.addWidget(self.count_label)
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(0, 0, 0, 0)
+        layout.addLayout(bar)
+        layout.addWidget(self.table, 1)
+
+        self.filter_edit.textChanged.connect(lambda _text: self._filter_timer.start())
+        self.filter_edit.returnPressed.connect(self._apply_filter)
+        self._filter_timer.timeout.connect(self._apply_filter)
+        self.filter_column.activated.connect(lambda _i: self._apply_filter())
+        self.model.sortRequested.connect(self._sort)
+
+    def _make_table(self) -> QTableView:
+        table = QTableView(self)
+        table.setModel(self.model)
+        table.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
+        table.setSelectionMode(QAbstractItemView.SelectionMode.SingleSelection)
+        table.setWordWrap(False)
+        table.setAlternatingRowColors(True)
+        table.verticalHeader().hide()
+        # Fixed heights and widths: "resize to contents" would read every page of the model.
+        table.verticalHeader().setSectionResizeMode(QHeaderView.ResizeMode.Fixed)
+        header = table.horizontalHeader()
+        header.setSortIndicatorShown(True)
+        header.setSortIndicator(-1, Qt.SortOrder.AscendingOrder)
+        header.setSectionsClickable(True)
+        # Not setSortingEnabled: it would sort at once on the GUI thread; a click asks instead.
+        header.sortIndicatorChanged.connect(self.model.sort)
+        header.setStretchLastSection(False)
+        return table
+
+    def _layout_columns(self) -> None:
+        header = self.table.horizontalHeader()
+        header.setSectionResizeMode(QHeaderView.ResizeMode.Interactive)
+        header.setSectionResizeMode(1, QHeaderView.ResizeMode.Stretch)
+        for column, width in ((0, 110), (CLUSTER_COLUMN, 80), (DECISION_COLUMN, 110)):
+            header.resizeSection(column, width)
+        for column in range(len(FIXED_COLUMNS), self.model.columnCount()):
+            header.resizeSection(column, 140)
+
+    # -- requests --------------------------------------------------------------------------
+    def reload(self) -> None:
+        """Ask again for the current query (after opening a project or an import)."""
+        self._request(self.query)
+
+    def clear(self) -> None:
+        """No project: an empty table and filter."""
+        self._asked += 1
+        self._shown = self._asked
+        self.query = RowQuery()
+        self._label_sort = None
+        self.filter_edit.blockSignals(True)
+        self.filter_edit.clear()
+        self.filter_edit.blockSignals(False)
+        self.model.clear()
+        self.count_label.clear()
+
+    def set_filter(self, text: str) -> None:
+        """Filter now (as typing and pausing would)."""
+        self.filter_edit.setText(text)
+        self._apply_filter()
+
+    def _apply_filter(self) -> None:
+        self._filter_timer.stop()
+        column = self.filter_column.currentData()
+        query = replace(self.query, text_filter=self.filter_edit.text().strip(),
+                        filter_column=None if column is None else column)
+        if query != self.query:
+            self._request(query)
+
+    def _sort(self, key: object, descending: bool) -> None:
+        if isinstance(key, int):   # a review column: reorder what is shown
+            self._label_sort = (key, descending)
+            self._request(replace(self.query, sort=SORT_IMPORT, descending=False))
+        else:
+            self._label_sort = None
+            self._request(replace(self.query, sort=str(key), descending=descending))
+
+    def _request(self, query: RowQuery) -> None:
+        self.query = query
+        self._asked += 1
+        number = self._asked
+        busy = "Filtering…" if query.text_filter else "Sorting…"
+        if self._shown:
+            self.count_label.setText(busy)
+        self.bridge.browse(query, lambda rows: self._show(number, rows))
+
+    def _show(self, number: int, rows: RowSet) -> None:
+        if number != self._asked:   # a newer filter or sort was asked meanwhile
+            return
+        self._shown = number
+        self._total = rows.total
+        first = self.model.columnCount() == 0 or rows.columns != self.model.original_columns
+        order = rows.order
+        if self._label_sort is not None:
+            column, descending = self._label_sort
+            order = order_by_labels(order, self.model.notes(column), descending)
+        self.model.set_rows(order, rows.columns)
+        if first:
+            self._layout_columns()
+            self._set_filter_columns(rows.columns)
+        self._show_count()
+
+    def relabel(self) -> None:
+        """The review's cut changed: a table sorted by cluster or decision is re-sorted."""
+        if self._label_sort is not None and self._shown:
+            self.reload()
+
+    def _show_count(self) -> None:
+        shown = self.model.rowCount()
+        if self.query.text_filter:
+            self.count_label.setText(f"{shown:,} of {self._total:,} rows")
+        else:
+            self.count_label.setText(f"{shown:,} rows")
+        self.rowsShown.emit(shown, self._total)
+
+    def _set_filter_columns(self, columns: list[str]) -> None:
+        current = self.filter_column.currentData()
+        self.filter_column.clear()
+        self.filter_column.addItem("Text", FILTER_TEXT)
+        if columns:
+            self.filter_column.addItem("All columns", FILTER_ALL)
+            for c in columns:
+                self.filter_column.addItem(c, c)
+        found = self.filter_column.findData(current)
+        self.filter_column.setCurrentIndex(max(found, 0))
+
+    # -- selection -------------------------------------------------------------------------
+    def select_item(self, item_id: int) -> bool:
+        """Select and scroll to the row of `item_id`; False when the filter hides it."""
+        row = self.model.row_of_item(item_id)
+        if row is None:
+            return False
+        self.table.selectRow(row)
+        self.table.scrollTo(self.model.index(row, 1),
+                            QAbstractItemView.ScrollHint.PositionAtCenter)
+        return True

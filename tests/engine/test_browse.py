@@ -1,0 +1,98 @@
+"""Row order for tables: filtering and sorting in the store, ids only, deleted rows left out."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from engine.browse import (
+    FILTER_ALL,
+    SORT_PUBLIC_ID,
+    SORT_TEXT,
+    RowQuery,
+    looks_numeric,
+    order_by_labels,
+    sorted_ids,
+)
+from engine.project import Project
+
+ROWS = [  # ref, question, views, team
+    ("r10", "banana bread recipe", "10", "Kitchen"),
+    ("r9", "Apple pie recipe", "9", "kitchen"),
+    ("r100", "cherry jam", "100", "Garden"),
+    ("r2", "50% off apples?", "", "shop_floor"),
+    ("r1", "apple cider", "1,200", "garden"),
+    ("r3", "date squares", "3", "kitchen"),
+]
+
+
+@pytest.fixture
+def project(tmp_path):
+    csv = tmp_path / "rows.csv"
+    lines = ["ref,question,views,team"] + [",".join(r) if "," not in r[2] else
+                                           f'{r[0]},{r[1]},"{r[2]}",{r[3]}' for r in ROWS]
+    csv.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    with Project.open(tmp_path / "rows.duplens", create=True) as p:
+        p.import_table(csv, ["question"], id_column="ref")
+        yield p
+
+
+def _refs(project: Project, query: RowQuery | None = None) -> list[str]:
+    order = project.row_order(query)
+    return [r["id"] for r in project.items_by_ids(order)]
+
+
+def test_default_order_is_import_order_and_columns_leave_out_text_and_id(project):
+    assert _refs(project) == [r[0] for r in ROWS]
+    assert project.item_columns() == ["views", "team"]
+    assert _refs(project, RowQuery(descending=True)) == [r[0] for r in reversed(ROWS)]
+
+
+def test_text_sorts_regardless_of_case(project):
+    assert _refs(project, RowQuery(sort=SORT_TEXT)) == ["r2", "r1", "r9", "r10", "r100", "r3"]
+    assert _refs(project, RowQuery(sort=SORT_TEXT, descending=True)) == \
+        ["r3", "r100", "r10", "r9", "r1", "r2"]
+
+
+def test_a_column_of_numbers_sorts_as_numbers_with_empty_cells_last(project):
+    assert _refs(project, RowQuery(sort="views")) == ["r3", "r9", "r10", "r100", "r1", "r2"]
+    assert _refs(project, RowQuery(sort="views", descending=True)) == \
+        ["r1", "r100", "r10", "r9", "r3", "r2"]
+
+
+def test_a_column_of_words_sorts_as_words_ties_in_import_order(project):
+    assert _refs(project, RowQuery(sort="team")) == ["r100", "r1", "r10", "r9", "r3", "r2"]
+    assert _refs(project, RowQuery(sort=SORT_PUBLIC_ID)) == \
+        ["r1", "r10", "r100", "r2", "r3", "r9"]
+
+
+def test_filter_is_a_literal_case_insensitive_substring(project):
+    assert _refs(project, RowQuery(text_filter="APPLE")) == ["r9", "r2", "r1"]
+    assert _refs(project, RowQuery(text_filter="50%")) == ["r2"]
+    assert _refs(project, RowQuery(text_filter="%")) == ["r2"]       # not a wildcard
+    assert _refs(project, RowQuery(text_filter="p_e")) == []         # nor is _
+    assert _refs(project, RowQuery(text_filter="garden")) == []      # text only by default
+    assert _refs(project, RowQuery(text_filter="garden", filter_column="team")) == \
+        ["r100", "r1"]
+    assert _refs(project, RowQuery(text_filter="jam", filter_column=FILTER_ALL)) == ["r100"]
+    assert _refs(project, RowQuery(text_filter="kitchen", filter_column=FILTER_ALL,
+                                   sort=SORT_TEXT)) == ["r9", "r10", "r3"]
+
+
+def test_deleted_rows_are_neither_ordered_nor_read(project):
+    first = project.row_order()
+    project.delete_items([int(first[1])])
+    assert "r9" not in _refs(project, RowQuery(sort=SORT_TEXT))
+    assert [r["id"] for r in project.items_by_ids(first)] == ["r10", "r100", "r2", "r1", "r3"]
+
+
+def test_in_memory_helpers():
+    ids = np.array([5, 6, 7, 8], dtype=np.int64)
+    assert sorted_ids(ids, ["10", "9", "100", "9"]).tolist() == [6, 8, 5, 7]
+    assert sorted_ids(ids, ["b", "A", "c", "a"], descending=True).tolist() == [7, 5, 6, 8]
+    assert looks_numeric(["1", "2.5", "-3", "1,000"]) and not looks_numeric(["1", "x"])
+    assert not looks_numeric([])
+    labels = {7: 2, 5: 1, 9: 0}
+    assert order_by_labels(ids, labels).tolist() == [5, 7, 6, 8]
+    assert order_by_labels(ids, labels, descending=True).tolist() == [7, 5, 6, 8]
+    assert order_by_labels(ids, {}).tolist() == ids.tolist()
