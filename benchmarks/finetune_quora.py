@@ -62,6 +62,9 @@ def main() -> None:
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--device", default="cpu")
     ap.add_argument("--out", type=Path, default=RESULTS)
+    ap.add_argument("--merge", action="store_true",
+                    help="keep the runs already in --out for other objectives or sizes "
+                         "(same split, measured pairs and options only)")
     args = ap.parse_args()
 
     from engine.encoding.models import load_model, resolve_model
@@ -92,7 +95,35 @@ def main() -> None:
     _say(f"base model: AP {before.average_precision:.2f}, best F1 {before.f1:.2f} "
          f"({measure_s:.0f} s to measure)")
 
-    runs = []
+    runs: list[dict] = []
+    earlier = (json.loads(args.out.read_text(encoding="utf-8"))
+               if args.merge and args.out.exists() else None)
+
+    def write_report() -> None:
+        """Written after every run, so a long benchmark stopped midway keeps what it measured."""
+        report = {
+            "benchmark": "finetune_quora",
+            "command": " ".join(["python -m benchmarks.finetune_quora", *sys.argv[1:]]),
+            "date": datetime.now(UTC).isoformat(timespec="seconds"),
+            "hardware": _hardware(args.device),
+            "versions": _versions(),
+            "data": {"file": QUORA.name, "pairs": len(pairs), "train_pairs": len(split.train),
+                     "held_out_pairs": len(split.held_out), "measured_pairs": len(held),
+                     "dropped_pairs": len(split.dropped), "split_seed": args.seed,
+                     "held_out_duplicates": int(sum(p.is_duplicate for p in held))},
+            "model": spec.name,
+            "default_objective": DEFAULT_OBJECTIVE,
+            "options": dataclasses.asdict(TrainingOptions(batch_size=args.batch_size,
+                                                          epochs=args.epochs, seed=args.seed)),
+            "before": _rounded(before.as_dict()),
+            "runs": runs,
+        }
+        if earlier is not None:
+            report = _merged(earlier, report)
+        args.out.parent.mkdir(parents=True, exist_ok=True)
+        args.out.write_text(json.dumps(report, indent=1, ensure_ascii=False) + "\n",
+                            encoding="utf-8")
+
     for size in args.sizes:
         train = pool[:size]
         for objective in args.objectives:
@@ -108,11 +139,13 @@ def main() -> None:
                 except Exception as exc:  # noqa: BLE001 - one failing objective ends one run
                     run["error"] = f"{type(exc).__name__}: {exc}"
                     runs.append(run)
+                    write_report()
                     _say(f"  failed: {run['error']}")
                     continue
                 total_s = time.perf_counter() - t0
                 after = held_out_metrics(result.model, held)
             run.update({
+                "date": datetime.now(UTC).isoformat(timespec="seconds"),
                 "examples": result.examples, "steps": result.steps,
                 "training_seconds": round(result.seconds, 1),
                 "total_seconds": round(total_s, 1),
@@ -122,31 +155,29 @@ def main() -> None:
                 "before": _rounded(before.as_dict()), "after": _rounded(after.as_dict()),
             })
             runs.append(run)
+            write_report()
             _say(f"  AP {before.average_precision:.2f} -> {after.average_precision:.2f}, "
                  f"F1 {before.f1:.2f} -> {after.f1:.2f}, {result.seconds:.0f} s training")
 
-    report = {
-        "benchmark": "finetune_quora",
-        "command": " ".join(["python -m benchmarks.finetune_quora", *sys.argv[1:]]),
-        "date": datetime.now(UTC).isoformat(timespec="seconds"),
-        "hardware": _hardware(args.device),
-        "versions": _versions(),
-        "data": {"file": QUORA.name, "pairs": len(pairs), "train_pairs": len(split.train),
-                 "held_out_pairs": len(split.held_out), "measured_pairs": len(held),
-                 "dropped_pairs": len(split.dropped), "split_seed": args.seed,
-                 "held_out_duplicates": int(sum(p.is_duplicate for p in held))},
-        "model": spec.name,
-        "default_objective": DEFAULT_OBJECTIVE,
-        "options": dataclasses.asdict(TrainingOptions(batch_size=args.batch_size,
-                                                      epochs=args.epochs, seed=args.seed)),
-        "before": _rounded(before.as_dict()),
-        "runs": runs,
-    }
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(report, indent=1, ensure_ascii=False) + "\n",
-                        encoding="utf-8")
     print(_table(before, runs))
     _say(f"written to {args.out}")
+
+
+def _merged(earlier: dict, report: dict) -> dict:
+    """`report` plus the runs of the `earlier` report that it did not redo, when both
+    measured the same held-out pairs with the same options; else `report` alone."""
+    same = all(earlier.get(k) == report[k] for k in ("data", "options", "model", "before"))
+    if not same:
+        _say("the earlier results were measured on other pairs or options; not merged")
+        return report
+    redone = {(r["objective"], r["train_pairs"]) for r in report["runs"]}
+    kept = [r for r in earlier["runs"] if (r["objective"], r["train_pairs"]) not in redone]
+    for run in kept:
+        run.setdefault("date", earlier["date"])
+    commands = [*earlier.get("earlier_commands", []), earlier["command"]]
+    runs = sorted(kept + report["runs"], key=lambda r: (r["train_pairs"],
+                                                       ALL_OBJECTIVES.index(r["objective"])))
+    return {**report, "runs": runs, "earlier_commands": commands}
 
 
 def _table(before, runs: list[dict]) -> str:

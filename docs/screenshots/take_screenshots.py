@@ -5,7 +5,9 @@
 
 Works on a copy of P. With --pairs (the Quora pairs file), gold labels of pairs whose two
 questions are in the project are stored as review decisions first, so the precision/recall
-plot has something to show, as it would after an analyst's review. Run it with
+plot has something to show, as it would after an analyst's review; the fine-tuning wizard is
+then run on those labels with its defaults (objective and results pages; the trained version
+is left inactive in the copy). Run it with
 `xvfb-run -s "-screen 0 1600x1000x24" python docs/screenshots/take_screenshots.py …`.
 """
 
@@ -165,6 +167,18 @@ def main() -> None:
     window.plots_view.tabs.setCurrentIndex(2)
     wait_for(lambda: len(window.plots_view.map_points.data) > 0)
     shoot(window, "plots_map")
+
+    if args.pairs and not args.dark:
+        window.improve_action.trigger()
+        wizard = window.finetune_wizard
+        wait_for(lambda: wizard.controller.input is not None)
+        wizard.next()
+        wizard.objective_page.advanced_button.click()
+        shoot(wizard, "finetune_objective")
+        wizard.next()  # "Train", with the defaults
+        wait_for(lambda: wizard.currentPage() is wizard.results_page, timeout=1800)
+        shoot(wizard, "finetune_results")
+        wizard.reject()
 
     if not args.dark:
         settings_dialog = SettingsDialog(window.preferences, "default", window)

@@ -6,7 +6,7 @@
 imported only when a function needs them.
 """
 
-from engine.training.finetune import TrainingOptions, TrainResult, finetune
+from engine.training.finetune import TrainingOptions, TrainingProgress, TrainResult, finetune
 from engine.training.metrics import (
     CurvePoint,
     PairMetrics,
@@ -53,6 +53,7 @@ __all__ = [
     "TrainResult",
     "TrainingData",
     "TrainingOptions",
+    "TrainingProgress",
     "Triplet",
     "VerdictChange",
     "build_training_data",

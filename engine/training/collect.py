@@ -11,9 +11,38 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
 
+from engine.errors import InputError
 from engine.text import norm_key
-from engine.training.pairs import LabelledPair, read_labelled_file
+from engine.training.pairs import (
+    MIN_PAIRS,
+    LabelledFile,
+    LabelledPair,
+    PairSummary,
+    read_labelled_file,
+    summarise,
+)
+
+
+@dataclass(frozen=True)
+class TrainingInput:
+    """What a fine-tuning run would learn from, and whether it may start: a wizard's first
+    page. The pairs are those a run given `pairs=` trains on, so what is shown is what is
+    used."""
+
+    pairs: list[LabelledPair]  # review verdicts first, then the file's new pairs
+    review: int  # pairs from the review screen
+    file: LabelledFile | None  # as read, with its columns and notes
+    file_path: Path | None
+    file_added: int  # of the file's pairs, those review had not judged already
+    summary: PairSummary  # counts, class balance and advice on all the pairs
+    problem: str  # why training would be refused ("" when it can start)
+
+    @property
+    def can_train(self) -> bool:
+        return not self.problem
 
 
 def review_pairs(rows: Iterable[dict]) -> list[LabelledPair]:
@@ -46,3 +75,31 @@ def merge_pairs(*sources: Sequence[LabelledPair]) -> list[LabelledPair]:
             seen.add(key)
             merged.append(pair)
     return merged
+
+
+def training_input(review_rows: Iterable[dict], extra_file: str | os.PathLike | None = None,
+                   *, min_pairs: int = MIN_PAIRS, **file_options) -> TrainingInput:
+    """Gather review verdicts (`Project.labelled_pairs()` rows) and an optional labelled file
+    as `Project.training_pairs` does, and say whether `Project.finetune` would accept them.
+
+    A file that cannot be read raises `InputError` with the reader's message: the caller
+    shows it and keeps the review pairs. The refusal is `session.check_pairs`' own message,
+    so the wizard and the engine never disagree about what is enough.
+    """
+    from engine.training.objectives import DEFAULT_OBJECTIVE
+    from engine.training.session import check_pairs
+
+    review = review_pairs(review_rows)
+    labelled = None
+    pairs = review
+    if extra_file is not None:
+        labelled = read_labelled_file(extra_file, **file_options)
+        pairs = merge_pairs(review, labelled.pairs)
+    try:
+        check_pairs(pairs, DEFAULT_OBJECTIVE, min_pairs)
+        problem = ""
+    except InputError as exc:
+        problem = str(exc)
+    return TrainingInput(pairs, len(review), labelled,
+                         Path(extra_file) if extra_file is not None else None,
+                         len(pairs) - len(review), summarise(pairs), problem)

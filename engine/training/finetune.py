@@ -71,6 +71,18 @@ class TrainingOptions:
 
 
 @dataclass(frozen=True)
+class TrainingProgress(Progress):
+    """A training step's progress with the loss logged at that step, for a live loss curve.
+
+    Callers that only draw a bar read it as a plain `Progress` (its `message` says the loss
+    too); a loss curve needs the number itself, and parsing it back out of text would tie a
+    view to the wording.
+    """
+
+    loss: float | None = None
+
+
+@dataclass(frozen=True)
 class TrainResult:
     output_dir: Path  # a sentence-transformers model folder
     objective: str
@@ -102,7 +114,8 @@ def finetune(model: ModelSource, train_pairs: Sequence[LabelledPair], objective:
     `device`). `output_dir` must not exist yet, or be an empty folder.
 
     Progress goes to `progress` as stage "training" (steps done of total, steps per second,
-    the loss in `message`), after "mining negatives" for the triplet objective. Setting
+    the loss in `message`; each step's report is a `TrainingProgress` carrying the loss as a
+    number), after "mining negatives" for the triplet objective. Setting
     `cancel` stops training after the current step and raises `Cancelled`, with nothing
     written; any other failure also leaves nothing behind.
     """
@@ -164,7 +177,10 @@ def _check_output(output_dir: Path) -> None:
 
 def _training_copy(model: ModelSource, device: str | None) -> SentenceTransformer:
     """A float32 copy of `model` that training may change, never the caller's own."""
-    if isinstance(model, SentenceEncoder):
+    if isinstance(model, SentenceEncoder) and model.spec.backend != "torch":
+        # An ONNX/OpenVINO encoder holds no torch weights to train: load them afresh.
+        trainee = _load_fresh(model.spec, device)
+    elif isinstance(model, SentenceEncoder):
         with model._lock:  # the tokenizer must not be in use while it is copied
             trainee = copy.deepcopy(model.model)
     elif _is_sentence_transformer(model):
@@ -278,8 +294,8 @@ def _progress_relay(progress: ProgressCallback, cancel: CancelToken) -> TrainerC
             if logs and "loss" in logs:
                 step, loss = int(state.global_step), float(logs["loss"])
                 self.history.append((step, loss))
-                progress(Progress("training", step, int(state.max_steps),
-                                  self.meter.rate(step), f"loss {loss:.4f}"))
+                progress(TrainingProgress("training", step, int(state.max_steps),
+                                          self.meter.rate(step), f"loss {loss:.4f}", loss))
             return stop_if_cancelled(control)
 
     def stop_if_cancelled(control):

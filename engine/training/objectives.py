@@ -66,6 +66,7 @@ class Objective:
     title: str
     explanation: str  # one line for the wizard
     build: Builder
+    loss: str = ""  # the sentence-transformers loss class, named for those who know them
 
 
 def build_training_data(objective: str, model: SentenceTransformer,
@@ -304,19 +305,23 @@ OBJECTIVES: dict[str, Objective] = {
     objective.name: objective for objective in (
         Objective("softmax", "Classification (softmax)",
                   "Sentence-BERT's original objective: a classifier on (u, v, |u-v|) learns "
-                  "duplicate or not, shaping the embeddings on the way.", _softmax),
+                  "duplicate or not, shaping the embeddings on the way.", _softmax,
+                  "SoftmaxLoss"),
         Objective("cosine", "Cosine similarity regression",
                   "Makes the cosine similarity of each pair match its label; the one that "
-                  "uses graded scores such as 0-5 as they are.", _cosine),
+                  "uses graded scores such as 0-5 as they are.", _cosine,
+                  "CosineSimilarityLoss"),
         Objective("triplet", "Triplet",
                   "Pulls a question's duplicate closer than a non-duplicate by a margin; "
                   "negatives come from the labels, or are mined when a question has none.",
-                  _triplet),
+                  _triplet, "TripletLoss"),
         Objective("contrastive", "Online contrastive",
                   "Pulls duplicates together and pushes apart non-duplicates that are too "
-                  "close, learning from the hardest pairs in each batch.", _contrastive),
+                  "close, learning from the hardest pairs in each batch.", _contrastive,
+                  "OnlineContrastiveLoss"),
         Objective("mnrl", "Multiple negatives ranking",
                   "Ranks each question's duplicate above every other question in the batch; "
-                  "needs duplicates only and usually does best.", _mnrl),
+                  "needs duplicate pairs only (the rest of the batch are the negatives).",
+                  _mnrl, "MultipleNegativesRankingLoss"),
     )
 }

@@ -164,8 +164,9 @@ def summarise(pairs: Sequence[LabelledPair]) -> PairSummary:
             "like. Add pairs labelled 1.")
     elif pairs and negatives == 0:
         warnings.append(
-            "Every pair is labelled a duplicate: use the mnrl or triplet objective, which take "
-            "other questions as negatives, or add pairs labelled 0 (not duplicate).")
+            "Every pair is labelled a duplicate: add pairs labelled 0 (not duplicate), which "
+            "measuring the model before and after needs. The mnrl and triplet objectives can "
+            "then learn from the duplicates alone, taking other questions as negatives.")
     elif pairs:
         share = min(positives, negatives) / len(pairs)
         if share < MIN_CLASS_SHARE:

@@ -42,7 +42,7 @@ from engine.training.metrics import (
 )
 from engine.training.objectives import get_objective
 from engine.training.pairs import MIN_PAIRS, LabelledPair, PairSummary, summarise
-from engine.training.split import PairSplit, split_pairs
+from engine.training.split import DEFAULT_HELD_OUT, PairSplit, split_pairs
 from engine.training.versions import (
     data_hash,
     new_staging_folder,
@@ -138,7 +138,8 @@ def check_pairs(pairs: Sequence[LabelledPair], objective: str, min_pairs: int = 
 
 def run_finetune(store: Store, project_path: Path, encoder: SentenceEncoder,
                  parent: dict | None, pairs: Sequence[LabelledPair], objective: str, *,
-                 options: TrainingOptions | None = None, held_out: float = 0.5, seed: int = 0,
+                 options: TrainingOptions | None = None,
+                 held_out: float = DEFAULT_HELD_OUT, seed: int = 0,
                  min_pairs: int = MIN_PAIRS, progress: ProgressCallback = no_progress,
                  cancel: CancelToken | None = None
                  ) -> tuple[FinetuneReport, SentenceTransformer]:

@@ -34,6 +34,7 @@ from engine.errors import InputError
 from engine.text import norm_key
 from engine.training.pairs import LabelledPair
 
+DEFAULT_HELD_OUT = 0.5  # half measured, half trained on: the wizard's and CLI's default
 DEFAULT_TOLERANCE = 0.1  # a whole-component split missing the target by more cuts the giant
 _TRIES = 16  # seeded component orders tried
 _BALANCE_WEIGHT = 0.5  # how much a side's share of duplicates straying from the overall counts
@@ -63,8 +64,8 @@ class PairSplit:
         return ""
 
 
-def split_pairs(pairs: Sequence[LabelledPair], held_out: float = 0.5, seed: int = 0, *,
-                tolerance: float = DEFAULT_TOLERANCE) -> PairSplit:
+def split_pairs(pairs: Sequence[LabelledPair], held_out: float = DEFAULT_HELD_OUT,
+                seed: int = 0, *, tolerance: float = DEFAULT_TOLERANCE) -> PairSplit:
     """Split `pairs` into training and held-out sets sharing no question; see the module doc.
 
     Deterministic for a given `seed`. Raises InputError when the pairs cannot be split so that

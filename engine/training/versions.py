@@ -26,14 +26,15 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
-from sqlalchemy import Connection, func, insert, select
+from sqlalchemy import Connection, delete, func, insert, or_, select
 
 from engine.encoding.models import DEFAULT_MODEL, default_model_path, resolve_model
-from engine.errors import ModelError
+from engine.errors import InputError, ModelError
+from engine.index.persist import blob_name
 from engine.store import items as item_store
 from engine.store import vectors as vector_store
 from engine.store.database import Store
-from engine.store.schema import indexes, models
+from engine.store.schema import blobs, indexes, meta, models
 from engine.training.pairs import LabelledPair
 
 VERSION_FILE = "duplens_version.json"
@@ -147,6 +148,54 @@ def register_version(store: Store, project_path: Path, trained: Path, *, name_ro
             shutil.rmtree(renamed, ignore_errors=True)
         raise
     return number
+
+
+def delete_version(store: Store, project_path: Path, model_id: int) -> str:
+    """Remove a trained version nobody uses: its row, embeddings, index, cached neighbour
+    graphs and folder; returns its name. What "Discard" in the wizard does.
+
+    Only the project's own versions (folders in `<project>.models/`) can go, never the active
+    one, one that other versions were trained from (their record names it), or a model the
+    user pointed at (that folder is theirs). The folder is moved aside inside the transaction
+    and deleted after it commits, so a failure leaves the version whole.
+    """
+    moved: tuple[Path, Path] | None = None
+    try:
+        with store.write() as conn:
+            row = vector_store.get_model_row(conn, model_id)
+            if row is None:
+                raise InputError(f"{project_path.name}: has no model version {model_id}")
+            active = conn.execute(select(meta.c.value).where(
+                meta.c.key == "active_model_id")).scalar()
+            if active == str(model_id):
+                raise InputError(f"{row['name']}: is the active model; make another version "
+                                 f"active before deleting it")
+            if not _OWN_VERSION.search(row["location"]):
+                raise InputError(f"{row['name']}: was not trained in this project; only "
+                                 f"its own versions can be deleted")
+            children = conn.execute(select(models.c.name).where(
+                models.c.parent_id == model_id)).scalars().all()
+            if children:
+                raise InputError(f"{row['name']}: {', '.join(children)} was trained from it; "
+                                 f"it is kept as their parent")
+            prefix = f"knn/{model_id}/%"
+            conn.execute(delete(blobs).where(or_(blobs.c.name == blob_name(model_id),
+                                                 blobs.c.name.like(prefix))))
+            conn.execute(delete(meta).where(meta.c.key.like(prefix)))
+            conn.execute(delete(models).where(models.c.id == model_id))  # cascades
+            folder = model_folder(project_path, row["location"])
+            if folder is not None and folder.exists():
+                aside = Path(tempfile.mkdtemp(prefix=STAGING_PREFIX, dir=folder.parent))
+                folder.rename(aside / folder.name)
+                moved = (folder, aside)
+    except BaseException:
+        if moved is not None:
+            (moved[1] / moved[0].name).rename(moved[0])
+            shutil.rmtree(moved[1], ignore_errors=True)
+        raise
+    if moved is not None:
+        shutil.rmtree(moved[1], ignore_errors=True)
+    return row["name"]
 
 
 def root_name(conn: Connection, model_id: int | None) -> str:

@@ -12,6 +12,7 @@ from engine.jobs import CancelToken
 from engine.training import (
     OBJECTIVES,
     TrainingOptions,
+    TrainingProgress,
     finetune,
     read_labelled_file,
     split_pairs,
@@ -58,6 +59,9 @@ def test_each_objective_trains_and_saves_a_loadable_model(encoder, base_weights,
     training = [e for e in events if e.stage == "training"]
     assert [(e.done, e.total) for e in training] == [(0, 2), (1, 2), (2, 2)]
     assert training[-1].message.startswith("loss ")
+    # Each logged step carries its loss as a number, for a live curve: the same as the result's.
+    assert [(e.done, e.loss) for e in training if isinstance(e, TrainingProgress)] == \
+        result.loss_history
     assert sorted(p.name for p in tmp_path.iterdir()) == ["out"]  # no staging left over
 
     vectors = load(result.output_dir).encode(["How do I learn Python?", "Why is the sky blue?"])

@@ -41,7 +41,7 @@ def test_each_objective_builds_its_loss_and_columns(encoder, labelled, name):
     data = build_training_data(name, encoder.model, labelled)
     columns, loss = COLUMNS[name]
     assert data.dataset.column_names == columns
-    assert type(data.loss).__name__ == loss
+    assert type(data.loss).__name__ == loss == get_objective(name).loss  # as the wizard says
     assert data.examples == len(data.dataset) == (24 if name in ("triplet", "mnrl") else 40)
     assert data.no_duplicates == (name == "mnrl")
     if name in ("softmax", "contrastive"):

@@ -107,7 +107,7 @@ def test_summary_counts_and_advice():
     few = summarise(pairs[:5])
     assert any("Only 5 labelled pairs" in w for w in few.warnings)
     only_dups = summarise([LabelledPair("a", "b", 1.0)] * 25)
-    assert len(only_dups.warnings) == 1 and "use the mnrl or triplet" in only_dups.warnings[0]
+    assert len(only_dups.warnings) == 1 and "add pairs labelled 0" in only_dups.warnings[0]
     no_dups = summarise([LabelledPair("a", "b", 0.0)] * 25)
     assert any("No pair is labelled a duplicate" in w for w in no_dups.warnings)
     balanced = summarise([LabelledPair(f"q{i}", "x", float(i % 2)) for i in range(40)])
