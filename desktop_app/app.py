@@ -11,7 +11,7 @@ from __future__ import annotations
 import logging
 import sys
 
-from PySide6.QtCore import QTimer
+from PySide6.QtCore import QEvent, QObject, QTimer
 from PySide6.QtWidgets import QApplication
 
 from desktop_app.bridge import EngineBridge
@@ -22,16 +22,44 @@ from engine.logfile import setup_logging
 log = logging.getLogger("duplens.gui")
 
 
+def apply_identity(app: QApplication) -> None:
+    """Name, version and icon: QSettings, the About box and every window use them."""
+    from PySide6.QtGui import QIcon
+
+    from desktop_app.resources import icon_path
+    from engine import __version__
+
+    app.setOrganizationName("Duplens")
+    app.setApplicationName("Duplens")
+    app.setApplicationVersion(__version__)
+    app.setWindowIcon(QIcon(str(icon_path())))
+
+
+class OpenFileEvents(QObject):
+    """Opens the project macOS asks for: Finder sends a double-clicked .duplens file as an
+    Apple Event (Qt's QFileOpenEvent), not as a command-line argument."""
+
+    def __init__(self, window: MainWindow) -> None:
+        super().__init__(window)
+        self._window = window
+
+    def eventFilter(self, watched: QObject, event: QEvent) -> bool:  # noqa: N802 - Qt's name
+        if event.type() == QEvent.Type.FileOpen and event.file():  # type: ignore[attr-defined]
+            self._window.open_project(event.file())  # type: ignore[attr-defined]
+            return True
+        return super().eventFilter(watched, event)
+
+
 def run(project_path: str | None = None) -> int:
     """Show the window (opening `project_path` if given) and run the event loop."""
     setup_logging()
     app = QApplication.instance() or QApplication(sys.argv[:1])
     assert isinstance(app, QApplication)
-    app.setOrganizationName("Duplens")
-    app.setApplicationName("Duplens")
+    apply_identity(app)
     bridge = EngineBridge()
     window = MainWindow(bridge)
     install_excepthook(window.show_error)
+    app.installEventFilter(OpenFileEvents(window))
     window.show()
     # After the first paint: the model load then never delays the window appearing.
     QTimer.singleShot(0, bridge.warm_up)

@@ -18,8 +18,14 @@ def _open_window(project: str | None) -> int:
     return run(project)
 
 
+def _check_window(*args) -> None:
+    from desktop_app.selfcheck import check_window
+
+    check_window(*args)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    return cli_main(argv, open_window=_open_window)
+    return cli_main(argv, open_window=_open_window, check_window=_check_window)
 
 
 if __name__ == "__main__":

@@ -21,6 +21,11 @@ def sample_questions_path() -> Path:
     return resources_dir() / SAMPLE_QUESTIONS
 
 
+def icon_path() -> Path:
+    """The app icon (rendered from resources/icons/duplens.svg by packaging/make_icons.py)."""
+    return resources_dir() / "icons" / "duplens.png"
+
+
 def user_data_dir() -> Path:
     """The user's Duplens data folder (the sample project lives here)."""
     from platformdirs import user_data_dir as platform_data_dir
