@@ -1,7 +1,8 @@
-"""`SettingsDialog`: device, batch size and model, kept in QSettings between runs.
+"""`SettingsDialog`: device, batch size, model and backend, kept in QSettings between runs.
 
 The device list shows what this machine really has (the engine probes CUDA and MPS); "auto"
-takes the fastest of those.
+takes the fastest of those. The backend list offers the fast CPU backends whose packages are
+installed (`engine.encoding.backends`), the others greyed out with what to install.
 """
 
 from __future__ import annotations
@@ -9,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from PySide6.QtCore import QSettings
+from PySide6.QtGui import QStandardItemModel
 from PySide6.QtWidgets import (
     QComboBox,
     QDialog,
@@ -32,6 +34,7 @@ class Preferences:
     device: str = "auto"
     batch_size: int = 64
     model: str = ""            # "" = the bundled default model
+    backend: str = "torch"     # engine.encoding.backends.BACKENDS
 
     @classmethod
     def load(cls, settings: QSettings) -> Preferences:
@@ -40,13 +43,18 @@ class Preferences:
             batch = int(settings.value("engine/batch_size", 64))
         except (TypeError, ValueError):
             batch = 64
+        from engine.encoding.backends import BACKENDS
+
+        backend = str(settings.value("engine/backend", "torch"))
         return cls(device if device in dict(DEVICES) else "auto", min(max(batch, 1), 1024),
-                   str(settings.value("engine/model", "")))
+                   str(settings.value("engine/model", "")),
+                   backend if backend in BACKENDS else "torch")
 
     def save(self, settings: QSettings) -> None:
         settings.setValue("engine/device", self.device)
         settings.setValue("engine/batch_size", self.batch_size)
         settings.setValue("engine/model", self.model)
+        settings.setValue("engine/backend", self.backend)
 
 
 def found_devices() -> list[str]:
@@ -78,11 +86,13 @@ class SettingsDialog(QDialog):
         model_row.addWidget(self.model, 1)
         model_row.addWidget(browse)
         found_label = QLabel("Found on this machine: " + ", ".join(found), self)
+        self.backend = backend_combo(current.backend, self)
         form = QFormLayout(self)
         form.addRow("Device", self.device)
         form.addRow("", found_label)
         form.addRow("Batch size", self.batch)
         form.addRow("Model", model_row)
+        form.addRow("Backend", self.backend)
         note = QLabel("A sentence-transformers folder, or a hub name (downloaded once, only "
                       "when you ask for it). Empty: the bundled model."
                       + (f"\nThis project uses: {project_model}" if project_model else ""),
@@ -102,4 +112,27 @@ class SettingsDialog(QDialog):
 
     def preferences(self) -> Preferences:
         return Preferences(str(self.device.currentData()), self.batch.value(),
-                           self.model.text().strip())
+                           self.model.text().strip(), str(self.backend.currentData()))
+
+
+def backend_combo(current: str, parent: QWidget) -> QComboBox:
+    """Every backend; those whose packages are missing are greyed out and say what to
+    install. The int8 ones give different embeddings: a project is encoded again."""
+    from engine.encoding.backends import BACKENDS, available_backends
+
+    combo = QComboBox(parent)
+    usable = set(available_backends())
+    model = combo.model()
+    for name, backend in BACKENDS.items():
+        label = backend.label if backend.exact else f"{backend.label} (encodes again)"
+        if name not in usable:
+            label += f" — needs duplens[{backend.extra}]"
+        combo.addItem(label, name)
+        if name not in usable and isinstance(model, QStandardItemModel):
+            model.item(combo.count() - 1).setEnabled(False)
+    index = combo.findData(current if current in usable else "torch")
+    combo.setCurrentIndex(max(0, index))
+    combo.setToolTip("ONNX Runtime and OpenVINO run on the CPU. Their int8 forms are the "
+                     "fastest but give slightly different similarities, so a project is "
+                     "encoded again with them (its earlier embeddings are kept).")
+    return combo

@@ -10,7 +10,7 @@ import hashlib
 import json
 import os
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -36,6 +36,21 @@ class ModelSpec:
     location: str
     fingerprint: str
     is_local: bool
+    # How it runs (`engine.encoding.backends`). For a quantised backend `fingerprint` and
+    # `name` carry its tag, so its embeddings are stored apart from the torch ones.
+    backend: str = "torch"
+
+
+def with_backend(spec: ModelSpec, backend: str | None) -> ModelSpec:
+    """`spec` as served by `backend`: same weights; for a backend that changes the
+    embeddings, a name and stored fingerprint of its own."""
+    from engine.encoding.backends import get_backend, stored_fingerprint
+
+    chosen = get_backend(backend)
+    if chosen.exact:
+        return replace(spec, backend=chosen.name)
+    return replace(spec, name=f"{spec.name} ({chosen.name})", backend=chosen.name,
+                   fingerprint=stored_fingerprint(spec.fingerprint, chosen))
 
 
 def default_model_path() -> Path:
@@ -124,8 +139,20 @@ def quiet_and_private() -> None:
     os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
 
 
-def load_model(spec: ModelSpec, device: str) -> SentenceTransformer:
-    """Load the model; local folders never touch the network, fp16 on CUDA."""
+def load_model(spec: ModelSpec, device: str, backend: str | None = None) -> SentenceTransformer:
+    """Load the model; local folders never touch the network, fp16 on CUDA.
+
+    With an ONNX or OpenVINO `backend` (CPU only), the transformer is exported once into
+    the cache (`engine.encoding.backends.export_dir`) and run from there.
+    """
+    from engine.encoding.backends import get_backend, require_backend
+
+    if get_backend(backend).runtime != "torch":
+        chosen = require_backend(backend)
+        if device != "cpu":
+            raise ModelError(f"the {chosen.name} backend runs on the CPU, not {device}; "
+                             f"choose the cpu device or the torch backend")
+        return _load_exported(spec, chosen)
     quiet_and_private()
     from sentence_transformers import SentenceTransformer
     from transformers.utils import logging as hf_logging
@@ -141,4 +168,24 @@ def load_model(spec: ModelSpec, device: str) -> SentenceTransformer:
         raise ModelError(f"{spec.name}: cannot load the model{where}: {detail}") from exc
     if device.startswith("cuda"):
         model.half()
+    return model
+
+
+def _load_exported(spec: ModelSpec, backend) -> SentenceTransformer:
+    """The torch model with its transformer swapped for `backend`'s export of it."""
+    from engine.encoding.backends import split_fingerprint
+    from engine.encoding.runtime import calibration_texts, exported_file, use_exported
+
+    model = load_model(spec, "cpu")
+    weights, _ = split_fingerprint(spec.fingerprint)
+    try:
+        texts = calibration_texts() if backend.quantization == "static" else None
+        use_exported(model, backend, exported_file(model, weights, backend,
+                                                   calibration_texts=texts))
+    except ModelError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - an export or runtime failure is reported whole
+        detail = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        raise ModelError(f"{spec.name}: cannot run it with the {backend.name} backend: "
+                         f"{detail}") from exc
     return model

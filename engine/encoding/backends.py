@@ -1,0 +1,170 @@
+"""Which inference backends can run a sentence encoder here, and where their exports live.
+
+sentence-transformers has ONNX and OpenVINO backends of its own, but they load through
+optimum-onnx / optimum-intel, and no release of those installs beside the transformers
+Duplens is pinned to (they cap transformers below 4.58 and 5.6, and their imports fail on
+5.23 even when forced). So Duplens exports the model's transformer itself (torch.onnx),
+runs it with onnxruntime or OpenVINO directly, and leaves tokenising, pooling and
+normalising to sentence-transformers as before (`engine.encoding.runtime`).
+
+This module imports none of those packages: the window asks `available_backends()` to fill
+its settings, and that must stay instant.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+from engine.errors import ModelError
+
+DEFAULT_BACKEND = "torch"
+# Bump when the export steps change, so old exports are not loaded as if they were new ones.
+EXPORT_FORMAT = 1
+
+
+@dataclass(frozen=True)
+class Backend:
+    """One way of running the transformer.
+
+    `exact` backends give the same embeddings as torch up to float32 rounding (measured: a
+    cosine of at least 0.99999 between the two), so embeddings stored by one are used with
+    the other. Quantised backends do not: a project encoded with one of them keeps those
+    embeddings apart (`stored_fingerprint`) and encodes again when the backend changes.
+    """
+
+    name: str
+    runtime: str                   # "torch", "onnx" or "openvino"
+    label: str
+    exact: bool = True
+    optimization: int = 0          # onnxruntime transformer optimiser level (O1-O3), 0 none
+    quantization: str | None = None    # None, "dynamic" (onnxruntime) or "static" (nncf)
+    extra: str | None = None       # the `pip install duplens[extra]` that brings it
+    modules: tuple[str, ...] = ()  # what must be importable
+
+    @property
+    def tag(self) -> str:
+        """Short, stable name used in folder names and stored fingerprints."""
+        return self.name
+
+
+_ONNX = ("onnxruntime", "onnx")
+_OPENVINO = ("openvino", "onnx")
+_NNCF = ("openvino", "onnx", "nncf")
+
+# What the settings and `--backend` offer. "onnx" is optimised at O2 (fused attention and
+# layer norms, exact); "onnx-int8" is dynamic int8 quantisation of that graph.
+BACKENDS: dict[str, Backend] = {b.name: b for b in (
+    Backend("torch", "torch", "PyTorch (default)"),
+    Backend("onnx", "onnx", "ONNX Runtime", optimization=2, extra="onnx", modules=_ONNX),
+    Backend("onnx-int8", "onnx", "ONNX Runtime, int8 quantised", exact=False, optimization=2,
+            quantization="dynamic", extra="onnx", modules=_ONNX),
+    Backend("openvino", "openvino", "OpenVINO", extra="openvino", modules=_OPENVINO),
+    Backend("openvino-int8", "openvino", "OpenVINO, int8 quantised", exact=False,
+            quantization="static", extra="openvino", modules=_NNCF),
+)}
+
+
+def get_backend(name: str | None) -> Backend:
+    """The backend called `name` (None or "": torch); a clear error for an unknown name."""
+    if name in (None, ""):
+        name = DEFAULT_BACKEND
+    try:
+        return BACKENDS[name]
+    except KeyError:
+        raise ModelError(f"unknown backend {name!r}; use one of: {', '.join(BACKENDS)}"
+                         ) from None
+
+
+def missing_modules(backend: Backend) -> list[str]:
+    """The packages `backend` needs that are not installed (found without importing them)."""
+    return [m for m in backend.modules if importlib.util.find_spec(m) is None]
+
+
+def available_backends() -> list[str]:
+    """Backends whose packages are installed here, torch first."""
+    return [name for name, b in BACKENDS.items() if not missing_modules(b)]
+
+
+def require_backend(name: str | None) -> Backend:
+    """The backend, or a ModelError saying which extra to install."""
+    backend = get_backend(name)
+    missing = missing_modules(backend)
+    if missing:
+        raise ModelError(f"the {backend.name} backend needs {', '.join(missing)}: install "
+                         f"them with pip install \"duplens[{backend.extra}]\"")
+    return backend
+
+
+def stored_fingerprint(fingerprint: str, backend: Backend) -> str:
+    """The model identity embeddings are stored under: the weights', plus the backend's tag
+    for backends that change the embeddings (so they never share an index with torch's)."""
+    return fingerprint if backend.exact else f"{fingerprint}+{backend.tag}"
+
+
+def split_fingerprint(stored: str) -> tuple[str, str | None]:
+    """(weights fingerprint, backend name or None) of a stored fingerprint."""
+    base, sep, tag = stored.rpartition("+")
+    if sep and tag in BACKENDS and not BACKENDS[tag].exact:
+        return base, tag
+    return stored, None
+
+
+def backend_for_row(stored: str, preferred: str | None) -> Backend:
+    """The backend that serves a model a project already has embeddings of, keeping them
+    valid: the quantised backend the stored fingerprint names, else `preferred` when it
+    gives torch's embeddings, else torch. (A quantised preference applies when a model is
+    chosen (`load_encoder`), which re-encodes under its own identity, never silently.)"""
+    _, tag = split_fingerprint(stored)
+    if tag is not None:
+        return BACKENDS[tag]
+    wanted = get_backend(preferred)
+    return wanted if wanted.exact else BACKENDS[DEFAULT_BACKEND]
+
+
+def cache_root() -> Path:
+    """Where exports are kept: `DUPLENS_CACHE_DIR`, else the user's cache folder. Exports
+    are made again when missing, so a cache (not the data folder) is their place."""
+    override = os.environ.get("DUPLENS_CACHE_DIR")
+    if override:
+        return Path(override).expanduser()
+    from platformdirs import user_cache_dir
+
+    return Path(user_cache_dir("Duplens", appauthor=False))
+
+
+def runtime_versions(backend: Backend) -> dict[str, str]:
+    """Versions of the packages that write `backend`'s files; part of the cache key, since
+    an optimiser or quantiser of another release may write a different graph."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    found = {}
+    for module in backend.modules:
+        try:
+            found[module] = version(module)
+        except PackageNotFoundError:
+            found[module] = "missing"
+    return found
+
+
+def export_key(fingerprint: str, backend: Backend, calibration: str = "") -> str:
+    """Folder name of one model's export for one backend: the same weights, backend, export
+    steps, package versions and calibration texts (a digest) always give the same name."""
+    versions = ",".join(f"{k}={v}" for k, v in sorted(runtime_versions(backend).items()))
+    material = f"{fingerprint}|{backend.name}|{backend.optimization}|{backend.quantization}|" \
+               f"{EXPORT_FORMAT}|{versions}|{calibration}"
+    return f"{backend.name}-{hashlib.sha256(material.encode()).hexdigest()[:16]}"
+
+
+def export_dir(fingerprint: str, backend: Backend, calibration: str = "") -> Path:
+    return cache_root() / "backends" / export_key(fingerprint, backend, calibration)
+
+
+def texts_digest(texts: list[str] | tuple[str, ...] | None) -> str:
+    """A short digest of calibration texts, for `export_key`."""
+    if not texts:
+        return ""
+    return hashlib.sha256("\n".join(texts).encode("utf-8")).hexdigest()[:16]

@@ -1,0 +1,171 @@
+"""Running an exported transformer inside a loaded `SentenceTransformer`.
+
+The model is loaded as usual (tokenizer, pooling, normalising, `encode`, evaluators: all
+sentence-transformers'), then its transformer's inner torch model is swapped for a small
+module that runs the exported file with onnxruntime or OpenVINO and hands back the token
+embeddings as a torch tensor, as the torch model would. Everything that calls
+`model.encode` (the encoder, the evaluators, the benchmarks) is unchanged.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from engine.encoding.backends import Backend, export_dir, texts_digest
+from engine.encoding.export import CALIBRATION_SAMPLES, export, quiet_nncf
+
+if TYPE_CHECKING:  # pragma: no cover
+    from sentence_transformers import SentenceTransformer
+
+
+def _torch_module_base():
+    import torch
+
+    return torch.nn.Module
+
+
+def _threads() -> int:
+    """All cores: onnxruntime and OpenVINO default to physical cores, torch to all cores;
+    the side-by-side benchmark must give each the same."""
+    import torch
+
+    return max(1, torch.get_num_threads())
+
+
+class _ExportedTransformer:
+    """Mixin of the two runners: keeps the replaced model's config (sentence-transformers
+    reads `hidden_size` and friends from it) and turns outputs into torch tensors."""
+
+    def _setup(self, config: Any, names: Sequence[str]) -> None:
+        self.config = config
+        self.input_names = list(names)
+
+    def _feed(self, kwargs: dict) -> dict:
+        feed = {}
+        for name in self.input_names:
+            value = kwargs.get(name)
+            if value is None and name == "token_type_ids":
+                import torch
+
+                value = torch.zeros_like(kwargs["input_ids"])
+            feed[name] = value.detach().cpu().numpy().astype("int64", copy=False)
+        return feed
+
+    @staticmethod
+    def _output(array):
+        import torch
+        from transformers.modeling_outputs import BaseModelOutput
+
+        return BaseModelOutput(last_hidden_state=torch.from_numpy(array))
+
+
+def _make_onnx_runner(path: Path, config: Any):
+    import onnxruntime as ort
+
+    class OnnxTransformer(_torch_module_base(), _ExportedTransformer):
+        """The transformer as an onnxruntime session (CPU)."""
+
+        def __init__(self) -> None:
+            super().__init__()
+            options = ort.SessionOptions()
+            options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+            options.intra_op_num_threads = _threads()
+            options.inter_op_num_threads = 1
+            options.log_severity_level = 3
+            self.session = ort.InferenceSession(str(path), options,
+                                                providers=["CPUExecutionProvider"])
+            self._setup(config, [i.name for i in self.session.get_inputs()])
+
+        def forward(self, input_ids=None, attention_mask=None, token_type_ids=None, **_):
+            feed = self._feed({"input_ids": input_ids, "attention_mask": attention_mask,
+                               "token_type_ids": token_type_ids})
+            (hidden,) = self.session.run(["last_hidden_state"], feed)
+            return self._output(hidden)
+
+    return OnnxTransformer()
+
+
+def _make_openvino_runner(path: Path, config: Any):
+    import openvino as ov
+
+    class OpenVinoTransformer(_torch_module_base(), _ExportedTransformer):
+        """The transformer compiled by OpenVINO for the CPU, tuned for one request at a
+        time on every core (sentence-transformers hands it one batch after another)."""
+
+        def __init__(self) -> None:
+            super().__init__()
+            core = ov.Core()
+            compiled = core.compile_model(str(path), "CPU", {
+                "PERFORMANCE_HINT": "LATENCY",
+                "INFERENCE_NUM_THREADS": _threads(),
+                "INFERENCE_PRECISION_HINT": "f32",   # no silent bf16 on AMX/avx512_bf16 CPUs
+            })
+            self.compiled = compiled
+            self._requests = threading.local()
+            self._setup(config, [p.get_any_name() for p in compiled.inputs])
+
+        def forward(self, input_ids=None, attention_mask=None, token_type_ids=None, **_):
+            feed = self._feed({"input_ids": input_ids, "attention_mask": attention_mask,
+                               "token_type_ids": token_type_ids})
+            # An infer request serves one call at a time: one per thread, so a search's
+            # query never waits for an import's batch.
+            request = getattr(self._requests, "request", None)
+            if request is None:
+                request = self._requests.request = self.compiled.create_infer_request()
+            request.infer(feed)
+            return self._output(request.get_output_tensor(0).data.copy())
+
+    return OpenVinoTransformer()
+
+
+def calibration_texts() -> list[str]:
+    """Texts the static int8 quantiser measures activations on: the sample questions
+    shipped with Duplens (`resources/sample_questions.csv`), so the export is the same on
+    every machine and needs no download (optimum would fetch a GLUE dataset)."""
+    import csv
+    import sys
+
+    frozen = getattr(sys, "_MEIPASS", None)
+    root = Path(frozen) if frozen else Path(__file__).resolve().parents[2]
+    path = root / "resources" / "sample_questions.csv"
+    try:
+        with path.open(encoding="utf-8", newline="") as fh:
+            return [row["question"] for row in csv.DictReader(fh) if row.get("question")]
+    except OSError as exc:
+        from engine.errors import ModelError
+
+        raise ModelError(f"the int8 OpenVINO export needs its calibration questions, "
+                         f"{path}, which are missing") from exc
+
+
+def exported_file(model: SentenceTransformer, fingerprint: str, backend: Backend, *,
+                  calibration_texts: Sequence[str] | None = None, isa: str | None = None,
+                  folder: Path | None = None) -> Path:
+    """The backend's file for this model, exported into the cache on first use."""
+    texts = None
+    if backend.quantization == "static":
+        texts = list(calibration_texts or ())[:CALIBRATION_SAMPLES]
+    target = folder or export_dir(fingerprint, backend, texts_digest(texts))
+    if backend.runtime == "openvino":
+        os.environ.setdefault("NNCF_CI", "1")
+    return export(model, backend, target, calibration_texts=texts, isa=isa)
+
+
+def use_exported(model: SentenceTransformer, backend: Backend, path: Path) -> None:
+    """Swap `model`'s torch transformer for the exported one at `path`, in place."""
+    transformer = model[0]
+    config = transformer.auto_model.config
+    if backend.runtime == "onnx":
+        runner = _make_onnx_runner(path, config)
+    elif backend.runtime == "openvino":
+        if backend.quantization:
+            quiet_nncf()
+        runner = _make_openvino_runner(path, config)
+    else:
+        raise ValueError(f"{backend.name}: not an exported backend")
+    transformer.model = runner
+    transformer.backend = backend.runtime

@@ -1,0 +1,46 @@
+"""The Backend setting: offered as the engine finds the packages, kept between runs, and
+handed to the engine through the bridge."""
+
+from __future__ import annotations
+
+from desktop_app.views.settings_dialog import Preferences, SettingsDialog
+from engine.encoding.backends import BACKENDS, available_backends
+
+
+def test_backend_preference_round_trips_and_unknown_names_fall_back(settings):
+    assert Preferences.load(settings).backend == "torch"
+    Preferences(backend="openvino-int8").save(settings)
+    assert Preferences.load(settings).backend == "openvino-int8"
+    settings.setValue("engine/backend", "tensorrt")
+    assert Preferences.load(settings).backend == "torch"
+
+
+def test_dialog_offers_installed_backends_and_greys_out_the_others(qtbot):
+    dialog = SettingsDialog(Preferences(backend="torch"))
+    qtbot.addWidget(dialog)
+    combo = dialog.backend
+    offered = {combo.itemData(i): combo.model().item(i).isEnabled()
+               for i in range(combo.count())}
+    assert list(offered) == list(BACKENDS)
+    usable = set(available_backends())
+    assert {name for name, enabled in offered.items() if enabled} == usable
+    for i in range(combo.count()):
+        if combo.itemData(i) not in usable:
+            assert f"needs duplens[{BACKENDS[combo.itemData(i)].extra}]" in combo.itemText(i)
+    assert dialog.preferences().backend == "torch"
+
+
+def test_a_saved_backend_that_is_no_longer_installed_shows_torch(qtbot, monkeypatch):
+    monkeypatch.setattr("engine.encoding.backends.available_backends", lambda: ["torch"])
+    dialog = SettingsDialog(Preferences(backend="onnx"))
+    qtbot.addWidget(dialog)
+    assert dialog.preferences().backend == "torch"
+
+
+def test_bridge_hands_the_backend_to_the_open_project(bridge, qtbot, questions_project):
+    with qtbot.waitSignal(bridge.projectOpened, timeout=60_000):
+        bridge.open_project(questions_project)
+    bridge.set_preferences("cpu", 32, "onnx")
+    project = bridge.current_project()
+    assert project.backend_preference == "onnx" and bridge.backend_preference == "onnx"
+    assert (project.device_preference, project.batch_size) == ("cpu", 32)

@@ -1,0 +1,255 @@
+"""Fast CPU backends: which are offered, where exports go, how a project keeps embeddings of
+different backends apart, and (when `duplens[onnx]` / `duplens[openvino]` are installed)
+that each really runs the bundled model with the embeddings it promises.
+
+CI installs only `.[test]`: the tests that need onnxruntime, OpenVINO or NNCF skip there;
+the catalogue, cache keys, identities and error messages are tested everywhere.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from engine.encoding import backends as bk
+from engine.encoding.backends import (
+    BACKENDS,
+    Backend,
+    available_backends,
+    backend_for_row,
+    export_dir,
+    export_key,
+    get_backend,
+    require_backend,
+    split_fingerprint,
+    stored_fingerprint,
+)
+from engine.encoding.models import load_model, resolve_model, with_backend
+from engine.errors import ModelError
+
+WEIGHTS = "sha256:" + "ab" * 32
+QUESTIONS = ["How do I learn Python quickly?", "What is the fastest way to learn Python?",
+             "Why do cats purr?", "How can I improve my English speaking skills?",
+             "What are some tips to speak English fluently?", "Is it safe to eat raw eggs?"]
+
+
+@pytest.fixture(autouse=True)
+def private_cache(tmp_path_factory, monkeypatch):
+    """Exports go to a folder of this test session, never the user's cache."""
+    monkeypatch.setenv("DUPLENS_CACHE_DIR", str(tmp_path_factory.getbasetemp() / "cache"))
+
+
+# -- the catalogue, without the optional packages -----------------------------------------
+def test_torch_is_the_default_and_always_available():
+    assert get_backend(None).name == get_backend("").name == "torch"
+    assert available_backends()[0] == "torch"
+    assert require_backend("torch").runtime == "torch"
+
+
+def test_available_backends_are_those_whose_packages_are_installed():
+    for name, backend in BACKENDS.items():
+        installed = all(importlib.util.find_spec(m) is not None for m in backend.modules)
+        assert (name in available_backends()) == installed, name
+
+
+def test_unknown_backend_is_a_clear_error():
+    with pytest.raises(ModelError, match="unknown backend 'tensorrt'; use one of: torch, onnx"):
+        get_backend("tensorrt")
+
+
+def test_missing_packages_say_which_extra_to_install(monkeypatch):
+    absent = Backend("onnx", "onnx", "ONNX Runtime", extra="onnx",
+                     modules=("duplens_no_such_runtime",))
+    monkeypatch.setitem(BACKENDS, "onnx", absent)
+    assert "onnx" not in available_backends()
+    with pytest.raises(ModelError, match=r'needs duplens_no_such_runtime: install them with '
+                                         r'pip install "duplens\[onnx\]"'):
+        require_backend("onnx")
+    with pytest.raises(ModelError, match=r"duplens\[onnx\]"):
+        load_model(resolve_model(None), "cpu", "onnx")
+
+
+def test_exported_backends_run_on_the_cpu_only(monkeypatch):
+    # Checked before anything is imported or exported, so no runtime is needed here.
+    monkeypatch.setitem(BACKENDS, "onnx", Backend("onnx", "onnx", "ONNX Runtime", modules=()))
+    with pytest.raises(ModelError, match="the onnx backend runs on the CPU, not cuda"):
+        load_model(resolve_model(None), "cuda", "onnx")
+
+
+# -- identities: which embeddings may be mixed ---------------------------------------------
+def test_exact_backends_share_torchs_identity_and_int8_ones_have_their_own():
+    for name, backend in BACKENDS.items():
+        stored = stored_fingerprint(WEIGHTS, backend)
+        assert split_fingerprint(stored) == (WEIGHTS, None if backend.exact else name)
+        assert (stored == WEIGHTS) == backend.exact
+    assert not BACKENDS["onnx-int8"].exact and not BACKENDS["openvino-int8"].exact
+    assert BACKENDS["onnx"].exact and BACKENDS["openvino"].exact
+
+
+def test_a_plus_that_names_no_backend_is_part_of_the_fingerprint():
+    assert split_fingerprint("hub:someone/model+v2") == ("hub:someone/model+v2", None)
+    assert split_fingerprint("hub:x+onnx") == ("hub:x+onnx", None)  # onnx is exact: no tag
+
+
+def test_model_spec_with_backend():
+    spec = resolve_model(None)
+    onnx = with_backend(spec, "onnx")
+    assert (onnx.fingerprint, onnx.name, onnx.backend) == (spec.fingerprint, spec.name, "onnx")
+    int8 = with_backend(spec, "openvino-int8")
+    assert int8.fingerprint == spec.fingerprint + "+openvino-int8"
+    assert int8.name == "all-MiniLM-L6-v2 (openvino-int8)"
+    assert int8.location == spec.location and int8.backend == "openvino-int8"
+
+
+def test_stored_rows_are_served_by_a_backend_that_keeps_their_embeddings():
+    tagged = WEIGHTS + "+onnx-int8"
+    assert backend_for_row(tagged, None).name == "onnx-int8"
+    assert backend_for_row(tagged, "torch").name == "onnx-int8"
+    assert backend_for_row(WEIGHTS, None).name == "torch"
+    assert backend_for_row(WEIGHTS, "openvino").name == "openvino"
+    assert backend_for_row(WEIGHTS, "openvino-int8").name == "torch"
+
+
+# -- the export cache ----------------------------------------------------------------------
+def test_export_folders_are_keyed_by_weights_backend_and_calibration(tmp_path, monkeypatch):
+    monkeypatch.setenv("DUPLENS_CACHE_DIR", str(tmp_path))
+    onnx, int8 = BACKENDS["onnx"], BACKENDS["onnx-int8"]
+    assert export_key(WEIGHTS, onnx) == export_key(WEIGHTS, onnx)
+    keys = {export_key(WEIGHTS, onnx), export_key(WEIGHTS, int8),
+            export_key("sha256:" + "cd" * 32, onnx), export_key(WEIGHTS, onnx, "calib")}
+    assert len(keys) == 4
+    assert export_key(WEIGHTS, int8).startswith("onnx-int8-")
+    assert export_dir(WEIGHTS, onnx) == tmp_path / "backends" / export_key(WEIGHTS, onnx)
+
+
+def test_cache_defaults_to_the_users_cache_folder(monkeypatch):
+    from platformdirs import user_cache_dir
+
+    monkeypatch.delenv("DUPLENS_CACHE_DIR")
+    assert bk.cache_root() == Path(user_cache_dir("Duplens", appauthor=False))
+
+
+def test_calibration_texts_are_the_shipped_sample_questions():
+    from engine.encoding.runtime import calibration_texts
+
+    texts = calibration_texts()
+    assert len(texts) >= 300 and all(t.strip() for t in texts)
+    assert texts[0] == "Should I accept a counter-offer from my current employer?"
+
+
+def test_int8_kernel_family_is_one_optimum_knows():
+    from engine.encoding.export import cpu_isa
+
+    assert cpu_isa() in ("arm64", "avx2", "avx512", "avx512_vnni")
+
+
+# -- the backends themselves (need the optional packages) ---------------------------------
+def _needs(backend: str) -> None:
+    for module in BACKENDS[backend].modules:
+        pytest.importorskip(module)
+
+
+@pytest.fixture(scope="module")
+def torch_vectors(encoder):
+    return encoder.encode(QUESTIONS)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name,min_cos,alone", [
+    ("onnx", 0.9999, 0.9999), ("openvino", 0.9999, 0.9999),
+    # Dynamic int8 sets activation scales per batch: a text alone comes out a little
+    # different from the same text among others. Static int8 (OpenVINO) has fixed scales.
+    ("onnx-int8", 0.95, 0.98), ("openvino-int8", 0.95, 0.9999)])
+def test_backend_runs_the_model(name, min_cos, alone, torch_vectors):
+    _needs(name)
+    from engine.encoding.loading import load_encoder
+
+    encoder = load_encoder(None, device="auto", backend=name, batch_size=4)
+    assert encoder.device == "cpu" and encoder.spec.backend == name
+    assert type(encoder.model[0].auto_model).__name__ != "BertModel"  # really swapped
+    vectors = encoder.encode(QUESTIONS)
+    assert vectors.shape == (len(QUESTIONS), 384)
+    assert np.allclose(np.linalg.norm(vectors, axis=1), 1.0, atol=1e-4)
+    cos = np.sum(vectors * torch_vectors, axis=1)
+    assert cos.min() >= min_cos, cos
+    # Paraphrases stay closer than unrelated questions.
+    assert vectors[0] @ vectors[1] > vectors[0] @ vectors[2] + 0.3
+    # The single-query path (its own tokenizer) gives the bulk path's vector.
+    assert float(encoder.encode([QUESTIONS[3]])[0] @ vectors[3]) > alone
+    if not BACKENDS[name].exact:
+        assert encoder.spec.fingerprint.endswith("+" + name)
+
+
+@pytest.mark.slow
+def test_export_happens_once_and_is_reused(tmp_path, monkeypatch):
+    _needs("onnx")
+    from engine.encoding.loading import load_encoder
+
+    monkeypatch.setenv("DUPLENS_CACHE_DIR", str(tmp_path))
+    first = load_encoder(None, backend="onnx")
+    (folder,) = (tmp_path / "backends").iterdir()
+    stamp = (folder / "model.onnx").stat().st_mtime_ns
+    second = load_encoder(None, backend="onnx")
+    assert [p.name for p in (tmp_path / "backends").iterdir()] == [folder.name]
+    assert (folder / "model.onnx").stat().st_mtime_ns == stamp
+    assert sorted(p.name for p in folder.iterdir()) == ["model.onnx"]  # no scratch left
+    assert np.allclose(first.encode(QUESTIONS[:2]), second.encode(QUESTIONS[:2]))
+
+
+@pytest.mark.slow
+def test_openvino_int8_sends_no_telemetry():
+    _needs("openvino-int8")
+    from engine.encoding.loading import load_encoder
+
+    load_encoder(None, backend="openvino-int8")
+    import nncf.telemetry.decorator as decorator
+    import nncf.telemetry.wrapper as wrapper
+
+    assert isinstance(wrapper.telemetry, wrapper.NNCFTelemetryStub)
+    assert isinstance(decorator.telemetry, wrapper.NNCFTelemetryStub)
+
+
+@pytest.mark.slow
+def test_project_keeps_int8_embeddings_apart_and_switches_back(new_project, tmp_path, encoder):
+    _needs("onnx-int8")
+    project = new_project()
+    csv = tmp_path / "q.csv"
+    csv.write_text("question\n" + "\n".join(QUESTIONS) + "\n")
+    project.import_table(csv, ["question"])
+    project.encode()
+    torch_model = project.active_model()
+    assert project.info()["encoded"] == len(QUESTIONS)
+
+    project.use_model(None, backend="onnx-int8")
+    int8_model = project.active_model()
+    assert int8_model["id"] != torch_model["id"]
+    assert int8_model["name"] == "all-MiniLM-L6-v2 (onnx-int8)"
+    assert int8_model["fingerprint"] == torch_model["fingerprint"] + "+onnx-int8"
+    assert project.info()["encoded"] == 0  # nothing of torch's is reused
+    project.encode()
+    assert project.info()["encoded"] == len(QUESTIONS)
+    assert project.search(QUESTIONS[1], k=1)[0].text == QUESTIONS[1]
+
+    project.use_model(None, backend="onnx")  # exact: torch's row and embeddings again
+    assert project.active_model()["id"] == torch_model["id"]
+    assert project.info()["encoded"] == len(QUESTIONS)
+
+
+@pytest.mark.slow
+def test_training_an_onnx_served_model_starts_from_its_torch_weights():
+    _needs("onnx")
+    import torch
+
+    from engine.encoding.loading import load_encoder
+    from engine.training.finetune import _training_copy
+
+    served = load_encoder(None, backend="onnx")
+    trainee = _training_copy(served, "cpu")
+    assert type(trainee[0].auto_model).__name__ == "BertModel"
+    reference = load_model(resolve_model(None), "cpu")
+    for (name, a), (_, b) in zip(trainee.named_parameters(), reference.named_parameters(),
+                                 strict=True):
+        assert torch.equal(a, b), name
