@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import pandas as pd
+from sqlalchemy import Connection, exists, func, select
 
 from engine.errors import InputError
 from engine.io import (
@@ -26,6 +27,8 @@ from engine.io import (
 from engine.jobs import CancelToken, Progress, ProgressCallback, RateMeter, no_progress
 from engine.store.database import Store
 from engine.store.items import NewRow, add_rows, add_source, find_source, update_source
+from engine.store.schema import items, texts
+from engine.store.vectors import bump_content_version
 from engine.text import join_cells, norm_key
 
 
@@ -42,6 +45,10 @@ class ImportReport:
     new_texts: int = 0
     bad_lines: list[int] = field(default_factory=list)
     format: TableFormat | None = None
+    # Texts known before this import that had no live row and now have one again: an index
+    # that marked them deleted must take them back. The content version is bumped for them.
+    revived_texts: list[int] = field(default_factory=list)
+    content_version: int | None = None  # after the bump; None when nothing was revived
 
     @property
     def exact_duplicates(self) -> int:
@@ -89,6 +96,7 @@ def import_table(store: Store, path: str | os.PathLike, text_columns: list[str],
     read = ReadReport()
     meter = RateMeter()
     with store.write() as conn:
+        last_old_text = conn.execute(select(func.max(texts.c.id))).scalar() or 0
         source_id = add_source(
             conn, file_name=path.name, file_path=str(path.resolve()), sha256=sha,
             mapping_key=mkey, format=_format_dict(fmt), text_columns=text_columns,
@@ -110,8 +118,26 @@ def import_table(store: Store, path: str | os.PathLike, text_columns: list[str],
         update_source(conn, source_id, rows_read=report.rows_read,
                       rows_imported=report.rows_imported, rows_empty=report.rows_empty,
                       bad_lines=report.bad_lines)
+        if report.new_texts < report.rows_imported:  # some rows reuse known texts
+            report.revived_texts = _revived_texts(conn, source_id, last_old_text)
+            if report.revived_texts:
+                report.content_version = bump_content_version(conn)
     report.source_id = source_id
     return report
+
+
+def _revived_texts(conn: Connection, source_id: int, last_old_text: int) -> list[int]:
+    """Texts that existed before this import (ids up to `last_old_text`; texts are never
+    deleted, so new ones get higher ids) whose only live rows are this source's."""
+    mine = items.alias("mine")
+    other = items.alias("other")
+    other_live = exists().where(other.c.text_id == mine.c.text_id,
+                                other.c.source_id != source_id, ~other.c.deleted)
+    return list(conn.execute(
+        select(mine.c.text_id).distinct()
+        .where(mine.c.source_id == source_id, mine.c.text_id <= last_old_text, ~other_live)
+        .order_by(mine.c.text_id)
+    ).scalars())
 
 
 def _rows_from_chunk(chunk: pd.DataFrame, text_columns: list[str], id_column: str | None

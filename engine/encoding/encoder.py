@@ -2,10 +2,19 @@
 
 A batch is plain data (`EncodeBatch` in, `EncodedBatch` out) so the same work can be handed
 to another executor, a process pool or a Ray cluster, instead of the local one.
+
+Two paths share one set of weights. Bulk encoding (imports, activation) goes through the
+model's own tokenizer, one call at a time. A single query (the per-keystroke search) goes
+through a view of the model that has its own copy of the tokenizer and its own lock, so a
+keystroke never waits for an import's batch: Hugging Face fast tokenizers fail ("Already
+borrowed") when two threads use one at once, but the forward pass itself is stateless in
+eval mode and torch runs two of them from two threads side by side.
 """
 
 from __future__ import annotations
 
+import collections
+import copy
 import threading
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
@@ -23,11 +32,19 @@ if TYPE_CHECKING:  # pragma: no cover
 # tokens, and a several-MB cell does not cost seconds of tokenising.
 CHARS_PER_TOKEN_CAP = 12
 
+# Backends whose forward pass two threads may run at once: torch modules in eval mode, and
+# onnxruntime sessions. OpenVINO models (optimum-intel) share one infer request, so their
+# queries wait for the bulk path's lock instead.
+_CONCURRENT = ("torch", "onnx")
+
 
 @dataclass(frozen=True)
 class EncodeBatch:
     text_ids: list[int]
     texts: list[str]
+    # Token counts (special tokens included, before truncation) when the planner already
+    # tokenised the texts to sort them; they give the truncation flags for free.
+    token_counts: list[int] | None = None
 
 
 @dataclass(frozen=True)
@@ -63,8 +80,10 @@ class SentenceEncoder:
         self.device = device
         self.batch_size = batch_size
         # Hugging Face fast tokenizers fail ("Already borrowed") when two threads use one
-        # at once, as a live search does while an import encodes: one call at a time.
+        # at once: bulk calls take this lock; single queries use their own tokenizer.
         self._lock = threading.Lock()
+        self._query_lock = threading.Lock()
+        self._query_model: SentenceTransformer | None = None
 
     @property
     def dim(self) -> int:
@@ -75,9 +94,13 @@ class SentenceEncoder:
         return int(self.model.max_seq_length)
 
     def encode(self, texts: Sequence[str]) -> np.ndarray:
-        """Normalised float32 embeddings of `texts`, in order."""
-        cap = self.max_seq_length * CHARS_PER_TOKEN_CAP
-        clipped = [t[:cap] for t in texts]
+        """Normalised float32 embeddings of `texts`, in order.
+
+        One text (a search) goes through the query path and never waits for a bulk batch.
+        """
+        if len(texts) == 1:
+            return self.encode_query(texts[0])
+        clipped = self._clip(texts)
         with self._lock:
             vectors = self.model.encode(
                 clipped, batch_size=self.batch_size, convert_to_numpy=True,
@@ -85,9 +108,31 @@ class SentenceEncoder:
             )
         return np.asarray(vectors, dtype=np.float32)
 
+    def encode_query(self, text: str) -> np.ndarray:
+        """The normalised embedding of one text, shape (1, dim), off the bulk path's lock."""
+        with self._query_lock:
+            model = self._query_view()
+            vectors = model.encode(self._clip([text]), batch_size=1, convert_to_numpy=True,
+                                   normalize_embeddings=True, show_progress_bar=False)
+        return np.asarray(vectors, dtype=np.float32).reshape(1, -1)
+
     def encode_batch(self, batch: EncodeBatch) -> EncodedBatch:
-        return EncodedBatch(batch.text_ids, self.encode(batch.texts),
-                            self.truncation_flags(batch.texts))
+        if batch.token_counts is not None:
+            flags = self._flags_from_counts(batch.texts, batch.token_counts)
+        else:
+            flags = self.truncation_flags(batch.texts)
+        return EncodedBatch(batch.text_ids, self.encode(batch.texts), flags)
+
+    def token_counts(self, texts: Sequence[str]) -> list[int]:
+        """Tokens per text (special tokens included, not truncated; huge texts are cut at
+        the character cap first), for sorting batches by what the model really pays for."""
+        if not texts:
+            return []
+        with self._lock:
+            encoded = self.model.tokenizer(self._clip(texts), add_special_tokens=True,
+                                           truncation=False, return_attention_mask=False,
+                                           return_token_type_ids=False, verbose=False)
+        return [len(ids) for ids in encoded["input_ids"]]
 
     def truncation_flags(self, texts: Sequence[str]) -> list[bool]:
         """Which texts exceed the model's window; only long ones are tokenised to find out."""
@@ -97,12 +142,53 @@ class SentenceEncoder:
         long_idx = [i for i, t in enumerate(texts) if len(t) + 2 > window]
         if not long_idx:
             return flags
-        cap = window * CHARS_PER_TOKEN_CAP
-        clipped = [texts[i][:cap] for i in long_idx]
-        with self._lock:
-            encoded = self.model.tokenizer(clipped, add_special_tokens=True, truncation=False,
-                                           return_attention_mask=False,
-                                           return_token_type_ids=False, verbose=False)
-        for i, ids in zip(long_idx, encoded["input_ids"], strict=True):
-            flags[i] = len(ids) > window or len(texts[i]) > cap
+        counts = self.token_counts([texts[i] for i in long_idx])
+        for i, n in zip(long_idx, counts, strict=True):
+            flags[i] = self._is_truncated(texts[i], n)
         return flags
+
+    # -- helpers ---------------------------------------------------------------------------
+    def _clip(self, texts: Sequence[str]) -> list[str]:
+        cap = self.max_seq_length * CHARS_PER_TOKEN_CAP
+        return [t[:cap] for t in texts]
+
+    def _is_truncated(self, text: str, count: int) -> bool:
+        return count > self.max_seq_length or len(text) > self.max_seq_length * CHARS_PER_TOKEN_CAP
+
+    def _flags_from_counts(self, texts: Sequence[str], counts: Sequence[int]) -> list[bool]:
+        return [self._is_truncated(t, n) for t, n in zip(texts, counts, strict=True)]
+
+    def _query_view(self) -> SentenceTransformer:
+        """The model with its own tokenizer, sharing every weight (built once, lazily).
+
+        A shallow copy of the model whose first module is a shallow copy holding a deep copy
+        of the tokenizer: `encode` keeps all of sentence-transformers' behaviour (prompts,
+        truncation, pooling, normalisation) and only the tokenizer is private. A model whose
+        first module has no processor to copy, or whose backend may not run two calls at
+        once, falls back to the bulk path's lock.
+        """
+        if self._query_model is not None:
+            return self._query_model
+        first = self.model[0]
+        processor = getattr(first, "processor", None)
+        if processor is None or getattr(self.model, "backend", "torch") not in _CONCURRENT:
+            self._query_model = _Locked(self.model, self._lock)  # type: ignore[assignment]
+            return self._query_model
+        view = copy.copy(self.model)
+        view._modules = collections.OrderedDict(self.model._modules)  # not the shared dict
+        own_first = copy.copy(first)
+        own_first.processor = copy.deepcopy(processor)
+        view._modules[next(iter(view._modules))] = own_first
+        self._query_model = view
+        return view
+
+
+class _Locked:
+    """A model whose `encode` takes the bulk path's lock (models with nothing to copy)."""
+
+    def __init__(self, model: SentenceTransformer, lock: threading.Lock) -> None:
+        self._model, self._lock = model, lock
+
+    def encode(self, *args, **kwargs):
+        with self._lock:
+            return self._model.encode(*args, **kwargs)

@@ -2,38 +2,117 @@
 
 The bytes are stored as a chunked blob with their sha256 beside them: a damaged blob is
 caught by the checksum before hnswlib ever parses it, and then rebuilt from the embeddings.
+Both directions stream through a temporary file, chunk by chunk, so the index is never
+held twice in memory (at 1M items it is about 1.8 GB). The file goes to /dev/shm when it has
+room (writing 1.8 GB to a disk-backed /tmp cost five times the CPU here), and the checksum
+is computed on another thread while the chunks are read and written: hashlib, file writes
+and SQLite's blob reads all release the GIL, so the two cores share the work.
+
+Beside the blob, a stamp (in `meta`) records the content version the index matches and
+how many embeddings the model had then. When both still hold on load, the index is
+exactly what a full reconcile with the embeddings would produce, and that reconcile (a
+few seconds at 1M items) is skipped.
 """
 
 from __future__ import annotations
 
 import hashlib
+import json
+import os
+import shutil
+import tempfile
 import time
+from collections import deque
+from collections.abc import Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
+from pathlib import Path
 
 from sqlalchemy import Connection, delete, insert, select
 
 from engine.index.hnsw import HnswIndex, HnswParams
-from engine.store.blobs import delete_blob, get_blob, put_blob
-from engine.store.schema import indexes
+from engine.store.blobs import delete_blob, iter_blob, put_blob_chunks
+from engine.store.schema import indexes, meta
+from engine.store.sqlite import BLOB_CHUNK_BYTES
+from engine.store.vectors import content_version, count_model_embeddings
 
 
 def blob_name(model_id: int) -> str:
     return f"hnsw/{model_id}"
 
 
-def save_index(conn: Connection, model_id: int, index: HnswIndex) -> None:
-    data = index.to_bytes()
-    put_blob(conn, blob_name(model_id), data)
+def stamp_key(model_id: int) -> str:
+    return f"index_stamp/{model_id}"
+
+
+def save_index(conn: Connection, model_id: int, index: HnswIndex, *,
+               version: int | None = None) -> None:
+    """Store the index (inside the caller's write transaction).
+
+    `version`: the content version the index is known to match, or None when unknown (the
+    next load then reconciles it with the embeddings in full).
+    """
+    size = 0
+    with _scratch(_expected_bytes(index)) as tmp, _Digest() as digest:
+        path = Path(tmp) / "index.bin"
+        index.save(path)
+
+        def chunks() -> Iterator[bytes]:
+            nonlocal size
+            with path.open("rb") as fh:
+                while chunk := fh.read(BLOB_CHUNK_BYTES):
+                    digest.update(chunk)
+                    size += len(chunk)
+                    yield chunk
+
+        put_blob_chunks(conn, blob_name(model_id), chunks())
     conn.execute(delete(indexes).where(indexes.c.model_id == model_id))
     conn.execute(insert(indexes).values(
         model_id=model_id, dim=index.dim, params=index.params_dict(),
         deleted=sorted(index.deleted), count=len(index),
-        sha256=hashlib.sha256(data).hexdigest(), size=len(data), saved_at=time.time(),
+        sha256=digest.hexdigest(), size=size, saved_at=time.time(),
     ))
+    write_stamp(conn, model_id, version)
+
+
+def write_stamp(conn: Connection, model_id: int, version: int | None) -> None:
+    """Record that the saved index matches content `version` (None: forget any record).
+
+    Only recorded when `version` is the current one, read in this same transaction, so the
+    embedding count stored beside it belongs to that version.
+    """
+    conn.execute(delete(meta).where(meta.c.key == stamp_key(model_id)))
+    if version is None or version != content_version(conn):
+        return
+    stamp = {"version": version, "embeddings": count_model_embeddings(conn, model_id)}
+    conn.execute(insert(meta).values(key=stamp_key(model_id), value=json.dumps(stamp)))
+
+
+def current_version(conn: Connection, model_id: int, index: HnswIndex) -> int | None:
+    """The content version when the loaded `index` is known to match it, else None.
+
+    Read in the same transaction as the load. Any doubt (no stamp, another version, an
+    embedding count or index size that differs from what was recorded) gives None.
+    """
+    raw = conn.execute(select(meta.c.value).where(meta.c.key == stamp_key(model_id))).scalar()
+    row = conn.execute(select(indexes.c.count).where(indexes.c.model_id == model_id)).first()
+    if raw is None or row is None:
+        return None
+    try:
+        stamp = json.loads(raw)
+        version, embedded = int(stamp["version"]), int(stamp["embeddings"])
+    except (ValueError, KeyError, TypeError):
+        return None
+    if version != content_version(conn) or row.count != len(index):
+        return None
+    if embedded != count_model_embeddings(conn, model_id):
+        return None
+    return version
 
 
 def drop_index(conn: Connection, model_id: int) -> None:
     delete_blob(conn, blob_name(model_id))
     conn.execute(delete(indexes).where(indexes.c.model_id == model_id))
+    conn.execute(delete(meta).where(meta.c.key == stamp_key(model_id)))
 
 
 def load_index(conn: Connection, model_id: int, dim: int) -> tuple[HnswIndex | None, str]:
@@ -43,13 +122,68 @@ def load_index(conn: Connection, model_id: int, dim: int) -> tuple[HnswIndex | N
         return None, "no saved index"
     if row["dim"] != dim:
         return None, f"saved index has dimension {row['dim']}, the model has {dim}"
-    data = get_blob(conn, blob_name(model_id))
-    if data is None or len(data) != row["size"]:
-        return None, "the saved index is incomplete"
-    if hashlib.sha256(data).hexdigest() != row["sha256"]:
-        return None, "the saved index is damaged (checksum mismatch)"
+    with _scratch(row["size"]) as tmp:
+        path = Path(tmp) / "index.bin"
+        size = 0
+        with _Digest() as digest, path.open("wb") as fh:
+            for chunk in iter_blob(conn, blob_name(model_id)):
+                digest.update(chunk)
+                size += len(chunk)
+                fh.write(chunk)
+        if size == 0 or size != row["size"]:
+            return None, "the saved index is incomplete"
+        if digest.hexdigest() != row["sha256"]:
+            return None, "the saved index is damaged (checksum mismatch)"
+        try:
+            params = HnswParams(**row["params"])
+            return HnswIndex.load(path, dim, params, set(row["deleted"])), ""
+        except (ValueError, TypeError) as exc:
+            return None, f"the saved index cannot be read ({exc})"
+
+
+def _expected_bytes(index: HnswIndex) -> int:
+    """A generous guess of the saved size: vector, links and label per element."""
+    total = len(index) + len(index.deleted)
+    return total * (index.dim * 4 + index.params.M * 2 * 4 + 64) + (1 << 20)
+
+
+def _scratch(needed: int) -> tempfile.TemporaryDirectory:
+    """A temporary folder for the index file: in /dev/shm (RAM) when it has room for
+    `needed` bytes twice over, else the system's temporary folder."""
+    shm = "/dev/shm"
     try:
-        params = HnswParams(**row["params"])
-        return HnswIndex.from_bytes(data, dim, params, set(row["deleted"])), ""
-    except (ValueError, TypeError) as exc:
-        return None, f"the saved index cannot be read ({exc})"
+        roomy = (os.path.isdir(shm) and os.access(shm, os.W_OK)
+                 and shutil.disk_usage(shm).free > 2 * needed)
+    except OSError:
+        roomy = False
+    return tempfile.TemporaryDirectory(prefix="duplens-index-", dir=shm if roomy else None)
+
+
+class _Digest:
+    """sha256 over chunks fed in order, computed on a helper thread.
+
+    At most `_PENDING` chunks wait, so memory stays bounded; `hexdigest()` waits for them.
+    """
+
+    _PENDING = 4
+
+    def __init__(self) -> None:
+        self._hash = hashlib.sha256()
+        self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="duplens-sha256")
+        self._pending: deque[Future] = deque()
+
+    def __enter__(self) -> _Digest:
+        return self
+
+    def __exit__(self, *_exc) -> None:
+        self._pool.shutdown(wait=True)
+
+    def update(self, chunk: bytes) -> None:
+        self._pending.append(self._pool.submit(self._hash.update, chunk))
+        while len(self._pending) > self._PENDING:
+            self._pending.popleft().result()
+
+    def hexdigest(self) -> str:
+        while self._pending:
+            self._pending.popleft().result()
+        return self._hash.hexdigest()

@@ -1,4 +1,10 @@
-"""Models a project has used and the embeddings each produced (float32 blobs)."""
+"""Models a project has used and the embeddings each produced (float32 blobs).
+
+Also the project's content version: a counter that every transaction changing what an
+index should hold (embeddings added, texts becoming live again or no longer live) bumps.
+A saved index records the version it matches, so opening a project can tell in a few
+milliseconds that its index needs no reconciling with every embedding id.
+"""
 
 from __future__ import annotations
 
@@ -8,7 +14,9 @@ from collections.abc import Iterator, Sequence
 import numpy as np
 from sqlalchemy import Connection, func, insert, select
 
-from engine.store.schema import embeddings, items, models
+from engine.store.schema import embeddings, items, meta, models
+
+CONTENT_VERSION_KEY = "content_version"
 
 
 def get_or_add_model(conn: Connection, *, name: str, location: str, fingerprint: str,
@@ -33,13 +41,40 @@ def list_models(conn: Connection) -> list[dict]:
 
 
 def add_embeddings(conn: Connection, model_id: int, text_ids: Sequence[int],
-                   vectors: np.ndarray, truncated: Sequence[bool]) -> None:
+                   vectors: np.ndarray, truncated: Sequence[bool]) -> int:
+    """Store embeddings inside the caller's transaction; returns the new content version."""
     vectors = np.ascontiguousarray(vectors, dtype=np.float32)
     conn.execute(insert(embeddings), [
         {"model_id": model_id, "text_id": int(t), "vector": vectors[i].tobytes(),
          "truncated": bool(truncated[i])}
         for i, t in enumerate(text_ids)
     ])
+    return bump_content_version(conn)
+
+
+def content_version(conn: Connection) -> int:
+    """The content version (0 for a project that never changed one)."""
+    value = conn.execute(select(meta.c.value).where(meta.c.key == CONTENT_VERSION_KEY)).scalar()
+    return int(value) if value is not None else 0
+
+
+def bump_content_version(conn: Connection) -> int:
+    """Add one to the content version inside the caller's write transaction; the new value.
+
+    Every writer of embeddings or of row liveness calls it in the same transaction, so a
+    version names exactly one set of "embedded and live" texts.
+    """
+    new = content_version(conn) + 1
+    conn.execute(meta.delete().where(meta.c.key == CONTENT_VERSION_KEY))
+    conn.execute(meta.insert().values(key=CONTENT_VERSION_KEY, value=str(new)))
+    return new
+
+
+def count_model_embeddings(conn: Connection, model_id: int) -> int:
+    """Embeddings stored for the model, live or not: a scan of the primary-key index only."""
+    return conn.execute(
+        select(func.count()).select_from(embeddings).where(embeddings.c.model_id == model_id)
+    ).scalar()
 
 
 def missing_text_ids(conn: Connection, model_id: int) -> list[int]:

@@ -1,0 +1,405 @@
+"""Scale and footprint: a 1M-item project's file size, time to open and answer the first
+search, peak memory while open and while importing.
+
+    python -m benchmarks.scale_1m [--quick] [--items N] [--import-rows 20000]
+    python -m benchmarks --only scale_1m [--quick]          (the suite; --quick: 100k)
+
+How the big project is made (benchmark-only, `build_project`, not a product path): a CSV of
+N rows goes through the real importer; the rows are the 43,944 distinct Quora questions,
+repeated with a row suffix (" [copy k]") so every row is a distinct text. Their vectors are
+written straight into the store (`add_embeddings`) instead of being encoded: encoding 1M
+real rows would take about 45 minutes on this 2-core CPU. The first 43,944 vectors are the
+real embeddings of those questions; the others are noisy copies of them (benchmarks/
+corpus.py: Gaussian noise, σ per row uniform in [0.01, 0.05], renormalised). Then the
+product builds its index from the stored vectors (`Project.index()`: hnswlib, M=32,
+ef_construction=200, every core) and saves it into the file. The built project is cached
+under benchmarks/results/tmp/ (ignored by git) and reused by the next run.
+
+What is measured, each in a fresh process so memory figures are the product's alone:
+- open: the model is loaded first (the window loads it before any project opens), then the
+  clock runs over `Project.open`, loading the saved index (checksum, hnswlib load, the
+  stamp check) and the first search (one real question not in the project, top 10).
+  Repeated `OPENS` times; the project file is in the OS page cache after the first.
+- reconcile: in the same process, the full check of the index against every embedding id
+  that a matching stamp lets opening skip (`Project._reconcile`), and the stamp check.
+- peak RSS (VmHWM from /proc/self/status) while open, after the first search.
+- save: in the last open's process, the index is saved again while a thread ticks every
+  1 ms; the longest gap between ticks is how long the save held the GIL (a window freeze).
+- import: peak RSS of a real import (parse + store + encode + index) of `--import-rows`
+  questions, in its own process. That is not the 1M import; the build's peak RSS (import
+  of N rows, vectors stored, index built, no encoding) is reported beside it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import resource
+import statistics
+import subprocess
+import sys
+import time
+from datetime import UTC, datetime
+from pathlib import Path
+
+import numpy as np
+
+from benchmarks import corpus
+
+ITEMS_FULL = 1_000_000
+ITEMS_QUICK = 100_000
+IMPORT_ROWS = 20_000
+OPENS = 3
+GOAL_OPEN_S = 3.0
+GOAL_RSS_GIB = 4.0
+BUILDER_VERSION = 1  # bump when build_project changes what it writes
+RESULTS = Path(__file__).resolve().parent / "results"
+ENCODE_NOTE = ("vectors written straight into the store: encoding 1M real rows would take "
+               "about 45 min on this 2-core CPU")
+
+
+# -- building the project (benchmark-only) ---------------------------------------------------
+def base_rows() -> list[int]:
+    """Positions (in `corpus.questions()`) of the questions that stay distinct once Duplens
+    normalises them (a few differ only in case or spacing)."""
+    from engine.text import normalise
+
+    seen: set[str] = set()
+    keep = []
+    for i, q in enumerate(corpus.questions()):
+        key = normalise(q)
+        if q.strip() and key not in seen:
+            seen.add(key)
+            keep.append(i)
+    return keep
+
+
+def row_texts(n: int, base: list[int]) -> list[str]:
+    """N distinct row texts: the real questions, then copies with a row suffix."""
+    real = corpus.questions()
+    m = len(base)
+    return [real[base[i % m]].strip() + ("" if i < m else f" [copy {i // m}]")
+            for i in range(n)]
+
+
+def row_vectors(real: np.ndarray, start: int, stop: int, seed: int = 0) -> np.ndarray:
+    """Vectors of rows start..stop (`real`: the embeddings of the base rows): real ones,
+    then noisy copies (as corpus.py makes them, but per block, so the builder never holds
+    all N vectors at once)."""
+    rng = np.random.default_rng([seed, start])
+    rows = np.arange(start, stop)
+    out = real[rows % len(real)].copy()
+    copies = rows >= len(real)
+    if copies.any():
+        sigma = rng.uniform(*corpus.NOISE_SIGMA, size=(int(copies.sum()), 1)).astype(np.float32)
+        noisy = out[copies] + sigma * rng.standard_normal((int(copies.sum()), out.shape[1]),
+                                                           dtype=np.float32)
+        out[copies] = noisy / np.linalg.norm(noisy, axis=1, keepdims=True)
+    return out
+
+
+def build_project(path: Path, n: int, *, block: int = 50_000) -> dict:
+    """Write an N-row project at `path` (see the module docstring); returns build timings."""
+    from sqlalchemy import func, select
+
+    from engine.project import Project
+    from engine.store.schema import texts as texts_table
+    from engine.store.vectors import add_embeddings
+
+    base = base_rows()
+    texts = row_texts(n, base)
+    queries, pool = corpus.query_and_pool()  # the split the other benchmarks cache
+    real = np.concatenate([corpus.embed(pool), corpus.embed(queries)])[base]
+    timings = {}
+    src = path.with_suffix(".csv")
+    with src.open("w", newline="", encoding="utf-8") as fh:
+        writer = csv.writer(fh)
+        writer.writerow(["question"])
+        writer.writerows([t] for t in texts)
+    path.unlink(missing_ok=True)
+    with Project.open(path, create=True) as project:
+        project.attach_encoder(corpus.encoder(), is_default=True)
+        t0 = time.perf_counter()
+        report = project.import_table(src, ["question"])
+        timings["import_rows_s"] = round(time.perf_counter() - t0, 1)
+        if report.new_texts != n:
+            raise SystemExit(f"expected {n} distinct texts, got {report.new_texts}")
+        model_id = int(project.active_model()["id"])
+        with project.store.read() as conn:
+            # A new project: texts get ids 1..N in row order (checked at both ends).
+            first, last = (conn.execute(select(texts_table.c.text).where(
+                texts_table.c.id == i)).scalar() for i in (1, n))
+            top = conn.execute(select(func.max(texts_table.c.id))).scalar()
+        if (first, last, top) != (texts[0], texts[-1], n):
+            raise SystemExit("text ids are not in row order; the builder needs a new project")
+        t0 = time.perf_counter()
+        for start in range(0, n, block):
+            stop = min(start + block, n)
+            with project.store.write() as conn:
+                add_embeddings(conn, model_id, range(start + 1, stop + 1),
+                               row_vectors(real, start, stop), [False] * (stop - start))
+        timings["store_vectors_s"] = round(time.perf_counter() - t0, 1)
+        t0 = time.perf_counter()
+        project.index()                  # built from the stored vectors, then saved
+        timings["index_build_and_save_s"] = round(time.perf_counter() - t0, 1)
+    src.unlink()
+    timings["build_peak_rss_mib"] = peak_rss_mib()
+    return timings
+
+
+def cached_project(n: int) -> tuple[Path, dict | None]:
+    """The built N-item project (built now unless cached); its build timings when built."""
+    from engine.encoding.models import resolve_model
+
+    tag = resolve_model(None).fingerprint.split(":")[-1][:10]
+    path = corpus.CACHE / f"scale-{n}-v{BUILDER_VERSION}-{tag}.duplens"
+    info = path.with_suffix(".build.json")
+    if path.exists() and info.exists():
+        return path, json.loads(info.read_text())
+    corpus.CACHE.mkdir(parents=True, exist_ok=True)
+    _say(f"  building a {n:,}-item project (cached in {path.parent})…")
+    built = _child(["--build", str(path), "--items", str(n)])
+    info.write_text(json.dumps(built))
+    return path, built
+
+
+# -- measuring, each in its own process -----------------------------------------------------
+def measure_open(path: Path, save: bool = False) -> dict:
+    """Open `path`, load its index and answer one search; then time a full reconcile (and,
+    with `save`, saving the index again)."""
+    from engine.encoding.loading import load_encoder
+    from engine.index.persist import current_version
+    from engine.project import Project
+
+    queries, _ = corpus.query_and_pool()
+    encoder = load_encoder(None, device="cpu", batch_size=64)
+    encoder.encode_query("warm-up")
+    rss_model = current_rss_mib()
+    t0 = time.perf_counter()
+    project = Project.open(path)
+    project.attach_encoder(encoder, is_default=True)
+    t1 = time.perf_counter()
+    index = project.index()
+    t2 = time.perf_counter()
+    hits = project.search(queries[0], k=10)
+    t3 = time.perf_counter()
+    out = {"open_s": round(t1 - t0, 3), "index_load_s": round(t2 - t1, 3),
+           "first_search_s": round(t3 - t2, 3), "total_s": round(t3 - t0, 3),
+           "hits": len(hits), "items": len(index), "reconciled_on_open": bool(project.notices),
+           "rss_after_model_mib": rss_model, "peak_rss_open_mib": peak_rss_mib()}
+    model_id = project._active_model_id()
+    t0 = time.perf_counter()
+    with project.store.read() as conn:
+        version = current_version(conn, model_id, index)
+    out["stamp_check_s"] = round(time.perf_counter() - t0, 4)
+    out["stamp_matched"] = version is not None
+    t0 = time.perf_counter()
+    changed, _ = project._reconcile(index, model_id)
+    out["full_reconcile_s"] = round(time.perf_counter() - t0, 3)
+    out["full_reconcile_changed"] = changed
+    if save:
+        out.update(_save_stall(project))
+    project.close()
+    return out
+
+
+def _save_stall(project) -> dict:
+    """Save the index again while a thread ticks every 1 ms: its longest gap is how long
+    the save kept Python (a window's GUI thread) from running."""
+    import threading
+
+    gaps: list[float] = []
+    stop = threading.Event()
+
+    def tick() -> None:
+        last = time.perf_counter()
+        while not stop.is_set():
+            time.sleep(0.001)
+            now = time.perf_counter()
+            gaps.append(now - last)
+            last = now
+
+    ticker = threading.Thread(target=tick)
+    ticker.start()
+    time.sleep(0.05)
+    t0 = time.perf_counter()
+    project.save_index()
+    seconds = time.perf_counter() - t0
+    stop.set()
+    ticker.join()
+    return {"save_s": round(seconds, 2), "save_longest_stall_ms": round(max(gaps) * 1000, 1)}
+
+
+def measure_import(rows: int) -> dict:
+    """Peak RSS and time of a real import (parse + store + encode + index) of `rows`."""
+    import tempfile
+
+    from engine.encoding.loading import load_encoder
+    from engine.project import Project
+
+    texts = corpus.questions()[:rows]
+    encoder = load_encoder(None, device="cpu", batch_size=64)
+    rss_model = current_rss_mib()
+    with tempfile.TemporaryDirectory(prefix="duplens-scale-") as tmp:
+        src = Path(tmp) / "rows.csv"
+        with src.open("w", newline="", encoding="utf-8") as fh:
+            writer = csv.writer(fh)
+            writer.writerow(["question"])
+            writer.writerows([t] for t in texts)
+        t0 = time.perf_counter()
+        with Project.open(Path(tmp) / "import.duplens", create=True) as project:
+            project.attach_encoder(encoder, is_default=True)
+            project.import_table(src, ["question"])
+            project.encode()
+        seconds = time.perf_counter() - t0
+    return {"rows": len(texts), "seconds": round(seconds, 1),
+            "rss_after_model_mib": rss_model, "peak_rss_mib": peak_rss_mib()}
+
+
+def peak_rss_mib() -> int:
+    """This process's peak resident memory (VmHWM; ru_maxrss where /proc is missing)."""
+    found = _status_kib("VmHWM:")
+    if found is None:
+        found = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    return round(found / 1024)
+
+
+def current_rss_mib() -> int:
+    found = _status_kib("VmRSS:")
+    return round(found / 1024) if found is not None else 0
+
+
+def _status_kib(key: str) -> int | None:
+    try:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith(key):
+                return int(line.split()[1])
+    except OSError:
+        return None
+    return None
+
+
+def _child(args: list[str]) -> dict:
+    """Run this module with `args` in a fresh process; its last stdout line is JSON."""
+    done = subprocess.run([sys.executable, "-m", "benchmarks.scale_1m", *args],
+                          capture_output=True, text=True, check=False)
+    if done.returncode != 0:
+        raise SystemExit(f"scale_1m {' '.join(args)} failed:\n{done.stderr[-4000:]}")
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def _file_sizes(path: Path) -> dict:
+    import sqlite3
+
+    con = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+    try:
+        index_bytes = con.execute("SELECT coalesce(sum(size), 0) FROM indexes").fetchone()[0]
+        vector_bytes = con.execute(
+            "SELECT coalesce(sum(length(vector)), 0) FROM embeddings").fetchone()[0]
+    finally:
+        con.close()
+    return {"file_mib": round(path.stat().st_size / 2 ** 20),
+            "index_blob_mib": round(index_bytes / 2 ** 20),
+            "embedding_vectors_mib": round(vector_bytes / 2 ** 20)}
+
+
+# -- the benchmark --------------------------------------------------------------------------
+def run(quick: bool, items: int | None = None, import_rows: int = IMPORT_ROWS) -> dict:
+    n = items or (ITEMS_QUICK if quick else ITEMS_FULL)
+    path, built = cached_project(n)
+    sizes = _file_sizes(path)
+    opens = []
+    for i in range(OPENS):
+        _say(f"  open {i + 1}/{OPENS} of the {n:,}-item project…")
+        last = ["--save"] if i == OPENS - 1 else []
+        opens.append(_child(["--measure-open", str(path), *last]))
+    _say(f"  importing {import_rows:,} real questions to measure its memory…")
+    imported = _child(["--measure-import", str(import_rows)])
+    total = [o["total_s"] for o in opens]
+    rss = max(o["peak_rss_open_mib"] for o in opens)
+    median = statistics.median(total)
+    headline = [
+        {"figure": f"open a {n:,}-item project and answer the first search",
+         "duplens": f"{median:.2f} s (median of {OPENS})", "baseline": "—",
+         "ratio": "—", "goal": f"< {GOAL_OPEN_S:.0f} s", "met": median < GOAL_OPEN_S},
+        {"figure": f"peak memory while a {n:,}-item project is open (model loaded)",
+         "duplens": f"{rss:,} MiB", "baseline": "—", "ratio": "—",
+         "goal": f"< {GOAL_RSS_GIB:.0f} GiB", "met": rss < GOAL_RSS_GIB * 1024},
+    ]
+    rows = [[f"open {i + 1}", o["open_s"], o["index_load_s"], o["first_search_s"],
+             o["total_s"], o["peak_rss_open_mib"]] for i, o in enumerate(opens)]
+    return {
+        "items": n, "data": f"{corpus.NOISE_NOTE}; rows are the real questions repeated with "
+                            f"a row suffix; {ENCODE_NOTE}",
+        "file": sizes, "build": built, "opens": opens,
+        "open_total_s_median": median, "peak_rss_open_mib": rss,
+        "full_reconcile_s": opens[-1]["full_reconcile_s"],
+        "stamp_check_s": opens[-1]["stamp_check_s"],
+        "import": imported,
+        "headline": headline,
+        "tables": [{"title": f"{n:,}-item project ({sizes['file_mib']:,} MiB file, index "
+                             f"{sizes['index_blob_mib']:,} MiB)",
+                    "columns": ["run", "Project.open s", "index load s", "first search s",
+                                "total s", "peak RSS MiB"], "rows": rows},
+                   {"title": "what a matching stamp saves on open",
+                    "columns": ["check", "seconds"],
+                    "rows": [["stamp check (content version, embedding count)",
+                              opens[-1]["stamp_check_s"]],
+                             ["full reconcile with every embedding id (skipped)",
+                              opens[-1]["full_reconcile_s"]]]},
+                   {"title": "saving the index (after an import or a deletion)",
+                    "columns": ["seconds", "longest stall of a 1 ms ticker thread, ms"],
+                    "rows": [[opens[-1].get("save_s"),
+                              opens[-1].get("save_longest_stall_ms")]]},
+                   {"title": "memory during an import (parse + store + encode + index)",
+                    "columns": ["what", "rows", "peak RSS MiB"],
+                    "rows": [[f"real import of {imported['rows']:,} questions (not the 1M "
+                              f"import)", imported["rows"], imported["peak_rss_mib"]],
+                             [f"building the {n:,}-item project (import, vectors stored, "
+                              f"index built and saved; no encoding)", n,
+                              (built or {}).get("build_peak_rss_mib", "?")]]}],
+        "notes": [ENCODE_NOTE + "; the built project is cached between runs.",
+                  "Opens after the first find the project file in the OS page cache."],
+    }
+
+
+def main(argv: list[str] | None = None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--quick", action="store_true", help=f"{ITEMS_QUICK:,} items")
+    ap.add_argument("--items", type=int)
+    ap.add_argument("--import-rows", type=int, default=IMPORT_ROWS)
+    ap.add_argument("--build", help=argparse.SUPPRESS)
+    ap.add_argument("--measure-open", help=argparse.SUPPRESS)
+    ap.add_argument("--measure-import", type=int, help=argparse.SUPPRESS)
+    ap.add_argument("--save", action="store_true", help=argparse.SUPPRESS)
+    args = ap.parse_args(argv)
+    if args.build:
+        print(json.dumps(build_project(Path(args.build), args.items)))
+        return
+    if args.measure_open:
+        print(json.dumps(measure_open(Path(args.measure_open), save=args.save)))
+        return
+    if args.measure_import:
+        print(json.dumps(measure_import(args.measure_import)))
+        return
+    result = run(args.quick, args.items, args.import_rows)
+    from benchmarks.run import hardware, versions
+
+    record = {"benchmark": "scale_1m", "title": "Scale and footprint (1M items)",
+              "command": "python -m benchmarks.scale_1m "
+              + " ".join(sys.argv[1:] if argv is None else argv),
+              "date": datetime.now(UTC).isoformat(timespec="seconds"),
+              "hardware": hardware(), "versions": versions(), "result": result}
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    (RESULTS / "scale_1m.json").write_text(json.dumps(record, indent=1) + "\n",
+                                           encoding="utf-8")
+    print(json.dumps(result, indent=1))
+
+
+def _say(message: str) -> None:
+    print(message, file=sys.stderr, flush=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,157 @@
+"""The encode job's pipeline: chunk commits in the encoding thread, indexing on another one,
+batches sorted by token count; kills, errors and resumes keep whole chunks."""
+
+import subprocess
+import sys
+import textwrap
+import threading
+
+import numpy as np
+import pytest
+
+from engine.encoding.encoder import EncodeBatch, LocalExecutor
+from engine.encoding.job import encode_missing, plan_batches
+from engine.project import Project
+from engine.store import vectors as vector_store
+
+
+def _questions(n: int) -> list[str]:
+    topics = ["python", "the gym", "paris", "tax returns", "guitar", "bread", "a bicycle"]
+    return [f"How do I get better at {topics[i % 7]} (question {i})?"
+            + " Please explain in detail." * (i % 5) for i in range(n)]
+
+
+@pytest.fixture
+def many(new_project, tmp_path):
+    project = new_project()
+    src = tmp_path / "many.csv"
+    src.write_text("text\n" + "\n".join(_questions(300)) + "\n", encoding="utf-8")
+    project.import_table(src, ["text"])
+    return project
+
+
+def _count(project) -> int:
+    with project.store.read() as conn:
+        return vector_store.count_model_embeddings(conn, project._active_model_id())
+
+
+def test_every_chunk_is_committed_and_indexed_off_the_encoding_thread(many, encoder):
+    model_id = many._active_model_id()
+    seen, threads, progress = [], set(), []
+
+    def on_committed(chunk):
+        threads.add(threading.get_ident())
+        with many.store.read() as conn:  # already on disk when indexing sees it
+            stored = set(vector_store.embedded_text_ids(conn, model_id).tolist())
+        assert set(chunk.text_ids) <= stored
+        seen.append(list(chunk.text_ids))
+
+    report = encode_missing(many.store, encoder, model_id, on_committed=on_committed,
+                            progress=progress.append, chunk_texts=64)
+    assert report.encoded == 300 and report.commits == 5 and not report.cancelled
+    assert [len(c) for c in seen] == [64, 64, 64, 64, 44]
+    assert sorted(t for c in seen for t in c) == sorted(set(t for c in seen for t in c))
+    assert threads and threading.get_ident() not in threads
+    assert _count(many) == 300
+    done = [p.done for p in progress]
+    assert done == sorted(done) and done[-1] == 300 and progress[-1].total == 300
+
+
+def test_an_indexing_error_is_raised_by_the_job_and_only_whole_chunks_are_stored(many, encoder):
+    model_id = many._active_model_id()
+    calls = []
+
+    def on_committed(chunk):
+        calls.append(len(chunk.text_ids))
+        if len(calls) == 2:
+            raise RuntimeError("index is full")
+
+    with pytest.raises(RuntimeError, match="index is full"):
+        encode_missing(many.store, encoder, model_id, on_committed=on_committed,
+                       chunk_texts=64)
+    stored = _count(many)
+    assert 128 <= stored < 300 and stored % 64 == 0
+
+
+class _DiesAfter(LocalExecutor):
+    """Stands in for a crash in the middle of a chunk: raises after `n` batches."""
+
+    def __init__(self, n: int) -> None:
+        self.n = n
+
+    def map(self, fn, batches):
+        for batch in super().map(fn, batches):
+            if self.n == 0:
+                raise KeyboardInterrupt
+            self.n -= 1
+            yield batch
+
+
+def test_a_stop_mid_chunk_loses_only_that_chunk_and_resume_finishes(many, encoder):
+    model_id = many._active_model_id()
+    indexed = []
+    with pytest.raises(KeyboardInterrupt):
+        # batch size 32, chunk 64: the 5th batch is the first half of the 3rd chunk
+        encode_missing(many.store, encoder, model_id, executor=_DiesAfter(5),
+                       on_committed=lambda c: indexed.extend(c.text_ids), chunk_texts=64)
+    assert _count(many) == 128 and len(indexed) == 128  # what was committed was indexed
+    rest = many.encode()
+    assert rest.encoded == 172 and _count(many) == 300
+    assert len(many.index()) == 300
+
+
+def test_a_killed_process_keeps_its_committed_chunks_and_reopening_indexes_them(
+        many, tmp_path, encoder):
+    path = many.path
+    many.encode()                         # a saved, stamped index of 300 texts
+    src = tmp_path / "more.csv"
+    src.write_text("text\n" + "\n".join(f"A brand new question number {i} about cheese?"
+                                        for i in range(200)) + "\n", encoding="utf-8")
+    many.import_table(src, ["text"])
+    many.close()
+    script = textwrap.dedent(f"""
+        import os
+        from engine.project import Project
+        project = Project.open({str(path)!r})
+        project.batch_size = 16
+        def progress(p):
+            if p.done >= 100:
+                os._exit(9)               # no cleanup, no index save: a kill
+        project.encode(progress=progress, chunk_texts=32)
+    """)
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                          timeout=600)
+    assert done.returncode == 9, done.stderr
+    reopened = Project.open(path)
+    reopened.attach_encoder(encoder, is_default=True)
+    try:
+        with reopened.store.read() as conn:
+            model_id = int(reopened.active_model()["id"])
+            stored = vector_store.count_model_embeddings(conn, model_id)
+        assert 300 + 64 <= stored <= 300 + 100 and (stored - 300) % 32 == 0
+        assert len(reopened.index()) == stored  # reconciled: the saved index had 300
+        assert reopened.encode().encoded == 500 - stored
+        assert len(reopened.index()) == 500
+    finally:
+        reopened.close()
+
+
+def test_batches_follow_token_counts_and_carry_them():
+    ids = [1, 2, 3, 4]
+    texts = {1: "aaaaaaaaaaaaaaaaaaaa", 2: "b", 3: "c c c c", 4: "dd"}
+    counts = {1: 3, 2: 9, 3: 6, 4: 4}    # characters and tokens disagree on purpose
+    batches = list(plan_batches(ids, texts, 2, counts))
+    assert [b.text_ids for b in batches] == [[2, 3], [4, 1]]
+    assert batches[0].token_counts == [9, 6]
+    by_chars = list(plan_batches(ids, texts, 2))
+    assert [b.text_ids for b in by_chars] == [[1, 3], [4, 2]]
+
+
+def test_truncation_flags_from_planned_counts_match_tokenising_again(encoder):
+    texts = ["short question?", "word " * 400, "x" * 5_000_000, "é" * 300]
+    counts = encoder.token_counts(texts)
+    planned = encoder.encode_batch(EncodeBatch([1, 2, 3, 4], texts, counts))
+    plain = encoder.encode_batch(EncodeBatch([1, 2, 3, 4], texts))
+    assert planned.truncated == plain.truncated == encoder.truncation_flags(texts)
+    assert planned.truncated[:3] == [False, True, True]
+    assert np.allclose(planned.vectors, plain.vectors, atol=1e-6)

@@ -1,0 +1,156 @@
+"""Opening a project: a saved index whose stamp still holds is used as it is; any doubt
+(another content version, a different count, no stamp) reconciles it in full."""
+
+import json
+
+import numpy as np
+import pytest
+
+from engine.index.persist import stamp_key
+from engine.project import Project
+from engine.store import vectors as vector_store
+from engine.store.schema import indexes, meta
+
+
+@pytest.fixture
+def saved(new_project, data_dir):
+    project = new_project()
+    project.import_table(data_dir / "questions.csv", ["question"], id_column="qid")
+    project.encode()
+    return project
+
+
+def _reopen(project, encoder, monkeypatch):
+    """Reopen the project's file, counting full reconciles."""
+    path = project.path
+    project.close()
+    calls = []
+    real = Project._reconcile
+
+    def counting(self, index, model_id):
+        calls.append(model_id)
+        return real(self, index, model_id)
+
+    monkeypatch.setattr(Project, "_reconcile", counting)
+    reopened = Project.open(path)
+    reopened.attach_encoder(encoder, is_default=True)
+    return reopened, calls
+
+
+def _stamp(project) -> dict:
+    raw = project.store.get_meta(stamp_key(project._active_model_id()))
+    return json.loads(raw) if raw else {}
+
+
+def test_a_matching_stamp_skips_the_reconcile(saved, encoder, monkeypatch):
+    expected = [h.id for h in saved.search("how do I fix a flat tire", k=3)]
+    reopened, calls = _reopen(saved, encoder, monkeypatch)
+    try:
+        assert [h.id for h in reopened.search("how do I fix a flat tire", k=3)] == expected
+        assert calls == [] and len(reopened.index()) == 46
+    finally:
+        reopened.close()
+
+
+def test_another_content_version_reconciles_and_then_stamps(saved, encoder, monkeypatch):
+    with saved.store.write() as conn:
+        vector_store.bump_content_version(conn)
+    reopened, calls = _reopen(saved, encoder, monkeypatch)
+    try:
+        assert len(reopened.index()) == 46 and len(calls) == 1
+        with reopened.store.read() as conn:
+            assert _stamp(reopened)["version"] == vector_store.content_version(conn)
+    finally:
+        reopened.close()
+    again, calls = _reopen(reopened, encoder, monkeypatch)
+    try:
+        assert len(again.index()) == 46 and calls == []  # the stamp was written back
+    finally:
+        again.close()
+
+
+@pytest.mark.parametrize("tamper", ["stamp_embeddings", "index_count", "no_stamp"])
+def test_a_tampered_record_reconciles(saved, encoder, monkeypatch, tamper):
+    model_id = saved._active_model_id()
+    with saved.store.write() as conn:
+        if tamper == "stamp_embeddings":
+            stamp = _stamp(saved)
+            stamp["embeddings"] += 1
+            saved.store.set_meta(stamp_key(model_id), json.dumps(stamp), conn)
+        elif tamper == "index_count":
+            conn.execute(indexes.update().where(indexes.c.model_id == model_id)
+                         .values(count=45))
+        else:
+            conn.execute(meta.delete().where(meta.c.key == stamp_key(model_id)))
+    reopened, calls = _reopen(saved, encoder, monkeypatch)
+    try:
+        assert len(reopened.index()) == 46 and calls == [model_id]
+    finally:
+        reopened.close()
+
+
+def test_embeddings_written_behind_the_index_are_found_on_open(saved, encoder, monkeypatch,
+                                                              tmp_path):
+    src = tmp_path / "more.csv"
+    src.write_text("question\nHow do penguins keep warm in Antarctica?\n", encoding="utf-8")
+    saved.import_table(src, ["question"])
+    model_id = saved._active_model_id()
+    with saved.store.read() as conn:
+        (text_id,) = vector_store.missing_text_ids(conn, model_id)
+    with saved.store.write() as conn:     # stored, but the saved index never saw it
+        vector_store.add_embeddings(conn, model_id, [text_id],
+                                    encoder.encode(["How do penguins keep warm?"]), [False])
+    reopened, calls = _reopen(saved, encoder, monkeypatch)
+    try:
+        assert len(reopened.index()) == 47 and len(calls) == 1
+        assert reopened.search("penguins in the cold", k=1)[0].text.startswith("How do pen")
+    finally:
+        reopened.close()
+
+
+def test_deleting_rows_keeps_the_stamp_exact(saved, encoder, monkeypatch):
+    hit = saved.search("which city is the capital of australia", k=1)[0]
+    before = saved.store.get_meta("content_version")
+    assert saved.delete_items([hit.item_id]) == 1
+    assert int(saved.store.get_meta("content_version")) == int(before) + 1
+    reopened, calls = _reopen(saved, encoder, monkeypatch)
+    try:
+        assert calls == [] and len(reopened.index()) == 45
+        assert hit.item_id not in [h.item_id for h in reopened.search(hit.text, k=5)]
+    finally:
+        reopened.close()
+
+
+def test_reimporting_a_deleted_rows_text_brings_it_back_at_once(saved, encoder, monkeypatch,
+                                                                tmp_path):
+    hit = saved.search("which city is the capital of australia", k=1)[0]
+    saved.delete_items([hit.item_id])
+    assert hit.text not in [h.text for h in saved.search(hit.text, k=3)]
+    src = tmp_path / "again.csv"
+    src.write_text(f"question\n{hit.text}\n", encoding="utf-8")
+    report = saved.import_table(src, ["question"])
+    assert len(report.revived_texts) == 1
+    assert saved.search(hit.text, k=1)[0].text == hit.text  # no encode, no reopen needed
+    saved.encode()  # nothing new to encode; the revived text is already embedded
+    saved.save_index()
+    reopened, calls = _reopen(saved, encoder, monkeypatch)
+    try:
+        assert calls == [] and len(reopened.index()) == 46
+        assert reopened.search(hit.text, k=1)[0].text == hit.text
+    finally:
+        reopened.close()
+
+
+def test_loaded_index_is_what_a_full_reconcile_gives(saved, encoder, monkeypatch):
+    reopened, calls = _reopen(saved, encoder, monkeypatch)
+    try:
+        index = reopened.index()
+        assert calls == []
+        live = np.setdiff1d(index.ids(), np.fromiter(index.deleted, np.int64))
+        with reopened.store.read() as conn:
+            embedded = vector_store.embedded_text_ids(conn, reopened._active_model_id())
+        assert np.array_equal(np.sort(live), np.sort(embedded))
+        changed, _ = reopened._reconcile(index, reopened._active_model_id())
+        assert not changed
+    finally:
+        reopened.close()
