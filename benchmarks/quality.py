@@ -1,0 +1,139 @@
+"""Quality of the bundled model through Duplens, next to plain sentence-transformers.
+
+    python -m benchmarks --only quality
+
+STS benchmark test split (1,379 pairs), Spearman x100 of cosine similarity against the gold
+scores, three ways in one run:
+1. `duplens eval sts`: the engine's `evaluate_sts` (sentence-transformers' evaluator on the
+   model as Duplens loads it);
+2. the vectors Duplens stores: `SentenceEncoder.encode` (clipping, normalising, batch 64),
+   cosine, SciPy's Spearman, so any change in the product's encode path shows here;
+3. the baseline: a model sentence-transformers loads itself and its
+   `EmbeddingSimilarityEvaluator`, data read with the csv module.
+The held-out Quora average precision is read from benchmarks/results/finetune_quora.json
+(the fine-tuning benchmark), not measured again.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import time
+from pathlib import Path
+
+import numpy as np
+
+from benchmarks.data import STSB_TEST
+
+FINETUNE = Path(__file__).resolve().parent / "results" / "finetune_quora.json"
+EXPECTED_SPEARMAN = 82.0
+
+
+def run(quick: bool) -> dict:
+    from scipy.stats import spearmanr
+    from sentence_transformers import SentenceTransformer
+    from sentence_transformers.sentence_transformer.evaluation import (
+        EmbeddingSimilarityEvaluator,
+    )
+
+    from engine.encoding.loading import load_encoder
+    from engine.encoding.models import default_model_path
+    from engine.evaluation import evaluate_sts
+
+    if not STSB_TEST.exists():
+        raise SystemExit(f"benchmark data not found: {STSB_TEST} (set DUPLENS_SHARED)")
+    encoder = load_encoder(None, device="cpu", batch_size=64)
+
+    t0 = time.perf_counter()
+    engine_eval = evaluate_sts(encoder, STSB_TEST)
+    engine_s = time.perf_counter() - t0
+
+    s1, s2, gold = _read_sts(STSB_TEST)
+    t0 = time.perf_counter()
+    v1, v2 = encoder.encode(s1), encoder.encode(s2)
+    stored = 100 * float(spearmanr(np.sum(v1 * v2, axis=1), gold).statistic)
+    stored_s = time.perf_counter() - t0
+
+    plain_model = SentenceTransformer(str(default_model_path()), device="cpu")
+    evaluator = EmbeddingSimilarityEvaluator(s1, s2, [g / 5.0 for g in gold],
+                                             name="stsb-test", write_csv=False)
+    t0 = time.perf_counter()
+    metrics = evaluator(plain_model)
+    plain_s = time.perf_counter() - t0
+    plain = 100 * float(next(v for k, v in metrics.items() if k.endswith("spearman_cosine")))
+
+    result = {
+        "stsb_test_pairs": len(gold),
+        "spearman": {"duplens_eval": round(engine_eval["spearman"], 2),
+                     "duplens_stored_vectors": round(stored, 2),
+                     "plain_sentence_transformers": round(plain, 2),
+                     "expected": EXPECTED_SPEARMAN},
+        "seconds": {"duplens_eval": round(engine_s, 1), "duplens_stored_vectors":
+                    round(stored_s, 1), "plain_sentence_transformers": round(plain_s, 1)},
+        "quora_held_out": _quora_from_finetune(),
+    }
+    result.update(_presentation(result))
+    return result
+
+
+def _read_sts(path: Path) -> tuple[list[str], list[str], list[float]]:
+    with path.open(encoding="utf-8", newline="") as fh:
+        rows = list(csv.DictReader(fh, delimiter="\t", quoting=csv.QUOTE_NONE))
+    return ([r["sentence1"] for r in rows], [r["sentence2"] for r in rows],
+            [float(r["score"]) for r in rows])
+
+
+def _quora_from_finetune() -> dict | None:
+    """The base model's held-out AP and the best fine-tuned one, as the fine-tuning run saw."""
+    if not FINETUNE.exists():
+        return None
+    data = json.loads(FINETUNE.read_text(encoding="utf-8"))
+    runs = [r for r in data.get("runs", []) if "after" in r]
+    default = [r for r in runs if r["objective"] == data.get("default_objective")]
+    best = max(default or runs, key=lambda r: r["train_pairs"], default=None)
+    return {
+        "command": data.get("command"), "date": data.get("date"),
+        "measured_pairs": data.get("data", {}).get("measured_pairs"),
+        "held_out_duplicates": data.get("data", {}).get("held_out_duplicates"),
+        "base_ap": data["before"]["average_precision"], "base_f1": data["before"]["f1"],
+        "finetuned": None if best is None else {
+            "objective": best["objective"], "train_pairs": best["train_pairs"],
+            "ap": best["after"]["average_precision"], "f1": best["after"]["f1"]},
+    }
+
+
+def _presentation(result: dict) -> dict:
+    sp = result["spearman"]
+    plain = sp["plain_sentence_transformers"]
+    headline = [{
+        "figure": "STSb test Spearman ×100, default model",
+        "duplens": f"{sp['duplens_eval']:.2f}", "baseline": f"{plain:.2f}",
+        "ratio": f"{sp['duplens_eval'] - plain:+.2f} points",
+        "goal": f"{EXPECTED_SPEARMAN} expected",
+        "met": abs(sp["duplens_eval"] - EXPECTED_SPEARMAN) < 0.1}]
+    rows = [
+        ["`duplens eval sts` (engine `evaluate_sts`)", f"**{sp['duplens_eval']:.2f}**",
+         f"{sp['duplens_eval'] - plain:+.2f}", result["seconds"]["duplens_eval"]],
+        ["Duplens' stored vectors (`SentenceEncoder.encode`, SciPy Spearman)",
+         f"{sp['duplens_stored_vectors']:.2f}", f"{sp['duplens_stored_vectors'] - plain:+.2f}",
+         result["seconds"]["duplens_stored_vectors"]],
+        ["plain sentence-transformers `EmbeddingSimilarityEvaluator`", f"{plain:.2f}", "0",
+         result["seconds"]["plain_sentence_transformers"]],
+    ]
+    tables = [{"title": f"STS benchmark test, {result['stsb_test_pairs']:,} pairs, Spearman "
+                        f"×100 (published for all-MiniLM-L6-v2: 82.03)",
+               "columns": ["measured by", "Spearman ×100", "vs plain", "seconds"],
+               "rows": rows}]
+    quora = result["quora_held_out"]
+    if quora:
+        # Table only: the summary's Quora rows come from the fine-tuning results themselves.
+        tuned = quora["finetuned"]
+        qrows = [["default model", f"{quora['base_ap']:.2f}", f"{quora['base_f1']:.2f}"]]
+        if tuned:
+            qrows.append([f"fine-tuned ({tuned['objective']}, {tuned['train_pairs']:,} pairs)",
+                          f"{tuned['ap']:.2f}", f"{tuned['f1']:.2f}"])
+        tables.append({"title": f"Held-out Quora pairs ({quora['measured_pairs']:,}, "
+                                f"{quora['held_out_duplicates']:,} duplicates), read from "
+                                f"`{quora['command']}` of {quora['date']}",
+                       "columns": ["model", "average precision", "best F1"], "rows": qrows})
+    return {"headline": headline, "tables": tables}

@@ -1,0 +1,349 @@
+"""Regenerate docs/benchmarks.md's generated blocks (and plots) from benchmarks/results/*.json.
+
+    python -m benchmarks.report [--results DIR] [--doc FILE] [--plots DIR]
+
+The page is written by hand; only the text between `<!-- generated:NAME -->` and
+`<!-- /generated -->` is replaced, NAME being a results file's name (`summary` is the table
+of every headline figure). A result with no block in the page gets a new section at the
+end; a block with no result is left as it is. Every block names the hardware, the command
+and the date of its run, and every summary row does too.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+RESULTS = ROOT / "benchmarks" / "results"
+DOC = ROOT / "docs" / "benchmarks.md"
+PLOTS = ROOT / "docs" / "benchmarks"
+
+BLOCK = re.compile(r"<!-- generated:([\w-]+) -->\n.*?<!-- /generated -->", re.DOTALL)
+
+
+@dataclass
+class Section:
+    """One results file, normalised for rendering."""
+
+    name: str
+    title: str
+    command: str
+    date: str
+    hardware: str
+    mode: str = ""
+    wall_seconds: float | None = None
+    headline: list[dict] = field(default_factory=list)
+    tables: list[dict] = field(default_factory=list)
+    plots: list[dict] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    skipped: str | None = None
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--results", type=Path, default=RESULTS)
+    ap.add_argument("--doc", type=Path, default=DOC)
+    ap.add_argument("--plots", type=Path, default=PLOTS)
+    args = ap.parse_args(argv)
+    results = load_results(args.results)
+    text = args.doc.read_text(encoding="utf-8")
+    updated = render_doc(text, results, args.plots, args.doc.parent)
+    if updated != text:
+        args.doc.write_text(updated, encoding="utf-8")
+    print(f"{args.doc}: {len(results)} results rendered", file=sys.stderr)
+    return 0
+
+
+def load_results(folder: Path) -> dict[str, dict]:
+    """Every results file of `folder` (not its subfolders), by benchmark name."""
+    return {p.stem: json.loads(p.read_text(encoding="utf-8"))
+            for p in sorted(folder.glob("*.json"))}
+
+
+def render_doc(text: str, results: dict[str, dict], plot_dir: Path | None,
+               doc_dir: Path) -> str:
+    """`text` with its generated blocks rewritten from `results` (plots drawn to plot_dir)."""
+    sections = [section(name, data) for name, data in _ordered(results)]
+    blocks = {s.name: render_section(s, plot_dir, doc_dir) for s in sections}
+    if sections:
+        blocks["summary"] = render_summary(sections)
+    present = set(block_names(text))
+
+    def replace(match: re.Match) -> str:
+        name = match.group(1)
+        if name not in blocks:
+            return match.group(0)
+        return f"<!-- generated:{name} -->\n{blocks[name]}\n<!-- /generated -->"
+
+    text = BLOCK.sub(replace, text)
+    for s in sections:
+        if s.name not in present:
+            text = (text.rstrip("\n") + f"\n\n## {s.title}\n\n<!-- generated:{s.name} -->\n"
+                    f"{blocks[s.name]}\n<!-- /generated -->\n")
+    return text
+
+
+def block_names(text: str) -> list[str]:
+    """The NAMEs of the generated blocks in `text`, in order."""
+    return [m.group(1) for m in BLOCK.finditer(text)]
+
+
+# -- normalising each kind of results file ---------------------------------------------------
+def section(name: str, data: dict) -> Section:
+    """A results file as a `Section`: the suite's own format, or an older script's."""
+    if name == "finetune_quora" and "runs" in data:
+        return _finetune_section(name, data)
+    result = data.get("result", {})
+    s = Section(name=name, title=data.get("title") or _title(name),
+                command=data.get("command", "?"), date=data.get("date", "?"),
+                hardware=hardware_text(data.get("hardware", {})), mode=data.get("mode", ""),
+                wall_seconds=data.get("wall_seconds"))
+    if "skipped" in result:
+        s.skipped = str(result["skipped"])
+        return s
+    s.headline = list(result.get("headline", []))
+    s.tables = list(result.get("tables", []))
+    s.plots = list(result.get("plots", []))
+    s.notes = list(result.get("notes", []))
+    if not (s.headline or s.tables):
+        adapter = {"import_throughput": _import_tables,
+                   "window_latency": _window_tables}.get(name)
+        s.headline, s.tables = adapter(result) if adapter else ([], [_flat_table(result)])
+    return s
+
+
+def hardware_text(hw: dict) -> str:
+    """"Intel(R) Xeon(R) Processor, 2 cores, 23.4 GiB RAM" (+ the GPU, if any)."""
+    if not hw:
+        return "?"
+    cpu = hw.get("cpu") or hw.get("processor") or hw.get("machine") or "?"
+    cores = hw.get("cores") or hw.get("cpu_count")
+    parts = [cpu, f"{cores} cores" if cores else None,
+             f"{hw['ram_gib']:g} GiB RAM" if hw.get("ram_gib") else None]
+    parts.append(f"GPU {hw['gpu']}" if hw.get("gpu") else "CPU only")
+    return ", ".join(p for p in parts if p)
+
+
+def _finetune_section(name: str, data: dict) -> Section:
+    losses = {"contrastive": "`OnlineContrastiveLoss`", "triplet": "`TripletLoss`, margin 1",
+              "cosine": "`CosineSimilarityLoss`",
+              "mnrl": "`MultipleNegativesRankingLoss`, duplicates only",
+              "softmax": "`SoftmaxLoss`"}
+    before = data["before"]
+    rows = []
+    # Per training size, best held-out AP first.
+    runs = sorted(data["runs"], key=lambda r: (r["train_pairs"],
+                                               -r.get("after", {}).get("average_precision", 0)))
+    for r in runs:
+        label = f"{r['objective']} ({losses.get(r['objective'], '?')})"
+        if "error" in r:
+            rows.append([label, r["train_pairs"], f"failed: {r['error']}", "", ""])
+            continue
+        ap_after, f1_after = r["after"]["average_precision"], r["after"]["f1"]
+        rows.append([label, f"{r['train_pairs']:,}",
+                     f"{before['average_precision']:.2f} → {_bold_if(ap_after, before)}",
+                     f"{before['f1']:.2f} → {f1_after:.2f}", r["training_seconds"]])
+    held = data.get("data", {})
+    headline = [{"figure": f"held-out Quora AP ({held.get('measured_pairs', '?'):,} pairs), "
+                           "default model",
+                 "duplens": f"{before['average_precision']:.2f}", "baseline": "", "ratio": "",
+                 "goal": "", "met": None}]
+    for r in data["runs"]:
+        if r.get("objective") == data.get("default_objective") and "after" in r:
+            gain = r["after"]["average_precision"] - before["average_precision"]
+            headline.append({
+                "figure": f"held-out Quora AP after fine-tuning ({r['objective']}, "
+                          f"{r['train_pairs']:,} pairs)",
+                "duplens": f"{r['after']['average_precision']:.2f}",
+                "baseline": f"{before['average_precision']:.2f} (default model)",
+                "ratio": f"{gain:+.2f} points", "goal": "", "met": None})
+    return Section(
+        name=name, title="Fine-tuning objectives on Quora pairs", command=data.get("command", "?"),
+        date=data.get("date", "?"), hardware=hardware_text(data.get("hardware", {})),
+        headline=headline,
+        tables=[{"title": f"Held-out AP and best F1 on {held.get('measured_pairs', '?'):,} "
+                          f"held-out pairs ({held.get('held_out_duplicates', '?'):,} duplicates)",
+                 "columns": ["objective", "training pairs", "held-out AP before → after",
+                             "best F1 before → after", "training s"],
+                 "rows": rows}])
+
+
+def _bold_if(ap_after: float, before: dict) -> str:
+    """Bold where fine-tuning moved AP by at least 0.5 points, up or down."""
+    moved = abs(ap_after - before["average_precision"]) >= 0.5
+    return f"**{ap_after:.2f}**" if moved else f"{ap_after:.2f}"
+
+
+def _import_tables(result: dict) -> tuple[list[dict], list[dict]]:
+    """import_throughput's flat dict: bare encode vs the whole import."""
+    bare, ours = result.get("bare_encode_rows_per_s"), result.get("duplens_import_rows_per_s")
+    if bare is None or ours is None:
+        return [], [_flat_table(result)]
+    ratio = result.get("ratio", ours / bare)
+    rows = result.get("rows", "?")
+    headline = [{"figure": f"import throughput, {rows:,} rows (parse + store + encode + index)",
+                 "duplens": f"{ours:,.1f} rows/s", "baseline": f"{bare:,.1f} rows/s (encode)",
+                 "ratio": f"{ratio:.2f}×", "goal": "≥ 0.9×", "met": ratio >= 0.9}]
+    table = {"title": f"{rows:,} distinct Quora questions, batch {result.get('batch_size', '?')}"
+                      f", {result.get('device', 'cpu')}",
+             "columns": ["pipeline", "rows/s", "ratio"],
+             "rows": [["plain sentence-transformers encode", f"{bare:,.1f}", "1.00"],
+                      ["Duplens import (parse + store + encode + index)", f"{ours:,.1f}",
+                       f"**{ratio:.2f}**"]]}
+    extra = {k: v for k, v in result.items()
+             if k not in ("rows", "batch_size", "device", "machine", "bare_encode_rows_per_s",
+                          "duplens_import_rows_per_s", "ratio")}
+    return headline, [table] + ([_flat_table(extra, "More figures")] if extra else [])
+
+
+def _window_tables(result: dict) -> tuple[list[dict], list[dict]]:
+    start = result.get("time_to_window_s", {})
+    keys = result.get("keystroke_to_results_ms", {})
+    rows = [[f"process start → main window viewable ({len(start.get('runs', []))} runs)",
+             f"{min(start.get('runs', [0])):.2f}–{max(start.get('runs', [0])):.2f} s, median "
+             f"**{start.get('median', 0):.2f} s**"],
+            [f"last keystroke → results shown, {result.get('queries', '?')} real questions",
+             f"p50 **{keys.get('p50')} ms**, p95 **{keys.get('p95')} ms**, "
+             f"max {keys.get('max')} ms"],
+            ["of which the search box's debounce", f"{result.get('debounce_ms')} ms"]]
+    imp = result.get("import")
+    if imp:
+        rows.append([f"longest gap between 10 ms timer ticks while {imp['rows']:,} rows were "
+                     f"imported ({imp['seconds']} s)",
+                     f"**{imp['longest_gap_ms']} ms**, during {imp.get('during', '?')}"])
+    return [], [{"title": result.get("inputs", ""), "columns": ["figure", "measured"],
+                 "rows": rows}]
+
+
+def _flat_table(data: dict, title: str = "Figures") -> dict:
+    rows = []
+
+    def walk(prefix: str, value) -> None:
+        if isinstance(value, dict):
+            for k, v in value.items():
+                walk(f"{prefix}.{k}" if prefix else str(k), v)
+        elif isinstance(value, (int, float, str, bool)) or value is None:
+            rows.append([prefix, value])
+
+    walk("", data)
+    return {"title": title, "columns": ["figure", "value"], "rows": rows}
+
+
+# -- rendering -------------------------------------------------------------------------------
+def render_section(s: Section, plot_dir: Path | None, doc_dir: Path) -> str:
+    lines = [_caption(s), ""]
+    if s.skipped:
+        lines.append(f"_Not measured: {s.skipped}._")
+        return "\n".join(lines)
+    for table in s.tables:
+        if table.get("title"):
+            lines += [f"**{table['title']}**", ""]
+        lines += [_md_table(table["columns"], table["rows"]), ""]
+    for image in draw_plots(s.plots, plot_dir, doc_dir):
+        lines += [image, ""]
+    for note in s.notes:
+        lines.append(f"- {note}")
+    return "\n".join(lines).rstrip("\n")
+
+
+def render_summary(sections: list[Section]) -> str:
+    rows = []
+    for s in sections:
+        if s.skipped:
+            rows.append([s.title, "not measured", "", "", "", "–", s.hardware,
+                         f"`{s.command}`", _day(s.date)])
+            continue
+        for h in s.headline:
+            met = h.get("met")
+            rows.append([h.get("figure", ""), f"**{h.get('duplens', '')}**",
+                         h.get("baseline", ""), h.get("ratio", ""), h.get("goal", ""),
+                         "–" if met is None else ("yes" if met else "**no**"), s.hardware,
+                         f"`{h.get('command') or s.command}`", _day(h.get("date") or s.date)])
+    return _md_table(["figure", "Duplens", "baseline (plain sentence-transformers)", "ratio",
+                      "goal", "met", "hardware", "command", "date"], rows)
+
+
+def _caption(s: Section) -> str:
+    run = f"{s.mode} run, " if s.mode else ""
+    wall = f", {s.wall_seconds:.0f} s" if s.wall_seconds is not None else ""
+    return f"_Measured {s.date} ({run}{s.hardware}{wall}): `{s.command}`._"
+
+
+def _md_table(columns: list, rows: list[list]) -> str:
+    def cell(value) -> str:
+        text = "" if value is None else str(value)
+        return text.replace("|", "\\|").replace("\n", " ")
+
+    out = ["| " + " | ".join(cell(c) for c in columns) + " |",
+           "|" + "---|" * len(columns)]
+    out += ["| " + " | ".join(cell(v) for v in row) + " |" for row in rows]
+    return "\n".join(out)
+
+
+def draw_plots(plots: list[dict], plot_dir: Path | None, doc_dir: Path) -> list[str]:
+    """Draw each plot to plot_dir (PNG) and return its Markdown image lines."""
+    if not plots or plot_dir is None:
+        return []
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        return ["_(plots need matplotlib: `pip install -e \".[bench]\"`)_"]
+    plot_dir.mkdir(parents=True, exist_ok=True)
+    images = []
+    for spec in plots:
+        fig, ax = plt.subplots(figsize=(6.4, 3.8), dpi=110)
+        for series in spec.get("series", []):
+            ax.plot(series["x"], series["y"], marker="o", label=series.get("label"))
+        labels = spec.get("annotate")
+        if labels and spec.get("series"):
+            first = spec["series"][0]
+            for x, y, text in zip(first["x"], first["y"], labels, strict=False):
+                ax.annotate(text, (x, y), textcoords="offset points", xytext=(4, -10),
+                            fontsize=8)
+        if spec.get("logx"):
+            ax.set_xscale("log")
+        if spec.get("logy"):
+            ax.set_yscale("log")
+        ax.set_title(spec.get("title", ""), fontsize=11)
+        ax.set_xlabel(spec.get("xlabel", ""))
+        ax.set_ylabel(spec.get("ylabel", ""))
+        ax.grid(True, which="both", alpha=0.3)
+        if any(s.get("label") for s in spec.get("series", [])):
+            ax.legend(fontsize=8)
+        fig.tight_layout()
+        path = plot_dir / spec["file"]
+        fig.savefig(path, metadata={"Software": None})
+        plt.close(fig)
+        rel = path.resolve().relative_to(doc_dir.resolve()) if path.resolve().is_relative_to(
+            doc_dir.resolve()) else path
+        images.append(f"![{spec.get('title', spec['file'])}]({rel.as_posix()})")
+    return images
+
+
+def _ordered(results: dict[str, dict]) -> list[tuple[str, dict]]:
+    from benchmarks.run import REGISTRY
+
+    order = {b.name: i for i, b in enumerate(REGISTRY)}
+    return sorted(results.items(), key=lambda kv: (order.get(kv[0], len(order)), kv[0]))
+
+
+def _title(name: str) -> str:
+    from benchmarks.run import BY_NAME
+
+    return BY_NAME[name].title if name in BY_NAME else name.replace("_", " ").capitalize()
+
+
+def _day(date: str) -> str:
+    return date[:10]
+
+
+if __name__ == "__main__":
+    sys.exit(main())

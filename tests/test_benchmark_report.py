@@ -1,0 +1,175 @@
+"""The benchmark report generator: results JSON into docs/benchmarks.md's marked blocks.
+
+These test the renderer with synthetic results files (no benchmark data, no model); the
+figures themselves come from `python -m benchmarks`.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from benchmarks import report
+
+ROOT = Path(__file__).resolve().parents[1]
+
+DOC = """# Benchmarks
+
+Hand-written introduction.
+
+## Summary
+
+<!-- generated:summary -->
+old summary
+<!-- /generated -->
+
+## Live query latency
+
+Prose about the method, kept.
+
+<!-- generated:query_latency -->
+old latency table
+<!-- /generated -->
+
+Prose after the block, kept.
+
+## The window
+
+<!-- generated:window_latency -->
+| figure | measured |
+|---|---|
+| hand-measured row | 63 ms |
+<!-- /generated -->
+"""
+
+HARDWARE = {"cpu": "Example CPU 9000", "cores": 2, "ram_gib": 23.4}
+
+
+def _result(name: str, result: dict) -> dict:
+    return {"benchmark": name, "title": name.replace("_", " "), "mode": "quick",
+            "command": f"python -m benchmarks --quick --only {name}",
+            "date": "2026-11-23T10:00:00+00:00", "wall_seconds": 12.3, "hardware": HARDWARE,
+            "versions": {"python": "3.11"}, "result": result}
+
+
+LATENCY = _result("query_latency", {
+    "headline": [{"figure": "live query p95, 10k items", "duplens": "4.2 ms",
+                  "baseline": "9.9 ms", "ratio": "2.36× faster", "goal": "≤ 10 ms",
+                  "met": True}],
+    "tables": [{"title": "Per query", "columns": ["items", "p95 | ms"],
+                "rows": [["10k", "4.2"], ["100k", "5.0"]]}],
+    "notes": ["Synthetic note."],
+})
+
+
+def test_blocks_are_replaced_and_prose_kept(tmp_path):
+    text = report.render_doc(DOC, {"query_latency": LATENCY}, tmp_path / "plots", tmp_path)
+
+    assert "Hand-written introduction." in text
+    assert "Prose about the method, kept." in text
+    assert "Prose after the block, kept." in text
+    assert "old latency table" not in text
+    assert "old summary" not in text
+    # A block without a result is left exactly as it was.
+    assert "| hand-measured row | 63 ms |" in text
+    latency = text.split("<!-- generated:query_latency -->")[1].split("<!-- /generated -->")[0]
+    assert "| 100k | 5.0 |" in latency
+    assert "p95 \\| ms" in latency          # a pipe inside a cell is escaped
+    assert "- Synthetic note." in latency
+    assert "Example CPU 9000, 2 cores, 23.4 GiB RAM, CPU only" in latency
+    assert "`python -m benchmarks --quick --only query_latency`" in latency
+    assert "2026-11-23T10:00:00+00:00" in latency
+    # Rendering again changes nothing: the blocks are found and rewritten in place.
+    assert report.render_doc(text, {"query_latency": LATENCY}, tmp_path / "plots",
+                             tmp_path) == text
+
+
+def test_summary_rows_name_hardware_command_and_date(tmp_path):
+    text = report.render_doc(DOC, {"query_latency": LATENCY}, None, tmp_path)
+    summary = text.split("<!-- generated:summary -->")[1].split("<!-- /generated -->")[0]
+    row = next(line for line in summary.splitlines() if "live query p95" in line)
+    cells = [c.strip() for c in row.strip("|").split("|")]
+    assert cells[1:6] == ["**4.2 ms**", "9.9 ms", "2.36× faster", "≤ 10 ms", "yes"]
+    assert cells[6].startswith("Example CPU 9000")
+    assert cells[7] == "`python -m benchmarks --quick --only query_latency`"
+    assert cells[8] == "2026-11-23"
+
+
+def test_result_without_a_block_gets_a_section_and_skips_say_why(tmp_path):
+    gpu = _result("gpu_import", {"skipped": "no CUDA device"})
+    text = report.render_doc(DOC, {"gpu_import": gpu}, None, tmp_path)
+    assert text.count("<!-- generated:gpu_import -->") == 1
+    tail = text.split("<!-- generated:gpu_import -->")[1]
+    assert "_Not measured: no CUDA device._" in tail
+    assert "| gpu import | not measured |" in text
+
+
+def test_older_flat_results_are_rendered(tmp_path):
+    flat = _result("import_throughput", {"rows": 5000, "batch_size": 64, "device": "cpu",
+                                         "bare_encode_rows_per_s": 400.0,
+                                         "duplens_import_rows_per_s": 380.0, "ratio": 0.95})
+    text = report.render_doc(DOC, {"import_throughput": flat}, None, tmp_path)
+    block = text.split("<!-- generated:import_throughput -->")[1]
+    assert "| Duplens import (parse + store + encode + index) | 380.0 | **0.95** |" in block
+    summary = text.split("<!-- generated:summary -->")[1].split("<!-- /generated -->")[0]
+    assert "| ≥ 0.9× | yes |" in summary
+
+
+def test_plots_are_drawn_as_png(tmp_path):
+    pytest.importorskip("matplotlib")
+    with_plot = _result("query_latency", {**LATENCY["result"], "plots": [{
+        "file": "latency.png", "title": "Latency", "xlabel": "items", "ylabel": "ms",
+        "logx": True, "series": [{"label": "Duplens", "x": [10_000, 100_000], "y": [4, 5]}]}]})
+    doc_dir = tmp_path / "docs"
+    text = report.render_doc(DOC, {"query_latency": with_plot}, doc_dir / "benchmarks",
+                             doc_dir)
+    png = doc_dir / "benchmarks" / "latency.png"
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert "![Latency](benchmarks/latency.png)" in text
+
+
+def test_suite_help_and_list():
+    help_text = subprocess.run([sys.executable, "-m", "benchmarks", "--help"], cwd=ROOT,
+                               capture_output=True, text=True, check=True).stdout
+    assert "--quick" in help_text and "--only" in help_text
+    listing = subprocess.run([sys.executable, "-m", "benchmarks", "--list"], cwd=ROOT,
+                             capture_output=True, text=True, check=True).stdout
+    names = [line.split()[0] for line in listing.splitlines()]
+    assert {"quality", "query_latency", "mining", "gpu_import", "finetune_quora"} <= set(names)
+
+
+def test_gpu_benchmark_skips_with_a_reason_without_cuda():
+    torch = pytest.importorskip("torch")
+    if torch.cuda.is_available():
+        pytest.skip("this machine has CUDA: the GPU benchmark would run for real")
+    from benchmarks import gpu_import
+
+    assert gpu_import.run(quick=True) == {"skipped": gpu_import.cuda_problem()}
+    assert "no GPU was lent" in gpu_import.cuda_problem()
+
+
+@pytest.mark.slow
+def test_gpu_benchmark_logic_runs_on_the_cpu():
+    """The GPU benchmark's code path, on the CPU with a few sample questions (logic only)."""
+    import csv
+
+    from benchmarks import gpu_import
+
+    with (ROOT / "resources" / "sample_questions.csv").open(encoding="utf-8") as fh:
+        texts = [row["question"] for row in csv.DictReader(fh)][:48]
+    result = gpu_import.measure(texts, "cpu", warm_up=8)
+
+    assert result["rows"] == 48 and result["device"] == "cpu"
+    assert result["baseline"]["rows_per_s"] > 0
+    # On a CPU Duplens loads the model in fp32 (fp16 is for CUDA only), and says so.
+    assert {r["dtype"] for r in result["runs"]} == {"fp32"}
+    assert [r["name"].split(",")[0] for r in result["runs"]] == [
+        "bare encode", "Duplens import", "Duplens import", "Duplens import", "Duplens import"]
+    for r in result["runs"]:
+        assert r["ratio"] == pytest.approx(r["rows_per_s"] / result["baseline"]["rows_per_s"],
+                                           rel=0.01)
+    table = gpu_import._presentation(result)["tables"][0]
+    assert table["title"].endswith("on cpu") and len(table["rows"]) == 6
