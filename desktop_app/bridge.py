@@ -9,7 +9,9 @@ Two pools, on purpose:
 - searches run on their own single-thread pool, so a keystroke's search never waits behind
   a ten-minute import;
 - review work (re-cutting clusters, decisions, plots, export) runs on a third one-thread
-  pool, in order, so moving the threshold never waits behind an import either.
+  pool, in order, so moving the threshold never waits behind an import either;
+- sorting and filtering the table of rows runs on a fourth, so a slow sort of a million
+  rows delays neither the review nor the search.
 
 Each search gets an increasing sequence number; a request already superseded when its turn
 comes is skipped, and results older than the newest delivered are dropped, so the list never
@@ -25,13 +27,15 @@ import logging
 import os
 import threading
 import traceback
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
 from PySide6.QtCore import QObject, QThreadPool, Signal, Slot
 
 from desktop_app.workers import UNEXPECTED, Throttle, Worker, WorkRelay
+from engine.browse import RowQuery
 from engine.errors import ProjectError
 from engine.jobs import CancelToken
 
@@ -44,6 +48,29 @@ if TYPE_CHECKING:
 log = logging.getLogger("duplens.gui")
 
 _SUPERSEDED = object()  # a search skipped because a newer one was asked before it started
+
+# Jobs whose failures the view that asked for them shows (the fine-tuning wizard, the model
+# versions dialog), next to what the user was doing, rather than as the window's dialog.
+VIEW_REPORTED_JOBS = frozenset({"training_input", "finetune", "versions", "export_model",
+                                "delete_model"})
+
+
+@dataclass(frozen=True)
+class RowSet:
+    """The table's rows for one `RowQuery`: ids in order, the files' own columns, and how
+    many rows the project has in all (to say "12 of 1,000,000")."""
+
+    query: RowQuery
+    order: np.ndarray
+    columns: list[str]
+    total: int
+
+
+class _LossRelay(QObject):
+    """Carries logged training losses from the job thread to the GUI thread (queued, as the
+    `WorkRelay` does for the other reports)."""
+
+    points = Signal(list)  # [(step, loss)]
 
 
 @dataclass
@@ -66,6 +93,7 @@ class EngineBridge(QObject):
     searchResults = Signal(int, str, list)       # sequence number, query, [SearchHit]
     modelLoading = Signal()
     modelReady = Signal(str)                     # device
+    trainingLoss = Signal(list)                  # [(step, loss)] logged since the last report
 
     def __init__(self, parent: QObject | None = None, *,
                  encoder: SentenceEncoder | None = None) -> None:
@@ -76,12 +104,16 @@ class EngineBridge(QObject):
         self._searches.setMaxThreadCount(1)
         self._review = QThreadPool(self)
         self._review.setMaxThreadCount(1)
+        self._table = QThreadPool(self)
+        self._table.setMaxThreadCount(1)
         self._relay = WorkRelay(self)
         self._relay.done.connect(self._on_done)
         self._relay.failed.connect(self._on_failed)
         self._relay.cancelled.connect(self._on_cancelled)
         self._relay.progress.connect(self._on_progress)
         self._relay.loading.connect(self._on_loading)
+        self._loss_relay = _LossRelay(self)
+        self._loss_relay.points.connect(self.trainingLoss)
         self._tokens = itertools.count(1)
         self._pending: dict[int, _Pending] = {}
         self._project_lock = threading.Lock()
@@ -89,6 +121,7 @@ class EngineBridge(QObject):
         self._encoder = encoder                 # a shared, already loaded model (tests)
         self._preloaded: SentenceEncoder | None = None   # default model, loaded before open
         self.device_preference = "auto"
+        self.backend_preference = "torch"
         self.batch_size = 64
         self._cancel: CancelToken | None = None
         self._model_ready = False
@@ -133,6 +166,7 @@ class EngineBridge(QObject):
             project = Project.open(path, create=create)
             try:
                 project.device_preference = self.device_preference
+                project.backend_preference = self.backend_preference
                 project.batch_size = self.batch_size
                 if self._encoder is not None:
                     project.attach_encoder(self._encoder, is_default=True)
@@ -187,7 +221,8 @@ class EngineBridge(QObject):
                 from engine.encoding.loading import load_encoder
 
                 self._preloaded = load_encoder(None, device=self.device_preference,
-                                               batch_size=self.batch_size)
+                                               batch_size=self.batch_size,
+                                               backend=self.backend_preference)
                 return self._preloaded.device, False
             self._relay.loading.emit()
             return project.encoder().device, True
@@ -271,12 +306,18 @@ class EngineBridge(QObject):
 
         self._submit(self._jobs, job, work, done)
 
-    def set_preferences(self, device: str, batch_size: int) -> None:
-        """Device and batch size for models loaded from now on (and the open project)."""
+    def set_preferences(self, device: str, batch_size: int, backend: str = "torch") -> None:
+        """Device, batch size and backend (`engine.encoding.backends`) for models loaded
+        from now on (and the open project); `change_model` reloads the open one."""
         self.device_preference, self.batch_size = device, int(batch_size)
+        self.backend_preference = backend
+        preloaded = self._preloaded
+        if preloaded is not None and preloaded.spec.backend != backend:
+            self._preloaded = None  # loaded the other way; the next warm-up loads it anew
         project = self._current()
         if project is not None:
             project.device_preference, project.batch_size = device, int(batch_size)
+            project.backend_preference = backend
 
     def change_model(self, model: str | None) -> None:
         """Load another model (folder or hub name; None: the bundled default) and make it
@@ -295,6 +336,102 @@ class EngineBridge(QObject):
             return result
 
         self._submit(self._jobs, "model", work, changed)
+
+    # -- fine-tuning and model versions ----------------------------------------------------
+    def training_input(self, extra_file: str | None = None,
+                       file_options: dict | None = None) -> None:
+        """What fine-tuning would learn from: the review verdicts plus `extra_file`, as
+        `finished("training_input", TrainingInput)` from the review thread, or `failed` with
+        the labelled-file reader's message."""
+
+        def work(project: Project) -> object:
+            from engine.training.collect import training_input
+
+            return training_input(project.labelled_pairs(), extra_file,
+                                  **(file_options or {}))
+
+        self.run_review("training_input", work)
+
+    def finetune(self, pairs: list, objective: str, options: object, held_out: float,
+                 seed: int) -> None:
+        """Train the active model on `pairs` on the job pool (`Project.finetune`).
+
+        Progress comes as `progressed` (stages `FINETUNE_STAGES`), every logged loss as
+        `trainingLoss`, then `finished("finetune", FinetuneReport)`, `cancelled("finetune")`
+        (nothing saved, the active model untouched; `cancel()` asks) or `failed`.
+        """
+        token = CancelToken()
+        self._cancel = token
+        losses: list[tuple[int, float]] = []
+
+        def send_losses() -> None:
+            if losses:
+                batch = losses[:]
+                losses.clear()
+                self._loss_relay.points.emit(batch)
+
+        def emit(p) -> None:
+            send_losses()
+            self._relay.progress.emit(p.stage, p.done, p.total, p.rate)
+
+        throttle = Throttle(emit)
+
+        def report(p) -> None:
+            loss = getattr(p, "loss", None)  # a TrainingProgress of a logged step
+            if loss is not None:
+                losses.append((p.done, float(loss)))
+            throttle(p)
+
+        def work() -> object:
+            project = self._require_project()
+            try:
+                return project.finetune(objective, pairs=pairs, options=options,
+                                        held_out=held_out, seed=seed, progress=report,
+                                        cancel=token)
+            finally:
+                throttle.flush()
+                send_losses()
+
+        self._submit(self._jobs, "finetune", work)
+
+    def activate_model(self, version_id: int) -> None:
+        """Encode and index with a model version, then switch search to it (search keeps
+        the old model meanwhile); `finished("activate", {"report", "info", "device"})`, the
+        report saying whether it was stopped (`cancel()`; what was encoded is kept)."""
+        token = CancelToken()
+        self._cancel = token
+        throttle = Throttle(
+            lambda p: self._relay.progress.emit(p.stage, p.done, p.total, p.rate))
+
+        def work() -> dict:
+            project = self._require_project()
+            try:
+                report = project.activate_model(version_id, progress=throttle, cancel=token)
+            finally:
+                throttle.flush()
+            return {"report": report, "info": _info(project),
+                    "device": project.encoder().device}
+
+        def done(result: dict) -> dict:
+            if result["report"].activated:
+                self._set_model_ready(result["device"])
+            return result
+
+        self._submit(self._jobs, "activate", work, done)
+
+    def model_versions(self) -> None:
+        """`finished("versions", [dict])`: `Project.model_versions()`, from the review thread."""
+        self.run_review("versions", lambda project: project.model_versions())
+
+    def export_model(self, version_id: int, folder: str) -> None:
+        """Copy a version's folder to `folder`; `finished("export_model", Path)`."""
+        self._submit(self._jobs, "export_model",
+                     lambda: self._require_project().export_model(version_id, folder))
+
+    def delete_model(self, version_id: int) -> None:
+        """Delete an unused trained version; `finished("delete_model", name)`."""
+        self._submit(self._jobs, "delete_model",
+                     lambda: self._require_project().delete_model(version_id))
 
     # -- review ----------------------------------------------------------------------------
     def run_review(self, job: str, fn: Callable[[Project], object],
@@ -365,10 +502,23 @@ class EngineBridge(QObject):
         project = self._current()
         return project.count_items() if project is not None else 0
 
-    def items_page(self, offset: int, limit: int) -> list[dict]:
-        """One page of rows for the table; small pages keep this a few milliseconds."""
+    def items_by_ids(self, item_ids: Sequence[int]) -> list[dict]:
+        """One page of rows for the table, by id; small pages keep this a few milliseconds."""
         project = self._current()
-        return project.items_page(offset, limit) if project is not None else []
+        return project.items_by_ids(item_ids) if project is not None else []
+
+    def browse(self, query: RowQuery, on_result: Callable[[RowSet], Any]) -> None:
+        """Which rows the table shows, in which order (`Project.row_order`), computed on the
+        table's own thread: sorting a million rows takes seconds and must not wait behind
+        an import or a re-cut. `on_result` gets a `RowSet` on the GUI thread."""
+
+        def work() -> RowSet:
+            project = self._require_project()
+            order = project.row_order(query)
+            total = project.count_items() if query.text_filter else len(order)
+            return RowSet(query, order, project.item_columns(), total)
+
+        self._submit(self._table, "rows", work, on_result, announce=False)
 
     # -- shutdown --------------------------------------------------------------------------
     def shutdown(self) -> None:
@@ -377,6 +527,7 @@ class EngineBridge(QObject):
         self._latest_search = self._search_seq + 1   # queued searches skip their work
         self._searches.waitForDone()
         self._review.waitForDone()
+        self._table.waitForDone()
         self._jobs.waitForDone()
         with self._project_lock:
             project, self._project = self._project, None

@@ -14,28 +14,25 @@ from pathlib import Path
 from PySide6.QtCore import QSettings, Qt
 from PySide6.QtGui import QAction, QCloseEvent, QKeySequence
 from PySide6.QtWidgets import (
-    QAbstractItemView,
     QDialog,
     QFileDialog,
-    QHeaderView,
     QLabel,
     QMainWindow,
     QMessageBox,
     QPushButton,
     QSplitter,
     QStackedWidget,
-    QTableView,
     QTabWidget,
     QWidget,
 )
 
-from desktop_app.bridge import EngineBridge
-from desktop_app.models.items_model import ItemsTableModel
+from desktop_app.bridge import VIEW_REPORTED_JOBS, EngineBridge
 from desktop_app.recent import RecentProjects
 from desktop_app.resources import sample_questions_path, user_data_dir
 from desktop_app.review_controller import ReviewController
 from desktop_app.safety import guarded
 from desktop_app.views.import_dialog import ImportChoices, ImportDialog
+from desktop_app.views.items_view import ItemsView
 from desktop_app.views.job_status import JobStatus
 from desktop_app.views.plots_view import PlotsView
 from desktop_app.views.review_view import ClusterReviewView
@@ -70,11 +67,12 @@ class MainWindow(QMainWindow):
 
         self.start_page = StartPage(self)
         self.search_panel = SearchPanel(bridge, self)
-        self.items_model = ItemsTableModel(bridge.count_items, bridge.items_page, self)
-        self.table = self._make_table()
+        self.items_view = ItemsView(bridge, self)
+        self.items_model = self.items_view.model
+        self.table = self.items_view.table
         splitter = QSplitter(Qt.Orientation.Vertical, self)
         splitter.addWidget(self.search_panel)
-        splitter.addWidget(self.table)
+        splitter.addWidget(self.items_view)
         splitter.setStretchFactor(0, 2)
         splitter.setStretchFactor(1, 3)
         splitter.setContentsMargins(8, 8, 8, 0)
@@ -103,7 +101,8 @@ class MainWindow(QMainWindow):
         self.statusBar().addPermanentWidget(self.resume_button)
         self.statusBar().addPermanentWidget(self.job_status)
         self.preferences = Preferences.load(self.settings)
-        bridge.set_preferences(self.preferences.device, self.preferences.batch_size)
+        bridge.set_preferences(self.preferences.device, self.preferences.batch_size,
+                               self.preferences.backend)
         self.setAcceptDrops(True)
         self._make_menu()
         self._connect()
@@ -111,24 +110,6 @@ class MainWindow(QMainWindow):
         self._show_status()
 
     # -- construction ----------------------------------------------------------------------
-    def _make_table(self) -> QTableView:
-        table = QTableView(self)
-        table.setModel(self.items_model)
-        table.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
-        table.setSelectionMode(QAbstractItemView.SelectionMode.SingleSelection)
-        table.setWordWrap(False)
-        table.setAlternatingRowColors(True)
-        table.verticalHeader().hide()
-        # Fixed heights and widths: "resize to contents" would read every page of the model.
-        table.verticalHeader().setSectionResizeMode(QHeaderView.ResizeMode.Fixed)
-        header = table.horizontalHeader()
-        header.setSectionResizeMode(0, QHeaderView.ResizeMode.Interactive)
-        header.resizeSection(0, 110)
-        header.setSectionResizeMode(1, QHeaderView.ResizeMode.Stretch)
-        header.resizeSection(2, 80)
-        header.resizeSection(3, 110)
-        return table
-
     def _make_menu(self) -> None:
         menu = self.menuBar().addMenu("&File")
         self.new_action = QAction("&New project from spreadsheet…", self)
@@ -160,6 +141,17 @@ class MainWindow(QMainWindow):
         self.export_action.triggered.connect(self.export_clusters)
         self.settings_action.triggered.connect(self.open_settings)
         quit_action.triggered.connect(self.close)
+        model_menu = self.menuBar().addMenu("&Model")
+        self.improve_action = model_menu.addAction("&Improve the model…")
+        self.versions_action = model_menu.addAction("Model &versions…")
+        for action in (self.improve_action, self.versions_action):
+            action.setEnabled(False)
+        self.improve_action.triggered.connect(self.improve_model)
+        self.versions_action.triggered.connect(self.show_model_versions)
+        help_menu = self.menuBar().addMenu("&Help")
+        self.about_action = help_menu.addAction("&About Duplens")
+        self.about_action.setMenuRole(QAction.MenuRole.AboutRole)
+        self.about_action.triggered.connect(self.show_about)
 
     def _connect(self) -> None:
         b = self.bridge
@@ -181,6 +173,7 @@ class MainWindow(QMainWindow):
         self.tabs.currentChanged.connect(self._tab_shown)
         self.review_view.exportRequested.connect(self.export_clusters)
         self.review.clustersChanged.connect(self.items_model.annotate)
+        self.review.clustersChanged.connect(lambda _clusters: self.items_view.relabel())
         self.review.clusterUpdated.connect(
             lambda _pos, cluster: self.items_model.annotate_cluster(cluster))
         self.review.exported.connect(self._exported)
@@ -278,6 +271,41 @@ class MainWindow(QMainWindow):
             self.review.export(path)
 
     @guarded
+    def show_about(self) -> None:
+        from desktop_app.views.about_dialog import AboutDialog
+
+        self.about_dialog = AboutDialog(self)
+        self.about_dialog.open()  # window-modal, not exec(): tests can read and close it
+
+    @guarded
+    def improve_model(self) -> None:
+        """The fine-tuning wizard; choosing its model starts `activate_model`."""
+        from desktop_app.views.finetune_wizard import FinetuneWizard
+
+        wizard = FinetuneWizard(self.bridge, self)
+        wizard.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
+        wizard.useModel.connect(self.activate_model)
+        self.finetune_wizard = wizard
+        wizard.open()
+
+    @guarded
+    def show_model_versions(self) -> None:
+        from desktop_app.views.versions_dialog import VersionsDialog
+
+        dialog = VersionsDialog(self.bridge, self)
+        dialog.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
+        dialog.activateRequested.connect(self.activate_model)
+        self.versions_dialog = dialog
+        dialog.open()
+
+    @guarded
+    def activate_model(self, version_id: int, name: str) -> None:
+        """Encode and index with a model version in the background, then search with it."""
+        self.job_status.start(f"Switching to {name}…")
+        self._set_busy(True)
+        self.bridge.activate_model(version_id)
+
+    @guarded
     def open_settings(self) -> None:
         chosen = self.ask_preferences(self.preferences)
         if chosen is None:
@@ -285,8 +313,8 @@ class MainWindow(QMainWindow):
         old = self.preferences
         self.preferences = chosen
         chosen.save(self.settings)
-        self.bridge.set_preferences(chosen.device, chosen.batch_size)
-        if self._info is not None and chosen.model != old.model:
+        self.bridge.set_preferences(chosen.device, chosen.batch_size, chosen.backend)
+        if self._info is not None and (chosen.model, chosen.backend) != (old.model, old.backend):
             self.bridge.change_model(chosen.model or None)
             self.statusBar().showMessage("Loading the new model; encode to index with it",
                                          10000)
@@ -322,13 +350,10 @@ class MainWindow(QMainWindow):
     @guarded
     def select_item(self, item_id: int) -> None:
         """Select and show the table row of a search hit."""
-        row = self.items_model.row_of_item(item_id)
-        if row is None:
-            self.statusBar().showMessage("That entry is no longer in the table", 5000)
-            return
-        index = self.items_model.index(row, 1)
-        self.table.selectRow(row)
-        self.table.scrollTo(index, QAbstractItemView.ScrollHint.PositionAtCenter)
+        if not self.items_view.select_item(item_id):
+            hidden = "hidden by the filter" if self.items_view.query.text_filter else \
+                "no longer in the table"
+            self.statusBar().showMessage(f"That entry is {hidden}", 5000)
 
     # -- bridge signals --------------------------------------------------------------------
     @guarded
@@ -339,13 +364,15 @@ class MainWindow(QMainWindow):
         self.recent.add(info["project"])
         self.start_page.set_recent(self.recent.paths())
         self.setWindowTitle(f"{Path(info['project']).name} — Duplens")
-        self.items_model.reload()
+        self.items_view.reload()
         self.pages.setCurrentWidget(self.project_page)
         self.tabs.setCurrentWidget(self.search_page)
         self.review.project_opened()
         self._review_loaded = self._plots_loaded = False
         self.import_action.setEnabled(True)
         self.export_action.setEnabled(True)
+        self.improve_action.setEnabled(True)
+        self.versions_action.setEnabled(True)
         self.search_panel.query.setFocus()
         self._show_status()
         for notice in info.get("notices", []):
@@ -370,6 +397,27 @@ class MainWindow(QMainWindow):
         elif job in ("info", "model") and isinstance(result, dict):
             self._info = result.get("info", result)
             self._show_status()
+        elif job == "activate" and isinstance(result, dict):
+            self._activated(result)
+        elif job == "delete_model":
+            self.statusBar().showMessage(f"Deleted {result}", 15000)
+        elif job == "export_model":
+            self.statusBar().showMessage(f"Model exported to {result}", 15000)
+
+    def _activated(self, result: dict) -> None:
+        self._set_busy(False)
+        self._info = result["info"]
+        self._show_status()
+        report = result["report"]
+        if report.cancelled:
+            self.statusBar().showMessage(
+                f"Stopped: the model in use is unchanged; {report.encoded:,} texts encoded "
+                f"with the new one are kept for next time", 15000)
+            return
+        self.statusBar().showMessage(f"Now searching with {result['info']['model']}", 15000)
+        if self.search_panel.query.text().strip():
+            self.search_panel.refresh()
+        self._index_changed()
 
     def _index_changed(self) -> None:
         """New rows are searchable: clusters and plots shown so far are out of date."""
@@ -397,7 +445,7 @@ class MainWindow(QMainWindow):
     def _import_done(self, result: dict) -> None:
         self._set_busy(False)
         self._info = result["info"]
-        self.items_model.reload()
+        self.items_view.reload()
         self._show_status()
         report = result["import"]
         if report.already_imported:
@@ -417,7 +465,9 @@ class MainWindow(QMainWindow):
 
     @guarded
     def on_failed(self, job: str, message: str, details: str) -> None:
-        if job in ("import", "encode"):
+        if job in VIEW_REPORTED_JOBS:
+            return   # the wizard or the versions dialog shows it where the user is looking
+        if job in ("import", "encode", "activate"):
             self._set_busy(False)
         if job == "open":
             self._pending_import = None
@@ -432,7 +482,7 @@ class MainWindow(QMainWindow):
 
     @guarded
     def on_cancelled(self, job: str) -> None:
-        if job == "encode":
+        if job in ("encode", "activate"):
             self._set_busy(False)
         if job == "import":
             self._set_busy(False)
@@ -511,6 +561,8 @@ class MainWindow(QMainWindow):
         self.open_action.setEnabled(not busy)
         self.start_page.setEnabled(not busy)
         self.sample_action.setEnabled(not busy)
+        self.improve_action.setEnabled(not busy and self._info is not None)
+        self.versions_action.setEnabled(not busy and self._info is not None)
         self._busy = busy
         self._show_resume()
         if not busy:

@@ -16,6 +16,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from engine import __version__
+from engine.encoding.backends import BACKENDS, backend_for_row, require_backend
 from engine.errors import Cancelled, DuplensError, InputError
 from engine.jobs import CancelToken
 from engine.logfile import setup_logging
@@ -46,6 +47,13 @@ def build_parser() -> argparse.ArgumentParser:
         p.add_argument("--device", default="auto", help="auto (CUDA, then MPS, then CPU), "
                        "cpu, cuda or mps")
         p.add_argument("--batch-size", type=int, default=64)
+        backend_option(p)
+
+    def backend_option(p: argparse.ArgumentParser) -> None:
+        p.add_argument("--backend", choices=list(BACKENDS), help="how the model runs: torch, "
+                       "or on the CPU onnx / openvino (same embeddings, faster) or their int8 "
+                       "forms (different embeddings: the project is encoded again); needs "
+                       "duplens[onnx] or duplens[openvino] (default: what the project uses)")
 
     p = sub.add_parser("import", help="import a spreadsheet into a project (created if new), "
                        "then encode and index the new rows")
@@ -73,6 +81,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("-k", type=int, default=10)
     p.add_argument("--json", action="store_true")
     p.add_argument("--device", default="auto")
+    backend_option(p)
 
     p = sub.add_parser("duplicates", help="duplicate clusters at a similarity threshold")
     p.add_argument("project")
@@ -133,6 +142,11 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("gui", help="open the window")
     p.add_argument("project", nargs="?")
+
+    p = sub.add_parser("selfcheck", help="check this installation: load the model, import, "
+                       "search, export and open the window on a small sample")
+    p.add_argument("--device", default="auto")
+    p.add_argument("--no-window", action="store_true", help="skip the window check")
     return parser
 
 
@@ -209,6 +223,8 @@ def cmd_import(args, cancel: CancelToken) -> int:
 
     if args.model is not None and not args.no_encode:
         resolve_model(args.model)  # a wrong model is reported before the project is touched
+    if args.backend is not None and not args.no_encode:
+        require_backend(args.backend)  # so is a backend whose packages are missing
     with _open(args.project, create=True) as project:
         bar = TqdmProgress()
         try:
@@ -251,10 +267,14 @@ def _encode(project, args, cancel: CancelToken) -> int:
 
     active = project.active_model()
     wanted_default = args.model is None and active is None
-    if args.model is not None or wanted_default or args.device != "auto":
+    backend = args.backend
+    if backend is None and active is not None and args.model is None:
+        backend = backend_for_row(active["fingerprint"], None).name  # the project's own
+    if args.model is not None or wanted_default or args.device != "auto" or args.backend:
         model = args.model if args.model is not None else (
             project.model_source(active["location"]) if active else None)
-        project.use_model(model, device=args.device, batch_size=args.batch_size)
+        project.use_model(model, device=args.device, batch_size=args.batch_size,
+                          backend=backend)
     project.batch_size = args.batch_size
     bar = TqdmProgress()
     report = project.encode(progress=bar, cancel=cancel)
@@ -277,6 +297,12 @@ def _encode(project, args, cancel: CancelToken) -> int:
 def cmd_search(args, _cancel: CancelToken) -> int:
     with _open(args.project) as project:
         project.device_preference = args.device
+        active = project.active_model()
+        if args.backend and active is not None:
+            # The query must match the stored embeddings: an int8 backend cannot serve a
+            # project encoded with torch (and the reverse); an exact one can.
+            project.backend_preference = backend_for_row(active["fingerprint"],
+                                                         args.backend).name
         hits = project.search(args.text, args.k)
         for notice in project.notices:
             _say(notice)
@@ -332,13 +358,12 @@ def cmd_info(args, _cancel: CancelToken) -> int:
 
 
 def cmd_eval(args, _cancel: CancelToken) -> int:
-    from engine.encoding.encoder import SentenceEncoder
-    from engine.encoding.models import load_model, pick_device, resolve_model
+    from engine.encoding.loading import load_encoder
     from engine.evaluation import PAIR_COLUMNS, STS_COLUMNS, evaluate_pairs, evaluate_sts
 
-    spec = resolve_model(args.model)
-    device = pick_device(args.device)
-    encoder = SentenceEncoder(load_model(spec, device), spec, device, args.batch_size)
+    encoder = load_encoder(args.model, device=args.device, batch_size=args.batch_size,
+                           backend=args.backend)
+    spec = encoder.spec
     if args.eval_kind == "sts":
         result = evaluate_sts(encoder, args.file, tuple(args.columns or STS_COLUMNS))
         line = f"Spearman x100: {result['spearman']:.2f} ({result['pairs']} pairs, {spec.name})"
@@ -457,9 +482,15 @@ def _print_versions(versions: list[dict]) -> None:
               f"{created}{missing}")
 
 
+def cmd_selfcheck(args, _cancel: CancelToken) -> int:
+    from engine.selfcheck import main as selfcheck
+
+    return selfcheck(args.device, None if args.no_window else args.check_window, print)
+
+
 COMMANDS = {"import": cmd_import, "encode": cmd_encode, "search": cmd_search,
             "duplicates": cmd_duplicates, "info": cmd_info, "eval": cmd_eval,
-            "finetune": cmd_finetune, "models": cmd_models}
+            "finetune": cmd_finetune, "models": cmd_models, "selfcheck": cmd_selfcheck}
 
 
 # -- plumbing ------------------------------------------------------------------------------
@@ -485,10 +516,13 @@ def _install_interrupt(cancel: CancelToken) -> None:
 
 
 def main(argv: Sequence[str] | None = None,
-         open_window: Callable[[str | None], int] | None = None) -> int:
-    """Run one command. The window is injected by the launcher (`desktop_app.launcher`), so
-    the engine never imports the GUI and `python -m engine.cli` works without Qt."""
+         open_window: Callable[[str | None], int] | None = None,
+         check_window: Callable[..., None] | None = None) -> int:
+    """Run one command. The window (and the self-check's window step) are injected by the
+    launcher (`desktop_app.launcher`), so the engine never imports the GUI and
+    `python -m engine.cli` works without Qt."""
     args = build_parser().parse_args(argv)
+    args.check_window = check_window
     if args.command in (None, "gui"):
         if open_window is None:
             _say("duplens: this command line has no window; run the 'duplens' launcher")

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from engine.browse import NUMBER_SAMPLE, SORT_IMPORT, RowQuery, looks_numeric
 from engine.dedup.clusters import cut_clusters
 from engine.dedup.duplicates import (
     DEFAULT_THRESHOLD,
@@ -26,20 +27,15 @@ from engine.dedup.duplicates import (
     text_clusters_as_ids,
 )
 from engine.dedup.graph import KnnGraph, build_knn_graph
+from engine.encoding.backends import backend_for_row
 from engine.encoding.encoder import SentenceEncoder
 from engine.encoding.job import CHUNK_TEXTS, EncodeReport, encode_missing
-from engine.encoding.loading import load_encoder
-from engine.encoding.models import (
-    DEFAULT_MODEL,
-    ModelSpec,
-    load_model,
-    pick_device,
-    resolve_model,
-)
+from engine.encoding.loading import load_encoder, load_stored_encoder
+from engine.encoding.models import DEFAULT_MODEL, ModelSpec
 from engine.errors import InputError, ModelError, ProjectError
 from engine.importer import ImportReport, import_table
 from engine.index.hnsw import HnswIndex
-from engine.index.persist import load_index, save_index
+from engine.index.persist import current_version, load_index, save_index, write_stamp
 from engine.io import export_table
 from engine.jobs import CancelToken, Progress, ProgressCallback, no_progress
 from engine.review.decisions import apply_decisions
@@ -65,6 +61,7 @@ log = logging.getLogger("duplens")
 __all__ = ["DEFAULT_NEIGHBOURS", "DEFAULT_THRESHOLD", "Project"]
 
 DEFAULT_NEIGHBOURS = 10
+INDEX_THREADS = 1  # hnswlib threads for adds that overlap encoding (see `encode`)
 XLSX_MAX_ROWS = 1_048_575
 
 
@@ -76,11 +73,17 @@ class Project:
         self.notices: list[str] = []     # things the user should hear about (index rebuilt…)
         self.device_preference = "auto"
         self.batch_size = 64
+        # None: keep the backend the active model's embeddings were made with (torch unless
+        # a quantised one); a name: load models with it from now on (engine.encoding.backends).
+        self.backend_preference: str | None = None
         self._encoder: SentenceEncoder | None = None
         self._encoder_lock = threading.Lock()
         self._index: HnswIndex | None = None
         self._index_model_id: int | None = None
         self._index_lock = threading.RLock()
+        # The content version the in-memory index is known to match (None: unknown); saved
+        # with it, so that the next open can skip reconciling it with every embedding.
+        self._index_version: int | None = None
         self._generation = 0
         self._cache = QueryCache()
         self._graph: KnnGraph | None = None
@@ -122,10 +125,13 @@ class Project:
             return vector_store.get_model_row(conn, int(model_id))
 
     def use_model(self, model: str | None = None, *, device: str | None = None,
-                  batch_size: int | None = None) -> SentenceEncoder:
-        """Load a model (default, folder or hub name) and make it the project's active one."""
+                  batch_size: int | None = None, backend: str | None = None
+                  ) -> SentenceEncoder:
+        """Load a model (default, folder or hub name) and make it the project's active one;
+        with a quantised `backend` it is a model of its own (its rows are encoded again)."""
         encoder = load_encoder(model, device=device or self.device_preference,
-                               batch_size=batch_size or self.batch_size)
+                               batch_size=batch_size or self.batch_size,
+                               backend=backend or self.backend_preference)
         self.attach_encoder(encoder, is_default=model in (None, "", DEFAULT_MODEL))
         return encoder
 
@@ -161,13 +167,18 @@ class Project:
         if self.store.read_only:
             if active is None:
                 raise ProjectError(f"{self.path.name}: has no encoded items yet")
-            spec = resolve_model(self.model_source(active["location"]))
-            device = pick_device(self.device_preference)
-            encoder = SentenceEncoder(load_model(spec, device), spec, device, self.batch_size)
+            encoder = load_stored_encoder(
+                self.model_source(active["location"]), active["fingerprint"],
+                device=self.device_preference, batch_size=self.batch_size,
+                backend=self.backend_preference, check_weights=False)
             with self._encoder_lock:
                 self._encoder = encoder
             return encoder
-        return self.use_model(self.model_source(active["location"]) if active else None)
+        backend = self.backend_preference
+        if backend is None and active is not None:
+            backend = backend_for_row(active["fingerprint"], None).name
+        return self.use_model(self.model_source(active["location"]) if active else None,
+                              backend=backend)
 
     def model_source(self, location: str) -> str | None:
         """A stored model location as `load_encoder` takes it: the project's own versions
@@ -190,8 +201,28 @@ class Project:
     # -- import and encode -----------------------------------------------------------------
     def import_table(self, path: str | os.PathLike, text_columns: list[str], **options
                      ) -> ImportReport:
-        """Store the rows of a spreadsheet (see `engine.importer.import_table`); no encoding."""
-        return import_table(self.store, path, text_columns, **options)
+        """Store the rows of a spreadsheet (see `engine.importer.import_table`); no encoding.
+
+        Rows whose text was embedded before but had no live row any more bring that text
+        back into the loaded index at once (it was marked deleted there).
+        """
+        report = import_table(self.store, path, text_columns, **options)
+        if report.revived_texts:
+            self._revive_texts(report.revived_texts, report.content_version)
+        return report
+
+    def _revive_texts(self, text_ids: list[int], version: int | None) -> None:
+        with self._index_lock:
+            index, model_id = self._index, self._index_model_id
+            if index is None:
+                return
+            with self.store.read() as conn:
+                for ids, vecs in vector_store.iter_embeddings(conn, model_id, index.dim,
+                                                              text_ids=text_ids):
+                    index.add(ids, vecs)
+            known = self._index_version
+            self._index_version = version if known is not None and version == known + 1 else None
+            self._changed()
 
     def encode(self, *, progress: ProgressCallback = no_progress,
                cancel: CancelToken | None = None, chunk_texts: int = CHUNK_TEXTS
@@ -200,13 +231,30 @@ class Project:
         encoder = self.encoder()
         model_id = self._active_model_id()
         index = self.index()
+        with self._index_lock:
+            known = self._index_version if self._index is index else None
 
         def add_to_index(batch) -> None:
-            index.add(np.asarray(batch.text_ids), batch.vectors)
+            # Runs on the job's indexing thread while the next chunk encodes: one hnswlib
+            # thread, so the two together do not oversubscribe the cores torch uses.
+            index.add(np.asarray(batch.text_ids), batch.vectors, threads=INDEX_THREADS)
             self._changed()
 
-        report = encode_missing(self.store, encoder, model_id, on_committed=add_to_index,
-                                progress=progress, cancel=cancel, chunk_texts=chunk_texts)
+        try:
+            report = encode_missing(self.store, encoder, model_id, on_committed=add_to_index,
+                                    progress=progress, cancel=cancel, chunk_texts=chunk_texts)
+        except BaseException:
+            with self._index_lock:
+                if self._index is index:
+                    self._index_version = None
+            raise
+        with self._index_lock:
+            if self._index is index:
+                # Exact only when every version bump since `known` was one of our commits.
+                with self.store.read() as conn:
+                    now = vector_store.content_version(conn)
+                exact = known is not None and now == known + report.commits
+                self._index_version = now if exact else None
         if report.encoded:
             self.save_index()
         return report
@@ -221,20 +269,34 @@ class Project:
             with self.store.read() as conn:
                 model = vector_store.get_model_row(conn, model_id)
                 index, why = load_index(conn, model_id, model["dim"])
+                # Same snapshot as the load: a matching stamp means nothing to reconcile.
+                version = current_version(conn, model_id, index) if index is not None else None
             if index is None:
                 if why != "no saved index":
                     self._notice(f"{self.path.name}: {why}; rebuilding it from the stored "
                                  f"embeddings (nothing is lost)")
                 index = HnswIndex(model["dim"])
-            if self._sync_index(index, model_id) and not self.store.read_only:
-                self._save(index, model_id)
+            stamped, changed = version is not None, False
+            if not stamped:
+                changed, version = self._reconcile(index, model_id)
             self._index, self._index_model_id = index, model_id
+            self._index_version = version
+            if not self.store.read_only and changed:
+                self._save(index, model_id)
+            elif not self.store.read_only and not stamped and why == "":
+                with self.store.write() as conn:  # the saved bytes are right; note it
+                    write_stamp(conn, model_id, version)
             self._changed()
             return index
 
     def _sync_index(self, index: HnswIndex, model_id: int) -> bool:
         """Add embedded texts the index lacks and delete texts no row uses; True if changed."""
+        return self._reconcile(index, model_id)[0]
+
+    def _reconcile(self, index: HnswIndex, model_id: int) -> tuple[bool, int]:
+        """`_sync_index`, also returning the content version it made the index match."""
         with self.store.read() as conn:
+            version = vector_store.content_version(conn)
             embedded = vector_store.embedded_text_ids(conn, model_id)
             live = np.fromiter(item_store.live_text_ids(conn), dtype=np.int64)
             wanted = np.intersect1d(embedded, live)
@@ -250,7 +312,7 @@ class Project:
         if len(missing) and len(present):
             self._notice(f"{self.path.name}: added {len(missing)} encoded items missing from "
                          f"the saved index")
-        return bool(len(missing) or len(stale))
+        return bool(len(missing) or len(stale)), version
 
     def save_index(self) -> None:
         with self._index_lock:
@@ -258,8 +320,9 @@ class Project:
                 self._save(self._index, self._index_model_id)
 
     def _save(self, index: HnswIndex, model_id: int) -> None:
+        version = self._index_version if index is self._index else None
         with self.store.write() as conn:
-            save_index(conn, model_id, index)
+            save_index(conn, model_id, index, version=version)
 
     def _changed(self) -> None:
         self._generation += 1
@@ -268,6 +331,7 @@ class Project:
     def _drop_index_cache(self) -> None:
         with self._index_lock:
             self._index, self._index_model_id = None, None
+            self._index_version = None
             self._graph, self._graph_key = None, None
             self._changed()
 
@@ -455,9 +519,13 @@ class Project:
         """Remove rows from the project; texts no row uses leave the index (marked deleted)."""
         with self.store.write() as conn:
             orphaned = item_store.mark_items_deleted(conn, item_ids)
+            version = vector_store.bump_content_version(conn) if orphaned else None
         with self._index_lock:
             if self._index is not None and orphaned:
                 self._index.mark_deleted(np.fromiter(orphaned, np.int64))
+                known = self._index_version
+                self._index_version = (version if known is not None and version == known + 1
+                                       else None)
                 self._save(self._index, self._index_model_id)
             self._graph, self._graph_key = None, None
             self._changed()
@@ -624,12 +692,10 @@ class Project:
         if folder is not None and not folder.is_dir():
             raise ModelError(f"{row['name']}: its folder {folder} is missing")
         progress(Progress(STAGE_LOADING, 0, 1))
-        spec = resolve_model(self.model_source(row["location"]))
-        if spec.fingerprint != row["fingerprint"]:
-            raise ModelError(f"{row['name']}: the weights in {spec.location} are not those "
-                             f"this version was saved with; restore the folder")
-        device = pick_device(self.device_preference)
-        encoder = SentenceEncoder(load_model(spec, device), spec, device, self.batch_size)
+        encoder = load_stored_encoder(
+            self.model_source(row["location"]), row["fingerprint"],
+            device=self.device_preference, batch_size=self.batch_size,
+            backend=self.backend_preference)
         progress(Progress(STAGE_LOADING, 1, 1))
         return encoder
 
@@ -646,6 +712,7 @@ class Project:
                 previous = (self._active_id, self._encoder)
                 self._encoder, self._active_id = encoder, model_id
             self._index, self._index_model_id = index, model_id
+            self._index_version = None  # saved unstamped: the next open reconciles once
             self._graph, self._graph_key = None, None
             self._changed()
         if previous[0] is not None and previous[1] is not None:
@@ -667,18 +734,61 @@ class Project:
                              f"computer; there is no folder to export")
         return export_folder(source, Path(folder))
 
+    def delete_model(self, version_id: int) -> str:
+        """Delete a trained version that is not active and no other version came from (the
+        wizard's "Discard"): its folder, row, embeddings and index; returns its name."""
+        from engine.training.versions import delete_version
+
+        if self.store.read_only:
+            raise ProjectError(f"{self.path.name}: the project is open read-only")
+        with self._activation_lock:  # never while that version is being activated
+            name = delete_version(self.store, self.path, int(version_id))
+            if self._spare is not None and self._spare[0] == int(version_id):
+                self._spare = None
+        return name
+
     # -- browsing --------------------------------------------------------------------------
     def count_items(self) -> int:
         with self.store.read() as conn:
             return item_store.count_items(conn)
+
+    def item_columns(self) -> list[str]:
+        """The imported files' own columns that the table shows beside the text: every
+        column but the text and id columns, in first-seen order."""
+        with self.store.read() as conn:
+            sources = item_store.list_sources(conn)
+        used = {c for s in sources for c in (*s["text_columns"], s["id_column"]) if c}
+        return [c for c in _source_columns(sources) if c not in used]
+
+    def row_order(self, query: RowQuery | None = None) -> np.ndarray:
+        """Ids of the live rows `query` keeps, in its order (`engine.browse`); the default
+        is every row in import order. Reads one or two columns, never whole rows."""
+        query = query or RowQuery()
+        with self.store.read() as conn:
+            condition = item_store.row_filter(
+                query.text_filter, query.filter_columns(self.item_columns()))
+            if query.sort == SORT_IMPORT:
+                ids = item_store.filtered_item_ids(conn, condition)
+                return ids[::-1].copy() if query.descending else ids
+            sample = item_store.sample_sort_values(conn, query.sort, condition, NUMBER_SAMPLE)
+            return item_store.sorted_item_ids(conn, query.sort, condition,
+                                              numeric=looks_numeric(sample),
+                                              descending=query.descending)
+
+    def items_by_ids(self, item_ids: Sequence[int]) -> list[dict]:
+        """The rows with these ids, in this order, in `items_page`'s form; ids of deleted
+        or unknown rows are left out."""
+        with self.store.read() as conn:
+            found = item_store.items_by_ids(conn, [int(i) for i in item_ids])
+        return [_browse_row(found[i]) for i in map(int, item_ids)
+                if i in found and not found[i]["deleted"]]
 
     def items_page(self, offset: int, limit: int) -> list[dict]:
         """Rows `offset`..`offset+limit` in import order: `id` (public), `row`, `text`,
         `item_id`, `source_id` and the original columns under `extra`."""
         with self.store.read() as conn:
             rows = item_store.items_page(conn, offset, limit)
-        return [{"id": public_id(r), "row": r["row"], "text": r["text"], "item_id": r["id"],
-                 "source_id": r["source_id"], "extra": r["extra"]} for r in rows]
+        return [_browse_row(r) for r in rows]
 
     # -- summary ---------------------------------------------------------------------------
     def info(self) -> dict:
@@ -707,6 +817,13 @@ class Project:
                     for s in item_store.list_sources(conn)
                 ],
             }
+
+
+def _browse_row(r: dict) -> dict:
+    """A stored row as tables show it: `id` (public), `row`, `text`, `item_id`,
+    `source_id` and the original columns under `extra`."""
+    return {"id": public_id(r), "row": r["row"], "text": r["text"], "item_id": r["id"],
+            "source_id": r["source_id"], "extra": r["extra"]}
 
 
 def _source_columns(sources: list[dict]) -> list[str]:
