@@ -116,6 +116,7 @@ def run(quick: bool) -> dict:
     if not STSB_TEST.exists():
         raise SystemExit(f"benchmark data not found: {STSB_TEST} (set DUPLENS_SHARED)")
     n_texts, rounds, n_queries = (1000, 3, 100) if quick else (5000, 3, 500)
+    load_before = os.getloadavg()[0]
     texts = quora_questions(n_texts + n_queries)
     bulk, queries = texts[:n_texts], texts[n_texts:n_texts + n_queries]
     s1, s2, gold = _read_sts()
@@ -181,7 +182,15 @@ def run(quick: bool) -> dict:
         row["ratio_to_torch"] = round(row["sentences_per_s"] / base["sentences_per_s"], 2)
         row["query_speedup"] = round(base["query_p50_ms"] / row["query_p50_ms"], 2)
         row["spearman_delta"] = round(row["stsb_spearman"] - base["stsb_spearman"], 2)
-    return _report(rows, skipped, quick, threads, n_texts, rounds, n_queries)
+    report = _report(rows, skipped, quick, threads, n_texts, rounds, n_queries)
+    load = max(load_before, os.getloadavg()[0])
+    report["load_average"] = round(load, 2)
+    if load > 1.5:
+        report["notes"].append(
+            f"Measured with other work on the machine (load average up to {load:.1f} on "
+            f"{os.cpu_count()} cores): torch slows down far more than ONNX Runtime and "
+            f"OpenVINO under load, so these ratios overstate the gain on a quiet machine.")
+    return report
 
 
 def _report(rows: dict, skipped: dict, quick: bool, threads: int, n_texts: int, rounds: int,
