@@ -4,7 +4,7 @@ The bytes are stored as a chunked blob with their sha256 beside them: a damaged 
 caught by the checksum before hnswlib ever parses it, and then rebuilt from the embeddings.
 Both directions stream through a temporary file, chunk by chunk, so the index is never
 held twice in memory (at 1M items it is about 1.8 GB). The file goes to /dev/shm when it has
-room (writing 1.8 GB to a disk-backed /tmp cost five times the CPU here), and the checksum
+room (writing to a disk-backed /tmp cost five times the CPU here), and the checksum
 is computed on another thread while the chunks are read and written: hashlib, file writes
 and SQLite's blob reads all release the GIL, so the two cores share the work.
 
@@ -25,7 +25,9 @@ import time
 from collections import deque
 from collections.abc import Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
+from contextlib import contextmanager
 from pathlib import Path
+from typing import BinaryIO
 
 from sqlalchemy import Connection, delete, insert, select
 
@@ -52,17 +54,15 @@ def save_index(conn: Connection, model_id: int, index: HnswIndex, *,
     next load then reconciles it with the embeddings in full).
     """
     size = 0
-    with _scratch(_expected_bytes(index)) as tmp, _Digest() as digest:
-        path = Path(tmp) / "index.bin"
+    with _scratch_file(_expected_bytes(index)) as (path, fh), _Digest() as digest:
         index.save(path)
 
         def chunks() -> Iterator[bytes]:
             nonlocal size
-            with path.open("rb") as fh:
-                while chunk := fh.read(BLOB_CHUNK_BYTES):
-                    digest.update(chunk)
-                    size += len(chunk)
-                    yield chunk
+            while chunk := fh.read(BLOB_CHUNK_BYTES):
+                digest.update(chunk)
+                size += len(chunk)
+                yield chunk
 
         put_blob_chunks(conn, blob_name(model_id), chunks())
     conn.execute(delete(indexes).where(indexes.c.model_id == model_id))
@@ -122,14 +122,14 @@ def load_index(conn: Connection, model_id: int, dim: int) -> tuple[HnswIndex | N
         return None, "no saved index"
     if row["dim"] != dim:
         return None, f"saved index has dimension {row['dim']}, the model has {dim}"
-    with _scratch(row["size"]) as tmp:
-        path = Path(tmp) / "index.bin"
+    with _scratch_file(row["size"]) as (path, fh):
         size = 0
-        with _Digest() as digest, path.open("wb") as fh:
+        with _Digest() as digest:
             for chunk in iter_blob(conn, blob_name(model_id)):
                 digest.update(chunk)
                 size += len(chunk)
                 fh.write(chunk)
+        fh.flush()
         if size == 0 or size != row["size"]:
             return None, "the saved index is incomplete"
         if digest.hexdigest() != row["sha256"]:
@@ -147,16 +147,30 @@ def _expected_bytes(index: HnswIndex) -> int:
     return total * (index.dim * 4 + index.params.M * 2 * 4 + 64) + (1 << 20)
 
 
-def _scratch(needed: int) -> tempfile.TemporaryDirectory:
-    """A temporary folder for the index file: in /dev/shm (RAM) when it has room for
-    `needed` bytes twice over, else the system's temporary folder."""
-    shm = "/dev/shm"
+@contextmanager
+def _scratch_file(needed: int) -> Iterator[tuple[str, BinaryIO]]:
+    """A temporary file for hnswlib to save to or load from: (a path hnswlib opens by
+    itself, our own open file object on it, at offset 0).
+
+    On Linux it lives in /dev/shm (RAM) when that has room for `needed` bytes twice over,
+    and has no name at all: hnswlib opens it as /proc/self/fd/N, so a crash never leaves
+    gigabytes behind in RAM. Elsewhere it is a named file in the temporary folder.
+    """
+    shm, fds = "/dev/shm", "/proc/self/fd"
     try:
-        roomy = (os.path.isdir(shm) and os.access(shm, os.W_OK)
+        roomy = (os.path.isdir(shm) and os.path.isdir(fds) and os.access(shm, os.W_OK)
                  and shutil.disk_usage(shm).free > 2 * needed)
     except OSError:
         roomy = False
-    return tempfile.TemporaryDirectory(prefix="duplens-index-", dir=shm if roomy else None)
+    if roomy:
+        with tempfile.TemporaryFile(dir=shm, prefix="duplens-index-") as fh:
+            yield f"{fds}/{fh.fileno()}", fh
+        return
+    with tempfile.TemporaryDirectory(prefix="duplens-index-") as tmp:
+        path = Path(tmp) / "index.bin"
+        path.touch()
+        with path.open("r+b") as fh:
+            yield str(path), fh
 
 
 class _Digest:
