@@ -337,6 +337,24 @@ class EngineBridge(QObject):
 
         self._submit(self._jobs, "model", work, changed)
 
+    def change_backend(self) -> None:
+        """Load the project's active model again with the backend now preferred (the
+        active model stays: a fine-tuned version is not swapped for the default);
+        `finished("model", info)`. A quantised backend asks for an encode afterwards."""
+
+        def work() -> dict:
+            project = self._require_project()
+            self._relay.loading.emit()
+            encoder = project.reload_model(self.backend_preference)
+            return {"info": _info(project), "device": encoder.device}
+
+        def changed(result: dict) -> dict:
+            self._model_ready = False
+            self._set_model_ready(result["device"])
+            return result
+
+        self._submit(self._jobs, "model", work, changed)
+
     # -- fine-tuning and model versions ----------------------------------------------------
     def training_input(self, extra_file: str | None = None,
                        file_options: dict | None = None) -> None:

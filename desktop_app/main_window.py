@@ -314,10 +314,15 @@ class MainWindow(QMainWindow):
         self.preferences = chosen
         chosen.save(self.settings)
         self.bridge.set_preferences(chosen.device, chosen.batch_size, chosen.backend)
-        if self._info is not None and (chosen.model, chosen.backend) != (old.model, old.backend):
+        if self._info is None:
+            return
+        if chosen.model != old.model:
             self.bridge.change_model(chosen.model or None)
             self.statusBar().showMessage("Loading the new model; encode to index with it",
                                          10000)
+        elif chosen.backend != old.backend:
+            self.bridge.change_backend()
+            self.statusBar().showMessage("Loading the model with the new backend", 10000)
 
     @guarded
     def open_project_dialog(self) -> None:

@@ -135,6 +135,16 @@ class Project:
         self.attach_encoder(encoder, is_default=model in (None, "", DEFAULT_MODEL))
         return encoder
 
+    def reload_model(self, backend: str | None = None) -> SentenceEncoder:
+        """Load the active model again through `backend` (say, after the user picked a
+        faster one), keeping which model is active: a fine-tuned version stays the model.
+        A quantised backend makes it a model of its own whose rows are encoded again."""
+        active = self.active_model()
+        if backend is not None:
+            self.backend_preference = backend
+        source = self.model_source(active["location"]) if active else None
+        return self.use_model(source, backend=self.backend_preference)
+
     def uses_default_model(self) -> bool:
         """True when the project's active model is the bundled default (or none is set)."""
         active = self.active_model()
@@ -142,10 +152,13 @@ class Project:
 
     def attach_encoder(self, encoder: SentenceEncoder, *, is_default: bool) -> None:
         """Make an already loaded encoder the active model (tests and the GUI share one)."""
+        from engine.training.versions import location_for
+
         spec = encoder.spec
+        location = DEFAULT_MODEL if is_default else location_for(self.path, spec.location)
         with self.store.write() as conn:
             model_id = vector_store.get_or_add_model(
-                conn, name=spec.name, location=DEFAULT_MODEL if is_default else spec.location,
+                conn, name=spec.name, location=location,
                 fingerprint=spec.fingerprint, dim=encoder.dim,
                 max_seq_length=encoder.max_seq_length,
             )
@@ -175,8 +188,10 @@ class Project:
                 self._encoder = encoder
             return encoder
         backend = self.backend_preference
-        if backend is None and active is not None:
-            backend = backend_for_row(active["fingerprint"], None).name
+        if active is not None:
+            # Opening keeps the embeddings the project has: a quantised preference applies
+            # when a model is chosen (`use_model`), never by re-encoding on open.
+            backend = backend_for_row(active["fingerprint"], backend).name
         return self.use_model(self.model_source(active["location"]) if active else None,
                               backend=backend)
 

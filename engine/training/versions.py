@@ -54,6 +54,17 @@ def stored_location(project_path: Path, folder: Path) -> str:
     return Path(os.path.relpath(folder, project_path.parent)).as_posix()
 
 
+def location_for(project_path: Path, source: str) -> str:
+    """How a loaded model's location is recorded: a folder among the project's own versions
+    relative to the project (so the project can move), anything else as given."""
+    try:
+        folder = Path(source).resolve()
+        folder.relative_to(models_folder(project_path).resolve())
+    except (OSError, ValueError):
+        return source
+    return stored_location(project_path, folder)
+
+
 def model_folder(project_path: Path, location: str) -> Path | None:
     """The folder a model row's location names, or None for a Hub model.
 

@@ -44,3 +44,17 @@ def test_bridge_hands_the_backend_to_the_open_project(bridge, qtbot, questions_p
     project = bridge.current_project()
     assert project.backend_preference == "onnx" and bridge.backend_preference == "onnx"
     assert (project.device_preference, project.batch_size) == ("cpu", 32)
+
+
+def test_changing_only_the_backend_reloads_the_active_model_not_the_default(
+        bridge, qtbot, questions_project):
+    with qtbot.waitSignal(bridge.projectOpened, timeout=60_000):
+        bridge.open_project(questions_project)
+    project = bridge.current_project()
+    before, encoded = project.active_model()["id"], project.info()["encoded"]
+    bridge.set_preferences("cpu", 32, "torch")
+    with qtbot.waitSignal(bridge.finished, timeout=120_000,
+                          check_params_cb=lambda job, _: job == "model") as blocker:
+        bridge.change_backend()
+    assert blocker.args[1]["info"]["encoded"] == encoded > 0
+    assert project.active_model()["id"] == before

@@ -1,0 +1,64 @@
+"""Choosing a backend never swaps the project's model or its embeddings behind the user's
+back: opening keeps what the project was encoded with, reloading keeps the active version,
+and a version's folder is recorded relative to the project wherever it is loaded from."""
+
+from __future__ import annotations
+
+import torch
+
+from engine.encoding.models import load_model, resolve_model
+from engine.project import Project
+from engine.training.versions import location_for, models_folder
+
+
+def test_opening_with_a_quantised_preference_keeps_the_torch_embeddings(new_project, data_dir):
+    project = new_project()
+    project.import_table(data_dir / "questions.csv", ["question"], id_column="qid")
+    project.encode()
+    before, encoded = project.active_model(), project.info()["encoded"]
+    path = project.path
+    project.close()
+
+    reopened = Project.open(path)
+    try:
+        reopened.device_preference, reopened.backend_preference = "cpu", "onnx-int8"
+        encoder = reopened.encoder()   # torch serves the torch rows; no new model identity
+        assert encoder.spec.backend == "torch"
+        assert reopened.active_model()["id"] == before["id"]
+        assert reopened.info()["encoded"] == encoded > 0
+    finally:
+        reopened.close()
+
+
+def test_reloading_with_another_backend_keeps_a_fine_tuned_version_active(new_project):
+    project = new_project()
+    version = models_folder(project.path) / "v1"
+    _save_changed_copy(version)
+    project.device_preference = "cpu"
+    project.use_model(str(version))
+    active = project.active_model()
+    assert active["location"] == f"{project.path.name}.models/v1"
+
+    project.reload_model("torch")
+    assert project.active_model()["id"] == active["id"]
+    assert project.backend_preference == "torch"
+
+
+def test_only_the_projects_own_versions_are_stored_relative(tmp_path):
+    project_path = tmp_path / "q.duplens"
+    inside = models_folder(project_path) / "v3"
+    inside.mkdir(parents=True)
+    assert location_for(project_path, str(inside)) == "q.duplens.models/v3"
+    elsewhere = tmp_path / "my-model"
+    elsewhere.mkdir()
+    assert location_for(project_path, str(elsewhere)) == str(elsewhere)
+    assert location_for(project_path, "org/some-model") == "org/some-model"
+
+
+def _save_changed_copy(folder) -> None:
+    """The default model with one bias nudged: other weights, so a model of its own (a
+    stand-in for a fine-tuned version, without the minutes of training)."""
+    model = load_model(resolve_model(None), "cpu")
+    with torch.no_grad():
+        next(p for n, p in model.named_parameters() if n.endswith("bias")).add_(1e-3)
+    model.save(str(folder))
