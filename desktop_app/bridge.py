@@ -168,6 +168,7 @@ class EngineBridge(QObject):
                 project.device_preference = self.device_preference
                 project.backend_preference = self.backend_preference
                 project.batch_size = self.batch_size
+                project.fast_queries = True   # attach_encoder prepares them (a job thread)
                 if self._encoder is not None:
                     project.attach_encoder(self._encoder, is_default=True)
                 elif self._preloaded is not None and project.uses_default_model():
@@ -220,10 +221,12 @@ class EngineBridge(QObject):
                 self._relay.loading.emit()
                 from engine.encoding.loading import load_encoder
 
-                self._preloaded = load_encoder(None, device=self.device_preference,
-                                               batch_size=self.batch_size,
-                                               backend=self.backend_preference)
-                return self._preloaded.device, False
+                preloaded = load_encoder(None, device=self.device_preference,
+                                         batch_size=self.batch_size,
+                                         backend=self.backend_preference)
+                preloaded.prepare_fast_queries()
+                self._preloaded = preloaded
+                return preloaded.device, False
             self._relay.loading.emit()
             return project.encoder().device, True
 

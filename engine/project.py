@@ -76,6 +76,9 @@ class Project:
         # None: keep the backend the active model's embeddings were made with (torch unless
         # a quantised one); a name: load models with it from now on (engine.encoding.backends).
         self.backend_preference: str | None = None
+        # The window types queries key by key: it asks for the faster single-query runtime
+        # (`SentenceEncoder.prepare_fast_queries`), prepared where the model is loaded.
+        self.fast_queries = False
         self._encoder: SentenceEncoder | None = None
         self._encoder_lock = threading.Lock()
         self._index: HnswIndex | None = None
@@ -164,6 +167,8 @@ class Project:
             )
             self.store.set_meta("active_model_id", str(model_id), conn)
             self.store.set_meta("last_device", encoder.device, conn)
+        if self.fast_queries:
+            encoder.prepare_fast_queries()
         with self._encoder_lock:
             self._encoder = encoder
             self._active_id = model_id
@@ -184,6 +189,8 @@ class Project:
                 self.model_source(active["location"]), active["fingerprint"],
                 device=self.device_preference, batch_size=self.batch_size,
                 backend=self.backend_preference, check_weights=False)
+            if self.fast_queries:
+                encoder.prepare_fast_queries()
             with self._encoder_lock:
                 self._encoder = encoder
             return encoder

@@ -12,6 +12,19 @@ os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 DATA = Path(__file__).parent / "data"
 
 
+@pytest.fixture(scope="session", autouse=True)
+def private_export_cache(tmp_path_factory):
+    """Backend exports (ONNX files and the like) go to a folder of this test session, never
+    to the user's cache folder."""
+    old = os.environ.get("DUPLENS_CACHE_DIR")
+    os.environ["DUPLENS_CACHE_DIR"] = str(tmp_path_factory.mktemp("export-cache"))
+    yield
+    if old is None:
+        os.environ.pop("DUPLENS_CACHE_DIR", None)
+    else:
+        os.environ["DUPLENS_CACHE_DIR"] = old
+
+
 @pytest.fixture(scope="session")
 def encoder():
     """The bundled all-MiniLM-L6-v2 on CPU: loading it once keeps the suite fast."""

@@ -15,6 +15,8 @@ from __future__ import annotations
 
 import collections
 import copy
+import logging
+import os
 import threading
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
@@ -26,6 +28,8 @@ from engine.encoding.models import ModelSpec
 
 if TYPE_CHECKING:  # pragma: no cover
     from sentence_transformers import SentenceTransformer
+
+log = logging.getLogger("duplens")
 
 # Tokens are rarely shorter than one character, so a text longer than this many characters
 # per token of the model's window is cut before tokenising: the model sees exactly the same
@@ -84,6 +88,9 @@ class SentenceEncoder:
         self._lock = threading.Lock()
         self._query_lock = threading.Lock()
         self._query_model: SentenceTransformer | None = None
+        self._direct_queries = getattr(model, "backend", "torch") == "torch"
+        self.query_runtime = "torch" if self._direct_queries else self.spec.backend
+        self._fast_tried = False
 
     @property
     def dim(self) -> int:
@@ -109,12 +116,69 @@ class SentenceEncoder:
         return np.asarray(vectors, dtype=np.float32)
 
     def encode_query(self, text: str) -> np.ndarray:
-        """The normalised embedding of one text, shape (1, dim), off the bulk path's lock."""
+        """The normalised embedding of one text, shape (1, dim), off the bulk path's lock.
+
+        A torch model takes the direct route (`_forward_one`): sentence-transformers'
+        `preprocess` and forward, as its `encode` runs them, without `encode`'s per-call
+        bookkeeping (length sorting, eval(), progress bar), about 1.5 ms of a 7 ms query on
+        2 CPU cores. Anything else, or a model the direct route fails on, goes by `encode`.
+        """
         with self._query_lock:
             model = self._query_view()
-            vectors = model.encode(self._clip([text]), batch_size=1, convert_to_numpy=True,
+            clipped = self._clip([text])
+            if self._direct_queries and not isinstance(model, _Locked):
+                try:
+                    return _forward_one(model, clipped[0])
+                except Exception:  # noqa: BLE001 - an unusual model: use encode from now on
+                    self._direct_queries = False
+            vectors = model.encode(clipped, batch_size=1, convert_to_numpy=True,
                                    normalize_embeddings=True, show_progress_bar=False)
         return np.asarray(vectors, dtype=np.float32).reshape(1, -1)
+
+    def prepare_fast_queries(self) -> str:
+        """Serve single queries through onnxruntime when it is installed and the model runs
+        with torch on the CPU; returns the query runtime ("onnxruntime" or "torch").
+
+        For the window, where every keystroke encodes one text: a short query takes about
+        3.6 ms there against 7.3 ms with torch (p95 5.8 vs 10.4, 2 cores). The first call
+        exports the transformer into the cache (seconds, once per model), so it is made
+        from a background thread, and it is checked: the two runtimes must give the same
+        embedding of a probe text, or queries stay with torch. `DUPLENS_FAST_QUERIES=0`
+        turns it off. Idempotent; never raises.
+        """
+        with self._query_lock:
+            if self._fast_tried:
+                return self.query_runtime
+            self._fast_tried = True
+            if (not self._direct_queries or self.device != "cpu"
+                    or os.environ.get("DUPLENS_FAST_QUERIES", "1") == "0"):
+                return self.query_runtime
+            try:
+                from engine.encoding.runtime import query_runner
+
+                runner = query_runner(self.model, self.spec.fingerprint)
+                if runner is None:
+                    return self.query_runtime
+                view = self._query_view()
+                fast = copy.copy(view)
+                fast._modules = collections.OrderedDict(view._modules)
+                first = copy.copy(view[0])
+                # Its own submodule dict: a shallow copy shares the original's, and setting
+                # `model` there would swap the bulk path's transformer too.
+                first._modules = collections.OrderedDict(view[0]._modules)
+                first.model, first.backend = runner, "onnx"
+                fast._modules[next(iter(fast._modules))] = first
+                probe = "How do I find out whether a question was already asked?"
+                same = float((_forward_one(fast, probe) * _forward_one(view, probe)).sum())
+                if same < 0.99999:
+                    log.warning("fast queries: onnxruntime and torch disagree (cosine %.6f);"
+                                " queries stay with torch", same)
+                    return self.query_runtime
+            except Exception as exc:  # noqa: BLE001 - an optimisation; torch still serves
+                log.warning("fast queries unavailable, queries stay with torch: %s", exc)
+                return self.query_runtime
+            self._query_model, self.query_runtime = fast, "onnxruntime"
+            return self.query_runtime
 
     def encode_batch(self, batch: EncodeBatch) -> EncodedBatch:
         if batch.token_counts is not None:
@@ -181,6 +245,23 @@ class SentenceEncoder:
         view._modules[next(iter(view._modules))] = own_first
         self._query_model = view
         return view
+
+
+def _forward_one(model: SentenceTransformer, text: str) -> np.ndarray:
+    """What `model.encode([text], normalize_embeddings=True)` computes, shape (1, dim):
+    the model's default prompt, its own `preprocess` (tokenising and truncating as
+    `encode` does) and forward pass, then L2 normalisation."""
+    import torch
+    from sentence_transformers.util import batch_to_device
+
+    name = model.default_prompt_name
+    prompt = model.prompts.get(name) if name else None
+    with torch.inference_mode():
+        features = model.preprocess([text], prompt=prompt) if prompt else model.preprocess([text])
+        features = batch_to_device(features, model.device)
+        embedding = model(features)["sentence_embedding"]
+        embedding = torch.nn.functional.normalize(embedding.float(), p=2, dim=1)
+        return embedding.cpu().numpy().astype(np.float32, copy=False)
 
 
 class _Locked:

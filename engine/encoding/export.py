@@ -198,11 +198,25 @@ def quantize_onnx_dynamic(source: Path, target: Path, isa: str) -> Path:
     weights = QuantType.QUInt8 if isa == "avx2" else QuantType.QInt8
     # Shape inference does not know the optimiser's fused ops (contrib domain): their
     # outputs are float32, which `DefaultTensorType` tells the quantiser.
-    quantize_dynamic(str(source), str(target), per_channel=True, reduce_range=False,
-                     weight_type=weights,
-                     extra_options={"WeightSymmetric": True, "ActivationSymmetric": False,
-                                    "DefaultTensorType": TensorProto.FLOAT})
+    with _root_log_quiet():   # its "consider pre-processing" advice is for image models
+        quantize_dynamic(str(source), str(target), per_channel=True, reduce_range=False,
+                         weight_type=weights,
+                         extra_options={"WeightSymmetric": True, "ActivationSymmetric": False,
+                                        "DefaultTensorType": TensorProto.FLOAT})
     return target
+
+
+@contextlib.contextmanager
+def _root_log_quiet():
+    """onnxruntime's quantiser warns through the root logger, which reaches the user's
+    console and log file; only errors get through while it runs."""
+    root = logging.getLogger()
+    level = root.level
+    root.setLevel(logging.ERROR)
+    try:
+        yield
+    finally:
+        root.setLevel(level)
 
 
 def quiet_nncf() -> None:
