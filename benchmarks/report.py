@@ -98,6 +98,8 @@ def section(name: str, data: dict) -> Section:
     """A results file as a `Section`: the suite's own format, or an older script's."""
     if name == "finetune_quora" and "runs" in data:
         return _finetune_section(name, data)
+    if name == "table_scroll" and "open" in data:
+        return _table_scroll_section(name, data)
     result = data.get("result", {})
     s = Section(name=name, title=data.get("title") or _title(name),
                 command=data.get("command", "?"), date=data.get("date", "?"),
@@ -142,12 +144,13 @@ def _finetune_section(name: str, data: dict) -> Section:
     for r in runs:
         label = f"{r['objective']} ({losses.get(r['objective'], '?')})"
         if "error" in r:
-            rows.append([label, r["train_pairs"], f"failed: {r['error']}", "", ""])
+            rows.append([label, r["train_pairs"], f"failed: {r['error']}", "", "", ""])
             continue
         ap_after, f1_after = r["after"]["average_precision"], r["after"]["f1"]
         rows.append([label, f"{r['train_pairs']:,}",
                      f"{before['average_precision']:.2f} → {_bold_if(ap_after, before)}",
-                     f"{before['f1']:.2f} → {f1_after:.2f}", r["training_seconds"]])
+                     f"{before['f1']:.2f} → {f1_after:.2f}", r["training_seconds"],
+                     _minute(r.get("date", data.get("date", "?")))])
     held = data.get("data", {})
     headline = [{"figure": f"held-out Quora AP ({held.get('measured_pairs', '?'):,} pairs), "
                            "default model",
@@ -169,8 +172,51 @@ def _finetune_section(name: str, data: dict) -> Section:
         tables=[{"title": f"Held-out AP and best F1 on {held.get('measured_pairs', '?'):,} "
                           f"held-out pairs ({held.get('held_out_duplicates', '?'):,} duplicates)",
                  "columns": ["objective", "training pairs", "held-out AP before → after",
-                             "best F1 before → after", "training s"],
-                 "rows": rows}])
+                             "best F1 before → after", "training s", "measured"],
+                 "rows": rows}],
+        notes=[f"Earlier runs kept by `--merge` were made by `{c}`."
+               for c in data.get("earlier_commands", [])])
+
+
+def _minute(stamp: str) -> str:
+    """"2026-11-23T06:58:00+00:00" -> "2026-11-23 06:58 UTC"."""
+    return f"{stamp[:10]} {stamp[11:16]} UTC" if len(stamp) >= 16 else stamp
+
+
+def _table_scroll_section(name: str, data: dict) -> Section:
+    """benchmarks/table_scroll.py's own format: the rows table of a big project, in a window."""
+    def timed(key: str, what: str) -> list:
+        step = data.get(key)
+        if not step:
+            return [what, "not measured", ""]
+        rows = f" ({step['rows']:,} rows)" if key.startswith("filter") else ""
+        return [what + rows, f"{step['seconds']:.2f} s", f"{step['longest_gap_ms']} ms"]
+
+    def steps(key: str, what: str) -> list:
+        step = data.get(key)
+        if not step:
+            return [what, "not measured", ""]
+        return [f"{what} ({step['steps']} steps; p50 / p95 / max, repaint included)",
+                f"{step['p50_ms']} / {step['p95_ms']} / {step['max_ms']} ms", "–"]
+
+    project = data.get("project", {})
+    rows = [timed("open", "open the project until its rows show"),
+            steps("scroll_random", "scroll to random places"),
+            steps("scroll_page_down", "page down"),
+            timed("sort_text", "sort by Text"),
+            timed("sort_number_desc", "sort by the number column, descending"),
+            timed("filter_text", "filter on a word in the text"),
+            timed("filter_all_columns", "filter on a word in all columns"),
+            steps("scroll_random_sorted_filtered", "random places in the sorted, filtered table")]
+    notes = [f"Load average during the run: {data['load_average']}."] \
+        if data.get("load_average") else []
+    return Section(
+        name=name, title="The table of rows", command=data.get("command", "?"),
+        date=data.get("date", "?"), hardware=data.get("machine", "?"),
+        tables=[{"title": f"{project.get('rows', 0):,} rows, {project.get('file_mb', '?')} MB "
+                          "project file, real window under Xvfb",
+                 "columns": ["what", "time", "longest GUI freeze meanwhile"], "rows": rows}],
+        notes=notes)
 
 
 def _bold_if(ap_after: float, before: dict) -> str:

@@ -7,6 +7,7 @@ so moving the threshold only re-cuts the graph: no new search.
 from __future__ import annotations
 
 import io
+import os
 from dataclasses import dataclass
 
 import numpy as np
@@ -15,6 +16,12 @@ from engine.index.hnsw import HnswIndex
 from engine.jobs import CancelToken, Progress, ProgressCallback, RateMeter, no_progress
 
 _QUERY_BATCH = 4096
+# The graph searches every text once, so its cost is n searches: it searches with a smaller
+# beam than a live query (params.ef) and on every core. Pairs above a duplicate threshold
+# are each other's closest neighbours, which a small beam still finds: on 100k question
+# embeddings, k=10, ef=32 found the same pairs above 0.8 as ef=128 (recall 0.8566 vs 0.8567,
+# the rest is beyond the 10 nearest) in 7.2 s instead of 17.5 s, both on 2 threads.
+GRAPH_EF = 32
 
 
 @dataclass(frozen=True)
@@ -51,8 +58,13 @@ class KnnGraph:
 
 def build_knn_graph(index: HnswIndex, k: int, ids: np.ndarray | None = None, *,
                     progress: ProgressCallback = no_progress,
-                    cancel: CancelToken | None = None) -> KnnGraph:
-    """Search every text in `ids` (default: all indexed) for its k nearest others among them."""
+                    cancel: CancelToken | None = None, ef: int = GRAPH_EF,
+                    threads: int | None = None) -> KnnGraph:
+    """Search every text in `ids` (default: all indexed) for its k nearest others among them.
+
+    `threads` (default: every core) search a batch side by side; the index is locked per
+    batch, so a live search waits at most one batch."""
+    threads = threads or os.cpu_count() or 1
     ids = np.sort(np.asarray(index.ids() if ids is None else ids, dtype=np.int64))
     n = len(ids)
     nbr = np.full((n, k), -1, dtype=np.int32)
@@ -62,7 +74,8 @@ def build_knn_graph(index: HnswIndex, k: int, ids: np.ndarray | None = None, *,
         if cancel is not None:
             cancel.raise_if_cancelled()
         batch_ids = ids[start:start + _QUERY_BATCH]
-        labels, sims = index.query(index.vectors(batch_ids), k + 1)
+        labels, sims = index.query(index.vectors(batch_ids), k + 1, ef=max(ef, k + 1),
+                                   threads=threads)
         if labels.shape[1]:
             pos = np.clip(np.searchsorted(ids, labels), 0, max(n - 1, 0))
             valid = (ids[pos] == labels) & (labels != batch_ids[:, None])

@@ -1,8 +1,10 @@
 """An HNSW index over text embeddings (hnswlib, cosine space) that can grow and be saved.
 
 Parameters: M=32 and ef_construction=200 build a graph that reaches recall@10 >= 0.99
-against exact search on 384-dimensional sentence embeddings with ef=128 at query time
-(measured in benchmarks/); larger ef trades latency for recall. Labels are text ids.
+against exact search on 384-dimensional sentence embeddings with ef=128 at query time up to
+a few hundred thousand items (measured in benchmarks/query_latency.py); a bigger index
+needs a wider beam for the same recall, so the query beam grows with the index
+(`HnswIndex.query_ef`). Labels are text ids.
 """
 
 from __future__ import annotations
@@ -24,8 +26,16 @@ _ADD_SLICE = 512
 class HnswParams:
     M: int = 32
     ef_construction: int = 200
-    ef: int = 128
+    ef: int = 128        # the query beam up to EF_BASE_ITEMS items; wider above
     space: str = "cosine"
+
+
+# The live query's beam is params.ef up to this many items, then grows in proportion, up to
+# EF_MAX_FACTOR times: at 1M items recall@10 was 0.974 with ef=128 and 0.988 with 256
+# (benchmarks/query_latency.py, 1M real and near-copy question embeddings), for 0.3 and
+# 0.55 ms of search.
+EF_BASE_ITEMS = 250_000
+EF_MAX_FACTOR = 4
 
 
 class HnswIndex:
@@ -93,10 +103,14 @@ class HnswIndex:
                 self.deleted.add(label)
 
     # -- queries ---------------------------------------------------------------------------
-    def query(self, vectors: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+    def query(self, vectors: np.ndarray, k: int, *, ef: int | None = None,
+              threads: int = 1) -> tuple[np.ndarray, np.ndarray]:
         """(ids, cosine similarities) of the k nearest neighbours of each row of `vectors`.
 
-        Fewer than k live elements gives fewer columns; an empty index gives zero columns.
+        `ef` (default `params.ef`, never below k) trades recall for speed; `threads` > 1
+        spreads a batch of queries over cores (hnswlib releases the GIL), for bulk work
+        such as the neighbour graph. Fewer than k live elements gives fewer columns; an
+        empty index gives zero columns.
         """
         vectors = np.atleast_2d(np.asarray(vectors, dtype=np.float32))
         with self._lock:
@@ -104,9 +118,16 @@ class HnswIndex:
             if k <= 0:
                 empty = np.empty((len(vectors), 0))
                 return empty.astype(np.int64), empty.astype(np.float32)
-            self._index.set_ef(max(self.params.ef, k))
-            labels, distances = self._index.knn_query(vectors, k=k, num_threads=1)
+            self._index.set_ef(max(self.query_ef() if ef is None else ef, k))
+            labels, distances = self._index.knn_query(vectors, k=k,
+                                                      num_threads=max(1, threads))
         return labels.astype(np.int64), (1.0 - distances).astype(np.float32)
+
+    def query_ef(self) -> int:
+        """The beam a query searches with by default: `params.ef`, widened in proportion
+        to the index beyond EF_BASE_ITEMS items (at most EF_MAX_FACTOR times)."""
+        factor = min(EF_MAX_FACTOR, max(1.0, len(self) / EF_BASE_ITEMS))
+        return int(round(self.params.ef * factor))
 
     def vectors(self, ids: np.ndarray) -> np.ndarray:
         """The stored (normalised) vectors of the given ids."""

@@ -64,3 +64,31 @@ def test_round_trip_through_bytes():
 def test_garbage_bytes_are_rejected_not_loaded():
     with pytest.raises(ValueError):
         HnswIndex.from_bytes(b"\x00" * 10, 32, HnswParams())
+
+
+def test_the_query_beam_widens_with_the_index_up_to_a_cap(monkeypatch):
+    import engine.index.hnsw as hnsw
+
+    monkeypatch.setattr(hnsw, "EF_BASE_ITEMS", 100)
+    rng = np.random.default_rng(5)
+    index = HnswIndex(16, HnswParams(ef=20))
+    index.add(np.arange(50), _unit(rng, 50, 16))
+    assert index.query_ef() == 20                     # below the base size: params.ef
+    index.add(np.arange(50, 250), _unit(rng, 200, 16))
+    assert index.query_ef() == 50                     # 250 items: 2.5 times as wide
+    index.add(np.arange(250, 1000), _unit(rng, 750, 16))
+    assert index.query_ef() == 20 * hnsw.EF_MAX_FACTOR
+    exact = np.argsort(-(index.vectors(np.arange(1000)) @ index.vectors(np.array([3])).T)[:, 0])
+    assert index.query(index.vectors(np.array([3])), 5)[0][0].tolist() == exact[:5].tolist()
+
+
+def test_the_neighbour_graph_is_the_same_on_one_thread_or_several():
+    from engine.dedup.graph import build_knn_graph
+
+    rng = np.random.default_rng(6)
+    index = HnswIndex(32)
+    index.add(np.arange(2000), _unit(rng, 2000))
+    one = build_knn_graph(index, 10, ef=128, threads=1)
+    two = build_knn_graph(index, 10, ef=128, threads=2)
+    assert np.array_equal(one.ids, two.ids) and np.array_equal(one.nbr, two.nbr)
+    assert np.allclose(one.sim, two.sim)
