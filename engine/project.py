@@ -27,6 +27,7 @@ from engine.dedup.duplicates import (
     text_clusters_as_ids,
 )
 from engine.dedup.graph import KnnGraph, build_knn_graph
+from engine.dedup.rows import RowsByText
 from engine.encoding.backends import backend_for_row
 from engine.encoding.encoder import SentenceEncoder
 from engine.encoding.job import CHUNK_TEXTS, EncodeReport, encode_missing
@@ -91,6 +92,9 @@ class Project:
         self._cache = QueryCache()
         self._graph: KnnGraph | None = None
         self._graph_key: tuple | None = None
+        # Rows of the texts clusters were cut from, kept between re-cuts (moving the
+        # threshold reads no row twice); dropped when rows change (`_rows_changed`).
+        self._rows = RowsByText()
         self._active_id: int | None = None
         # The last model loaded but not serving (the previous active one after a switch, or a
         # version just trained), so that switching straight back needs no load from disk.
@@ -228,7 +232,10 @@ class Project:
         Rows whose text was embedded before but had no live row any more bring that text
         back into the loaded index at once (it was marked deleted there).
         """
-        report = import_table(self.store, path, text_columns, **options)
+        try:
+            report = import_table(self.store, path, text_columns, **options)
+        finally:
+            self._rows.clear()
         if report.revived_texts:
             self._revive_texts(report.revived_texts, report.content_version)
         return report
@@ -447,20 +454,27 @@ class Project:
         text_clusters = text_clusters_as_ids(cut_clusters(graph, threshold), graph.ids)
         clustered = {t for ids, _ in text_clusters for t in ids}
         with self.store.read() as conn:
-            exact = [t for t in item_store.texts_with_copies(conn) if t not in clustered]
-            wanted = list(clustered) + exact
-            rows = item_store.items_for_texts(conn, wanted)
-        clusters = expand_clusters(text_clusters, rows, exact)
+            self._rows.check(vector_store.content_version(conn))
+            exact = [t for t in self._rows.texts_with_copies(conn) if t not in clustered]
+            rows = self._rows.rows(conn, [*clustered, *exact])
+        clusters = expand_clusters(text_clusters, rows, exact, self._rows.member)
         return self.apply_decisions(clusters) if decisions else clusters
 
     # -- review decisions ------------------------------------------------------------------
     def apply_decisions(self, clusters: list[Cluster]) -> list[Cluster]:
-        """Clusters as cut → clusters as the analyst's stored decisions make them."""
+        """Clusters as cut → clusters as the analyst's stored decisions make them.
+
+        A cluster none of whose rows has a verdict or a canonical choice is already what
+        `apply_decisions` would make of it (centre first, the rest by similarity, no
+        verdicts), so it is passed on as it is: most clusters, most of the time.
+        """
         ids = [i for c in clusters for i in c.item_ids()]
         with self.store.read() as conn:
             labels = decision_store.labels_among(conn, ids)
             chosen = decision_store.canonical_among(conn, ids)
-        return [apply_decisions(c, labels, chosen, self._similarities) for c in clusters]
+        involved = chosen | {i for pair in labels for i in pair}
+        return [apply_decisions(c, labels, chosen, self._similarities)
+                if not involved.isdisjoint(c.item_ids()) else c for c in clusters]
 
     def _similarities(self, text_id: int, others) -> list[float]:
         index = self.index()
@@ -539,9 +553,12 @@ class Project:
 
     def delete_items(self, item_ids: list[int]) -> int:
         """Remove rows from the project; texts no row uses leave the index (marked deleted)."""
-        with self.store.write() as conn:
-            orphaned = item_store.mark_items_deleted(conn, item_ids)
-            version = vector_store.bump_content_version(conn) if orphaned else None
+        try:
+            with self.store.write() as conn:
+                orphaned = item_store.mark_items_deleted(conn, item_ids)
+                version = vector_store.bump_content_version(conn) if orphaned else None
+        finally:
+            self._rows.clear()
         with self._index_lock:
             if self._index is not None and orphaned:
                 self._index.mark_deleted(np.fromiter(orphaned, np.int64))

@@ -40,6 +40,7 @@ def cut_clusters(graph: KnnGraph, threshold: float, min_size: int = 2) -> list[T
 
     taken = np.zeros(n, dtype=bool)
     clusters: list[TextCluster] = []
+    means: list[float] = []   # for the final order; ndarray.mean is slow on tiny arrays
     for centre in order.tolist():
         if taken[centre]:
             continue
@@ -53,5 +54,7 @@ def cut_clusters(graph: KnnGraph, threshold: float, min_size: int = 2) -> list[T
         scores = np.concatenate(([1.0], sims[free])).astype(np.float32)
         taken[members] = True
         clusters.append(TextCluster(members, scores))
-    clusters.sort(key=lambda c: (-len(c.members), -float(c.scores.mean())))
-    return clusters
+        means.append(float(scores.sum()) / len(scores))
+    ranked = sorted(range(len(clusters)),
+                    key=lambda i: (-len(clusters[i].members), -means[i]))
+    return [clusters[i] for i in ranked]

@@ -6,6 +6,7 @@ always land in the same cluster, scored 1.0 against their text.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from engine.dedup.clusters import TextCluster
@@ -75,16 +76,19 @@ def public_id(item: dict) -> str:
 
 
 def member(item: dict, score: float) -> Member:
-    return Member(item["id"], public_id(item), item["row"], item["source_id"], item["text"],
+    shown = item.get("public_id") or public_id(item)   # worked out once by RowsByText
+    return Member(item["id"], shown, item["row"], item["source_id"], item["text"],
                   float(score), item["text_id"])
 
 
 def expand_clusters(text_clusters: list[tuple[list[int], list[float]]],
                     items_by_text: dict[int, list[dict]],
-                    exact_only_texts: list[int]) -> list[Cluster]:
+                    exact_only_texts: list[int],
+                    member: Callable[[dict, float], Member] = member) -> list[Cluster]:
     """Turn (text ids, scores) clusters into row clusters, adding exact-duplicate-only ones.
 
     `exact_only_texts` are texts with several rows that no similarity cluster took.
+    `member` makes a row's Member (a caching one keeps them between re-cuts).
     """
     built: list[list[Member]] = []
     for text_ids, scores in text_clusters:

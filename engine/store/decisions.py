@@ -37,9 +37,19 @@ def set_label(conn: Connection, item_a: int, item_b: int, label: int | None,
 
 
 def labels_among(conn: Connection, item_ids: Sequence[int]) -> dict[tuple[int, int], int]:
-    """Labels of pairs with both items in `item_ids` (one cluster's worth)."""
+    """Labels of pairs with both items in `item_ids` (one cluster's worth, or all of them).
+
+    Analysts label hundreds or thousands of pairs, while every cluster at once holds tens of
+    thousands of rows: then the whole table is one cheap read instead of many IN batches.
+    """
     wanted = set(item_ids)
     out: dict[tuple[int, int], int] = {}
+    if conn.execute(select(func.count()).select_from(pair_labels)).scalar_one() <= len(wanted):
+        for a, b, label in conn.execute(select(pair_labels.c.item_a, pair_labels.c.item_b,
+                                               pair_labels.c.label)):
+            if a in wanted and b in wanted:
+                out[(a, b)] = label
+        return out
     ids = list(wanted)
     for start in range(0, len(ids), _IN_BATCH):
         batch = ids[start:start + _IN_BATCH]
@@ -70,6 +80,12 @@ def all_labels(conn: Connection) -> list[dict]:
 
 
 def canonical_among(conn: Connection, item_ids: Sequence[int]) -> set[int]:
+    """Which of `item_ids` the analyst chose as canonical (the whole table when smaller)."""
+    if (conn.execute(select(func.count()).select_from(canonical_items)).scalar_one()
+            <= len(item_ids)):
+        wanted = set(item_ids)
+        return {i for i in conn.execute(select(canonical_items.c.item_id)).scalars()
+                if i in wanted}
     out: set[int] = set()
     ids = list(item_ids)
     for start in range(0, len(ids), _IN_BATCH):

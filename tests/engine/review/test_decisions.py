@@ -153,3 +153,35 @@ def test_embedding_map_places_every_text_and_colours_clusters(project):
     colours = {int(c) for t, c in zip(emap.text_ids, emap.cluster, strict=True)
                if int(t) in python_texts}
     assert len(colours) == 1 and colours != {0}
+
+
+def test_clusters_without_decisions_pass_through_as_the_full_rule_would_make_them(project):
+    from engine.review.decisions import apply_decisions
+
+    clusters = project.duplicates(THRESHOLD, decisions=False)
+    python = cluster_with(clusters, "q2")
+    first, second = python.members[1], python.members[2]
+    project.set_pair_label(python.canonical.item_id, first.item_id, 0)
+    project.set_canonical_choices([], [second.item_id])
+
+    shown = project.duplicates(THRESHOLD)
+    labels = {(min(python.canonical.item_id, first.item_id),
+               max(python.canonical.item_id, first.item_id)): 0}
+    every = [apply_decisions(c, labels, {second.item_id}, project._similarities)
+             for c in clusters]                      # the full rule on every cluster
+    assert shown == every
+    assert cluster_with(shown, "q2").canonical.item_id == second.item_id
+
+
+def test_rows_read_for_a_cut_follow_imports_and_deletions(project, tmp_path):
+    before = project.duplicates(THRESHOLD)
+    python = cluster_with(before, "q2")
+    gone = python.members[-1]
+    project.delete_items([gone.item_id])
+    assert gone.id not in {m.id for c in project.duplicates(THRESHOLD) for m in c.members}
+
+    extra = tmp_path / "extra.csv"
+    extra.write_text("qid,question\nx1," + python.canonical.text + "\n")
+    project.import_table(extra, ["question"], id_column="qid")   # an exact copy: no encoding
+    again = cluster_with(project.duplicates(THRESHOLD), python.canonical.id)
+    assert "x1" in {m.id for m in again.members}
