@@ -6,6 +6,9 @@ import numpy as np
 
 
 def test_the_query_view_shares_weights_but_not_the_tokenizer(encoder):
+    from engine.encoding.encoder import SentenceEncoder
+
+    encoder = SentenceEncoder(encoder.model, encoder.spec, "cpu")   # torch queries, as loaded
     view = encoder._query_view()
     assert view[0].tokenizer is not encoder.model[0].tokenizer
     assert view[0].auto_model is encoder.model[0].auto_model
