@@ -266,9 +266,10 @@ def _presentation(result: dict) -> dict:
                          "y": [p["recall_at_10"] for p in largest["ef_sweep"]]}]},
         ],
         "notes": [result["data"] + ".",
-                  "Query runtime: the window serves single queries through onnxruntime when "
-                  "duplens[onnx] is installed (the same embeddings as torch, checked on "
-                  "load); torch otherwise. Bulk encoding stays with torch either way.",
+                  "Query runtime: the window serves single queries through onnxruntime (a "
+                  "dependency) when the model runs with torch on the CPU (the same "
+                  "embeddings, checked on load); torch otherwise. Bulk encoding stays with "
+                  "torch either way.",
                   "The paths take turns in blocks of 100 queries, NumPy's BLAS on one "
                   "thread: idle worker threads of one runtime spin and would slow the next "
                   "call of another, which no user of one runtime sees.",

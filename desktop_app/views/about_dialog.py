@@ -65,6 +65,8 @@ COMPONENTS = (
     Component("tqdm", "tqdm", "MPL-2.0 AND MIT"),
     Component("Datasets", "datasets", "Apache-2.0"),
     Component("Accelerate", "accelerate", "Apache-2.0"),
+    Component("ONNX Runtime", "onnxruntime", "MIT"),
+    Component("ONNX", "onnx", "Apache-2.0"),
     Component("Python", None, "PSF-2.0"),
 )
 
