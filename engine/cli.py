@@ -52,8 +52,8 @@ def build_parser() -> argparse.ArgumentParser:
     def backend_option(p: argparse.ArgumentParser) -> None:
         p.add_argument("--backend", choices=list(BACKENDS), help="how the model runs: torch, "
                        "or on the CPU onnx / openvino (same embeddings, faster) or their int8 "
-                       "forms (different embeddings: the project is encoded again); needs "
-                       "duplens[onnx] or duplens[openvino] (default: what the project uses)")
+                       "forms (different embeddings: the project is encoded again); openvino "
+                       "needs duplens[openvino] (default: what the project uses)")
 
     p = sub.add_parser("import", help="import a spreadsheet into a project (created if new), "
                        "then encode and index the new rows")
