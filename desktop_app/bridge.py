@@ -325,30 +325,20 @@ class EngineBridge(QObject):
     def change_model(self, model: str | None) -> None:
         """Load another model (folder or hub name; None: the bundled default) and make it
         the project's active one; `finished("model", info)`. Encode afterwards to index."""
-
-        def work() -> dict:
-            project = self._require_project()
-            self._relay.loading.emit()
-            encoder = project.use_model(model, device=self.device_preference,
-                                        batch_size=self.batch_size)
-            return {"info": _info(project), "device": encoder.device}
-
-        def changed(result: dict) -> dict:
-            self._model_ready = False
-            self._set_model_ready(result["device"])
-            return result
-
-        self._submit(self._jobs, "model", work, changed)
+        self._load_model(lambda project: project.use_model(
+            model, device=self.device_preference, batch_size=self.batch_size))
 
     def change_backend(self) -> None:
         """Load the project's active model again with the backend now preferred (the
         active model stays: a fine-tuned version is not swapped for the default);
         `finished("model", info)`. A quantised backend asks for an encode afterwards."""
+        self._load_model(lambda project: project.reload_model(self.backend_preference))
 
+    def _load_model(self, load: Callable[[Project], SentenceEncoder]) -> None:
         def work() -> dict:
             project = self._require_project()
             self._relay.loading.emit()
-            encoder = project.reload_model(self.backend_preference)
+            encoder = load(project)
             return {"info": _info(project), "device": encoder.device}
 
         def changed(result: dict) -> dict:
