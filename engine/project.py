@@ -473,6 +473,8 @@ class Project:
             labels = decision_store.labels_among(conn, ids)
             chosen = decision_store.canonical_among(conn, ids)
         involved = chosen | {i for pair in labels for i in pair}
+        if not involved:
+            return clusters
         return [apply_decisions(c, labels, chosen, self._similarities)
                 if not involved.isdisjoint(c.item_ids()) else c for c in clusters]
 

@@ -9,6 +9,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+import numpy as np
+
 from engine.dedup.clusters import TextCluster
 
 
@@ -105,4 +107,5 @@ def expand_clusters(text_clusters: list[tuple[list[int], list[float]]],
 
 
 def text_clusters_as_ids(clusters: list[TextCluster], ids) -> list[tuple[list[int], list[float]]]:
-    return [([int(ids[p]) for p in c.members], [float(s) for s in c.scores]) for c in clusters]
+    by_position = np.asarray(ids).tolist()
+    return [([by_position[p] for p in c.members.tolist()], c.scores.tolist()) for c in clusters]
