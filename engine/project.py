@@ -7,11 +7,13 @@ embeddings when loaded and repaired from them, never trusted blindly.
 
 from __future__ import annotations
 
+import gc
 import logging
 import os
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -26,7 +28,7 @@ from engine.dedup.duplicates import (
     public_id,
     text_clusters_as_ids,
 )
-from engine.dedup.graph import KnnGraph, build_knn_graph
+from engine.dedup.graph import KnnGraph, build_knn_graph, texts_near
 from engine.dedup.rows import RowsByText
 from engine.encoding.backends import backend_for_row
 from engine.encoding.encoder import SentenceEncoder
@@ -62,8 +64,28 @@ log = logging.getLogger("duplens")
 __all__ = ["DEFAULT_NEIGHBOURS", "DEFAULT_THRESHOLD", "Project"]
 
 DEFAULT_NEIGHBOURS = 10
+# A cut also reads the rows of texts that would join this much lower: the slider's next
+# steps down then read nothing (benchmarks/mining.py times re-cuts 0.05 down and up).
+PREFETCH_MARGIN = 0.05
 INDEX_THREADS = 1  # hnswlib threads for adds that overlap encoding (see `encode`)
 XLSX_MAX_ROWS = 1_048_575
+
+
+@contextmanager
+def _no_gc_pauses() -> Iterator[None]:
+    """Defer Python's cyclic garbage collector for a short, allocation-heavy step.
+
+    A cut makes tens of thousands of cluster and member objects while the project keeps
+    rows of the clustered texts: the collector's full passes over all of them took about a
+    third of a re-cut at 100k rows. What the step frees has no cycles; collection resumes
+    right after."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
 
 
 class Project:
@@ -451,12 +473,20 @@ class Project:
         if not 0.0 < threshold <= 1.0:
             raise InputError(f"threshold must be between 0 and 1, not {threshold}")
         graph = self.neighbour_graph(k, progress=progress, cancel=cancel)
+        with _no_gc_pauses():
+            return self._cut(graph, threshold, decisions)
+
+    def _cut(self, graph: KnnGraph, threshold: float, decisions: bool) -> list[Cluster]:
         text_clusters = text_clusters_as_ids(cut_clusters(graph, threshold), graph.ids)
         clustered = {t for ids, _ in text_clusters for t in ids}
         with self.store.read() as conn:
             self._rows.check(vector_store.content_version(conn))
             exact = [t for t in self._rows.texts_with_copies(conn) if t not in clustered]
-            rows = self._rows.rows(conn, [*clustered, *exact])
+            # Texts that join when the slider moves down a little are read now, with the
+            # rest, so that the next re-cut reads nothing (one read instead of two).
+            nearby = texts_near(graph, round(threshold - PREFETCH_MARGIN, 6))
+            rows = self._rows.rows(conn, [*clustered, *exact, *nearby])
+        rows = {t: rows[t] for t in (*clustered, *exact) if t in rows}
         clusters = expand_clusters(text_clusters, rows, exact, self._rows.member)
         return self.apply_decisions(clusters) if decisions else clusters
 

@@ -89,3 +89,12 @@ def build_knn_graph(index: HnswIndex, k: int, ids: np.ndarray | None = None, *,
         done = min(start + _QUERY_BATCH, n)
         progress(Progress("neighbours", done, n, meter.rate(done)))
     return KnnGraph(ids, nbr, sim)
+
+
+def texts_near(graph: KnnGraph, threshold: float) -> list[int]:
+    """Ids of the texts with a neighbour at `threshold` or above, and of those neighbours:
+    every text a cut at that threshold could put in a cluster."""
+    above = (graph.nbr >= 0) & (graph.sim >= threshold)
+    rows = np.nonzero(above.any(axis=1))[0]
+    positions = np.union1d(rows, graph.nbr[above])
+    return graph.ids[positions].tolist()

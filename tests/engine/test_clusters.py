@@ -2,7 +2,7 @@ import numpy as np
 
 from engine.dedup.clusters import cut_clusters
 from engine.dedup.duplicates import expand_clusters
-from engine.dedup.graph import KnnGraph, build_knn_graph
+from engine.dedup.graph import KnnGraph, build_knn_graph, texts_near
 from engine.index.hnsw import HnswIndex
 
 
@@ -71,3 +71,15 @@ def test_exact_duplicate_rows_share_a_cluster_even_without_neighbours():
     exact = next(c for c in clusters if c.canonical.text_id == 5)
     assert {m.item_id for m in exact.members} == {1, 2}
     assert all(m.score == 1.0 for m in exact.members)
+
+
+def test_texts_near_are_every_text_a_lower_cut_could_cluster():
+    ids = np.array([10, 11, 12, 13], dtype=np.int64)
+    nbr = np.array([[1, 2], [0, -1], [3, 0], [2, -1]], dtype=np.int32)
+    sim = np.array([[0.9, 0.7], [0.9, 0.0], [0.72, 0.7], [0.72, 0.0]], dtype=np.float32)
+    graph = KnnGraph(ids, nbr, sim)
+    assert texts_near(graph, 0.8) == [10, 11]
+    assert texts_near(graph, 0.71) == [10, 11, 12, 13]
+    assert texts_near(graph, 0.95) == []
+    clustered = {int(ids[p]) for c in cut_clusters(graph, 0.71) for p in c.members}
+    assert clustered <= set(texts_near(graph, 0.71))
