@@ -279,15 +279,20 @@ class EngineBridge(QObject):
         """
         self._run_encoding("encode", None)
 
+    def _new_progress(self) -> tuple[CancelToken, Throttle]:
+        """A cancel token for the job about to start (what `cancel()` stops) and a throttle
+        that turns its progress callbacks into `progressed` signals."""
+        token = CancelToken()
+        self._cancel = token
+        return token, Throttle(
+            lambda p: self._relay.progress.emit(p.stage, p.done, p.total, p.rate))
+
     def _run_encoding(self, job: str,
                       before: Callable[[Project, Throttle, CancelToken], dict] | None) -> None:
         """`before` (reading a file), then encode what is missing, on the job pool, with
         throttled progress and one cancel token; the result dict gets the encode report,
         `cancelled`, fresh info and the device."""
-        token = CancelToken()
-        self._cancel = token
-        throttle = Throttle(
-            lambda p: self._relay.progress.emit(p.stage, p.done, p.total, p.rate))
+        token, throttle = self._new_progress()
 
         def work() -> dict:
             project = self._require_project()
@@ -409,10 +414,7 @@ class EngineBridge(QObject):
         """Encode and index with a model version, then switch search to it (search keeps
         the old model meanwhile); `finished("activate", {"report", "info", "device"})`, the
         report saying whether it was stopped (`cancel()`; what was encoded is kept)."""
-        token = CancelToken()
-        self._cancel = token
-        throttle = Throttle(
-            lambda p: self._relay.progress.emit(p.stage, p.done, p.total, p.rate))
+        token, throttle = self._new_progress()
 
         def work() -> dict:
             project = self._require_project()

@@ -485,8 +485,7 @@ class Project:
             # Texts that join when the slider moves down a little are read now, with the
             # rest, so that the next re-cut reads nothing (one read instead of two).
             nearby = texts_near(graph, round(threshold - PREFETCH_MARGIN, 6))
-            rows = self._rows.rows(conn, [*clustered, *exact, *nearby])
-        rows = {t: rows[t] for t in (*clustered, *exact) if t in rows}
+            rows = self._rows.rows(conn, [*clustered, *exact], also=nearby)
         clusters = expand_clusters(text_clusters, rows, exact, self._rows.member)
         return self.apply_decisions(clusters) if decisions else clusters
 

@@ -59,11 +59,13 @@ class RowsByText:
                 self._copies = copies
         return copies
 
-    def rows(self, conn: Connection, text_ids: Sequence[int]) -> dict[int, list[dict]]:
-        """{text id: its live rows} for `text_ids`; only texts not read before hit the store.
-        Each row carries its `public_id`, worked out once."""
+    def rows(self, conn: Connection, text_ids: Sequence[int],
+             also: Sequence[int] = ()) -> dict[int, list[dict]]:
+        """{text id: its live rows} for `text_ids`; only texts not read before hit the store,
+        in one read with those of `also` (kept for a later call, not returned). Each row
+        carries its `public_id`, worked out once."""
         with self._lock:
-            missing = [t for t in text_ids if t not in self._rows]
+            missing = list({t for t in (*text_ids, *also) if t not in self._rows})
         if missing:
             fetched = item_store.items_for_texts(conn, missing)
             for found in fetched.values():
