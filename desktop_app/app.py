@@ -8,8 +8,10 @@ says so.
 
 from __future__ import annotations
 
+import gc
 import logging
 import sys
+from typing import TYPE_CHECKING
 
 from PySide6.QtCore import QEvent, QObject, QTimer
 from PySide6.QtWidgets import QApplication
@@ -18,6 +20,9 @@ from desktop_app.bridge import EngineBridge
 from desktop_app.main_window import MainWindow
 from desktop_app.safety import install_excepthook
 from engine.logfile import setup_logging
+
+if TYPE_CHECKING:
+    from pyqtgraph.util.garbage_collector import GarbageCollector
 
 log = logging.getLogger("duplens.gui")
 
@@ -50,12 +55,29 @@ class OpenFileEvents(QObject):
         return super().eventFilter(watched, event)
 
 
+def collect_garbage_on_gui_thread(interval: float = 1.0) -> GarbageCollector:
+    """Turn Python's automatic cyclic collection off and collect on a GUI-thread timer
+    instead (pyqtgraph's `GarbageCollector`); keep the returned object while Qt runs.
+
+    Why: automatic collection runs in whichever thread happens to allocate, and the engine
+    allocates most in its pool threads. A Qt object caught in a reference cycle (a closed
+    dialog, a bridge) was then destroyed there, off the thread that owns it, which Qt does
+    not allow (it can crash or deadlock against the GIL): the tests caught bridges being
+    finalised on QThreadPool threads. Collected on the GUI thread, that cannot happen.
+    """
+    from pyqtgraph.util.garbage_collector import GarbageCollector
+
+    return GarbageCollector(interval=interval)
+
+
 def run(project_path: str | None = None) -> int:
     """Show the window (opening `project_path` if given) and run the event loop."""
     setup_logging()
     app = QApplication.instance() or QApplication(sys.argv[:1])
     assert isinstance(app, QApplication)
     apply_identity(app)
+    automatic_gc = gc.isenabled()
+    collector = collect_garbage_on_gui_thread()
     bridge = EngineBridge()
     window = MainWindow(bridge)
     install_excepthook(window.show_error)
@@ -69,3 +91,7 @@ def run(project_path: str | None = None) -> int:
         return app.exec()
     finally:
         bridge.shutdown()
+        collector.timer.stop()
+        gc.collect()
+        if automatic_gc:
+            gc.enable()

@@ -2,15 +2,35 @@
 
 from __future__ import annotations
 
+import gc
 from pathlib import Path
 
 import pytest
 from PySide6.QtCore import QSettings
 
+from desktop_app.app import collect_garbage_on_gui_thread
 from desktop_app.bridge import EngineBridge
 
 QUESTIONS_ITEMS = 48   # 50 rows, two empty (see tests/engine/test_project.py)
 SIGNAL_TIMEOUT_MS = 60_000
+
+
+@pytest.fixture(scope="package", autouse=True)
+def garbage_on_the_gui_thread(qapp):
+    """Collect cyclic garbage on the GUI thread only, as the app does (`run()`): Qt objects
+    of one test must never be destroyed in a pool thread of the next."""
+    collector = collect_garbage_on_gui_thread()
+    yield
+    collector.timer.stop()
+    gc.collect()
+    gc.enable()
+
+
+@pytest.fixture(autouse=True)
+def collect_after_each_test():
+    """What a test left in cycles is freed here, on the GUI thread, before the next starts."""
+    yield
+    gc.collect()
 
 
 @pytest.fixture

@@ -3,16 +3,19 @@
 from __future__ import annotations
 
 import functools
+import gc
 import subprocess
 import sys
+import threading
+import weakref
 
-from PySide6.QtCore import QTimer
+from PySide6.QtCore import QObject, QTimer
 from PySide6.QtWidgets import QApplication
 
 import desktop_app.app as app_module
 from desktop_app.bridge import EngineBridge
 from desktop_app.main_window import MainWindow
-from tests.desktop_app.conftest import QUESTIONS_ITEMS
+from tests.desktop_app.conftest import QUESTIONS_ITEMS, SIGNAL_TIMEOUT_MS, open_in
 
 
 def test_the_window_module_does_not_import_torch():
@@ -26,10 +29,12 @@ def test_the_window_module_does_not_import_torch():
 
 
 def test_run_opens_the_project_and_returns_the_exit_code(qtbot, encoder, questions_project,
-                                                         monkeypatch):
+                                                         settings, monkeypatch):
     monkeypatch.setattr(sys, "excepthook", sys.excepthook)        # run() installs its own
     monkeypatch.setattr(app_module, "EngineBridge",
                         functools.partial(EngineBridge, encoder=encoder))
+    monkeypatch.setattr(app_module, "MainWindow",                 # not the user's settings
+                        functools.partial(MainWindow, settings=settings))
     seen: dict[str, object] = {}
 
     def poll() -> None:
@@ -37,6 +42,7 @@ def test_run_opens_the_project_and_returns_the_exit_code(qtbot, encoder, questio
                    if isinstance(w, MainWindow) and w.isVisible()]
         if windows and windows[0].items_model.rowCount() == QUESTIONS_ITEMS:
             seen["status"] = windows[0].status_label.text()
+            seen["window"] = windows[0]
             windows[0].hide()      # not close(): its queued quit event would end later loops
             QApplication.exit(0)
 
@@ -52,4 +58,38 @@ def test_run_opens_the_project_and_returns_the_exit_code(qtbot, encoder, questio
     finally:
         timer.stop()
         guard.stop()
+        if "window" in seen:
+            seen.pop("window").deleteLater()   # gone before the next test, on this thread
+            qtbot.wait(10)
     assert "48 items" in str(seen["status"])
+    assert not gc.isenabled()                  # run() put back the collection it found
+
+
+def test_cyclic_garbage_is_collected_on_the_gui_thread_only(qtbot, bridge, questions_csv,
+                                                            tmp_path):
+    """Automatic collection runs in whichever thread allocates, the engine's pool threads
+    included, and would destroy Qt objects there; the app's collector runs on the GUI thread
+    only, and still frees cycles."""
+    gc.enable()                                # as before run() sets the policy
+    collector = app_module.collect_garbage_on_gui_thread(interval=0.05)
+    on_gui_thread: list[bool] = []
+
+    def seen(phase: str, _info: dict) -> None:
+        if phase == "start":
+            on_gui_thread.append(threading.current_thread() is threading.main_thread())
+
+    gc.callbacks.append(seen)
+    try:
+        cycle = QObject()
+        cycle.me = cycle                       # only a cyclic collection frees it
+        freed = weakref.ref(cycle)
+        del cycle
+        open_in(qtbot, bridge, tmp_path / "gc.duplens", create=True)
+        with qtbot.waitSignal(bridge.finished, timeout=SIGNAL_TIMEOUT_MS,
+                              check_params_cb=lambda job, _r: job == "import"):
+            bridge.import_file(questions_csv, ["question"], id_column="qid")
+        qtbot.waitUntil(lambda: freed() is None, timeout=10_000)
+    finally:
+        gc.callbacks.remove(seen)
+        collector.timer.stop()
+    assert on_gui_thread and all(on_gui_thread)
