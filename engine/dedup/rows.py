@@ -17,6 +17,12 @@ from sqlalchemy import Connection
 from engine.dedup.duplicates import Member, member, public_id
 from engine.store import items as item_store
 
+# Members kept per row read, at most, before the member cache starts afresh: each new centre
+# a re-cut picks gives its members new similarities, so without a bound the cache would
+# grow with every threshold the slider visits.
+MEMBERS_PER_ROW = 4
+MEMBERS_FLOOR = 10_000
+
 
 class RowsByText:
     """Live rows per text id (oldest first, as `items_for_texts`), fetched once each."""
@@ -42,12 +48,19 @@ class RowsByText:
                 self._rows, self._copies, self._version, self._members = {}, None, version, {}
 
     def member(self, item: dict, score: float) -> Member:
-        """`duplicates.member`, made once per row and similarity."""
+        """`duplicates.member`, made once per row and similarity (a bounded cache)."""
         key = (item["id"], score)
         made = self._members.get(key)
         if made is None:
+            if len(self._members) >= max(MEMBERS_FLOOR, MEMBERS_PER_ROW * len(self._rows)):
+                self._members = {}
             made = self._members[key] = member(item, score)
         return made
+
+    @property
+    def member_count(self) -> int:
+        """Members cached now (the bound is what matters: see `MEMBERS_PER_ROW`)."""
+        return len(self._members)
 
     def texts_with_copies(self, conn: Connection) -> list[int]:
         """Texts shared by several live rows (exact duplicates)."""

@@ -83,3 +83,21 @@ def test_texts_near_are_every_text_a_lower_cut_could_cluster():
     assert texts_near(graph, 0.95) == []
     clustered = {int(ids[p]) for c in cut_clusters(graph, 0.71) for p in c.members}
     assert clustered <= set(texts_near(graph, 0.71))
+
+
+def test_member_cache_stays_bounded_while_the_threshold_moves():
+    """Every new centre gives its members new similarities; the cache must not keep them
+    all, and a member made again after a fresh start is equal to the first."""
+    from engine.dedup import rows as rows_module
+    from engine.dedup.rows import RowsByText
+
+    cache = RowsByText()
+    item = {"id": 7, "row": 3, "source_id": "q7", "text": "How do I boil an egg?",
+            "text_id": 70, "public_id": "q7"}
+    first = cache.member(item, 0.9)
+    assert cache.member(item, 0.9) is first                 # made once per row and score
+    limit = rows_module.MEMBERS_FLOOR
+    for i in range(3 * limit):
+        cache.member({**item, "id": 1000 + i}, 0.5)
+    assert 0 < cache.member_count <= limit
+    assert cache.member(item, 0.9) == first
