@@ -11,6 +11,7 @@ machine. The window's part lives in `desktop_app.selfcheck`: the engine stays Qt
 from __future__ import annotations
 
 import csv
+import os
 import platform
 import sys
 import time
@@ -104,6 +105,16 @@ def run_engine_checks(workdir: Path, say: Callable[[str], None], device: str = "
         chosen = pick_device(device)
         with report.step(f"load model on {chosen}", say):
             encoder = load_encoder(None, device=chosen, batch_size=32)
+
+    with report.step("fast single queries", say):
+        runtime = encoder.prepare_fast_queries()
+    say(f"queries   {runtime}")
+    if encoder.device == "cpu" and os.environ.get("DUPLENS_FAST_QUERIES", "1") != "0":
+        # onnxruntime is a dependency and the bundles ship it: torch here means the export
+        # or its check failed, and every keystroke would take twice as long.
+        _expect(runtime == "onnxruntime",
+                "single queries fell back to torch (onnxruntime could not serve them; the "
+                "log says why)")
 
     sheet = write_sample(workdir)
     project_path = workdir / "selfcheck.duplens"

@@ -20,12 +20,28 @@ def test_engine_steps_import_search_and_export(tmp_path, encoder):
     report, used, project = run_engine_checks(tmp_path, lines.append, encoder=encoder)
     assert used is encoder and project.is_file()
     steps = [name for name, _ in report.timings]
-    assert steps == ["import torch", f"import and encode {len(SAMPLE)} rows", "search",
+    assert steps == ["import torch", "fast single queries",
+                     f"import and encode {len(SAMPLE)} rows", "search",
                      "duplicate clusters", "export clusters"]
+    assert "queries   onnxruntime" in lines
     assert report.facts["frozen"] == "no"
     exported = (tmp_path / "clusters.csv").read_text("utf-8-sig")
     for pair in PAIRS:
         assert all(row_id in exported for row_id in pair)
+
+
+def test_queries_falling_back_to_torch_fail_the_check(tmp_path, encoder, monkeypatch):
+    """A bundle missing onnxruntime still searches, at twice the time per keystroke: the
+    check says so instead of passing."""
+    from engine.encoding.encoder import SentenceEncoder
+
+    monkeypatch.delenv("DUPLENS_FAST_QUERIES", raising=False)
+    monkeypatch.setattr("engine.encoding.backends.missing_modules", lambda b: ["onnxruntime"])
+    fresh = SentenceEncoder(encoder.model, encoder.spec, "cpu")
+    lines: list[str] = []
+    assert main(say=lines.append, encoder=fresh) == 1
+    assert "queries   torch" in lines
+    assert lines[-1].startswith("FAILED: single queries fell back to torch")
 
 
 def test_a_failed_step_makes_the_exit_status_1(encoder):
@@ -58,5 +74,6 @@ def test_duplens_selfcheck_command_runs_every_step():
                           cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "ok   load model on cpu" in proc.stdout
+    assert "queries   onnxruntime" in proc.stdout
     assert "ok   close the window" in proc.stdout
     assert "selfcheck passed" in proc.stdout
