@@ -108,13 +108,12 @@ def run_engine_checks(workdir: Path, say: Callable[[str], None], device: str = "
 
     with report.step("fast single queries", say):
         runtime = encoder.prepare_fast_queries()
-    say(f"queries   {runtime}")
+    why = encoder.query_fallback_reason
+    say(f"queries   {runtime}" + (f" ({why})" if why else ""))
     if encoder.device == "cpu" and os.environ.get("DUPLENS_FAST_QUERIES", "1") != "0":
         # onnxruntime is a dependency and the bundles ship it: torch here means the export
         # or its check failed, and every keystroke would take twice as long.
-        _expect(runtime == "onnxruntime",
-                "single queries fell back to torch (onnxruntime could not serve them; the "
-                "log says why)")
+        _expect(runtime == "onnxruntime", f"single queries fell back to torch: {why}")
 
     sheet = write_sample(workdir)
     project_path = workdir / "selfcheck.duplens"

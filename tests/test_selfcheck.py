@@ -40,8 +40,8 @@ def test_queries_falling_back_to_torch_fail_the_check(tmp_path, encoder, monkeyp
     fresh = SentenceEncoder(encoder.model, encoder.spec, "cpu")
     lines: list[str] = []
     assert main(say=lines.append, encoder=fresh) == 1
-    assert "queries   torch" in lines
-    assert lines[-1].startswith("FAILED: single queries fell back to torch")
+    assert "queries   torch (onnxruntime is not installed)" in lines
+    assert lines[-1] == "FAILED: single queries fell back to torch: onnxruntime is not installed"
 
 
 def test_a_failed_step_makes_the_exit_status_1(encoder):

@@ -91,6 +91,8 @@ class SentenceEncoder:
         self._direct_queries = getattr(model, "backend", "torch") == "torch"
         self.query_runtime = "torch" if self._direct_queries else self.spec.backend
         self._fast_tried = False
+        # Why single queries stay with torch after `prepare_fast_queries`, if they do.
+        self.query_fallback_reason = ""
 
     @property
     def dim(self) -> int:
@@ -151,14 +153,18 @@ class SentenceEncoder:
             if self._fast_tried:
                 return self.query_runtime
             self._fast_tried = True
-            if (not self._direct_queries or self.device != "cpu"
-                    or os.environ.get("DUPLENS_FAST_QUERIES", "1") == "0"):
+            if not self._direct_queries or self.device != "cpu":
+                self.query_fallback_reason = "only a torch model on the CPU uses it"
+                return self.query_runtime
+            if os.environ.get("DUPLENS_FAST_QUERIES", "1") == "0":
+                self.query_fallback_reason = "turned off by DUPLENS_FAST_QUERIES=0"
                 return self.query_runtime
             try:
                 from engine.encoding.runtime import query_runner
 
                 runner = query_runner(self.model, self.spec.fingerprint)
                 if runner is None:
+                    self.query_fallback_reason = "onnxruntime is not installed"
                     return self.query_runtime
                 view = self._query_view()
                 fast = copy.copy(view)
@@ -172,11 +178,15 @@ class SentenceEncoder:
                 probe = "How do I find out whether a question was already asked?"
                 same = float((_forward_one(fast, probe) * _forward_one(view, probe)).sum())
                 if same < 0.99999:
-                    log.warning("fast queries: onnxruntime and torch disagree (cosine %.6f);"
-                                " queries stay with torch", same)
+                    self.query_fallback_reason = (f"onnxruntime and torch disagree (cosine "
+                                                  f"{same:.6f})")
+                    log.warning("fast queries: %s; queries stay with torch",
+                                self.query_fallback_reason)
                     return self.query_runtime
             except Exception as exc:  # noqa: BLE001 - an optimisation; torch still serves
-                log.warning("fast queries unavailable, queries stay with torch: %s", exc)
+                self.query_fallback_reason = f"{type(exc).__name__}: {exc}"
+                log.warning("fast queries unavailable, queries stay with torch: %s", exc,
+                            exc_info=True)
                 return self.query_runtime
             self._query_model, self.query_runtime = fast, "onnxruntime"
             return self.query_runtime

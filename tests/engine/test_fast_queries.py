@@ -29,6 +29,7 @@ def fresh(encoder, tmp_path, monkeypatch):
 def test_fast_queries_give_torchs_embeddings(fresh):
     torch_vectors = [fresh.encode_query(t) for t in TEXTS]
     assert fresh.prepare_fast_queries() == "onnxruntime"
+    assert fresh.query_fallback_reason == ""
     assert fresh._query_model[0].backend == "onnx"
     bulk = fresh.model[0]                              # bulk batches stay with torch
     assert bulk.backend == "torch" and type(bulk.model).__name__ == "BertModel"
@@ -43,12 +44,14 @@ def test_without_onnxruntime_queries_stay_with_torch(fresh, monkeypatch):
     monkeypatch.setattr("engine.encoding.backends.missing_modules", lambda b: ["onnxruntime"])
     before = fresh.encode_query(TEXTS[0])
     assert fresh.prepare_fast_queries() == "torch"
+    assert fresh.query_fallback_reason == "onnxruntime is not installed"
     assert np.array_equal(fresh.encode_query(TEXTS[0]), before)
 
 
 def test_the_switch_turns_it_off(fresh, monkeypatch):
     monkeypatch.setenv("DUPLENS_FAST_QUERIES", "0")
     assert fresh.prepare_fast_queries() == "torch"
+    assert fresh.query_fallback_reason == "turned off by DUPLENS_FAST_QUERIES=0"
 
 
 def test_a_runtime_that_disagrees_with_torch_is_not_used(fresh, monkeypatch):
@@ -68,5 +71,6 @@ def test_a_runtime_that_disagrees_with_torch_is_not_used(fresh, monkeypatch):
     monkeypatch.setattr("engine.encoding.runtime.query_runner", lambda model, fp: Wrong())
     before = fresh.encode_query(TEXTS[1])
     assert fresh.prepare_fast_queries() == "torch"
+    assert fresh.query_fallback_reason.startswith("onnxruntime and torch disagree")
     assert np.array_equal(fresh.encode_query(TEXTS[1]), before)
     assert type(fresh.model[0].model).__name__ == "BertModel"
