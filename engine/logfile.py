@@ -6,13 +6,18 @@ Tracebacks of unexpected errors go here, and the user is told its path.
 from __future__ import annotations
 
 import logging
+import os
 from pathlib import Path
 
 
 def log_path() -> Path:
-    from platformdirs import user_log_dir
+    """The user's log folder, or `DUPLENS_LOG_DIR` (tests and portable setups use it)."""
+    folder = os.environ.get("DUPLENS_LOG_DIR")
+    if not folder:
+        from platformdirs import user_log_dir
 
-    return Path(user_log_dir("Duplens", appauthor=False)) / "duplens.log"
+        folder = user_log_dir("Duplens", appauthor=False)
+    return Path(folder) / "duplens.log"
 
 
 def setup_logging() -> Path | None:

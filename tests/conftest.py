@@ -13,16 +13,19 @@ DATA = Path(__file__).parent / "data"
 
 
 @pytest.fixture(scope="session", autouse=True)
-def private_export_cache(tmp_path_factory):
-    """Backend exports (ONNX files and the like) go to a folder of this test session, never
-    to the user's cache folder."""
-    old = os.environ.get("DUPLENS_CACHE_DIR")
-    os.environ["DUPLENS_CACHE_DIR"] = str(tmp_path_factory.mktemp("export-cache"))
+def private_folders(tmp_path_factory):
+    """Backend exports (ONNX files and the like) and the log file go to folders of this test
+    session, never to the user's cache or log folder."""
+    names = {"DUPLENS_CACHE_DIR": "export-cache", "DUPLENS_LOG_DIR": "logs"}
+    old = {name: os.environ.get(name) for name in names}
+    for name, folder in names.items():
+        os.environ[name] = str(tmp_path_factory.mktemp(folder))
     yield
-    if old is None:
-        os.environ.pop("DUPLENS_CACHE_DIR", None)
-    else:
-        os.environ["DUPLENS_CACHE_DIR"] = old
+    for name, value in old.items():
+        if value is None:
+            os.environ.pop(name, None)
+        else:
+            os.environ[name] = value
 
 
 @pytest.fixture(scope="session")
