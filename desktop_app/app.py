@@ -62,8 +62,10 @@ def collect_garbage_on_gui_thread(interval: float = 1.0) -> GarbageCollector:
     Why: automatic collection runs in whichever thread happens to allocate, and the engine
     allocates most in its pool threads. A Qt object caught in a reference cycle (a closed
     dialog, a bridge) was then destroyed there, off the thread that owns it, which Qt does
-    not allow (it can crash or deadlock against the GIL): the tests caught bridges being
-    finalised on QThreadPool threads. Collected on the GUI thread, that cannot happen.
+    not allow. It deadlocked the window tests about one run in six under load: a pool
+    thread's collection destroyed a hidden window's menu, holding a Qt mutex while waiting
+    for the GIL, while the GUI thread held the GIL and waited for that mutex. Collected on
+    the GUI thread, that cannot happen.
     """
     from pyqtgraph.util.garbage_collector import GarbageCollector
 
