@@ -3,6 +3,7 @@ source tree, so a broken check is caught before a release build trips over it.""
 
 from __future__ import annotations
 
+import gc
 import os
 import subprocess
 import sys
@@ -58,7 +59,9 @@ def test_the_window_step_shows_opens_searches_and_closes(qapp, encoder):
     from desktop_app.selfcheck import check_window
 
     lines: list[str] = []
+    assert gc.isenabled()
     assert main(window_check=check_window, say=lines.append, encoder=encoder) == 0
+    assert gc.isenabled()        # collected on the GUI thread meanwhile, then put back
     text = "\n".join(lines)
     for step in ("show the window", "About box", "open the project in the window",
                  "search in the window", "close the window"):
