@@ -11,6 +11,8 @@ from __future__ import annotations
 import gc
 import logging
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import TYPE_CHECKING
 
 from PySide6.QtCore import QEvent, QObject, QTimer
@@ -55,9 +57,11 @@ class OpenFileEvents(QObject):
         return super().eventFilter(watched, event)
 
 
-def collect_garbage_on_gui_thread(interval: float = 1.0) -> GarbageCollector:
-    """Turn Python's automatic cyclic collection off and collect on a GUI-thread timer
-    instead (pyqtgraph's `GarbageCollector`); keep the returned object while Qt runs.
+@contextmanager
+def garbage_collected_on_gui_thread(interval: float = 1.0) -> Iterator[GarbageCollector]:
+    """While inside: Python's automatic cyclic collection is off and pyqtgraph's
+    `GarbageCollector` collects on a GUI-thread timer instead. Leaving collects once more
+    and puts Python's setting back as it was.
 
     Why: automatic collection runs in whichever thread happens to allocate, and the engine
     allocates most in its pool threads. A Qt object caught in a reference cycle (a closed
@@ -69,7 +73,15 @@ def collect_garbage_on_gui_thread(interval: float = 1.0) -> GarbageCollector:
     """
     from pyqtgraph.util.garbage_collector import GarbageCollector
 
-    return GarbageCollector(interval=interval)
+    automatic = gc.isenabled()
+    collector = GarbageCollector(interval=interval)
+    try:
+        yield collector
+    finally:
+        collector.timer.stop()
+        gc.collect()
+        if automatic:
+            gc.enable()
 
 
 def run(project_path: str | None = None) -> int:
@@ -78,22 +90,17 @@ def run(project_path: str | None = None) -> int:
     app = QApplication.instance() or QApplication(sys.argv[:1])
     assert isinstance(app, QApplication)
     apply_identity(app)
-    automatic_gc = gc.isenabled()
-    collector = collect_garbage_on_gui_thread()
-    bridge = EngineBridge()
-    window = MainWindow(bridge)
-    install_excepthook(window.show_error)
-    app.installEventFilter(OpenFileEvents(window))
-    window.show()
-    # After the first paint: the model load then never delays the window appearing.
-    QTimer.singleShot(0, bridge.warm_up)
-    if project_path:
-        window.open_project(project_path)
-    try:
-        return app.exec()
-    finally:
-        bridge.shutdown()
-        collector.timer.stop()
-        gc.collect()
-        if automatic_gc:
-            gc.enable()
+    with garbage_collected_on_gui_thread():
+        bridge = EngineBridge()
+        window = MainWindow(bridge)
+        install_excepthook(window.show_error)
+        app.installEventFilter(OpenFileEvents(window))
+        window.show()
+        # After the first paint: the model load then never delays the window appearing.
+        QTimer.singleShot(0, bridge.warm_up)
+        if project_path:
+            window.open_project(project_path)
+        try:
+            return app.exec()
+        finally:
+            bridge.shutdown()

@@ -8,7 +8,6 @@ Qt platform is set: `offscreen` on a headless machine, the native one on a deskt
 
 from __future__ import annotations
 
-import gc
 import sys
 import time
 from collections.abc import Callable
@@ -23,19 +22,27 @@ def check_window(project_path: Path, encoder: object, report: SelfCheckReport,
                  say: Callable[[str], None]) -> None:
     """Raise `SelfCheckFailed` if the window does not show, open, search or close, or if
     the icon, the sample questions or the About box are missing from the bundle."""
+    from PySide6.QtWidgets import QApplication
+
+    from desktop_app.app import garbage_collected_on_gui_thread
+
+    app = QApplication.instance() or QApplication(sys.argv[:1])
+    with garbage_collected_on_gui_thread():   # as run() does: see its docstring
+        _check_window(app, project_path, encoder, report, say)
+
+
+def _check_window(app, project_path: Path, encoder: object, report: SelfCheckReport,
+                  say: Callable[[str], None]) -> None:
     from PySide6.QtCore import QSettings
     from PySide6.QtWidgets import QApplication
 
-    from desktop_app.app import apply_identity, collect_garbage_on_gui_thread
+    from desktop_app.app import apply_identity
     from desktop_app.bridge import EngineBridge
     from desktop_app.main_window import MainWindow
     from desktop_app.resources import sample_questions_path
 
     with report.step("show the window", say):
-        app = QApplication.instance() or QApplication(sys.argv[:1])
         apply_identity(app)
-        automatic_gc = gc.isenabled()
-        collector = collect_garbage_on_gui_thread()   # as run() does: see its docstring
         # Settings in the temporary folder: the check must not touch the user's recent list.
         settings = QSettings(str(project_path.with_suffix(".ini")), QSettings.Format.IniFormat)
         bridge = EngineBridge(encoder=encoder)
@@ -69,10 +76,6 @@ def check_window(project_path: Path, encoder: object, report: SelfCheckReport,
             window.close()
             bridge.shutdown()
             app.processEvents()
-            collector.timer.stop()
-            gc.collect()
-            if automatic_gc:
-                gc.enable()
 
 
 def _wait_until(condition: Callable[[], bool], what: str) -> None:

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from PySide6.QtCore import QSettings
 
-from desktop_app.app import collect_garbage_on_gui_thread
+from desktop_app.app import garbage_collected_on_gui_thread
 from desktop_app.bridge import EngineBridge
 
 QUESTIONS_ITEMS = 48   # 50 rows, two empty (see tests/engine/test_project.py)
@@ -19,11 +19,8 @@ SIGNAL_TIMEOUT_MS = 60_000
 def garbage_on_the_gui_thread(qapp):
     """Collect cyclic garbage on the GUI thread only, as the app does (`run()`): Qt objects
     of one test must never be destroyed in a pool thread of the next."""
-    collector = collect_garbage_on_gui_thread()
-    yield
-    collector.timer.stop()
-    gc.collect()
-    gc.enable()
+    with garbage_collected_on_gui_thread():
+        yield
 
 
 @pytest.fixture(autouse=True)

@@ -70,26 +70,27 @@ def test_cyclic_garbage_is_collected_on_the_gui_thread_only(qtbot, bridge, quest
     """Automatic collection runs in whichever thread allocates, the engine's pool threads
     included, and would destroy Qt objects there; the app's collector runs on the GUI thread
     only, and still frees cycles."""
-    gc.enable()                                # as before run() sets the policy
-    collector = app_module.collect_garbage_on_gui_thread(interval=0.05)
     on_gui_thread: list[bool] = []
 
     def seen(phase: str, _info: dict) -> None:
         if phase == "start":
             on_gui_thread.append(threading.current_thread() is threading.main_thread())
 
+    gc.enable()                                # as before run() sets the policy
     gc.callbacks.append(seen)
     try:
-        cycle = QObject()
-        cycle.me = cycle                       # only a cyclic collection frees it
-        freed = weakref.ref(cycle)
-        del cycle
-        open_in(qtbot, bridge, tmp_path / "gc.duplens", create=True)
-        with qtbot.waitSignal(bridge.finished, timeout=SIGNAL_TIMEOUT_MS,
-                              check_params_cb=lambda job, _r: job == "import"):
-            bridge.import_file(questions_csv, ["question"], id_column="qid")
-        qtbot.waitUntil(lambda: freed() is None, timeout=10_000)
+        with app_module.garbage_collected_on_gui_thread(interval=0.05):
+            cycle = QObject()
+            cycle.me = cycle                   # only a cyclic collection frees it
+            freed = weakref.ref(cycle)
+            del cycle
+            open_in(qtbot, bridge, tmp_path / "gc.duplens", create=True)
+            with qtbot.waitSignal(bridge.finished, timeout=SIGNAL_TIMEOUT_MS,
+                                  check_params_cb=lambda job, _r: job == "import"):
+                bridge.import_file(questions_csv, ["question"], id_column="qid")
+            qtbot.waitUntil(lambda: freed() is None, timeout=10_000)   # by the timer
+        assert gc.isenabled()                  # put back as it was
     finally:
         gc.callbacks.remove(seen)
-        collector.timer.stop()
+        gc.disable()                           # the window tests' setting (conftest)
     assert on_gui_thread and all(on_gui_thread)
