@@ -19,17 +19,29 @@ class ClustersModel(QAbstractListModel):
     def __init__(self, parent: object | None = None) -> None:
         super().__init__(parent)  # type: ignore[arg-type]
         self._clusters: list[Cluster] = []
+        self._rows = 0
+        self._reviewed = 0
 
     def set_clusters(self, clusters: list[Cluster]) -> None:
         self.beginResetModel()
         self._clusters = list(clusters)
+        self._rows = sum(len(c.members) for c in self._clusters)
+        self._reviewed = sum(c.reviewed for c in self._clusters)
         self.endResetModel()
 
     def update(self, position: int, cluster: Cluster) -> None:
+        """One cluster after a decision; the counts follow it without a pass over all."""
         if 0 <= position < len(self._clusters):
+            old = self._clusters[position]
+            self._rows += len(cluster.members) - len(old.members)
+            self._reviewed += int(cluster.reviewed) - int(old.reviewed)
             self._clusters[position] = cluster
             index = self.index(position)
             self.dataChanged.emit(index, index)
+
+    def counts(self) -> tuple[int, int, int]:
+        """(clusters, rows in them, clusters with a verdict on every member)."""
+        return len(self._clusters), self._rows, self._reviewed
 
     def cluster(self, position: int) -> Cluster | None:
         return self._clusters[position] if 0 <= position < len(self._clusters) else None

@@ -204,10 +204,7 @@ class ClusterReviewView(QWidget):
     def show_clusters(self, clusters: list[Cluster]) -> None:
         current = self.cluster.cluster_id if self.cluster is not None else None
         self.clusters_model.set_clusters(clusters)
-        rows = sum(len(c.members) for c in clusters)
-        reviewed = sum(c.reviewed for c in clusters)
-        self.summary.setText(f"{len(clusters):,} clusters · {rows:,} rows · "
-                             f"{reviewed:,} reviewed")
+        self._show_summary()
         pos = self.clusters_model.position_of(current) if current is not None else None
         self.select_cluster(pos if pos is not None else 0)
 
@@ -222,8 +219,13 @@ class ClusterReviewView(QWidget):
         self.cluster_list.scrollTo(index)
         self.show_cluster(self.clusters_model.cluster(position))
 
+    def _show_summary(self) -> None:
+        clusters, rows, reviewed = self.clusters_model.counts()
+        self.summary.setText(f"{clusters:,} clusters · {rows:,} rows · {reviewed:,} reviewed")
+
     def update_cluster(self, position: int, cluster: Cluster) -> None:
         self.clusters_model.update(position, cluster)
+        self._show_summary()
         if self.cluster is not None and cluster.cluster_id == self.cluster.cluster_id:
             selected = self.selected_members()
             keep = selected[0].item_id if len(selected) == 1 else None

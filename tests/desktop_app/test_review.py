@@ -112,6 +112,24 @@ def test_keyboard_review_undo_redo_and_reopen(qtbot, window, questions_project, 
                       (0, frozenset((texts[canonical], texts[second])))}
 
 
+def test_a_cluster_decided_to_the_end_counts_as_reviewed_at_once(qtbot, window,
+                                                                 questions_project):
+    open_review(qtbot, window, questions_project)
+    set_threshold(qtbot, window, 0.75)
+    view = window.review_view
+    pairs = [pos for pos in range(view.clusters_model.rowCount())
+             if len(view.clusters_model.cluster(pos).members) == 2]
+    assert pairs, "the test data has two-row clusters at 0.75"
+    view.select_cluster(pairs[0])
+    assert view.summary.text().endswith(" 0 reviewed")
+    press(qtbot, window, Qt.Key.Key_D)             # its one member: the cluster is done
+    assert view.clusters_model.cluster(pairs[0]).reviewed
+    assert view.summary.text().endswith(" 1 reviewed")
+    assert view.clusters_model.index(pairs[0]).data().startswith("✓ ")
+    press(qtbot, window, Qt.Key.Key_Z, Qt.KeyboardModifier.ControlModifier)
+    assert view.summary.text().endswith(" 0 reviewed")
+
+
 def test_set_canonical_and_export_with_decisions(qtbot, window, questions_project, tmp_path):
     open_review(qtbot, window, questions_project)
     set_threshold(qtbot, window, 0.75)
