@@ -17,7 +17,7 @@ import pytest
 from engine.cli import OBJECTIVE_NAMES
 from engine.project import Project
 from engine.training import OBJECTIVES
-from tests.engine.test_cli import ROOT, run
+from tests.engine.cli.test_cli import ROOT, run
 
 pytestmark = pytest.mark.slow
 DATA = ROOT / "tests" / "data"
