@@ -1,0 +1,79 @@
+"""What every `duplens` command shares: exit codes, the argument parser class, option
+groups, opening a project, and printing to the terminal."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from pathlib import Path
+
+from engine.encoding.backends import BACKENDS
+
+EXIT_OK, EXIT_BUG, EXIT_INPUT, EXIT_CANCELLED = 0, 1, 2, 130
+
+
+class Parser(argparse.ArgumentParser):
+    """argparse, but a usage error is one line naming the command, and exit status 2."""
+
+    def error(self, message: str) -> None:  # type: ignore[override]
+        self.exit(EXIT_INPUT, f"{self.prog}: {message} (see {self.prog} --help)\n")
+
+
+def model_options(p: argparse.ArgumentParser) -> None:
+    """--model, --device, --batch-size and --backend: how texts are encoded."""
+    p.add_argument("--model", help="sentence-transformers folder or hub name "
+                   "(default: the bundled all-MiniLM-L6-v2)")
+    p.add_argument("--device", default="auto", help="auto (CUDA, then MPS, then CPU), "
+                   "cpu, cuda or mps")
+    p.add_argument("--batch-size", type=int, default=64)
+    backend_option(p)
+
+
+def backend_option(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--backend", choices=list(BACKENDS), help="how the model runs: torch, "
+                   "or on the CPU onnx / openvino (same embeddings, faster) or their int8 "
+                   "forms (different embeddings: the project is encoded again); openvino "
+                   "needs duplens[openvino] (default: what the project uses)")
+
+
+def positive(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, not {value}")
+    return value
+
+
+def fraction(text: str) -> float:
+    value = float(text)
+    if not 0.0 < value < 1.0:
+        raise argparse.ArgumentTypeError(f"must be between 0 and 1, not {value:g}")
+    return value
+
+
+def open_project(path: str, *, create: bool = False):
+    """The project at `path`, read-only when the user may not write it (so `info` and
+    `search` still work on a shared file)."""
+    from engine.project import Project
+
+    p = Path(path)
+    read_only = p.exists() and not create and not _writable(p)
+    return Project.open(p, create=create, read_only=read_only)
+
+
+def _writable(path: Path) -> bool:
+    return os.access(path, os.W_OK) and os.access(path.parent.resolve(), os.W_OK)
+
+
+def say(message: str) -> None:
+    """A message for the user, on stderr: stdout is kept for results (`--json`)."""
+    print(message, file=sys.stderr)
+
+
+def one_line(text: str, width: int = 100) -> str:
+    flat = " ".join(text.split())
+    return flat if len(flat) <= width else flat[: width - 1] + "…"
+
+
+def unescape(delimiter: str | None) -> str | None:
+    return {"\\t": "\t", "tab": "\t"}.get(delimiter, delimiter) if delimiter else None

@@ -1,0 +1,81 @@
+"""Parsing a `duplens` command line and running it with the promised exit status.
+
+Exit status: 0 done, 2 bad input or usage (one line on stderr), 1 a bug (details in the log
+file named on stderr), 130 stopped by Ctrl-C after keeping what was done. Each command
+lives in a module of its own that adds its parser (`register`) and its `run` function.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import signal
+import sys
+import traceback
+from collections.abc import Callable, Sequence
+
+from engine import __version__
+from engine.cli import duplicates, evaluate, finetune, importing, info, models, search, selfcheck
+from engine.cli.common import EXIT_BUG, EXIT_CANCELLED, EXIT_INPUT, Parser, say
+from engine.errors import DuplensError
+from engine.jobs import CancelToken
+from engine.logfile import setup_logging
+
+log = logging.getLogger("duplens")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = Parser(prog="duplens", description="Find duplicate questions and near-duplicate "
+                    "documents with Sentence-BERT. With no command, opens the window.")
+    parser.add_argument("--version", action="version", version=f"duplens {__version__}")
+    sub = parser.add_subparsers(dest="command", parser_class=Parser)
+    for command in (importing, search, duplicates, info, evaluate, finetune, models):
+        command.register(sub)
+    p = sub.add_parser("gui", help="open the window")
+    p.add_argument("project", nargs="?")
+    selfcheck.register(sub)
+    return parser
+
+
+def _install_interrupt(cancel: CancelToken) -> None:
+    """First Ctrl-C asks the job to stop cleanly; a second one stops at once."""
+
+    def handler(_signum, _frame) -> None:
+        if cancel.cancelled:
+            raise KeyboardInterrupt
+        cancel.cancel()
+        say("\nstopping after the current batch (Ctrl-C again to abort)…")
+
+    signal.signal(signal.SIGINT, handler)
+
+
+def main(argv: Sequence[str] | None = None,
+         open_window: Callable[[str | None], int] | None = None,
+         check_window: Callable[..., None] | None = None) -> int:
+    """Run one command. The window (and the self-check's window step) are injected by the
+    launcher (`desktop_app.launcher`), so the engine never imports the GUI and
+    `python -m engine.cli` works without Qt."""
+    args = build_parser().parse_args(argv)
+    args.check_window = check_window
+    if args.command in (None, "gui"):
+        if open_window is None:
+            say("duplens: this command line has no window; run the 'duplens' launcher")
+            return EXIT_INPUT
+        return open_window(getattr(args, "project", None))
+    log_path = setup_logging()
+    cancel = CancelToken()
+    _install_interrupt(cancel)
+    try:
+        return args.run(args, cancel)
+    except DuplensError as exc:
+        log.info("input error: %s", exc)
+        say(f"duplens: {exc}")
+        return EXIT_INPUT
+    except KeyboardInterrupt:
+        say("duplens: aborted")
+        return EXIT_CANCELLED
+    except Exception:  # noqa: BLE001 - the last line of defence: log it, say where
+        log.error("unexpected error in %s\n%s", args.command, traceback.format_exc())
+        where = f"; details in {log_path}" if log_path else ""
+        say(f"duplens: unexpected error ({sys.exc_info()[1]!r}){where}")
+        return EXIT_BUG

@@ -1,0 +1,49 @@
+"""`duplens duplicates`: duplicate clusters at a threshold, printed, as JSON or exported."""
+
+from __future__ import annotations
+
+import json
+
+from engine.cli.common import EXIT_CANCELLED, EXIT_OK, one_line, open_project, say
+from engine.errors import Cancelled
+from engine.jobs import CancelToken
+
+
+def register(sub) -> None:
+    p = sub.add_parser("duplicates", help="duplicate clusters at a similarity threshold")
+    p.add_argument("project")
+    p.add_argument("--threshold", type=float, default=0.85)
+    p.add_argument("--neighbours", type=int, default=10,
+                   help="neighbours searched per entry (the most a cluster can gather "
+                        "around one centre)")
+    p.add_argument("--out", help="write the clusters to a .csv or .xlsx file")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(run=cmd_duplicates)
+
+
+def cmd_duplicates(args, cancel: CancelToken) -> int:
+    from engine.progress_bar import TqdmProgress
+
+    with open_project(args.project) as project:
+        bar = TqdmProgress()
+        try:
+            clusters = project.duplicates(args.threshold, args.neighbours, progress=bar,
+                                          cancel=cancel)
+        except Cancelled:
+            bar.close()
+            say("stopped")
+            return EXIT_CANCELLED
+        bar.close()
+        for notice in project.notices:
+            say(notice)
+        if args.out:
+            n = project.export_clusters(args.out, clusters)
+            say(f"{len(clusters)} clusters, {n} rows written to {args.out}")
+    if args.json:
+        print(json.dumps([c.as_json() for c in clusters], ensure_ascii=False, indent=1))
+    elif not args.out:
+        for c in clusters:
+            print(f"cluster {c.cluster_id} ({len(c.members)} rows)")
+            for m in c.members:
+                print(f"  {m.score:.3f}  [{m.id}]  {one_line(m.text)}")
+    return EXIT_OK

@@ -1,0 +1,124 @@
+"""`duplens import` and `duplens encode`: rows in, then every new text encoded and indexed."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from engine.cli.common import (
+    EXIT_CANCELLED,
+    EXIT_OK,
+    model_options,
+    open_project,
+    say,
+    unescape,
+)
+from engine.encoding.backends import backend_for_row, require_backend
+from engine.errors import Cancelled
+from engine.jobs import CancelToken
+
+
+def register(sub) -> None:
+    p = sub.add_parser("import", help="import a spreadsheet into a project (created if new), "
+                       "then encode and index the new rows")
+    p.add_argument("project")
+    p.add_argument("file")
+    p.add_argument("--column", action="append", required=True, dest="columns",
+                   help="text column; repeat to join several")
+    p.add_argument("--id-column")
+    p.add_argument("--sheet", help="XLSX sheet (default: the first)")
+    p.add_argument("--encoding", help="force a text encoding, e.g. cp1252")
+    p.add_argument("--delimiter", help="force a delimiter, e.g. ';' or '\\t'")
+    p.add_argument("--quoting", choices=("auto", "on", "off"), default="auto",
+                   help="whether '\"' quotes fields in CSV/TSV (auto: detected)")
+    p.add_argument("--no-encode", action="store_true", help="store the rows only")
+    model_options(p)
+    p.set_defaults(run=cmd_import)
+
+    p = sub.add_parser("encode", help="encode and index what is not yet (resumes a stopped "
+                       "import)")
+    p.add_argument("project")
+    model_options(p)
+    p.set_defaults(run=cmd_encode)
+
+
+def cmd_import(args, cancel: CancelToken) -> int:
+    from engine.encoding.models import resolve_model
+    from engine.progress_bar import TqdmProgress
+
+    if args.model is not None and not args.no_encode:
+        resolve_model(args.model)  # a wrong model is reported before the project is touched
+    if args.backend is not None and not args.no_encode:
+        require_backend(args.backend)  # so is a backend whose packages are missing
+    with open_project(args.project, create=True) as project:
+        bar = TqdmProgress()
+        try:
+            report = project.import_table(
+                args.file, args.columns, id_column=args.id_column, sheet=args.sheet,
+                encoding=args.encoding, delimiter=unescape(args.delimiter),
+                quoting={"auto": None, "on": True, "off": False}[args.quoting], progress=bar,
+                cancel=cancel)
+        except Cancelled:
+            bar.close()
+            say(f"{Path(args.file).name}: import stopped; nothing from this file was added")
+            return EXIT_CANCELLED
+        bar.close()
+        _report_import(report)
+        if args.no_encode:
+            return EXIT_OK
+        return encode(project, args, cancel)
+
+
+def _report_import(report) -> None:
+    if report.already_imported:
+        say(f"{report.file_name}: already imported with these columns; nothing added")
+        return
+    fmt = report.format
+    how = ", ".join(x for x in (fmt.kind, fmt.encoding, fmt.sheet and f"sheet "
+                                f"{fmt.sheet!r}") if x)
+    say(f"{report.file_name} ({how}): {report.rows_imported} rows imported, "
+        f"{report.rows_empty} empty skipped, {report.exact_duplicates} exact "
+        f"duplicates of earlier rows")
+    if report.bad_lines:
+        shown = ", ".join(map(str, report.bad_lines[:10]))
+        more = " …" if len(report.bad_lines) > 10 else ""
+        say(f"{report.file_name}: skipped {len(report.bad_lines)} malformed lines "
+            f"({shown}{more})")
+
+
+def cmd_encode(args, cancel: CancelToken) -> int:
+    with open_project(args.project) as project:
+        return encode(project, args, cancel)
+
+
+def encode(project, args, cancel: CancelToken) -> int:
+    """Encode what the project lacks with the model and backend the options ask for (the
+    project's own when they ask for none)."""
+    from engine.progress_bar import TqdmProgress
+
+    active = project.active_model()
+    wanted_default = args.model is None and active is None
+    backend = args.backend
+    if backend is None and active is not None and args.model is None:
+        backend = backend_for_row(active["fingerprint"], None).name  # the project's own
+    if args.model is not None or wanted_default or args.device != "auto" or args.backend:
+        model = args.model if args.model is not None else (
+            project.model_source(active["location"]) if active else None)
+        project.use_model(model, device=args.device, batch_size=args.batch_size,
+                          backend=backend)
+    project.batch_size = args.batch_size
+    bar = TqdmProgress()
+    report = project.encode(progress=bar, cancel=cancel)
+    bar.close()
+    for notice in project.notices:
+        say(notice)
+    if report.truncated:
+        say(f"{report.truncated} texts are longer than the model reads; they were encoded from"
+            f" their beginning and are stored whole")
+    if report.cancelled:
+        say(f"stopped: {report.encoded} texts encoded and kept, {report.remaining} left; "
+            f"run 'duplens encode {args.project}' to finish")
+        return EXIT_CANCELLED
+    info = project.info()
+    say(f"{info['items']} items, {info['encoded']} texts encoded with {info['model']} on "
+        f"{info['device']}")
+    return EXIT_OK

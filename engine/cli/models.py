@@ -1,0 +1,77 @@
+"""`duplens models`: list a project's model versions; activate or export one."""
+
+from __future__ import annotations
+
+import json
+
+from engine.cli.common import EXIT_CANCELLED, EXIT_OK, one_line, open_project, say
+from engine.cli.stage_bars import StageBars
+from engine.errors import InputError
+from engine.jobs import CancelToken
+
+
+def register(sub) -> None:
+    p = sub.add_parser("models", help="the project's model versions; activate or export one")
+    p.add_argument("project")
+    p.add_argument("--activate", type=int, metavar="VERSION",
+                   help="serve search with this version (encodes what it has not yet)")
+    p.add_argument("--export", nargs=2, metavar=("VERSION", "FOLDER"),
+                   help="copy a version to a new folder sentence-transformers loads")
+    p.add_argument("--device", default="auto")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(run=cmd_models)
+
+
+def cmd_models(args, cancel: CancelToken) -> int:
+    with open_project(args.project) as project:
+        project.device_preference = args.device
+        if args.activate is not None:
+            report = activate(project, args.activate, cancel)
+            if report.cancelled:
+                say(f"stopped: version {args.activate} is not active; {report.encoded} texts "
+                    f"encoded and kept, {report.remaining} left; run the same command to "
+                    f"finish")
+                return EXIT_CANCELLED
+            done = ("already active" if report.already_active else
+                    f"active ({report.encoded} texts encoded, {report.seconds:.1f} s)")
+            say(f"version {args.activate}: {done}")
+        if args.export is not None:
+            version, folder = args.export
+            if not version.isdigit():
+                raise InputError(f"--export: VERSION must be a version number, not {version!r}")
+            out = project.export_model(int(version), folder)
+            say(f"version {version} exported to {out}")
+        versions = project.model_versions()
+    if args.json:
+        print(json.dumps(versions, ensure_ascii=False, indent=1))
+    else:
+        _print_versions(versions)
+    return EXIT_OK
+
+
+def activate(project, version_id: int, cancel: CancelToken):
+    """Activate a version with stage bars on the terminal; the activation report."""
+    bar = StageBars()
+    try:
+        return project.activate_model(version_id, progress=bar, cancel=cancel)
+    finally:
+        bar.close()
+
+
+def _print_versions(versions: list[dict]) -> None:
+    import datetime
+
+    print(f"  {'id':>3}  {'name':28}  {'objective':11}  {'AP before->after':17}  "
+          f"{'encoded':>13}  created")
+    for v in versions:
+        metrics = v["metrics"] or {}
+        ap = ""
+        if "before" in metrics and "after" in metrics:
+            ap = (f"{metrics['before']['average_precision']:.1f} -> "
+                  f"{metrics['after']['average_precision']:.1f}")
+        created = datetime.datetime.fromtimestamp(v["created_at"]).strftime("%Y-%m-%d %H:%M")
+        mark = "*" if v["active"] else " "
+        missing = "" if v["available"] else "  (folder missing)"
+        print(f"{mark} {v['id']:>3}  {one_line(v['name'], 28):28}  "
+              f"{v['objective'] or '-':11}  {ap:17}  {v['encoded']:>6}/{v['texts']:<6}  "
+              f"{created}{missing}")

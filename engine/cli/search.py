@@ -1,0 +1,41 @@
+"""`duplens search`: the most similar existing entries to one text."""
+
+from __future__ import annotations
+
+import json
+
+from engine.cli.common import EXIT_OK, backend_option, one_line, open_project, say
+from engine.encoding.backends import backend_for_row
+from engine.jobs import CancelToken
+
+
+def register(sub) -> None:
+    p = sub.add_parser("search", help="the most similar existing entries to a text")
+    p.add_argument("project")
+    p.add_argument("text")
+    p.add_argument("-k", type=int, default=10)
+    p.add_argument("--json", action="store_true")
+    p.add_argument("--device", default="auto")
+    backend_option(p)
+    p.set_defaults(run=cmd_search)
+
+
+def cmd_search(args, _cancel: CancelToken) -> int:
+    with open_project(args.project) as project:
+        project.device_preference = args.device
+        active = project.active_model()
+        if args.backend and active is not None:
+            # The query must match the stored embeddings: an int8 backend cannot serve a
+            # project encoded with torch (and the reverse); an exact one can.
+            project.backend_preference = backend_for_row(active["fingerprint"],
+                                                         args.backend).name
+        hits = project.search(args.text, args.k)
+        for notice in project.notices:
+            say(notice)
+    if args.json:
+        print(json.dumps([h.as_json() for h in hits], ensure_ascii=False, indent=1))
+    else:
+        for h in hits:
+            copies = f" (+{h.copies - 1} identical)" if h.copies > 1 else ""
+            print(f"{h.score:.3f}  [{h.id}]  {one_line(h.text)}{copies}")
+    return EXIT_OK
