@@ -18,6 +18,8 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from benchmarks.registry import BY_NAME, REGISTRY
+
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "benchmarks" / "results"
 DOC = ROOT / "docs" / "benchmarks.md"
@@ -375,15 +377,11 @@ def draw_plots(plots: list[dict], plot_dir: Path | None, doc_dir: Path) -> list[
 
 
 def _ordered(results: dict[str, dict]) -> list[tuple[str, dict]]:
-    from benchmarks.run import REGISTRY
-
     order = {b.name: i for i, b in enumerate(REGISTRY)}
     return sorted(results.items(), key=lambda kv: (order.get(kv[0], len(order)), kv[0]))
 
 
 def _title(name: str) -> str:
-    from benchmarks.run import BY_NAME
-
     return BY_NAME[name].title if name in BY_NAME else name.replace("_", " ").capitalize()
 
 

@@ -1,0 +1,32 @@
+"""Which benchmarks the suite has, in report order, and how each is run.
+
+Its own module so that the runner (`benchmarks.run`) and the report (`benchmarks.report`)
+both read it without importing each other.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Benchmark:
+    name: str
+    title: str
+    quick: bool = True            # part of --quick (always part of the full run)
+    runner: str | None = None     # "module:function" when not benchmarks.NAME:run
+
+
+REGISTRY = (
+    Benchmark("quality", "Quality of the bundled model"),
+    Benchmark("import_throughput", "Import throughput"),
+    Benchmark("backends", "Fast CPU path (ONNX, OpenVINO)"),
+    Benchmark("query_latency", "Live query latency"),
+    Benchmark("mining", "Duplicate mining"),
+    Benchmark("scale_1m", "Scale and footprint (1M items)"),
+    Benchmark("gpu_import", "GPU import"),
+    Benchmark("finetune_quora", "Fine-tuning objectives on Quora pairs", quick=False,
+              runner="benchmarks.external:finetune"),
+    Benchmark("window_latency", "The window", quick=False, runner="benchmarks.external:window"),
+)
+BY_NAME = {b.name: b for b in REGISTRY}
