@@ -30,21 +30,22 @@ class TextCluster:
 def cut_clusters(graph: KnnGraph, threshold: float, min_size: int = 2) -> list[TextCluster]:
     """Clusters of at least `min_size` texts, biggest first (ties: tighter first)."""
     n = len(graph.ids)
-    if n == 0 or graph.k == 0:
+    if n == 0 or not len(graph.indices):
         return []
-    above = (graph.nbr >= 0) & (graph.sim >= threshold)
-    counts = above.sum(axis=1)
+    counts = graph.counts_at(threshold)
     candidates = np.nonzero(counts >= max(min_size - 1, 1))[0]
-    strength = np.where(above, graph.sim, 0.0).sum(axis=1)
-    order = candidates[np.lexsort((candidates, -strength[candidates], -counts[candidates]))]
-
-    # Each text's neighbours above the threshold as flat lists (CSR: text i's run is
+    # Rows are sorted by similarity, so a row's neighbours above the threshold are the first
+    # counts[i] of its entries: those are gathered into flat lists (CSR: text i's run is
     # start[i]:start[i+1]); the greedy walk below then touches plain Python ints only,
     # which at 100k texts is several times faster than NumPy calls on tiny arrays.
-    rows, cols = np.nonzero(above)
-    targets = graph.nbr[rows, cols].tolist()
-    sims = graph.sim[rows, cols].astype(np.float32).tolist()
-    start = np.concatenate(([0], np.cumsum(counts))).tolist()
+    above = np.flatnonzero(graph.sims >= threshold)
+    targets = graph.indices[above].tolist()
+    sims = graph.sims[above]
+    start = np.concatenate(([0], np.cumsum(counts)))
+    strength = np.bincount(np.repeat(np.arange(n), counts), weights=sims, minlength=n)
+    order = candidates[np.lexsort((candidates, -strength[candidates], -counts[candidates]))]
+    sims = sims.tolist()
+    start = start.tolist()
 
     taken = bytearray(n)
     clusters: list[TextCluster] = []

@@ -14,6 +14,7 @@ from collections.abc import Iterator, Sequence
 import numpy as np
 from sqlalchemy import Connection, func, insert, select
 
+from engine.errors import ProjectError
 from engine.store.schema import embeddings, items, meta, models
 
 CONTENT_VERSION_KEY = "content_version"
@@ -123,6 +124,39 @@ def iter_embeddings(conn: Connection, model_id: int, dim: int, *,
     result = conn.execute(query.order_by(embeddings.c.text_id)).yield_per(batch)
     for part in result.partitions(batch):
         yield from _decode_rows(part, dim)
+
+
+def read_vectors(conn: Connection, model_id: int, dim: int,
+                 text_ids: Sequence[int] | np.ndarray) -> np.ndarray:
+    """The stored vectors of `text_ids` (no repeats), in that order, as one (len, dim)
+    float32 array.
+
+    For bulk work that needs vectors by id, such as the neighbour graph: hnswlib returns an
+    index's vectors through Python lists (about 0.2 ms a vector on 2 busy cores, a third
+    of the graph's search time at 100k texts), while these are the blobs as stored.
+    Raises ProjectError for an id without an embedding."""
+    wanted = np.asarray(text_ids, dtype=np.int64)
+    out = np.empty((len(wanted), dim), dtype=np.float32)
+    filled = np.zeros(len(wanted), dtype=bool)
+    order = np.argsort(wanted, kind="stable")
+    ordered = wanted[order]
+    if len(ordered) and ordered[-1] - ordered[0] < 2 * len(ordered):
+        # Dense ids (a batch of the graph's sorted ids): one range scan of the primary key
+        # instead of an IN list per 500, about 3 times faster; ids between are dropped.
+        query = select(embeddings.c.text_id, embeddings.c.vector).where(
+            embeddings.c.model_id == model_id,
+            embeddings.c.text_id.between(int(ordered[0]), int(ordered[-1])))
+        batches = _decode_rows(conn.execute(query).all(), dim)
+    else:
+        batches = iter_embeddings(conn, model_id, dim, text_ids=ordered.tolist())
+    for ids, vecs in batches:
+        at = np.clip(np.searchsorted(ordered, ids), 0, len(ordered) - 1)
+        hit = ordered[at] == ids
+        out[order[at[hit]]] = vecs[hit]
+        filled[order[at[hit]]] = True
+    if not filled.all():
+        raise ProjectError(f"no {model_id=} embedding for text {int(wanted[~filled][0])}")
+    return out
 
 
 def _decode_rows(rows, dim: int) -> Iterator[tuple[np.ndarray, np.ndarray]]:

@@ -12,7 +12,7 @@ def _graph(edges: dict[int, list[tuple[int, float]]], n: int, k: int = 3) -> Knn
     for i, row in edges.items():
         for j, (p, s) in enumerate(sorted(row, key=lambda x: -x[1])):
             nbr[i, j], sim[i, j] = p, s
-    return KnnGraph(np.arange(100, 100 + n), nbr, sim)
+    return KnnGraph.from_dense(np.arange(100, 100 + n), nbr, sim)
 
 
 def test_clusters_do_not_chain():
@@ -77,7 +77,7 @@ def test_texts_near_are_every_text_a_lower_cut_could_cluster():
     ids = np.array([10, 11, 12, 13], dtype=np.int64)
     nbr = np.array([[1, 2], [0, -1], [3, 0], [2, -1]], dtype=np.int32)
     sim = np.array([[0.9, 0.7], [0.9, 0.0], [0.72, 0.7], [0.72, 0.0]], dtype=np.float32)
-    graph = KnnGraph(ids, nbr, sim)
+    graph = KnnGraph.from_dense(ids, nbr, sim)
     assert texts_near(graph, 0.8) == [10, 11]
     assert texts_near(graph, 0.71) == [10, 11, 12, 13]
     assert texts_near(graph, 0.95) == []

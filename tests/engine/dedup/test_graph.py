@@ -1,0 +1,149 @@
+"""The neighbour graph holds every pair above its floor, even where a text has more than k."""
+
+import numpy as np
+import pytest
+
+from engine.dedup.clusters import cut_clusters
+from engine.dedup.graph import KnnGraph, build_knn_graph
+from engine.index.hnsw import HnswIndex
+
+GROUP = 30   # near-identical texts: each has 29 neighbours above the threshold, k is 10
+K = 10
+THRESHOLD = 0.8
+
+
+def _unit(x: np.ndarray) -> np.ndarray:
+    return (x / np.linalg.norm(x, axis=1, keepdims=True)).astype(np.float32)
+
+
+@pytest.fixture(scope="module")
+def dense_set():
+    """A group of 30 noisy copies of one vector (pairwise about 0.9) among 400 unrelated
+    ones (random in 48 dimensions: pairwise below 0.6), with ids that are not positions."""
+    rng = np.random.default_rng(3)
+    centre = rng.normal(size=(1, 48))
+    group = _unit(centre + 0.33 * rng.normal(size=(GROUP, 48)))
+    others = _unit(rng.normal(size=(400, 48)))
+    vectors = np.concatenate([others[:200], group, others[200:]])
+    ids = np.arange(len(vectors), dtype=np.int64) * 3 + 5
+    index = HnswIndex(48)
+    index.add(ids, vectors)
+    return index, ids, vectors
+
+
+def _pairs_above(graph: KnnGraph, threshold: float) -> set[tuple[int, int]]:
+    rows = graph.row_of_entries()
+    keep = graph.sims >= threshold
+    a, b = graph.ids[rows[keep]], graph.ids[graph.indices[keep]]
+    return {(min(x, y), max(x, y)) for x, y in zip(a.tolist(), b.tolist(), strict=True)}
+
+
+def _exact_pairs(ids, vectors, threshold: float) -> set[tuple[int, int]]:
+    i, j = np.nonzero(np.triu(vectors @ vectors.T >= threshold, 1))
+    return {(int(ids[a]), int(ids[b])) for a, b in zip(i, j, strict=True)}
+
+
+def test_every_pair_above_the_threshold_is_found_although_k_is_smaller(dense_set):
+    index, ids, vectors = dense_set
+    exact = _exact_pairs(ids, vectors, THRESHOLD)
+    assert len(exact) >= GROUP * (GROUP - 1) // 2 * 0.95      # the group is really dense
+    graph = build_knn_graph(index, K, floor=0.75)
+    assert _pairs_above(graph, THRESHOLD) == exact
+    # What the graph was before: each text's 10 nearest, mirrored, misses pairs.
+    plain = build_knn_graph(index, K, floor=np.inf)
+    assert len(_pairs_above(plain, THRESHOLD)) < len(exact)
+    assert plain.floor == np.inf and graph.floor == 0.75
+
+
+def test_a_centre_gathers_more_than_k_and_clusters_still_do_not_chain(dense_set):
+    index, ids, vectors = dense_set
+    graph = build_knn_graph(index, K)
+    clusters = cut_clusters(graph, THRESHOLD)
+    biggest = clusters[0]
+    assert len(biggest.members) > K + 1
+    centre = vectors[biggest.centre]
+    for member, score in zip(biggest.members.tolist(), biggest.scores.tolist(), strict=True):
+        assert float(vectors[member] @ centre) >= THRESHOLD - 1e-5
+        assert abs(float(vectors[member] @ centre) - score) < 1e-5
+
+
+def test_rows_are_symmetric_sorted_and_without_self_or_repeats(dense_set):
+    index, _, vectors = dense_set
+    graph = build_knn_graph(index, K)
+    rows = graph.row_of_entries()
+    assert not (rows == graph.indices).any()
+    pairs = list(zip(rows.tolist(), graph.indices.tolist(), strict=True))
+    assert len(set(pairs)) == len(pairs)
+    assert set(pairs) == {(b, a) for a, b in pairs}
+    for i in range(len(graph.ids)):
+        run = graph.sims[graph.indptr[i]:graph.indptr[i + 1]]
+        assert (np.diff(run) <= 0).all()
+    exact = np.einsum("ij,ij->i", vectors[rows], vectors[graph.indices])
+    assert np.allclose(graph.sims, exact, atol=1e-5)
+    # The (n, k) views are each row's k nearest, as the search returned them.
+    assert graph.nbr.shape == graph.sim.shape == (len(graph.ids), K)
+    assert (graph.nbr[:, 0] == graph.indices[graph.indptr[:-1]]).all()
+
+
+def test_the_graph_is_the_same_built_twice_on_any_number_of_threads(dense_set):
+    index, _, _ = dense_set
+    one = build_knn_graph(index, K, threads=1)
+    two = build_knn_graph(index, K, threads=2)
+    for name in ("ids", "indptr", "indices", "sims"):
+        assert np.array_equal(getattr(one, name), getattr(two, name))
+    assert [c.members.tolist() for c in cut_clusters(one, THRESHOLD)] == \
+        [c.members.tolist() for c in cut_clusters(two, THRESHOLD)]
+
+
+def test_vectors_can_come_from_elsewhere_and_are_normalised(dense_set):
+    index, ids, vectors = dense_set
+    by_id = dict(zip(ids.tolist(), (3 * vectors).tolist(), strict=True))   # not unit length
+    calls = []
+
+    def read(text_ids):
+        calls.append(len(text_ids))
+        return np.asarray([by_id[t] for t in text_ids.tolist()], dtype=np.float32)
+
+    graph = build_knn_graph(index, K, vectors=read)
+    assert calls and sum(calls) >= len(ids)
+    assert _pairs_above(graph, THRESHOLD) == _exact_pairs(ids, vectors, THRESHOLD)
+
+
+def test_bytes_round_trip_and_an_old_layout_is_refused(dense_set):
+    import io
+
+    index, _, _ = dense_set
+    graph = build_knn_graph(index, K)
+    again = KnnGraph.from_bytes(graph.to_bytes())
+    for name in ("ids", "indptr", "indices", "sims"):
+        assert np.array_equal(getattr(graph, name), getattr(again, name))
+    assert (again.k, again.floor) == (graph.k, graph.floor)
+    old = io.BytesIO()
+    np.savez(old, ids=graph.ids, nbr=graph.nbr, sim=graph.sim)   # the (n, k) layout
+    with pytest.raises((KeyError, ValueError)):
+        KnnGraph.from_bytes(old.getvalue())
+
+
+def test_an_empty_or_lonely_graph_cuts_to_nothing():
+    index = HnswIndex(8)
+    assert cut_clusters(build_knn_graph(index, K), THRESHOLD) == []
+    index.add(np.array([4]), _unit(np.ones((1, 8))))
+    lonely = build_knn_graph(index, K)
+    assert lonely.ids.tolist() == [4] and len(lonely.indices) == 0
+    assert np.isnan(lonely.nearest_similarities()).all()
+    assert cut_clusters(lonely, THRESHOLD) == []
+
+
+def test_thirty_near_identical_questions_form_one_cluster_with_k_10(new_project, data_dir,
+                                                                     tmp_path):
+    """Through the project, with the real encoder: every pair is above 0.9 (about 0.97)."""
+    src = tmp_path / "eggs.csv"
+    lines = ["question"] + [f"How do I boil an egg? (question {i})" for i in range(GROUP)]
+    src.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    project = new_project()
+    project.import_table(data_dir / "questions.csv", ["question"], id_column="qid")
+    project.import_table(src, ["question"])
+    clusters = project.duplicates(threshold=0.9, k=K)
+    eggs = [c for c in clusters if "boil an egg? (question" in c.canonical.text]
+    assert len(eggs) == 1
+    assert sum("boil an egg? (question" in m.text for m in eggs[0].members) == GROUP
