@@ -31,7 +31,7 @@ from engine.dedup.duplicates import (
 from engine.dedup.graph import KnnGraph, build_knn_graph, texts_near
 from engine.dedup.rows import RowsByText
 from engine.encoding.backends import backend_for_row
-from engine.encoding.encoder import SentenceEncoder
+from engine.encoding.encoder import Executor, SentenceEncoder
 from engine.encoding.job import CHUNK_TEXTS, EncodeReport, encode_missing
 from engine.encoding.loading import load_encoder, load_stored_encoder
 from engine.encoding.models import DEFAULT_MODEL, ModelSpec
@@ -276,9 +276,10 @@ class Project:
             self._changed()
 
     def encode(self, *, progress: ProgressCallback = no_progress,
-               cancel: CancelToken | None = None, chunk_texts: int = CHUNK_TEXTS
-               ) -> EncodeReport:
-        """Encode and index every text the active model has not seen; resumable."""
+               cancel: CancelToken | None = None, chunk_texts: int = CHUNK_TEXTS,
+               executor: Executor | None = None) -> EncodeReport:
+        """Encode and index every text the active model has not seen; resumable. The
+        batches run on `executor` (default: in this thread)."""
         encoder = self.encoder()
         model_id = self._active_model_id()
         index = self.index()
@@ -293,7 +294,8 @@ class Project:
 
         try:
             report = encode_missing(self.store, encoder, model_id, on_committed=add_to_index,
-                                    progress=progress, cancel=cancel, chunk_texts=chunk_texts)
+                                    progress=progress, cancel=cancel, chunk_texts=chunk_texts,
+                                    executor=executor)
         except BaseException:
             with self._index_lock:
                 if self._index is index:
