@@ -1,9 +1,18 @@
-"""The status-bar strip shown while an import runs: bar, rows/s, time left, Cancel."""
+"""The status-bar strip shown while an import runs: bar, rows/s, time left, Cancel.
+
+It shows the engine's `Progress` as it comes (rate and time left are the engine's own
+`rate` and `eta_seconds`), so no view computes them again.
+"""
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from PySide6.QtCore import Signal
 from PySide6.QtWidgets import QHBoxLayout, QLabel, QProgressBar, QPushButton, QWidget
+
+if TYPE_CHECKING:
+    from engine.jobs import Progress
 
 STAGES = {"reading": "Reading", "encoding": "Encoding"}
 
@@ -49,13 +58,14 @@ class JobStatus(QWidget):
         self.cancel_button.setText("Cancel")
         self.show()
 
-    def update_progress(self, stage: str, done: int, total: int, rate: float) -> None:
-        name = STAGES.get(stage, stage.capitalize())
-        speed = f" · {rate:,.0f} rows/s" if rate > 0 else ""
+    def update_progress(self, progress: Progress) -> None:
+        done, total = progress.done, progress.total
+        name = STAGES.get(progress.stage, progress.stage.capitalize())
+        speed = f" · {progress.rate:,.0f} rows/s" if progress.rate > 0 else ""
         if total > 0:
             self.bar.setRange(0, total)
             self.bar.setValue(min(done, total))
-            eta = format_eta((total - done) / rate if rate > 0 and total > done else None)
+            eta = format_eta(progress.eta_seconds)
             left = f" · {eta} left" if eta else ""
             self.label.setText(f"{name} {done:,} / {total:,}{speed}{left}")
         else:
