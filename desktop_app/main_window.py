@@ -22,7 +22,6 @@ from PySide6.QtWidgets import (
     QMainWindow,
     QMenu,
     QMessageBox,
-    QPushButton,
     QSplitter,
     QStackedWidget,
     QTabWidget,
@@ -49,13 +48,12 @@ from desktop_app.review_controller import ReviewController
 from desktop_app.safety import guarded
 from desktop_app.views.import_dialog import ImportDialog
 from desktop_app.views.items_view import ItemsView
-from desktop_app.views.job_status import JobStatus
 from desktop_app.views.plots_view import PlotsView
-from desktop_app.views.project_status import ProjectStatus
 from desktop_app.views.review_view import ClusterReviewView
 from desktop_app.views.search_panel import SearchPanel
 from desktop_app.views.settings_dialog import Preferences, SettingsDialog
 from desktop_app.views.start_page import StartPage
+from desktop_app.views.status_bar import WindowStatusBar
 
 log = logging.getLogger("duplens.gui")
 
@@ -79,8 +77,6 @@ class MainWindow(QMainWindow):
         self._info: dict | None = None
         self._pending_import: ImportChoices | None = None
         self._opening: str | None = None
-        self._busy = False                    # an import or an activation is running
-        self._job: JobHandle | None = None    # the job the status bar shows (Cancel stops it)
         self.error_box: QMessageBox | None = None
         self.imports = ImportController(bridge, self)
         self.models = ModelController(bridge, self)
@@ -111,13 +107,9 @@ class MainWindow(QMainWindow):
         self.pages.addWidget(self.project_page)
         self.setCentralWidget(self.pages)
 
-        self.status_label = ProjectStatus(self)
-        self.job_status = JobStatus(self)
-        self.resume_button = QPushButton("Resume encoding", self)
-        self.resume_button.setVisible(False)
-        self.statusBar().addWidget(self.status_label, 1)
-        self.statusBar().addPermanentWidget(self.resume_button)
-        self.statusBar().addPermanentWidget(self.job_status)
+        self.status = WindowStatusBar(self)
+        self.setStatusBar(self.status)
+        self.status_label, self.job_status = self.status.project, self.status.job
         self.preferences = Preferences.load(self.settings)
         bridge.set_preferences(self.preferences.device, self.preferences.batch_size,
                                self.preferences.backend)
@@ -136,8 +128,8 @@ class MainWindow(QMainWindow):
                               self.new_project_from_spreadsheet, keys.New)
         self.open_action = add(file_menu, "&Open project…", self.open_project_dialog, keys.Open)
         self.sample_action = add(file_menu, "Try it with &sample questions", self.try_sample)
-        self.import_action = add(file_menu, "&Import spreadsheet…", self.import_spreadsheet,
-                                 "Ctrl+I", enabled=False)
+        self.import_action = add(file_menu, "&Import spreadsheet…",
+                                 lambda: self.import_spreadsheet(), "Ctrl+I", enabled=False)
         self.export_action = add(file_menu, "&Export clusters…", self.export_clusters,
                                  "Ctrl+E", enabled=False)
         file_menu.addSeparator()
@@ -187,8 +179,7 @@ class MainWindow(QMainWindow):
         self.start_page.sampleRequested.connect(self.try_sample)
         self.start_page.fileDropped.connect(self.new_project_from_file)
         self.search_panel.hitActivated.connect(self.select_item)
-        self.job_status.cancelRequested.connect(self._cancel_job)
-        self.resume_button.clicked.connect(self.resume_encoding)
+        self.status.resumeRequested.connect(self.resume_encoding)
         self.tabs.currentChanged.connect(self._tab_shown)
         self.review_view.exportRequested.connect(self.export_clusters)
         self.review.clustersChanged.connect(self.items_model.annotate)
@@ -242,20 +233,12 @@ class MainWindow(QMainWindow):
     def new_project_from_spreadsheet(self) -> None:
         """Spreadsheet, then its columns, then where to save: the import starts on open."""
         sheet = self.ask_spreadsheet()
-        if not sheet:
-            return
-        choices = self.ask_import_choices(sheet)
-        if choices is None:
-            return
-        target = self.ask_new_project_path(str(Path(sheet).with_suffix(".duplens")))
-        if not target:
-            return
-        self._pending_import = choices
-        self.open_project(target, create=True)
+        if sheet:
+            self.new_project_from_file(sheet)
 
     @guarded
     def new_project_from_file(self, sheet: str) -> None:
-        """A spreadsheet dropped on the window: same steps as "New project…" from there."""
+        """Its columns, then where to save (a spreadsheet dropped on the window starts here)."""
         choices = self.ask_import_choices(sheet)
         if choices is None:
             return
@@ -284,7 +267,7 @@ class MainWindow(QMainWindow):
             return
         path = self.ask_export_path()
         if path:
-            self.statusBar().showMessage(f"Exporting to {Path(path).name}…")
+            self.status.say(f"Exporting to {Path(path).name}…", 0)
             self.review.export(path)
 
     @guarded
@@ -315,7 +298,7 @@ class MainWindow(QMainWindow):
         dialog.activateRequested.connect(self.activate_model)
         dialog.deleted.connect(self._say_deleted)
         dialog.exported.connect(
-            lambda folder: self.statusBar().showMessage(f"Model exported to {folder}", 15000))
+            lambda folder: self.status.say(f"Model exported to {folder}"))
         self.versions_dialog = dialog
         dialog.open()
 
@@ -337,11 +320,10 @@ class MainWindow(QMainWindow):
             return
         if chosen.model != old.model:
             self.models.change_model(chosen.model or None)
-            self.statusBar().showMessage("Loading the new model; encode to index with it",
-                                         10000)
+            self.status.say("Loading the new model; encode to index with it", 10000)
         elif chosen.backend != old.backend:
             self.models.change_backend()
-            self.statusBar().showMessage("Loading the model with the new backend", 10000)
+            self.status.say("Loading the model with the new backend", 10000)
 
     @guarded
     def open_project_dialog(self) -> None:
@@ -352,16 +334,16 @@ class MainWindow(QMainWindow):
     @guarded
     def open_project(self, path: str, create: bool = False) -> None:
         self._opening = path
-        self.status_label.show_opening(Path(path).name)
+        self.status.show_opening(Path(path).name)
         self.bridge.open_project(path, create=create, on_failed=self._open_failed)
 
     @guarded
-    def import_spreadsheet(self) -> None:
-        sheet = self.ask_spreadsheet()
-        if sheet:
-            choices = self.ask_import_choices(sheet)
-            if choices is not None:
-                self.start_import(choices)
+    def import_spreadsheet(self, sheet: str | None = None) -> None:
+        """Into the open project: `sheet` (dropped), or one the user picks."""
+        sheet = sheet or self.ask_spreadsheet()
+        choices = self.ask_import_choices(sheet) if sheet else None
+        if choices is not None:
+            self.start_import(choices)
 
     @guarded
     def start_import(self, choices: ImportChoices) -> None:
@@ -373,14 +355,14 @@ class MainWindow(QMainWindow):
         if not self.items_view.select_item(item_id):
             hidden = "hidden by the filter" if self.items_view.query.text_filter else \
                 "no longer in the table"
-            self.statusBar().showMessage(f"That entry is {hidden}", 5000)
+            self.status.say(f"That entry is {hidden}", 5000)
 
     # -- bridge signals --------------------------------------------------------------------
     @guarded
     def on_project_opened(self, info: dict) -> None:
         self._opening = None
         self._info = info
-        self.status_label.show_model_state("")
+        self.status.show_model_state("")
         self.recent.add(info["project"])
         self.start_page.set_recent(self.recent.paths())
         self.setWindowTitle(f"{Path(info['project']).name} — Duplens")
@@ -388,33 +370,24 @@ class MainWindow(QMainWindow):
         self.pages.setCurrentWidget(self.project_page)
         self.tabs.setCurrentWidget(self.search_page)
         self.review.project_opened()
-        self.import_action.setEnabled(True)
-        self.export_action.setEnabled(True)
-        self.improve_action.setEnabled(True)
-        self.versions_action.setEnabled(True)
+        self._set_busy(False)
         self.search_panel.query.setFocus()
         self._show_status()
         for notice in info.get("notices", []):
-            self.statusBar().showMessage(notice, 15000)
+            self.status.say(notice)
         pending, self._pending_import = self._pending_import, None
         if pending is not None:
             self.start_import(pending)
 
     def _follow(self, title: str, job: JobHandle) -> None:
         """Show `job` in the status bar, its Cancel stopping it, until it ends."""
-        self._job = job
-        self.job_status.start(title)
+        self.status.follow(title, job)
         self._set_busy(True)
-
-    def _cancel_job(self) -> None:
-        if self._job is not None:
-            self._job.cancel()
 
     # -- outcomes --------------------------------------------------------------------------
     @guarded
     def _model_changed(self, result: ModelResult) -> None:
-        self._info = result["info"]
-        self._show_status()
+        self._set_info(result["info"])
 
     @guarded
     def _job_failed(self, message: str, details: str) -> None:
@@ -425,9 +398,8 @@ class MainWindow(QMainWindow):
     @guarded
     def _activated(self, result: ActivationResult) -> None:
         self._set_busy(False)
-        self._info = result["info"]
-        self._show_status()
-        self.statusBar().showMessage(activation_summary(result), 15000)
+        self._set_info(result["info"])
+        self.status.say(activation_summary(result))
         if not result["report"].cancelled:
             self._index_changed()
 
@@ -448,25 +420,24 @@ class MainWindow(QMainWindow):
             self.review.show_plots()
 
     def _exported(self, path: str, rows: int) -> None:
-        self.statusBar().showMessage(f"Exported {rows:,} rows to {path}", 15000)
+        self.status.say(f"Exported {rows:,} rows to {path}")
 
     @guarded
     def _encoded(self, result: EncodingResult) -> None:
         """An import, or a resumed encoding, ended (perhaps stopped while encoding)."""
         self._set_busy(False)
-        self._info = result["info"]
+        self._set_info(result["info"])
         self.items_view.reload()
-        self._show_status()
-        self.statusBar().showMessage(summary(result), 15000)
+        self.status.say(summary(result))
         self._index_changed()
 
     @guarded
     def _import_stopped(self) -> None:
         self._set_busy(False)
-        self.statusBar().showMessage("Import stopped; nothing from this file was added", 15000)
+        self.status.say("Import stopped; nothing from this file was added")
 
     def _say_deleted(self, name: str) -> None:
-        self.statusBar().showMessage(f"Deleted {name}", 15000)
+        self.status.say(f"Deleted {name}")
 
     @guarded
     def _open_failed(self, message: str, details: str) -> None:
@@ -480,19 +451,18 @@ class MainWindow(QMainWindow):
 
     @guarded
     def on_model_loading(self) -> None:
-        self.status_label.show_model_state(LOADING_MODEL)
+        self.status.show_model_state(LOADING_MODEL)
 
     @guarded
     def on_model_failed(self, message: str, details: str) -> None:
-        self.status_label.show_model_state("Model not loaded")
+        self.status.show_model_state("Model not loaded")
         self.show_error(message, details)
 
     @guarded
     def on_model_ready(self, device: str) -> None:
-        self.status_label.show_model_state("")
+        self.status.show_model_state("")
         if self._info is not None:
-            self._info = {**self._info, "device": device}
-        self._show_status()
+            self._set_info({**self._info, "device": device})
 
     # -- display ---------------------------------------------------------------------------
     def show_error(self, message: str, details: str = "") -> None:
@@ -506,9 +476,12 @@ class MainWindow(QMainWindow):
         self.error_box = box
         box.open()
 
+    def _set_info(self, info: dict) -> None:
+        self._info = info
+        self._show_status()
+
     def _show_status(self) -> None:
-        self.status_label.show_info(self._info)
-        self._show_resume()
+        self.status.show_info(self._info)
 
     # -- drag and drop ---------------------------------------------------------------------
     def dragEnterEvent(self, event) -> None:  # noqa: N802 - Qt's name
@@ -525,31 +498,20 @@ class MainWindow(QMainWindow):
         if path.lower().endswith(".duplens"):
             self.open_project(path)
         elif self._info is not None:
-            choices = self.ask_import_choices(path)
-            if choices is not None:
-                self.start_import(choices)
+            self.import_spreadsheet(path)
         else:
             self.new_project_from_file(path)
 
     def _set_busy(self, busy: bool) -> None:
         """One import at a time: the job pool is serial, a second would only queue."""
-        self.import_action.setEnabled(not busy and self._info is not None)
-        self.new_action.setEnabled(not busy)
-        self.open_action.setEnabled(not busy)
-        self.start_page.setEnabled(not busy)
-        self.sample_action.setEnabled(not busy)
-        self.improve_action.setEnabled(not busy and self._info is not None)
-        self.versions_action.setEnabled(not busy and self._info is not None)
-        self._busy = busy
-        self._show_resume()
+        is_open = self._info is not None
+        for widget in (self.new_action, self.open_action, self.sample_action, self.start_page):
+            widget.setEnabled(not busy)
+        for action in (self.import_action, self.improve_action, self.versions_action):
+            action.setEnabled(not busy and is_open)
+        self.export_action.setEnabled(is_open)
         if not busy:
-            self._job = None
-            self.job_status.stop()
-
-    def _show_resume(self) -> None:
-        info = self._info
-        left = info.get("texts", 0) - info.get("encoded", 0) if info else 0
-        self.resume_button.setVisible(left > 0 and not self._busy)
+            self.status.idle()
 
     def closeEvent(self, event: QCloseEvent) -> None:
         self.bridge.shutdown()

@@ -12,6 +12,7 @@ from PySide6.QtCore import Signal
 from PySide6.QtWidgets import QHBoxLayout, QLabel, QProgressBar, QPushButton, QWidget
 
 if TYPE_CHECKING:
+    from desktop_app.jobs import JobHandle
     from engine.jobs import Progress
 
 STAGES = {"reading": "Reading", "encoding": "Encoding"}
@@ -32,7 +33,8 @@ def format_eta(seconds: float | None) -> str:
 
 
 class JobStatus(QWidget):
-    """Shows one job's progress; hidden when idle. `cancelRequested` when Cancel is pressed."""
+    """Shows one job's progress; hidden when idle. Cancel stops that job (and emits
+    `cancelRequested`)."""
 
     cancelRequested = Signal()
 
@@ -49,9 +51,12 @@ class JobStatus(QWidget):
         layout.addWidget(self.bar)
         layout.addWidget(self.cancel_button)
         self.cancel_button.clicked.connect(self._cancel)
+        self._job: JobHandle | None = None
         self.hide()
 
-    def start(self, title: str) -> None:
+    def start(self, title: str, job: JobHandle | None = None) -> None:
+        """Show `title` until the first progress report; Cancel stops `job`."""
+        self._job = job
         self.label.setText(title)
         self.bar.setRange(0, 0)          # busy until the first report says how much
         self.cancel_button.setEnabled(True)
@@ -73,9 +78,12 @@ class JobStatus(QWidget):
             self.label.setText(f"{name} {done:,} rows{speed}")
 
     def stop(self) -> None:
+        self._job = None
         self.hide()
 
     def _cancel(self) -> None:
         self.cancel_button.setEnabled(False)
         self.cancel_button.setText("Stopping…")
+        if self._job is not None:
+            self._job.cancel()
         self.cancelRequested.emit()

@@ -9,7 +9,12 @@ from PySide6.QtCore import QPoint, Qt
 from desktop_app.jobs import UNEXPECTED
 from desktop_app.main_window import MainWindow
 from desktop_app.views.import_dialog import ImportChoices, ImportDialog
-from tests.desktop_app.conftest import QUESTIONS_ITEMS, SIGNAL_TIMEOUT_MS, shown_dialog
+from tests.desktop_app.conftest import (
+    QUESTIONS_ITEMS,
+    SIGNAL_TIMEOUT_MS,
+    shown_dialog,
+    write_questions,
+)
 
 
 def _open(qtbot, window: MainWindow, path: Path) -> None:
@@ -180,3 +185,20 @@ def test_the_table_shows_the_files_columns_sorts_and_filters(qtbot, window, ques
         view.set_filter("")
     _click_hit(qtbot, window, 0)
     assert _selected_id(window) == window.search_panel.texts()[0].split(" · ")[0]
+
+
+def test_cancel_in_the_status_bar_stops_the_import_it_shows(qtbot, window, tmp_path):
+    source = write_questions(tmp_path / "many.csv", 3000)
+    with qtbot.waitSignal(window.bridge.projectOpened, timeout=SIGNAL_TIMEOUT_MS):
+        window.open_project(str(tmp_path / "c.duplens"), create=True)
+    ended: list[str] = []
+    window.imports.stopped.connect(lambda: ended.append("stopped while reading"))
+    window.imports.finished.connect(lambda r: ended.append(f"cancelled={r['cancelled']}"))
+    with qtbot.waitSignal(window.imports.progressed, timeout=SIGNAL_TIMEOUT_MS):
+        window.start_import(ImportChoices(str(source), ["question"], "qid"))
+    assert window.job_status.isVisible() and not window.import_action.isEnabled()
+    qtbot.mouseClick(window.job_status.cancel_button, Qt.MouseButton.LeftButton)
+    qtbot.waitUntil(lambda: bool(ended), timeout=SIGNAL_TIMEOUT_MS)
+    assert ended[0] in ("stopped while reading", "cancelled=True")
+    assert not window.job_status.isVisible() and window.import_action.isEnabled()
+    assert window.statusBar().currentMessage().startswith(("Stopped", "Import stopped"))
