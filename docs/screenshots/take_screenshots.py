@@ -134,9 +134,10 @@ def main() -> None:
     window.start_page.set_recent(window.recent.paths())
     shoot(window, "start")
 
-    dialog = ImportDialog(args.csv, window)
+    dialog = ImportDialog(args.csv, bridge, window)
     dialog.resize(900, 620)
     dialog.show()
+    wait_for(lambda: not dialog.loading)
     shoot(dialog, "import")
     dialog.close()
 

@@ -39,6 +39,21 @@ def bridge(qtbot, encoder):
 
 
 @pytest.fixture
+def bridge_without_model(qtbot):
+    """A bridge that never loads a model, for jobs that need none (file previews)."""
+    b = EngineBridge()
+    yield b
+    b.shutdown()
+
+
+def shown_dialog(qtbot, dialog):
+    """`dialog` once its first preview (read off the GUI thread) is shown."""
+    qtbot.addWidget(dialog)
+    qtbot.waitUntil(lambda: not dialog.loading, timeout=SIGNAL_TIMEOUT_MS)
+    return dialog
+
+
+@pytest.fixture
 def questions_csv(data_dir) -> Path:
     return data_dir / "questions.csv"
 

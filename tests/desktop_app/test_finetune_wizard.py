@@ -91,11 +91,10 @@ def search_scores(qtbot, bridge, text: str) -> dict[str, float]:
 
 def activate_from(qtbot, window: MainWindow, start) -> dict:
     """Run `start()` (a button press that asks for activation) and wait for the switch."""
-    with qtbot.waitSignal(window.bridge.finished, timeout=TRAIN_TIMEOUT_MS,
-                          check_params_cb=lambda job, _r: job == "activate") as blocker:
+    with qtbot.waitSignal(window.models.activated, timeout=TRAIN_TIMEOUT_MS) as blocker:
         start()
     qtbot.waitUntil(lambda: not window.job_status.isVisible(), timeout=5000)
-    return blocker.args[1]
+    return blocker.args[0]
 
 
 def test_first_page_counts_and_refuses_too_few_or_one_sided_pairs(qtbot, window, tmp_path,
@@ -217,8 +216,7 @@ def test_wizard_trains_uses_the_model_and_the_versions_dialog_rolls_back(
     exported.mkdir()
     dialog.select_version(report.version_id)
     dialog.ask_export_folder = lambda _v: str(exported)
-    with qtbot.waitSignal(bridge.finished, timeout=SIGNAL_TIMEOUT_MS,
-                          check_params_cb=lambda job, _r: job == "export_model"):
+    with qtbot.waitSignal(dialog.exported, timeout=SIGNAL_TIMEOUT_MS):
         dialog.export_button.click()
     assert (exported / "modules.json").is_file() and "Exported to" in dialog.status.text()
 
@@ -240,7 +238,8 @@ def test_cancel_saves_nothing_and_discard_deletes_the_version(qtbot, window, tmp
     cancel = wizard.button(QWizard.WizardButton.CancelButton)
     assert cancel.text() == "Stop training"
     assert not wizard.button(BACK).isEnabled()  # no going back while it trains
-    with qtbot.waitSignal(window.bridge.cancelled, timeout=TRAIN_TIMEOUT_MS):
+    with qtbot.waitSignal(controller.stateChanged, timeout=TRAIN_TIMEOUT_MS,
+                          check_params_cb=lambda state, _m: state is RunState.CANCELLED):
         cancel.click()
     assert controller.state is RunState.CANCELLED and wizard.isVisible()
     assert "Nothing was saved" in wizard.train_page.message.text()
@@ -258,8 +257,7 @@ def test_cancel_saves_nothing_and_discard_deletes_the_version(qtbot, window, tmp
     assert [v["id"] for v in project.model_versions()] == [1, report.version_id]
     discard = wizard.button(QWizard.WizardButton.CustomButton1)
     assert discard.isVisible() and discard.text() == "Discard"
-    with qtbot.waitSignal(window.bridge.finished, timeout=SIGNAL_TIMEOUT_MS,
-                          check_params_cb=lambda job, _r: job == "delete_model"):
+    with qtbot.waitSignal(controller.discarded, timeout=SIGNAL_TIMEOUT_MS):
         discard.click()
     qtbot.waitUntil(lambda: not wizard.isVisible(), timeout=5000)
     assert [v["id"] for v in project.model_versions()] == [1]

@@ -191,10 +191,9 @@ def test_sample_questions_import_and_find_a_known_duplicate(qtbot, window, tmp_p
                                                             monkeypatch):
     target = tmp_path / "sample.duplens"
     monkeypatch.setattr(window, "sample_project_path", lambda: target)
-    with qtbot.waitSignal(window.bridge.finished, timeout=300_000,
-                          check_params_cb=lambda job, _r: job == "import") as blocker:
+    with qtbot.waitSignal(window.imports.finished, timeout=300_000) as blocker:
         window.start_page.sample_button.click()
-    result = blocker.args[1]
+    result = blocker.args[0]
     assert result["import"].rows_imported > 2000 and not result["cancelled"]
     panel = window.search_panel
     qtbot.keyClicks(panel.query, "what can I use instead of eggs when baking a cake")
