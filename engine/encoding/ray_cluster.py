@@ -126,9 +126,22 @@ def _join(ray, address: str) -> RaySession:
         ray.init(address=address, runtime_env=runtime_env, log_to_driver=False,
                  logging_level=logging.WARNING)
     except Exception as exc:
-        raise ClusterError(f"cannot reach the Ray cluster at {address}: {_first_line(exc)}"
-                           ) from exc
+        why = _first_line(exc)
+        if _refused_token(exc):
+            why = ("it refused this computer's Ray token; set RAY_AUTH_TOKEN to the "
+                   "cluster's (`ray get-auth-token` on its head node)")
+        raise ClusterError(f"cannot reach the Ray cluster at {address}: {why}") from exc
     return RaySession(address, owned=True)
+
+
+def _refused_token(exc: BaseException | None) -> bool:
+    """Whether Ray's error (or one it was raised from) is a refused authentication token;
+    Ray's own message then only says it failed to connect."""
+    while exc is not None:
+        if type(exc).__name__ == "AuthenticationError" or "InvalidAuthToken" in str(exc):
+            return True
+        exc = exc.__cause__ or exc.__context__
+    return False
 
 
 def check_reachable(address: str) -> None:

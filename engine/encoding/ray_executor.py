@@ -20,6 +20,7 @@ runs the batches it held once more (`max_task_retries`).
 from __future__ import annotations
 
 import collections
+import itertools
 import logging
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
@@ -94,6 +95,11 @@ class RayExecutor:
         """Encoded batches in the order of `batches`; closing the generator stops the
         cluster's work (pending batches cancelled, actors killed)."""
         ray = import_ray()
+        source = iter(batches)
+        first = next(source, None)
+        if first is None:
+            return                      # nothing to encode: no actor started for it
+        source = itertools.chain([first], source)
         plan = self.last_plan = self.plan(encoder)
         actors = self._start(encoder, plan)
         pending: collections.deque = collections.deque()
@@ -101,7 +107,6 @@ class RayExecutor:
             actors = self._wait_ready(actors, encoder)
             load = [0] * len(actors)
             limit = len(actors) * self.in_flight_per_worker
-            source = iter(batches)
             exhausted = False
             while True:
                 while not exhausted and len(pending) < limit:
