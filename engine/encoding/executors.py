@@ -47,6 +47,14 @@ def executor_for(option: str, **ray_options) -> Executor:
     return RayExecutor(address, **ray_options)
 
 
+def ray_available() -> bool:
+    """Whether Ray is installed here (found without importing it: the window asks this to
+    offer "a Ray cluster" or not; the desktop installers leave Ray out)."""
+    import importlib.util
+
+    return importlib.util.find_spec("ray") is not None
+
+
 def close_executor(executor: Executor | None) -> None:
     """Release what `executor` holds (a Ray it started); None and repeats are fine."""
     if executor is not None:

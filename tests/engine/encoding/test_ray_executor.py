@@ -13,7 +13,7 @@ import psutil
 import pytest
 
 from engine.encoding.encoder import EncodeBatch, LocalExecutor, SentenceEncoder
-from engine.encoding.executors import executor_for, parse_executor
+from engine.encoding.executors import executor_for, parse_executor, ray_available
 from engine.encoding.job import encode_missing
 from engine.encoding.models import resolve_model
 from engine.encoding.ray_executor import RayExecutor
@@ -65,6 +65,7 @@ def test_the_option_names_local_ray_or_a_cluster():
     assert parse_executor("ray") == ("ray", None)
     assert parse_executor("ray=ray://head:10001") == ("ray", "ray://head:10001")
     assert isinstance(executor_for("local"), LocalExecutor)
+    assert ray_available()        # the test extra installs duplens[ray]
     for wrong in ("spark", "ray=", "local=x"):
         with pytest.raises(InputError):
             parse_executor(wrong)
