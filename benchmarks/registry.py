@@ -25,6 +25,7 @@ REGISTRY = (
     Benchmark("mining", "Duplicate mining"),
     Benchmark("scale_1m", "Scale and footprint (1M items)"),
     Benchmark("gpu_import", "GPU import"),
+    Benchmark("ray_encode", "Encoding on Ray"),
     Benchmark("finetune_quora", "Fine-tuning objectives on Quora pairs", quick=False,
               runner="benchmarks.external:finetune"),
     Benchmark("window_latency", "The window", quick=False, runner="benchmarks.external:window"),

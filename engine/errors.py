@@ -22,5 +22,10 @@ class ModelError(DuplensError):
     """A model cannot be found or is not a sentence-transformers model."""
 
 
+class ClusterError(DuplensError):
+    """A Ray cluster cannot be used: Ray is not installed, the address is wrong or the
+    cluster cannot be reached, or its workers cannot run the model."""
+
+
 class Cancelled(Exception):
     """Raised inside a job when its `CancelToken` was set; what was committed stays."""

@@ -59,3 +59,19 @@ def new_project(tmp_path, encoder):
     yield make
     for project in opened:
         project.close()
+
+
+@pytest.fixture(scope="session")
+def ray_session():
+    """One local Ray for the whole test session (starting one takes seconds), started by the
+    engine's own code: 2 CPUs, no dashboard, usage stats off, its files in a /tmp folder
+    removed at the end. Executors made in tests (`executor_for("ray")`) join it, and
+    subprocesses join it at `ray_session.gcs_address`."""
+    from engine.encoding.ray_cluster import connect
+
+    session = connect(None, num_cpus=2)
+    import ray  # after connect: Ray reads how it authenticates when it is first imported
+
+    session.gcs_address = ray.get_runtime_context().gcs_address
+    yield session
+    session.close()

@@ -13,6 +13,8 @@ from engine.cli.common import (
     unescape,
 )
 from engine.encoding.backends import backend_for_row, require_backend
+from engine.encoding.encoder import Executor
+from engine.encoding.executors import executor_for, parse_executor
 from engine.errors import Cancelled
 from engine.jobs import CancelToken
 
@@ -32,23 +34,45 @@ def register(sub) -> None:
                    help="whether '\"' quotes fields in CSV/TSV (auto: detected)")
     p.add_argument("--no-encode", action="store_true", help="store the rows only")
     model_options(p)
+    executor_option(p)
     p.set_defaults(run=cmd_import)
 
     p = sub.add_parser("encode", help="encode and index what is not yet (resumes a stopped "
                        "import)")
     p.add_argument("project")
     model_options(p)
+    executor_option(p)
     p.set_defaults(run=cmd_encode)
+
+
+def executor_option(p) -> None:
+    p.add_argument("--executor", default="local", metavar="local|ray|ray=ADDRESS",
+                   help="where texts are encoded: in this process (local, the default), on "
+                   "a Ray started on this computer with all its cores (ray), or on the Ray "
+                   "cluster at ADDRESS, e.g. ray=ray://host:10001 or ray=host:6379; Ray "
+                   "needs pip install \"duplens[ray]\"")
 
 
 def cmd_import(args, cancel: CancelToken) -> int:
     from engine.encoding.models import resolve_model
-    from engine.progress_bar import TqdmProgress
 
     if args.model is not None and not args.no_encode:
         resolve_model(args.model)  # a wrong model is reported before the project is touched
     if args.backend is not None and not args.no_encode:
         require_backend(args.backend)  # so is a backend whose packages are missing
+    if args.no_encode:
+        return _import(args, cancel, None)
+    # A wrong cluster address too, and the rows are imported only once Ray is reachable.
+    executor = executor_for(args.executor)
+    try:
+        return _import(args, cancel, executor)
+    finally:
+        executor.close()
+
+
+def _import(args, cancel: CancelToken, executor: Executor | None) -> int:
+    from engine.progress_bar import TqdmProgress
+
     with open_project(args.project, create=True) as project:
         bar = TqdmProgress()
         try:
@@ -63,9 +87,9 @@ def cmd_import(args, cancel: CancelToken) -> int:
             return EXIT_CANCELLED
         bar.close()
         _report_import(report)
-        if args.no_encode:
+        if executor is None:
             return EXIT_OK
-        return encode(project, args, cancel)
+        return encode(project, args, cancel, executor)
 
 
 def _report_import(report) -> None:
@@ -86,13 +110,18 @@ def _report_import(report) -> None:
 
 
 def cmd_encode(args, cancel: CancelToken) -> int:
+    parse_executor(args.executor)  # a mistyped option is reported before anything starts
     with open_project(args.project) as project:
-        return encode(project, args, cancel)
+        executor = executor_for(args.executor)
+        try:
+            return encode(project, args, cancel, executor)
+        finally:
+            executor.close()
 
 
-def encode(project, args, cancel: CancelToken) -> int:
+def encode(project, args, cancel: CancelToken, executor: Executor) -> int:
     """Encode what the project lacks with the model and backend the options ask for (the
-    project's own when they ask for none)."""
+    project's own when they ask for none), its batches on `executor`."""
     from engine.progress_bar import TqdmProgress
 
     active = project.active_model()
@@ -107,8 +136,11 @@ def encode(project, args, cancel: CancelToken) -> int:
                           backend=backend)
     project.batch_size = args.batch_size
     bar = TqdmProgress()
-    report = project.encode(progress=bar, cancel=cancel)
+    report = project.encode(progress=bar, cancel=cancel, executor=executor)
     bar.close()
+    plan = getattr(executor, "last_plan", None)
+    if plan is not None:
+        say(f"encoded on {plan.describe()}")
     for notice in project.notices:
         say(notice)
     if report.truncated:

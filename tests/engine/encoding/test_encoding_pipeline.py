@@ -79,8 +79,8 @@ class _DiesAfter(LocalExecutor):
     def __init__(self, n: int) -> None:
         self.n = n
 
-    def map(self, fn, batches):
-        for batch in super().map(fn, batches):
+    def map(self, encoder, batches):
+        for batch in super().map(encoder, batches):
             if self.n == 0:
                 raise KeyboardInterrupt
             self.n -= 1
