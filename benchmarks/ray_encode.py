@@ -6,7 +6,7 @@
 Same texts (distinct Quora questions), same model (the bundled all-MiniLM-L6-v2), batch
 size 64, one process driving everything, one configuration after the other:
 - plain `SentenceTransformer.encode` (normalised; all cores, and one torch thread);
-- Duplens' import pipeline encoding in this thread (`Project.encode`, `LocalExecutor`);
+- Duplens' import pipeline encoding in this thread (`project.vectors.encode`, `LocalExecutor`);
 - the same pipeline on a local Ray (`RayExecutor`, started once with every core) with N CPU
   actors of one CPU and one torch thread each, for each N of `--workers`, and (with CUDA)
   one or more GPU actors (fp16, as local CUDA encoding);
@@ -147,7 +147,7 @@ def _csv(folder: Path, texts: list[str]) -> Path:
 
 
 def _pipeline(path: Path, src: Path, encoder, executor) -> dict:
-    """Import (not timed), then `Project.encode` on `executor` (timed): seconds, the steady
+    """Import (not timed), then `project.vectors.encode` on `executor` (timed): seconds, the steady
     rate from the first result to the last, and the stored vectors by text."""
     from engine.project import Project
     from engine.store import vectors as vector_store
@@ -160,17 +160,17 @@ def _pipeline(path: Path, src: Path, encoder, executor) -> dict:
             marks.append((time.perf_counter(), p.done))
 
     with Project.open(path, create=True) as project:
-        project.attach_encoder(encoder, is_default=True)
-        project.import_table(src, ["question"])
+        project.model.attach(encoder, is_default=True)
+        project.rows.import_table(src, ["question"])
         t0 = time.perf_counter()
         try:
-            project.encode(progress=progress, executor=executor)
+            project.vectors.encode(progress=progress, executor=executor)
         finally:
             if executor is not None:
                 executor.close()
         seconds = time.perf_counter() - t0
         with project.store.read() as conn:
-            model_id = project._active_model_id()
+            model_id = project.model.id()
             by_text = {}
             for ids, vecs in vector_store.iter_embeddings(conn, model_id, encoder.dim):
                 texts = texts_by_id(conn, ids.tolist())
@@ -204,9 +204,9 @@ def _without_index(path: Path, src: Path, encoder, by_text: dict[str, np.ndarray
     from engine.project import Project
 
     with Project.open(path, create=True) as project:
-        project.attach_encoder(encoder, is_default=True)
-        project.import_table(src, ["question"])
-        model_id = project._active_model_id()
+        project.model.attach(encoder, is_default=True)
+        project.rows.import_table(src, ["question"])
+        model_id = project.model.id()
         return _timed(lambda: encode_missing(project.store, encoder, model_id,
                                              executor=_Precomputed(by_text)))
 
@@ -219,9 +219,9 @@ def _commit_only(path: Path, src: Path, encoder, by_text: dict[str, np.ndarray])
     from engine.store.vectors import add_embeddings, missing_text_ids
 
     with Project.open(path, create=True) as project:
-        project.attach_encoder(encoder, is_default=True)
-        project.import_table(src, ["question"])
-        model_id = project._active_model_id()
+        project.model.attach(encoder, is_default=True)
+        project.rows.import_table(src, ["question"])
+        model_id = project.model.id()
         with project.store.read() as conn:
             ids = missing_text_ids(conn, model_id)
             texts = texts_by_id(conn, ids)

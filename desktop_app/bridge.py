@@ -108,14 +108,14 @@ class EngineBridge(JobRunner):
 
         project = Project.open(path, create=create)
         try:
-            project.device_preference = self.device_preference
-            project.backend_preference = self.backend_preference
-            project.batch_size = self.batch_size
-            project.fast_queries = True   # attach_encoder prepares them (a job thread)
+            # fast queries are prepared where the model is attached (this job thread)
+            project.model.configure(device=self.device_preference,
+                                    backend=self.backend_preference,
+                                    batch_size=self.batch_size, fast_queries=True)
             if self._encoder is not None:
-                project.attach_encoder(self._encoder, is_default=True)
-            elif self._preloaded is not None and project.uses_default_model():
-                project.attach_encoder(self._preloaded, is_default=True)
+                project.model.attach(self._encoder, is_default=True)
+            elif self._preloaded is not None and project.model.is_default():
+                project.model.attach(self._preloaded, is_default=True)
             info = project_info(project)
         except BaseException:
             project.close()
@@ -171,7 +171,7 @@ class EngineBridge(JobRunner):
         project = self._current()
         if project is not None:
             job.model_loading()
-            job.model_ready(project.encoder().device)
+            job.model_ready(project.model.encoder().device)
             return None
         if self._preloaded is not None or self._encoder is not None:
             return None
@@ -217,8 +217,7 @@ class EngineBridge(JobRunner):
             self._preloaded = None  # loaded the other way; the next warm-up loads it anew
         project = self._current()
         if project is not None:
-            project.device_preference, project.batch_size = device, int(batch_size)
-            project.backend_preference = backend
+            project.model.configure(device=device, batch_size=int(batch_size), backend=backend)
 
     # -- search ----------------------------------------------------------------------------
     def search(self, text: str, k: int = 10) -> int:
@@ -263,19 +262,19 @@ class EngineBridge(JobRunner):
     def count_items(self) -> int:
         """Live rows; a single indexed COUNT, cheap enough for the GUI thread."""
         project = self._current()
-        return project.count_items() if project is not None else 0
+        return project.rows.count() if project is not None else 0
 
     def items_by_ids(self, item_ids: Sequence[int]) -> list[dict]:
         """One page of rows for the table, by id; small pages keep this a few milliseconds."""
         project = self._current()
-        return project.items_by_ids(item_ids) if project is not None else []
+        return project.rows.by_ids(item_ids) if project is not None else []
 
 
 def project_info(project: Project) -> dict:
     """`project.info()` plus whether it uses the default model and the notices the user
     should read (index rebuilt…), which are cleared once read."""
     info = dict(project.info())
-    info["default_model"] = project.uses_default_model()
+    info["default_model"] = project.model.is_default()
     info["notices"] = list(project.notices)
     project.notices.clear()
     return info

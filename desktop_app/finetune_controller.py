@@ -58,7 +58,7 @@ def collect_input(extra_file: str | None, job: Job) -> TrainingInput:
     """The job: the review verdicts plus `extra_file`'s pairs, with the engine's counts."""
     from engine.training.collect import training_input
 
-    return training_input(job.project.labelled_pairs(), extra_file)
+    return training_input(job.project.labels.pairs(), extra_file)
 
 
 def train(pairs: list[LabelledPair], request: TrainingRequest, job: Job) -> FinetuneReport:
@@ -71,7 +71,7 @@ def train(pairs: list[LabelledPair], request: TrainingRequest, job: Job) -> Fine
             job.partial((progress.done, float(loss)))
         job.progress(progress)
 
-    return job.project.finetune(request.objective, pairs=pairs, options=request.options,
+    return job.project.versions.finetune(request.objective, pairs=pairs, options=request.options,
                                 held_out=request.held_out, seed=request.seed,
                                 progress=report, cancel=job.token)
 
@@ -153,7 +153,7 @@ class FinetuneController(QObject):
             return
         self._set_state(RunState.DISCARDING)
         version_id = self.report.version_id
-        self.bridge.run(lambda job: job.project.delete_model(version_id), pool=Pool.JOBS,
+        self.bridge.run(lambda job: job.project.versions.delete(version_id), pool=Pool.JOBS,
                         on_done=self._deleted, on_failed=self._delete_failed)
 
     # -- outcomes, on the GUI thread -------------------------------------------------------

@@ -47,12 +47,12 @@ def import_and_encode(choices: ImportChoices | None, job: Job) -> EncodingResult
     project = job.project
     report = None
     if choices is not None:
-        report = project.import_table(
+        report = project.rows.import_table(
             choices.path, list(choices.text_columns), id_column=choices.id_column,
             sheet=choices.sheet, encoding=choices.encoding, delimiter=choices.delimiter,
             progress=job.progress, cancel=job.token)
-    encoded = project.encode(progress=job.progress, cancel=job.token)
-    device = project.encoder().device
+    encoded = project.vectors.encode(progress=job.progress, cancel=job.token)
+    device = project.model.encoder().device
     job.model_ready(device)
     return {"import": report, "encode": encoded, "cancelled": encoded.cancelled,
             "info": project_info(project), "device": device}

@@ -61,14 +61,14 @@ class ModelController(QObject):
         the project's active one. Encode afterwards to index with it. A failure goes to
         the window's error dialog."""
         device, batch_size = self.bridge.device_preference, self.bridge.batch_size
-        return self._load(lambda project: project.use_model(model, device=device,
+        return self._load(lambda project: project.model.use(model, device=device,
                                                             batch_size=batch_size))
 
     def change_backend(self) -> JobHandle:
         """Load the project's active model again with the backend now preferred (the
         active model stays: a fine-tuned version is not swapped for the default)."""
         backend = self.bridge.backend_preference
-        return self._load(lambda project: project.reload_model(backend))
+        return self._load(lambda project: project.model.reload(backend))
 
     def _load(self, load: Callable[[Project], SentenceEncoder]) -> JobHandle:
         def work(job: Job) -> ModelResult:
@@ -85,9 +85,9 @@ class ModelController(QObject):
 
         def work(job: Job) -> ActivationResult:
             project = job.project
-            report = project.activate_model(version_id, progress=job.progress,
+            report = project.versions.activate(version_id, progress=job.progress,
                                             cancel=job.token)
-            device = project.encoder().device
+            device = project.model.encoder().device
             if report.activated:
                 job.model_ready(device)
             return {"report": report, "info": project_info(project), "device": device}

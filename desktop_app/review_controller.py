@@ -112,8 +112,8 @@ class ReviewController(QObject):
 
         def work(job: Job) -> tuple[list[Cluster], list[Cluster]]:
             project = job.project
-            raw = project.duplicates(threshold, decisions=False)
-            return raw, project.apply_decisions(raw)
+            raw = project.clusters.cut(threshold, decisions=False)
+            return raw, project.clusters.apply_decisions(raw)
 
         def done(result: tuple[list[Cluster], list[Cluster]]) -> None:
             raw, applied = result
@@ -166,7 +166,7 @@ class ReviewController(QObject):
             else:
                 rows = _rows_of(change)
                 touched = [c for c in raw.values() if rows.intersection(c.item_ids())]
-            return change, job.project.apply_decisions(touched)
+            return change, job.project.clusters.apply_decisions(touched)
 
         def done(result: tuple[object, list[Cluster]]) -> None:
             change, updated = result
@@ -184,7 +184,7 @@ class ReviewController(QObject):
     def _history(self) -> ReviewHistory:
         if self.history is None:
             project = self.bridge.current_project()
-            self.history = ReviewHistory(project)
+            self.history = ReviewHistory(project.labels)
         return self.history
 
     def _emit_history(self, what: str) -> None:
@@ -193,16 +193,16 @@ class ReviewController(QObject):
 
     # -- plots and export ------------------------------------------------------------------
     def load_histogram(self) -> None:
-        self.bridge.run(lambda job: job.project.similarity_histogram(), pool=Pool.REVIEW,
+        self.bridge.run(lambda job: job.project.clusters.histogram(), pool=Pool.REVIEW,
                         on_done=self.histogramReady.emit, latest=self._key("histogram"))
 
     def load_curve(self) -> None:
-        self.bridge.run(lambda job: job.project.label_curve(), pool=Pool.REVIEW,
+        self.bridge.run(lambda job: job.project.labels.curve(), pool=Pool.REVIEW,
                         on_done=self.curveReady.emit, latest=self._key("curve"))
 
     def load_map(self) -> None:
         threshold = self.threshold
-        self.bridge.run(lambda job: job.project.embedding_map(threshold), pool=Pool.REVIEW,
+        self.bridge.run(lambda job: job.project.clusters.map(threshold), pool=Pool.REVIEW,
                         on_done=self.mapReady.emit, latest=self._key("map"))
 
     def export(self, path: str) -> None:
@@ -211,7 +211,7 @@ class ReviewController(QObject):
 
         def work(job: Job) -> int:
             project = job.project
-            return project.export_clusters(path, project.duplicates(threshold))
+            return project.exports.clusters(path, project.clusters.cut(threshold))
 
         self.bridge.run(work, pool=Pool.REVIEW, on_done=lambda n: self.exported.emit(path, n))
 

@@ -52,7 +52,7 @@ def new_project(tmp_path, encoder):
 
     def make(name: str = "test.duplens"):
         project = Project.open(tmp_path / name, create=True)
-        project.attach_encoder(encoder, is_default=True)
+        project.model.attach(encoder, is_default=True)
         opened.append(project)
         return project
 

@@ -1,6 +1,6 @@
 """`ItemsView`: the table of every row, with a filter box and sortable columns.
 
-The engine decides which rows and in what order (`Project.row_order`, on the bridge's table
+The engine decides which rows and in what order (`Rows.order`, on the bridge's table
 pool); this view holds the current `RowQuery`, asks again when the analyst types a filter or
 clicks a header, and only the newest request's answer is shown (`latest`). Sorting by Cluster or
 Decision uses the review's latest cut, which only the window knows, so that reordering is
@@ -53,9 +53,9 @@ def read_rows(query: RowQuery, job: Job) -> RowSet:
     """The job: which rows `query` shows, in order. Sorting a million rows takes seconds,
     hence the table's own pool: it must not wait behind an import or a re-cut."""
     project = job.project
-    order = project.row_order(query)
-    total = project.count_items() if query.text_filter else len(order)
-    return RowSet(query, order, project.item_columns(), total)
+    order = project.rows.order(query)
+    total = project.rows.count() if query.text_filter else len(order)
+    return RowSet(query, order, project.rows.columns(), total)
 
 
 class ItemsView(QWidget):

@@ -1,6 +1,6 @@
 """`VersionsDialog`: every model the project has used, with rollback, export and delete.
 
-A table of `Project.model_versions()`: name, the version it was trained from, objective,
+A table of `ModelVersions.list()`: name, the version it was trained from, objective,
 held-out average precision and best F1 before and after its training, date, how much of
 the project it has encoded, and which one is active. **Make active** hands the version to
 the main window (`activateRequested`), which re-encodes in the background with its status
@@ -135,7 +135,7 @@ class VersionsDialog(QDialog):
 
     # -- actions ---------------------------------------------------------------------------
     def refresh(self) -> None:
-        self.bridge.run(lambda job: job.project.model_versions(), pool=Pool.REVIEW,
+        self.bridge.run(lambda job: job.project.versions.list(), pool=Pool.REVIEW,
                         on_done=self.show_versions, on_failed=self._error,
                         latest=self._versions_key)
 
@@ -169,7 +169,7 @@ class VersionsDialog(QDialog):
         target = export_target(Path(chosen), version["name"])
         self._say(f"Exporting {version['name']} to {target}…")
         version_id = version["id"]
-        self.bridge.run(lambda job: job.project.export_model(version_id, str(target)),
+        self.bridge.run(lambda job: job.project.versions.export(version_id, str(target)),
                         pool=Pool.JOBS, on_done=self._exported, on_failed=self._error)
 
     def delete(self) -> None:
@@ -178,7 +178,7 @@ class VersionsDialog(QDialog):
             return
         self._say(f"Deleting {version['name']}…")
         version_id = version["id"]
-        self.bridge.run(lambda job: job.project.delete_model(version_id), pool=Pool.JOBS,
+        self.bridge.run(lambda job: job.project.versions.delete(version_id), pool=Pool.JOBS,
                         on_done=self._deleted, on_failed=self._error)
 
     # -- rendering -------------------------------------------------------------------------

@@ -27,7 +27,7 @@ def cmd_duplicates(args, cancel: CancelToken) -> int:
     with open_project(args.project) as project:
         bar = TqdmProgress()
         try:
-            clusters = project.duplicates(args.threshold, args.neighbours, progress=bar,
+            clusters = project.clusters.cut(args.threshold, args.neighbours, progress=bar,
                                           cancel=cancel)
         except Cancelled:
             bar.close()
@@ -37,7 +37,7 @@ def cmd_duplicates(args, cancel: CancelToken) -> int:
         for notice in project.notices:
             say(notice)
         if args.out:
-            n = project.export_clusters(args.out, clusters)
+            n = project.exports.clusters(args.out, clusters)
             say(f"{len(clusters)} clusters, {n} rows written to {args.out}")
     if args.json:
         print(json.dumps([c.as_json() for c in clusters], ensure_ascii=False, indent=1))

@@ -44,10 +44,10 @@ def cmd_finetune(args, cancel: CancelToken) -> int:
     options = TrainingOptions(batch_size=args.batch_size, epochs=args.epochs,
                               max_steps=args.max_steps, seed=args.seed)
     with open_project(args.project) as project:
-        project.device_preference = args.device
+        project.model.configure(device=args.device)
         bar = StageBars()
         try:
-            report = project.finetune(args.loss, extra_file=args.pairs, options=options,
+            report = project.versions.finetune(args.loss, extra_file=args.pairs, options=options,
                                       held_out=args.held_out, seed=args.seed, progress=bar,
                                       cancel=cancel)
         except Cancelled:

@@ -12,7 +12,7 @@ from engine.cli.common import (
     say,
     unescape,
 )
-from engine.encoding.backends import backend_for_row, require_backend
+from engine.encoding.backends import require_backend
 from engine.encoding.encoder import Executor
 from engine.encoding.executors import executor_for, parse_executor
 from engine.errors import Cancelled
@@ -76,7 +76,7 @@ def _import(args, cancel: CancelToken, executor: Executor | None) -> int:
     with open_project(args.project, create=True) as project:
         bar = TqdmProgress()
         try:
-            report = project.import_table(
+            report = project.rows.import_table(
                 args.file, args.columns, id_column=args.id_column, sheet=args.sheet,
                 encoding=args.encoding, delimiter=unescape(args.delimiter),
                 quoting={"auto": None, "on": True, "off": False}[args.quoting], progress=bar,
@@ -124,19 +124,19 @@ def encode(project, args, cancel: CancelToken, executor: Executor) -> int:
     project's own when they ask for none), its batches on `executor`."""
     from engine.progress_bar import TqdmProgress
 
-    active = project.active_model()
+    active = project.model.row()
     wanted_default = args.model is None and active is None
     backend = args.backend
     if backend is None and active is not None and args.model is None:
-        backend = backend_for_row(active["fingerprint"], None).name  # the project's own
+        backend = project.model.serving_backend(active)  # the project's own
     if args.model is not None or wanted_default or args.device != "auto" or args.backend:
         model = args.model if args.model is not None else (
-            project.model_source(active["location"]) if active else None)
-        project.use_model(model, device=args.device, batch_size=args.batch_size,
+            project.model.source(active["location"]) if active else None)
+        project.model.use(model, device=args.device, batch_size=args.batch_size,
                           backend=backend)
-    project.batch_size = args.batch_size
+    project.model.configure(batch_size=args.batch_size)
     bar = TqdmProgress()
-    report = project.encode(progress=bar, cancel=cancel, executor=executor)
+    report = project.vectors.encode(progress=bar, cancel=cancel, executor=executor)
     bar.close()
     plan = getattr(executor, "last_plan", None)
     if plan is not None:

@@ -24,7 +24,7 @@ def register(sub) -> None:
 
 def cmd_models(args, cancel: CancelToken) -> int:
     with open_project(args.project) as project:
-        project.device_preference = args.device
+        project.model.configure(device=args.device)
         if args.activate is not None:
             report = activate(project, args.activate, cancel)
             if report.cancelled:
@@ -39,9 +39,9 @@ def cmd_models(args, cancel: CancelToken) -> int:
             version, folder = args.export
             if not version.isdigit():
                 raise InputError(f"--export: VERSION must be a version number, not {version!r}")
-            out = project.export_model(int(version), folder)
+            out = project.versions.export(int(version), folder)
             say(f"version {version} exported to {out}")
-        versions = project.model_versions()
+        versions = project.versions.list()
     if args.json:
         print(json.dumps(versions, ensure_ascii=False, indent=1))
     else:
@@ -53,7 +53,7 @@ def activate(project, version_id: int, cancel: CancelToken):
     """Activate a version with stage bars on the terminal; the activation report."""
     bar = StageBars()
     try:
-        return project.activate_model(version_id, progress=bar, cancel=cancel)
+        return project.versions.activate(version_id, progress=bar, cancel=cancel)
     finally:
         bar.close()
 

@@ -1,7 +1,7 @@
 """Choosing where the encode job's batches run: "local", "ray" or "ray=ADDRESS".
 
 The command line's `--executor` and the window's "Encode on" setting both go through
-`executor_for`; whatever it returns is handed to `Project.encode(executor=...)` and closed
+`executor_for`; whatever it returns is handed to `project.vectors.encode(executor=...)` and closed
 with `close()` when no longer wanted (it shuts down a local Ray it started).
 """
 

@@ -240,3 +240,8 @@ def _id_array(result: Result) -> np.ndarray:
     parts = [np.fromiter((row[0] for row in part), dtype=np.int64, count=len(part))
              for part in result.partitions(_ID_SLICE)]
     return np.concatenate(parts) if parts else np.zeros(0, dtype=np.int64)
+
+
+def public_id(item: dict) -> str:
+    """What users call a row: their own id when they gave an id column, else its row number."""
+    return str(item["ext_id"]) if item.get("ext_id") not in (None, "") else str(item["row"])

@@ -65,9 +65,9 @@ def questions_project(tmp_path, encoder, questions_csv) -> Path:
 
     path = tmp_path / "questions.duplens"
     with Project.open(path, create=True) as project:
-        project.attach_encoder(encoder, is_default=True)
-        project.import_table(questions_csv, ["question"], id_column="qid")
-        project.encode()
+        project.model.attach(encoder, is_default=True)
+        project.rows.import_table(questions_csv, ["question"], id_column="qid")
+        project.vectors.encode()
     return path
 
 

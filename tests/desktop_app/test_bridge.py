@@ -142,7 +142,7 @@ def test_engine_errors_and_bugs_come_back_as_failed(qtbot, bridge, questions_pro
     def broken(*_args, **_kwargs):
         raise RuntimeError("boom")
 
-    monkeypatch.setattr(bridge._current(), "import_table", broken)
+    monkeypatch.setattr(bridge._current().rows, "import_table", broken)
     with qtbot.waitSignal(imports.failed, timeout=SIGNAL_TIMEOUT_MS) as blocker:
         imports.start(ImportChoices(str(questions_csv), ["question"]))
     message, details = blocker.args

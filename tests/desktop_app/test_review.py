@@ -106,8 +106,8 @@ def test_keyboard_review_undo_redo_and_reopen(qtbot, window, questions_project, 
     window.close()                                 # closes the project, like quitting
     with Project.open(questions_project, read_only=True) as project:
         labels = {(p["label"], frozenset((p["text_a"], p["text_b"])))
-                  for p in project.labelled_pairs()}
-        texts = {r["id"]: r["text"] for r in project.items_page(0, 100)}
+                  for p in project.labels.pairs()}
+        texts = {r["id"]: r["text"] for r in project.rows.page(0, 100)}
     assert labels == {(1, frozenset((texts[canonical], texts[first]))),
                       (0, frozenset((texts[canonical], texts[second])))}
 

@@ -33,18 +33,18 @@ def project(tmp_path):
                                            f'{r[0]},{r[1]},"{r[2]}",{r[3]}' for r in ROWS]
     csv.write_text("\n".join(lines) + "\n", encoding="utf-8")
     with Project.open(tmp_path / "rows.duplens", create=True) as p:
-        p.import_table(csv, ["question"], id_column="ref")
+        p.rows.import_table(csv, ["question"], id_column="ref")
         yield p
 
 
 def _refs(project: Project, query: RowQuery | None = None) -> list[str]:
-    order = project.row_order(query)
-    return [r["id"] for r in project.items_by_ids(order)]
+    order = project.rows.order(query)
+    return [r["id"] for r in project.rows.by_ids(order)]
 
 
 def test_default_order_is_import_order_and_columns_leave_out_text_and_id(project):
     assert _refs(project) == [r[0] for r in ROWS]
-    assert project.item_columns() == ["views", "team"]
+    assert project.rows.columns() == ["views", "team"]
     assert _refs(project, RowQuery(descending=True)) == [r[0] for r in reversed(ROWS)]
 
 
@@ -80,10 +80,10 @@ def test_filter_is_a_literal_case_insensitive_substring(project):
 
 
 def test_deleted_rows_are_neither_ordered_nor_read(project):
-    first = project.row_order()
-    project.delete_items([int(first[1])])
+    first = project.rows.order()
+    project.rows.delete([int(first[1])])
     assert "r9" not in _refs(project, RowQuery(sort=SORT_TEXT))
-    assert [r["id"] for r in project.items_by_ids(first)] == ["r10", "r100", "r2", "r1", "r3"]
+    assert [r["id"] for r in project.rows.by_ids(first)] == ["r10", "r100", "r2", "r1", "r3"]
 
 
 def test_in_memory_helpers():

@@ -80,7 +80,7 @@ def test_a_killed_driver_resumes_on_the_cluster_with_every_text_once(ray_session
     # with commits behind it and batches in flight on the workers.
     script = ("import sys\nfrom engine.encoding.executors import executor_for\n"
               "from engine.project import Project\n"
-              "Project.open(sys.argv[1]).encode(chunk_texts=100, "
+              "Project.open(sys.argv[1]).vectors.encode(chunk_texts=100, "
               "executor=executor_for('ray=' + sys.argv[2]))\n")
     proc = subprocess.Popen([sys.executable, "-c", script, str(path), address],
                             env={**os.environ, "PYTHONPATH": str(ROOT)},

@@ -75,22 +75,22 @@ def test_the_option_names_local_ray_or_a_cluster():
 def test_a_project_encoded_on_ray_holds_the_local_embeddings_row_by_row(
         ray_session, new_project, data_dir, encoder):
     project = new_project()
-    project.import_table(data_dir / "questions.csv", ["question"], id_column="qid")
+    project.rows.import_table(data_dir / "questions.csv", ["question"], id_column="qid")
     executor = executor_for("ray")
     try:
-        report = project.encode(executor=executor)
+        report = project.vectors.encode(executor=executor)
     finally:
         executor.close()
     assert executor.last_plan.count == 2 and executor.last_plan.device == "cpu"
     assert report.encoded == 46 and report.remaining == 0 and not report.cancelled
-    model_id = project._active_model_id()
+    model_id = project.model.id()
     with project.store.read() as conn:
         (ids, vectors), = vector_store.iter_embeddings(conn, model_id, encoder.dim)
         texts = texts_by_id(conn, ids.tolist())
     local = encoder.encode([texts[int(t)] for t in ids])
     cosines = (vectors * local).sum(axis=1)
     assert len(cosines) == 46 and cosines.min() >= 0.9999
-    assert len(project.index()) == 46
+    assert len(project.vectors.index()) == 46
     hits = project.search("what is australia's capital city", k=1)
     assert "Australia" in hits[0].text
 
@@ -124,9 +124,9 @@ def test_results_come_in_order_with_a_bounded_number_of_batches_in_flight(
 def test_cancel_commits_what_came_back_and_stops_the_cluster_work(
         ray_session, new_project, data_dir, encoder):
     project = new_project()
-    project.import_table(data_dir / "questions.csv", ["question"])
-    project.batch_size = 4
-    model_id = project._active_model_id()
+    project.rows.import_table(data_dir / "questions.csv", ["question"])
+    project.model.configure(batch_size=4)
+    model_id = project.model.id()
     cancel, pulled = CancelToken(), []
     workers_while_running = []
 
@@ -148,7 +148,7 @@ def test_cancel_commits_what_came_back_and_stops_the_cluster_work(
     assert _wait_until(lambda: not _encode_workers()), "the actors outlived the job"
     with project.store.read() as conn:
         assert vector_store.count_model_embeddings(conn, model_id) == 4
-    assert project.encode().encoded == 42     # resumes where it stopped
+    assert project.vectors.encode().encoded == 42     # resumes where it stopped
 
 
 class _Counting:
