@@ -7,6 +7,10 @@ from pathlib import Path
 
 import pytest
 
+# Before any test module imports onnxruntime or huggingface_hub: no telemetry, the Hub
+# offline, as in the app (engine/offline.py); processes the tests start inherit it.
+import engine.offline  # noqa: F401
+
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 
 DATA = Path(__file__).parent / "data"

@@ -129,16 +129,6 @@ def pick_device(preference: str | None = "auto") -> str:
     return preference
 
 
-def quiet_and_private() -> None:
-    """Before transformers is imported: no telemetry, no download bars on the user's console.
-
-    Set as defaults only, so a user who wants otherwise can still say so in the environment.
-    """
-    os.environ.setdefault("HF_HUB_DISABLE_TELEMETRY", "1")
-    os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
-    os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
-
-
 def load_model(spec: ModelSpec, device: str, backend: str | None = None) -> SentenceTransformer:
     """Load the model; local folders never touch the network, fp16 on CUDA.
 
@@ -153,7 +143,6 @@ def load_model(spec: ModelSpec, device: str, backend: str | None = None) -> Sent
             raise ModelError(f"the {chosen.name} backend runs on the CPU, not {device}; "
                              f"choose the cpu device or the torch backend")
         return _load_exported(spec, chosen)
-    quiet_and_private()
     from sentence_transformers import SentenceTransformer
     from transformers.utils import logging as hf_logging
 

@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from engine.encoding.encoder import SentenceEncoder
-from engine.encoding.models import ModelSpec, pick_device, quiet_and_private, resolve_model
+from engine.encoding.models import ModelSpec, pick_device, resolve_model
 from engine.errors import ModelError
 from engine.jobs import CancelToken, Progress, ProgressCallback, RateMeter, no_progress
 from engine.training.objectives import TrainingData, build_training_data, get_objective
@@ -125,7 +125,6 @@ def finetune(model: ModelSource, train_pairs: Sequence[LabelledPair], objective:
     _check_output(output_dir)
     cancel = cancel or CancelToken()
 
-    quiet_and_private()
     from transformers import set_seed
 
     trainee = _training_copy(model, device)
