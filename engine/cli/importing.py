@@ -10,6 +10,7 @@ from engine.cli.common import (
     model_options,
     open_project,
     say,
+    trust_option,
     unescape,
 )
 from engine.encoding.backends import backend_for_row, require_backend
@@ -32,12 +33,14 @@ def register(sub) -> None:
                    help="whether '\"' quotes fields in CSV/TSV (auto: detected)")
     p.add_argument("--no-encode", action="store_true", help="store the rows only")
     model_options(p)
+    trust_option(p)
     p.set_defaults(run=cmd_import)
 
     p = sub.add_parser("encode", help="encode and index what is not yet (resumes a stopped "
                        "import)")
     p.add_argument("project")
     model_options(p)
+    trust_option(p)
     p.set_defaults(run=cmd_encode)
 
 
@@ -49,7 +52,8 @@ def cmd_import(args, cancel: CancelToken) -> int:
         resolve_model(args.model)  # a wrong model is reported before the project is touched
     if args.backend is not None and not args.no_encode:
         require_backend(args.backend)  # so is a backend whose packages are missing
-    with open_project(args.project, create=True) as project:
+    with open_project(args.project, create=True,
+                      trust_models=args.trust_model_location) as project:
         bar = TqdmProgress()
         try:
             report = project.import_table(
@@ -86,7 +90,7 @@ def _report_import(report) -> None:
 
 
 def cmd_encode(args, cancel: CancelToken) -> int:
-    with open_project(args.project) as project:
+    with open_project(args.project, trust_models=args.trust_model_location) as project:
         return encode(project, args, cancel)
 
 
