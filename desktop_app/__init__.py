@@ -5,3 +5,6 @@ controllers (`*_controller.py`) and a few views submit plain functions that run 
 thread and get their outcome back on the GUI thread, so the engine stays Qt-free and the
 window never blocks on engine work. Everything else is widgets and Qt models.
 """
+
+# Before PySide6 or anything else: no telemetry, the Hub offline (see engine.offline).
+from engine import offline  # noqa: F401

@@ -7,6 +7,10 @@ from pathlib import Path
 
 import pytest
 
+# Before any test module imports onnxruntime or huggingface_hub: no telemetry, the Hub
+# offline, as in the app (engine/offline.py); processes the tests start inherit it.
+import engine.offline  # noqa: F401
+
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 
 DATA = Path(__file__).parent / "data"
@@ -14,9 +18,10 @@ DATA = Path(__file__).parent / "data"
 
 @pytest.fixture(scope="session", autouse=True)
 def private_folders(tmp_path_factory):
-    """Backend exports (ONNX files and the like) and the log file go to folders of this test
-    session, never to the user's cache or log folder."""
-    names = {"DUPLENS_CACHE_DIR": "export-cache", "DUPLENS_LOG_DIR": "logs"}
+    """Backend exports (ONNX files and the like), the log file and approved model locations
+    go to folders of this test session, never to the user's cache, log or config folder."""
+    names = {"DUPLENS_CACHE_DIR": "export-cache", "DUPLENS_LOG_DIR": "logs",
+             "DUPLENS_CONFIG_DIR": "config"}
     old = {name: os.environ.get(name) for name in names}
     for name, folder in names.items():
         os.environ[name] = str(tmp_path_factory.mktemp(folder))

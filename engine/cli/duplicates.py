@@ -4,7 +4,14 @@ from __future__ import annotations
 
 import json
 
-from engine.cli.common import EXIT_CANCELLED, EXIT_OK, one_line, open_project, say
+from engine.cli.common import (
+    EXIT_CANCELLED,
+    EXIT_OK,
+    one_line,
+    open_project,
+    say,
+    trust_option,
+)
 from engine.errors import Cancelled
 from engine.jobs import CancelToken
 
@@ -18,13 +25,14 @@ def register(sub) -> None:
                         "around one centre)")
     p.add_argument("--out", help="write the clusters to a .csv or .xlsx file")
     p.add_argument("--json", action="store_true")
+    trust_option(p)
     p.set_defaults(run=cmd_duplicates)
 
 
 def cmd_duplicates(args, cancel: CancelToken) -> int:
     from engine.progress_bar import TqdmProgress
 
-    with open_project(args.project) as project:
+    with open_project(args.project, trust_models=args.trust_model_location) as project:
         bar = TqdmProgress()
         try:
             clusters = project.clusters.cut(args.threshold, args.neighbours, progress=bar,

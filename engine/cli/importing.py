@@ -10,6 +10,7 @@ from engine.cli.common import (
     model_options,
     open_project,
     say,
+    trust_option,
     unescape,
 )
 from engine.encoding.backends import require_backend
@@ -35,6 +36,7 @@ def register(sub) -> None:
     p.add_argument("--no-encode", action="store_true", help="store the rows only")
     model_options(p)
     executor_option(p)
+    trust_option(p)
     p.set_defaults(run=cmd_import)
 
     p = sub.add_parser("encode", help="encode and index what is not yet (resumes a stopped "
@@ -42,6 +44,7 @@ def register(sub) -> None:
     p.add_argument("project")
     model_options(p)
     executor_option(p)
+    trust_option(p)
     p.set_defaults(run=cmd_encode)
 
 
@@ -73,7 +76,8 @@ def cmd_import(args, cancel: CancelToken) -> int:
 def _import(args, cancel: CancelToken, executor: Executor | None) -> int:
     from engine.progress_bar import TqdmProgress
 
-    with open_project(args.project, create=True) as project:
+    with open_project(args.project, create=True,
+                      trust_models=args.trust_model_location) as project:
         bar = TqdmProgress()
         try:
             report = project.rows.import_table(
@@ -111,7 +115,7 @@ def _report_import(report) -> None:
 
 def cmd_encode(args, cancel: CancelToken) -> int:
     parse_executor(args.executor)  # a mistyped option is reported before anything starts
-    with open_project(args.project) as project:
+    with open_project(args.project, trust_models=args.trust_model_location) as project:
         executor = executor_for(args.executor)
         try:
             return encode(project, args, cancel, executor)

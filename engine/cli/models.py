@@ -4,7 +4,14 @@ from __future__ import annotations
 
 import json
 
-from engine.cli.common import EXIT_CANCELLED, EXIT_OK, one_line, open_project, say
+from engine.cli.common import (
+    EXIT_CANCELLED,
+    EXIT_OK,
+    one_line,
+    open_project,
+    say,
+    trust_option,
+)
 from engine.cli.stage_bars import StageBars
 from engine.errors import InputError
 from engine.jobs import CancelToken
@@ -19,11 +26,12 @@ def register(sub) -> None:
                    help="copy a version to a new folder sentence-transformers loads")
     p.add_argument("--device", default="auto")
     p.add_argument("--json", action="store_true")
+    trust_option(p)
     p.set_defaults(run=cmd_models)
 
 
 def cmd_models(args, cancel: CancelToken) -> int:
-    with open_project(args.project) as project:
+    with open_project(args.project, trust_models=args.trust_model_location) as project:
         project.model.configure(device=args.device)
         if args.activate is not None:
             report = activate(project, args.activate, cancel)

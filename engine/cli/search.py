@@ -4,7 +4,14 @@ from __future__ import annotations
 
 import json
 
-from engine.cli.common import EXIT_OK, backend_option, one_line, open_project, say
+from engine.cli.common import (
+    EXIT_OK,
+    backend_option,
+    one_line,
+    open_project,
+    say,
+    trust_option,
+)
 from engine.jobs import CancelToken
 
 
@@ -16,11 +23,12 @@ def register(sub) -> None:
     p.add_argument("--json", action="store_true")
     p.add_argument("--device", default="auto")
     backend_option(p)
+    trust_option(p)
     p.set_defaults(run=cmd_search)
 
 
 def cmd_search(args, _cancel: CancelToken) -> int:
-    with open_project(args.project) as project:
+    with open_project(args.project, trust_models=args.trust_model_location) as project:
         project.model.configure(device=args.device)
         active = project.model.row()
         if args.backend and active is not None:

@@ -28,8 +28,9 @@ from pathlib import Path
 
 from sqlalchemy import Connection, delete, func, insert, or_, select
 
+from engine import model_trust
 from engine.encoding.models import DEFAULT_MODEL, default_model_path, resolve_model
-from engine.errors import InputError, ModelError
+from engine.errors import InputError, ModelError, UntrustedModelLocation
 from engine.index.persist import blob_name
 from engine.store import items as item_store
 from engine.store import vectors as vector_store
@@ -56,11 +57,20 @@ def stored_location(project_path: Path, folder: Path) -> str:
 
 def location_for(project_path: Path, source: str) -> str:
     """How a loaded model's location is recorded: a folder among the project's own versions
-    relative to the project (so the project can move), anything else as given."""
+    relative to the project (so the project can move), anything else as given.
+
+    Anything else is also approved for this project in the user's config
+    (`engine.model_trust`): a model is recorded once this user chose it (or approved it), so
+    their own project opens it again without asking; a project from elsewhere does ask.
+    """
     try:
         folder = Path(source).resolve()
         folder.relative_to(models_folder(project_path).resolve())
     except (OSError, ValueError):
+        own = model_folder(project_path, source)
+        if not _needs_no_consent(project_path, own):
+            model_trust.approve(project_path, model_trust.location_key(
+                source if own is None else own, is_hub=own is None))
         return source
     return stored_location(project_path, folder)
 
@@ -85,11 +95,66 @@ def model_folder(project_path: Path, location: str) -> Path | None:
 
 
 def model_source(project_path: Path, location: str) -> str | None:
-    """What `load_encoder` takes for a model row: None for the default, else a path or name."""
+    """What `load_encoder` takes for a model row: None for the default, else a path or name.
+
+    Raises `UntrustedModelLocation` for a location outside the project's own versions (and
+    not the bundled model) that the user has not approved for this project: opening a
+    project from someone else never loads a model from elsewhere, nor downloads one,
+    unasked. What a model folder holds is checked when it is resolved
+    (`engine.encoding.model_safety`), wherever it is.
+    """
     if location == DEFAULT_MODEL:
         return None
+    check_consent(project_path, location)
     folder = model_folder(project_path, location)
     return str(folder) if folder is not None else location
+
+
+def check_consent(project_path: Path, location: str) -> None:
+    """Raise `UntrustedModelLocation` unless the project may load `location` as it is: the
+    default, one of its own versions, or a location the user approved for it."""
+    if location == DEFAULT_MODEL:
+        return
+    folder = model_folder(project_path, location)
+    if _needs_no_consent(project_path, folder):
+        return
+    key = model_trust.location_key(location if folder is None else folder,
+                                   is_hub=folder is None)
+    if not model_trust.is_approved(project_path, key):
+        raise UntrustedModelLocation(project_path, key, is_hub=folder is None)
+
+
+def approve_locations(store: Store, project_path: Path) -> list[str]:
+    """Approve every model location the project names outside its own versions (the CLI's
+    --trust-model-location); returns those that were not approved before."""
+    with store.read() as conn:
+        locations = [row["location"] for row in vector_store.list_models(conn)]
+    added = []
+    for location in locations:
+        if location == DEFAULT_MODEL:
+            continue
+        folder = model_folder(project_path, location)
+        if _needs_no_consent(project_path, folder):
+            continue
+        key = model_trust.location_key(location if folder is None else folder,
+                                       is_hub=folder is None)
+        if model_trust.approve(project_path, key):
+            added.append(key)
+    return added
+
+
+def _needs_no_consent(project_path: Path, folder: Path | None) -> bool:
+    """A folder inside the project's own `.models` folder, or the bundled model's (symbolic
+    links followed: a link there that points elsewhere is elsewhere)."""
+    if folder is None:
+        return False
+    try:
+        resolved = folder.resolve()
+        own = models_folder(project_path).resolve()
+        return (resolved != own and resolved.is_relative_to(own)) or \
+            resolved == default_model_path().resolve()
+    except OSError:
+        return False
 
 
 def data_hash(pairs: Sequence[LabelledPair]) -> str:
