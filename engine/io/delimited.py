@@ -18,9 +18,6 @@ from engine.io import sniff
 from engine.io.records import Rows, cannot_read
 from engine.io.text_lines import Lines
 
-# The csv module's default field cap is 128 KiB; rows are bounded by `Lines` instead (see
-# engine/io/limits.py), so the field cap only has to stay out of the way. A C long caps it.
-_MAX_FIELD = 2**31 - 1
 # A delimiter the csv module would take but that cannot split a table: quote and newlines.
 _NOT_DELIMITERS = {'"': "the quote character", "\n": "a newline", "\r": "a newline"}
 
@@ -71,7 +68,7 @@ def choose_delimiter(path: Path, text: str, delimiter: str | None) -> str:
 
 def csv_rows(path: Path, lines: Lines, delimiter: str, quoting: bool = True) -> Rows:
     """csv records with the line each starts on; an unclosed quote is an error, not a row."""
-    csv.field_size_limit(max(csv.field_size_limit(), _MAX_FIELD))
+    sniff.lift_field_limit()
     reader = csv.reader(lines, delimiter=delimiter,
                         quoting=csv.QUOTE_MINIMAL if quoting else csv.QUOTE_NONE)
     while True:

@@ -10,11 +10,14 @@ spreadsheet of questions or documents holds, so no real table meets them.
 
 from __future__ import annotations
 
-MAX_ROW_CHARS = 64_000_000
+MAX_ROW_CHARS = 16_000_000
 """Characters in one record of a text table (a CSV row across its quoted newlines, or a
-JSON Lines line). 64 million characters is a book of about 20,000 pages in one row; a file
-that does not close a row by then is broken (most often a quote that never closes) and
-would otherwise be read whole into memory."""
+JSON Lines line). 16 million characters is a book of 5,000 pages in one row; a file that
+does not close a row by then is broken (most often a quote that never closes) and would
+otherwise be read whole into memory. The csv module holds a field as 4 bytes a character,
+so the cap is what bounds its buffer: importing a 300 MB file whose quote never closes
+peaks at 197 MiB with this cap, and peaked at 380 MiB with a 64M-character one
+(`duplens import --no-encode`, tests/engine/io/test_hostile_cli.py)."""
 
 MAX_COLUMNS = 16_384
 """Columns in one table: Excel's own limit (column XFD), so no workbook is ever refused.
