@@ -29,6 +29,11 @@ CHUNK_CELLS = 2_000_000
 would make a 20,000-row chunk hold 300 million cells, so wide tables get fewer rows per
 chunk instead (122 rows at the widest)."""
 
+CHUNK_CHARS = 32_000_000
+"""Characters in one chunk: rows of documents rather than questions come in fewer rows per
+chunk, so that 20,000 rows near the row cap never make one chunk of hundreds of GB. A chunk
+of questions (about 80 characters a row) is far below it."""
+
 MAX_SHEET_BYTES = 10**9
 """Unpacked bytes of one worksheet or of the shared strings of an .xlsx. openpyxl streams a
 sheet but keeps every shared string in memory, and zipfile inflates a part up to the size

@@ -15,6 +15,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from engine.errors import InputError
+from engine.io.limits import CHUNK_CHARS
 from engine.io.records import Rows, cannot_read, cell_text
 
 
@@ -23,6 +24,18 @@ def open_parquet(path: Path) -> pq.ParquetFile:
         return pq.ParquetFile(path)
     except (pa.ArrowException, OSError) as err:
         raise _bad_parquet(path, err) from err
+
+
+def parquet_batch_rows(parquet: pq.ParquetFile, chunk_rows: int) -> int:
+    """Rows to decode at once: `chunk_rows`, or fewer when the file's rows are big.
+
+    A batch is decoded whole before `iter_table` can cut it into chunks, so its size comes
+    from the file's own statistics: the uncompressed bytes per row of its biggest row group.
+    """
+    metadata = parquet.metadata
+    per_row = max((metadata.row_group(i).total_byte_size / max(metadata.row_group(i).num_rows, 1)
+                   for i in range(metadata.num_row_groups)), default=0)
+    return max(1, min(chunk_rows, int(CHUNK_CHARS // max(per_row, 1))))
 
 
 def parquet_records(path: Path, parquet: pq.ParquetFile, chunk_rows: int) -> Rows:

@@ -23,8 +23,8 @@ from engine.errors import InputError
 from engine.io import sniff
 from engine.io.delimited import choose_delimiter, csv_rows, decoded_sample
 from engine.io.json_lines import jsonl_keys, jsonl_records
-from engine.io.limits import CHUNK_CELLS
-from engine.io.parquet_table import open_parquet, parquet_records
+from engine.io.limits import CHUNK_CELLS, CHUNK_CHARS
+from engine.io.parquet_table import open_parquet, parquet_batch_rows, parquet_records
 from engine.io.records import (
     PathLike,
     ReadReport,
@@ -33,6 +33,7 @@ from engine.io.records import (
     TablePreview,
     cannot_read,
     clean_names,
+    shown,
 )
 from engine.io.text_lines import text_lines
 from engine.io.workbook import pick_sheet, sheet_names, sheet_rows
@@ -43,6 +44,7 @@ _KINDS = {
     ".parquet": "parquet", ".pq": "parquet",
     ".jsonl": "jsonl", ".ndjson": "jsonl",
 }
+_NAMES_SHOWN = 30  # column names a message lists; a wide table's would fill the screen
 
 
 # -- public API -----------------------------------------------------------------------------
@@ -130,8 +132,10 @@ def require_columns(path: PathLike, available: list[str], wanted: list[str]) -> 
     if not missing:
         return
     noun = "column" if len(missing) == 1 else "columns"
-    names = ", ".join(f'"{name}"' for name in missing)
-    have = ", ".join(available) if available else "(none)"
+    names = ", ".join(f'"{shown(name)}"' for name in missing)
+    have = ", ".join(map(shown, available[:_NAMES_SHOWN])) if available else "(none)"
+    if len(available) > _NAMES_SHOWN:
+        have += f" and {len(available) - _NAMES_SHOWN:,} more"
     raise InputError(f"{Path(path).name}: no {noun} {names}; columns are: {have}")
 
 
@@ -180,7 +184,8 @@ def _frames(path: Path, fmt: TableFormat, chunk_rows: int,
         with open_parquet(path) as parquet:
             columns = clean_names(path, parquet.schema_arrow.names)
             chunk_rows = _rows_per_chunk(chunk_rows, len(columns))
-            yield from _chunked(parquet_records(path, parquet, chunk_rows), columns, chunk_rows)
+            batch = parquet_batch_rows(parquet, chunk_rows)
+            yield from _chunked(parquet_records(path, parquet, batch), columns, chunk_rows)
     elif fmt.kind == "jsonl":
         keys = jsonl_keys(path, fmt)
         columns = clean_names(path, keys)
@@ -198,17 +203,20 @@ def _rows_per_chunk(chunk_rows: int, width: int) -> int:
 
 
 def _chunked(records: Rows, columns: list[str], chunk_rows: int) -> Iterator[pd.DataFrame]:
-    """Gather numbered rows into DataFrames, leaving out rows with nothing in them."""
+    """Gather numbered rows into DataFrames, leaving out rows with nothing in them; a chunk
+    ends at `chunk_rows` rows or `CHUNK_CHARS` characters, whichever comes first."""
     numbers: list[int] = []
     rows: list[list[str]] = []
+    chars = 0
     for number, cells in records:
         if not any(cells):
             continue
         numbers.append(number)
         rows.append(cells)
-        if len(rows) == chunk_rows:
+        chars += sum(map(len, cells))
+        if len(rows) == chunk_rows or chars >= CHUNK_CHARS:
             yield _frame(rows, numbers, columns)
-            numbers, rows = [], []
+            numbers, rows, chars = [], [], 0
     if rows:
         yield _frame(rows, numbers, columns)
 

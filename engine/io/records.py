@@ -59,6 +59,12 @@ def cannot_read(path: Path, err: OSError) -> InputError:
     return InputError(f"{path.name}: cannot read ({err.strerror or err})")
 
 
+def shown(name: str) -> str:
+    """A name as it can stand in a one-line message: control characters (a header cell with
+    a newline, say) escaped, so the message stays one line."""
+    return name if name.isprintable() else name.encode("unicode_escape").decode("ascii")
+
+
 def storable(text: str) -> str:
     """`text` with lone surrogates replaced by U+FFFD, as a strict UTF-8 decoder would have
     done: the row is kept and the one unstorable character marked, instead of the import

@@ -19,7 +19,7 @@ from openpyxl.utils.exceptions import InvalidFileException
 
 from engine.errors import InputError
 from engine.io.limits import MAX_PART_BYTES, MAX_SHEET_BYTES, size_text
-from engine.io.records import Rows, TableFormat, cannot_read, cell_text
+from engine.io.records import Rows, TableFormat, cannot_read, cell_text, shown
 
 EXCEL_MAX_ROWS = 1_048_576
 """Excel's last row. openpyxl fills a gap in row numbers with empty rows, so a sheet whose
@@ -115,7 +115,8 @@ def pick_sheet(path: Path, names: list[str], sheet: str | None) -> str:
     if sheet is None:
         return names[0]
     if sheet not in names:
-        raise InputError(f'{path.name}: no sheet "{sheet}"; sheets are: {", ".join(names)}')
+        raise InputError(f'{path.name}: no sheet "{shown(sheet)}"; sheets are: '
+                         f'{", ".join(map(shown, names))}')
     return sheet
 
 

@@ -71,3 +71,14 @@ def test_the_widest_allowed_csv_imports_every_cell(store, tmp_path) -> None:
     stored = stored_rows(store, report.source_id)
     assert [(row, text) for row, text, _ in stored] == [(1, "1-0"), (2, "2-0"), (3, "3-0")]
     assert stored[2][2] == dict(zip(names, rows[2], strict=True))
+
+
+def test_a_missing_column_message_stays_one_short_line(store, tmp_path) -> None:
+    """Header cells may hold newlines, and a wide table has thousands of names."""
+    path = tmp_path / "names.csv"
+    header = ['"two\nlines"', *(f"c{i}" for i in range(100))]
+    path.write_text(",".join(header) + "\n" + ",".join(["x"] * 101) + "\n", encoding="utf-8")
+    message = refusal(store, path, columns=["missing\nname"])
+    assert message.startswith('names.csv: no column "missing\\nname"; columns are: two\\nlines,'
+                              " c0, c1, ")
+    assert message.endswith("c28 and 71 more")
