@@ -20,6 +20,7 @@ class Benchmark:
 REGISTRY = (
     Benchmark("quality", "Quality of the bundled model"),
     Benchmark("import_throughput", "Import throughput"),
+    Benchmark("import_memory", "Import memory (rows only, growing CSVs)"),
     Benchmark("backends", "Fast CPU path (ONNX, OpenVINO)"),
     Benchmark("query_latency", "Live query latency"),
     Benchmark("mining", "Duplicate mining"),
