@@ -1,6 +1,8 @@
-"""The project schema, as SQLAlchemy Core tables shared by SQLite and (later) PostgreSQL.
+"""The project schema, as SQLAlchemy Core tables shared by SQLite and PostgreSQL.
 
-Nothing dialect-specific lives here: pragmas and blob chunk sizes are in `store.sqlite`.
+Nothing dialect-specific lives here (see `store.sqlite`, `store.postgres`). On PostgreSQL
+JSON is `json`, LargeBinary `bytea`, Boolean `boolean` and integer keys SERIAL; lengths of
+String columns are enforced there, so only values of a fixed format get one.
 Texts are stored once per normalised form (`texts`), so exact duplicates are encoded and
 indexed once; `items` are the spreadsheet rows that point at them.
 """
@@ -83,7 +85,8 @@ models = Table(
     Column("id", Integer, primary_key=True),
     Column("name", Text, nullable=False),
     Column("location", Text, nullable=False),
-    Column("fingerprint", String(80), nullable=False, unique=True),
+    # "sha256:<hex>", "folder:<hex>" or "hub:<name>", plus "+<backend>": no fixed length
+    Column("fingerprint", Text, nullable=False, unique=True),
     Column("dim", Integer, nullable=False),
     Column("max_seq_length", Integer, nullable=False),
     Column("parent_id", Integer, ForeignKey("models.id")),

@@ -27,12 +27,12 @@ ROWS = [  # ref, question, views, team
 
 
 @pytest.fixture
-def project(tmp_path):
+def project(tmp_path, store_location):
     csv = tmp_path / "rows.csv"
     lines = ["ref,question,views,team"] + [",".join(r) if "," not in r[2] else
                                            f'{r[0]},{r[1]},"{r[2]}",{r[3]}' for r in ROWS]
     csv.write_text("\n".join(lines) + "\n", encoding="utf-8")
-    with Project.open(tmp_path / "rows.duplens", create=True) as p:
+    with Project.open(store_location, create=True) as p:
         p.import_table(csv, ["question"], id_column="ref")
         yield p
 
