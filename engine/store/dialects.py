@@ -56,11 +56,13 @@ def insert_missing(conn: Connection, table: Table, rows: Sequence[Mapping],
     one, which it waits for), skip the others; how many were inserted."""
     if not rows:
         return 0
-    stmt = conflict_insert(conn, table).on_conflict_do_nothing(index_elements=list(keys))
+    # SQLAlchemy reports -1 for psycopg's rowcount (executemany, or an implicit RETURNING of
+    # the new id) unless asked to keep it
+    stmt = conflict_insert(conn, table).on_conflict_do_nothing(
+        index_elements=list(keys)).execution_options(preserve_rowcount=True)
     if len(rows) == 1:
         return conn.execute(stmt.values(**rows[0])).rowcount
-    # executemany's rowcount is -1 on psycopg unless SQLAlchemy is asked to keep the sum
-    return conn.execute(stmt.execution_options(preserve_rowcount=True), list(rows)).rowcount
+    return conn.execute(stmt, list(rows)).rowcount
 
 
 def lock(conn: Connection, key: str) -> None:

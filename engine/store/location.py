@@ -48,7 +48,9 @@ class Location:
     @property
     def safe_url(self) -> str:
         """The SQLAlchemy URL without its password."""
-        return self.url.set(password=None).render_as_string(hide_password=False)
+        u = self.url   # (URL.set(password=None) would keep the password: None means "as is")
+        return URL.create(u.drivername, u.username, None, u.host, u.port, u.database, u.query
+                          ).render_as_string(hide_password=False)
 
     @property
     def display(self) -> str:
