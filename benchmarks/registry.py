@@ -24,6 +24,7 @@ REGISTRY = (
     Benchmark("query_latency", "Live query latency"),
     Benchmark("mining", "Duplicate mining"),
     Benchmark("scale_1m", "Scale and footprint (1M items)"),
+    Benchmark("team_index", "Team projects on PostgreSQL: where the index lives"),
     Benchmark("gpu_import", "GPU import"),
     Benchmark("finetune_quora", "Fine-tuning objectives on Quora pairs", quick=False,
               runner="benchmarks.external:finetune"),
