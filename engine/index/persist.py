@@ -6,8 +6,8 @@ Both directions stream through a temporary file, chunk by chunk, so the index is
 held twice in memory (at 1M items it is about 1.8 GB). The file goes to /dev/shm when it has
 room (writing to a disk-backed /tmp cost five times the CPU here), and the checksum
 is computed on another thread while the chunks are read and written: hashlib, file writes
-and the database reads (SQLite's blob I/O, psycopg's) release the GIL, so the two cores
-share the work. Both dialects store the same chunk rows.
+and SQLite's blob reads all release the GIL, so the two cores share the work. A server
+project stores the same chunk rows and streams them from one query (`store.postgres`).
 
 Beside the blob, a stamp (in `meta`) records the content version the index matches and
 how many embeddings the model had then. When both still hold on load, the index is
