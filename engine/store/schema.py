@@ -44,7 +44,8 @@ sources = Table(
     # Which part of the file was imported and how: re-importing the same file with the same
     # mapping adds nothing, another mapping of the same file is a new source.
     Column("mapping_key", String(64), nullable=False),
-    Column("format", JSON, nullable=False),
+    # quoted: PostgreSQL 16 reads `format JSON` as the SQL/JSON clause FORMAT JSON
+    Column("format", JSON, nullable=False, quote=True),
     Column("text_columns", JSON, nullable=False),
     Column("id_column", Text),
     Column("columns", JSON, nullable=False),
