@@ -114,3 +114,28 @@ def test_blobs_are_chunked_and_reassembled(store_location):
         assert get_blob(conn, "big") == data
         assert get_blob(conn, "absent") is None
     store.close()
+
+
+def test_a_first_schema_project_is_upgraded_on_open(store_location):
+    """A project of schema 1 (no canonical_items table) gains what later versions added."""
+    from sqlalchemy import inspect
+
+    from engine.store.dialects import backend
+    from engine.store.location import parse_location
+    from engine.store.migrations import MIGRATIONS
+
+    where = parse_location(store_location)
+    engine = backend(where.dialect).make_engine(where)
+    with engine.begin() as conn:
+        MIGRATIONS[0](conn)
+        conn.execute(meta.insert(), [{"key": "app", "value": "duplens"},
+                                     {"key": "schema_version", "value": "1"}])
+        assert not inspect(conn).has_table("canonical_items")
+    engine.dispose()
+    store = Store.open(store_location)
+    try:
+        assert store.get_meta("schema_version") == str(SCHEMA_VERSION)
+        with store.read() as conn:
+            assert inspect(conn).has_table("canonical_items")
+    finally:
+        store.close()
