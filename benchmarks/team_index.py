@@ -26,6 +26,7 @@ noisy copies (benchmarks/corpus.py).
 from __future__ import annotations
 
 import hashlib
+import os
 import shutil
 import statistics
 import sys
@@ -60,8 +61,7 @@ def run(quick: bool) -> dict:
     real = corpus.embed(pool)
     qvecs = corpus.embed(queries)
     base = corpus.with_noisy_copies(real, n)
-    texts = [pool[i] if i < len(pool) else f"{pool[i % len(pool)]} (copy {i})"
-             for i in range(n)]
+    texts = _row_texts(pool, n)
     bin_dir, pgvector_why = _pgvector_binaries()
     settings = {"shared_buffers": "1GB", "maintenance_work_mem": "1GB",
                 "max_parallel_maintenance_workers": "1"}
@@ -121,7 +121,10 @@ def run(quick: bool) -> dict:
                 designs[f"pgvector_ef{ef}"] = (design, search)
             del index_ef
         _say(f"  timing {len(queries):,} keystrokes in each design, in turns…")
+        load_before = os.getloadavg()
         timed = _time_keystrokes(encoder, queries, {k: v[1] for k, v in designs.items()})
+        result["load_average"] = {"before_keystrokes": [round(x, 2) for x in load_before],
+                                  "after": [round(x, 2) for x in os.getloadavg()]}
         result["designs"] = {name: {**design, **timed[name]}
                              for name, (design, _) in designs.items()}
     finally:
@@ -134,6 +137,23 @@ def run(quick: bool) -> dict:
 
 
 # -- the project, filled the way an import and an encode fill it ------------------------------
+def _row_texts(pool: list[str], n: int) -> list[str]:
+    """A text per vector, each its own after normalisation (a few Quora questions differ
+    only in case or spacing, and would share a text id): the real question for the real
+    vectors, the question with "(copy i)" for its noisy copies."""
+    from engine.text import norm_key
+
+    seen: set[str] = set()
+    texts = []
+    for i in range(n):
+        text = pool[i] if i < len(pool) else f"{pool[i % len(pool)]} (copy {i})"
+        if norm_key(text) in seen:
+            text = f"{text} (row {i})"
+        seen.add(norm_key(text))
+        texts.append(text)
+    return texts
+
+
 def _fill(location, texts: list[str], base: np.ndarray) -> dict:
     from engine.store import items as item_store
     from engine.store import vectors as vector_store
@@ -397,7 +417,11 @@ def _presentation(r: dict) -> dict:
                      f"{m['recall_at_10']:.4f}", f"{m['open_median_s']:.2f}"])
     notes = [f"Server: PostgreSQL {r['server']} on 127.0.0.1. Query runtime: "
              f"{r['query_runtime']}; the product's HNSW query ef at this size: "
-             f"{r['query_ef']}. Designs timed in turns, 100 queries at a time.",
+             f"{r['query_ef']}. Designs timed in turns, 100 queries at a time"
+             + ("; load average (1, 5, 15 min) " + ", ".join(
+                 f"{when.replace('_', ' ')} {tuple(v)}" for when, v in r["load_average"].items())
+                + ": on 2 cores, other work slows every design alike"
+                if "load_average" in r else "") + ".",
              f"Loading the {r['index_mb']:.0f} MB index from the server peaked at "
              f"{cache['load_python_heap_peak_mb']} MB of Python heap (tracemalloc): it "
              "streams through a temporary file, never whole in memory."]
