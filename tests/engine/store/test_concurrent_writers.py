@@ -32,20 +32,33 @@ from engine.store.schema import embeddings, models, pair_labels, texts
 ROOT = Path(__file__).resolve().parents[3]
 
 
+class Analyst(Store):
+    """A store that can tell whether another session of its database waits for a lock."""
+
+    server = None
+
+    def someone_waits(self) -> bool:
+        return self.server.sql(
+            "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' "
+            f"AND datname = '{self.name}'")[0][0] > 0
+
+
 @pytest.fixture
-def two(postgres_url):
+def two(postgres_url, postgres_server):
     """Two stores on one new server project: two analysts."""
-    first = Store.open(postgres_url, create=True)
-    second = Store.open(postgres_url)
+    Analyst.server = postgres_server
+    first = Analyst.open(postgres_url, create=True)
+    second = Analyst.open(postgres_url)
     yield first, second
     first.close()
     second.close()
 
 
-def overlap(first: Store, second: Store, write_first, write_second, hold: float = 0.5):
-    """`write_first` in a transaction of `first` that stays open while `write_second` runs
-    in a transaction of `second` (on another thread), then commits; the second's error, if
-    any, is raised. Returns (the first's result, the second's)."""
+def overlap(first: Analyst, second: Analyst, write_first, write_second):
+    """`write_first` in a transaction of `first` that stays open until `write_second`, run
+    in a transaction of `second` on another thread, waits for one of its locks; then the
+    first commits. The second's error, if any, is raised. Returns (the first's result,
+    the second's)."""
     results: dict[str, object] = {}
 
     def run_second() -> None:
@@ -59,7 +72,11 @@ def overlap(first: Store, second: Store, write_first, write_second, hold: float 
         results["first"] = write_first(conn)
         worker = threading.Thread(target=run_second)
         worker.start()
-        worker.join(hold)        # the second runs into the first's locks, or finishes
+        deadline = time.monotonic() + 30
+        while not first.someone_waits():
+            assert worker.is_alive() and time.monotonic() < deadline, \
+                f"the second writer never waited for the first: {results}"
+            time.sleep(0.01)
     worker.join(60)
     if "error" in results:
         raise results["error"]
