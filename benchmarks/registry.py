@@ -25,6 +25,7 @@ REGISTRY = (
     Benchmark("query_latency", "Live query latency"),
     Benchmark("mining", "Duplicate mining"),
     Benchmark("scale_1m", "Scale and footprint (1M items)"),
+    Benchmark("team_index", "Team projects on PostgreSQL: where the index lives"),
     Benchmark("gpu_import", "GPU import"),
     Benchmark("ray_encode", "Encoding on Ray"),
     Benchmark("finetune_quora", "Fine-tuning objectives on Quora pairs", quick=False,

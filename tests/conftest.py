@@ -80,3 +80,49 @@ def ray_session():
     session.gcs_address = ray.get_runtime_context().gcs_address
     yield session
     session.close()
+
+
+# -- projects on PostgreSQL (team projects) ---------------------------------------------------
+@pytest.fixture(scope="session")
+def postgres_server():
+    """A private PostgreSQL server on 127.0.0.1 for the session (`tests/postgres_server.py`).
+
+    Skipped, with the reason, where none can start (no PostgreSQL binaries, no psycopg);
+    with DUPLENS_REQUIRE_POSTGRES=1 (CI sets it) that is a failure instead."""
+    import importlib.util
+
+    from tests.postgres_server import NoServer, PostgresServer
+
+    def unavailable(why: str):
+        if os.environ.get("DUPLENS_REQUIRE_POSTGRES") == "1":
+            pytest.fail(f"PostgreSQL tests required but {why}")
+        pytest.skip(why)
+
+    if importlib.util.find_spec("psycopg") is None:
+        unavailable('psycopg is not installed (pip install -e ".[test]")')
+    try:
+        server = PostgresServer().start()
+    except NoServer as exc:
+        unavailable(f"no PostgreSQL server can start here: {exc}")
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def postgres_url(postgres_server):
+    """The URL of a fresh, empty database owned by the `analyst` role (password in the
+    URL), dropped after the test."""
+    from tests.postgres_server import ANALYST_PASSWORD
+
+    name = postgres_server.create_database()
+    yield postgres_server.url(name, password=ANALYST_PASSWORD)
+    postgres_server.drop_database(name)
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def store_location(request, tmp_path):
+    """Where a new project goes, once per dialect: a .duplens path, then a PostgreSQL URL
+    of an empty database. Tests that take it run against both stores."""
+    if request.param == "sqlite":
+        return tmp_path / "project.duplens"
+    return request.getfixturevalue("postgres_url")

@@ -65,10 +65,15 @@ def trust_option(p: argparse.ArgumentParser) -> None:
 
 def open_project(path: str, *, create: bool = False, trust_models: bool = False):
     """The project at `path`, read-only when the user may not write it (so `info` and
-    `search` still work on a shared file). With `trust_models`, every model location the
-    project names is approved for it first (and the user told which)."""
+    `search` still work on a shared file). `path` may be a server project's URL
+    (postgresql+psycopg://user@host:5432/database), opened as it is. With `trust_models`,
+    every model location the project names is approved for it first (and the user told
+    which)."""
     from engine.project import Project
+    from engine.store.location import looks_like_url
 
+    if looks_like_url(path):
+        return Project.open(path, create=create)
     p = Path(path)
     read_only = p.exists() and not create and not _writable(p)
     project = Project.open(p, create=create, read_only=read_only)

@@ -26,16 +26,16 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
-from sqlalchemy import Connection, delete, func, insert, or_, select
+from sqlalchemy import Connection
 
 from engine import model_trust
 from engine.encoding.models import DEFAULT_MODEL, default_model_path, resolve_model
 from engine.errors import InputError, ModelError, UntrustedModelLocation
 from engine.index.persist import blob_name
 from engine.store import items as item_store
+from engine.store import model_versions as version_store
 from engine.store import vectors as vector_store
 from engine.store.database import Store
-from engine.store.schema import blobs, indexes, meta, models
 from engine.training.pairs import LabelledPair
 
 VERSION_FILE = "duplens_version.json"
@@ -178,7 +178,7 @@ def new_staging_folder(project_path: Path) -> Path:
 
 def _next_number(conn: Connection, project_path: Path) -> int:
     """One more than any model id and any `v<N>` folder (a folder a crash left behind)."""
-    highest = conn.execute(select(func.max(models.c.id))).scalar() or 0
+    highest = version_store.highest_model_id(conn)
     folder = models_folder(project_path)
     if folder.is_dir():
         for entry in folder.iterdir():
@@ -202,8 +202,8 @@ def register_version(store: Store, project_path: Path, trained: Path, *, name_ro
     renamed: Path | None = None
     try:
         with store.write() as conn:
-            clash = conn.execute(select(models.c.id).where(
-                models.c.fingerprint == fingerprint)).scalar()
+            version_store.lock_numbering(conn)   # one new version at a time
+            clash = version_store.model_with_fingerprint(conn, fingerprint)
             if clash is not None:
                 raise ModelError(f"training left the weights exactly as they were (the same as "
                                  f"version {clash}); train for more steps")
@@ -214,11 +214,11 @@ def register_version(store: Store, project_path: Path, trained: Path, *, name_ro
                 encoding="utf-8")
             trained.rename(folder)
             renamed = folder
-            conn.execute(insert(models).values(
-                id=number, name=f"{name_root} v{number}",
+            version_store.add_model_version(
+                conn, number, name=f"{name_root} v{number}",
                 location=stored_location(project_path, folder), fingerprint=fingerprint,
                 dim=dim, max_seq_length=max_seq_length, parent_id=parent_id,
-                objective=objective, metrics=metrics, created_at=time.time()))
+                objective=objective, metrics=metrics, created_at=time.time())
     except BaseException:
         if renamed is not None:
             shutil.rmtree(renamed, ignore_errors=True)
@@ -241,24 +241,19 @@ def delete_version(store: Store, project_path: Path, model_id: int) -> str:
             row = vector_store.get_model_row(conn, model_id)
             if row is None:
                 raise InputError(f"{project_path.name}: has no model version {model_id}")
-            active = conn.execute(select(meta.c.value).where(
-                meta.c.key == "active_model_id")).scalar()
+            active = version_store.active_model_id(conn)
             if active == str(model_id):
                 raise InputError(f"{row['name']}: is the active model; make another version "
                                  f"active before deleting it")
             if not _OWN_VERSION.search(row["location"]):
                 raise InputError(f"{row['name']}: was not trained in this project; only "
                                  f"its own versions can be deleted")
-            children = conn.execute(select(models.c.name).where(
-                models.c.parent_id == model_id)).scalars().all()
+            children = version_store.child_names(conn, model_id)
             if children:
                 raise InputError(f"{row['name']}: {', '.join(children)} was trained from it; "
                                  f"it is kept as their parent")
-            prefix = f"knn/{model_id}/%"
-            conn.execute(delete(blobs).where(or_(blobs.c.name == blob_name(model_id),
-                                                 blobs.c.name.like(prefix))))
-            conn.execute(delete(meta).where(meta.c.key.like(prefix)))
-            conn.execute(delete(models).where(models.c.id == model_id))  # cascades
+            version_store.delete_model(conn, model_id, blob_names=[blob_name(model_id)],
+                                       prefix=f"knn/{model_id}/")
             folder = model_folder(project_path, row["location"])
             if folder is not None and folder.exists():
                 aside = Path(tempfile.mkdtemp(prefix=STAGING_PREFIX, dir=folder.parent))
@@ -300,7 +295,7 @@ def list_versions(store: Store, project_path: Path, active_id: int | None) -> li
     with store.read() as conn:
         rows = vector_store.list_models(conn)
         texts = item_store.count_texts(conn)
-        indexed = set(conn.execute(select(indexes.c.model_id)).scalars())
+        indexed = version_store.indexed_model_ids(conn)
         out = []
         for row in rows:
             folder = model_folder(project_path, row["location"])
