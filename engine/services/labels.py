@@ -12,6 +12,7 @@ import numpy as np
 
 from engine.errors import InputError
 from engine.index.reconcile import live_ids
+from engine.review.calibration import Calibration, calibrate, default_threshold
 from engine.review.metrics import ThresholdCurve, threshold_curve
 from engine.services.vectors import Vectors
 from engine.store import decisions as decision_store
@@ -77,3 +78,11 @@ class Labels:
         scores = np.einsum("ij,ij->i", a, b)
         labels = np.asarray([p["label"] for p in pairs])[keep]
         return threshold_curve(scores, labels)
+
+    def calibration(self) -> Calibration | None:
+        """The best-F1 threshold on the labelled pairs (`engine.review.calibration`)."""
+        return calibrate(self.curve())
+
+    def default_threshold(self) -> float:
+        """The calibrated threshold once there are enough labels, else the default 0.8."""
+        return default_threshold(self.calibration())
