@@ -54,6 +54,7 @@ class EngineBridge(JobRunner):
     searchResults = Signal(int, str, list)       # sequence number, query, [SearchHit]
     modelReady = Signal(str)                     # device
     modelFailed = Signal(str, str)               # message, details: the warm-up failed
+    modelNeedsConsent = Signal(str, str)         # message, location: see `approve_model`
 
     def __init__(self, parent: QObject | None = None, *,
                  encoder: SentenceEncoder | None = None) -> None:
@@ -165,13 +166,20 @@ class EngineBridge(JobRunner):
         self.run(self._warm, pool=Pool.JOBS, on_done=self._warmed,
                  on_failed=self._warm_failed)
 
-    def _warm(self, job: Job) -> str | None:
+    def _warm(self, job: Job) -> str | Exception | None:
         """The open project's model (reported through `job`), or with none open the default
-        model, kept for the project opened next (its device is returned)."""
+        model, kept for the project opened next (its device is returned). A model the
+        project names outside its own folder and the user has not approved is returned as
+        the refusal, for the window to ask."""
+        from engine.errors import UntrustedModelLocation
+
         project = self._current()
         if project is not None:
             job.model_loading()
-            job.model_ready(project.model.encoder().device)
+            try:
+                job.model_ready(project.model.encoder().device)
+            except UntrustedModelLocation as refused:
+                return refused    # asked on the GUI thread (`_warmed`), never loaded unasked
             return None
         if self._preloaded is not None or self._encoder is not None:
             return None
@@ -184,10 +192,20 @@ class EngineBridge(JobRunner):
         self._preloaded = preloaded
         return preloaded.device
 
-    def _warmed(self, device: str | None) -> None:
+    def _warmed(self, outcome: str | Exception | None) -> None:
         self._warming = False
-        if device is not None:
-            self.modelReady.emit(device)
+        if isinstance(outcome, Exception):   # UntrustedModelLocation
+            self.modelNeedsConsent.emit(str(outcome), outcome.location)
+        elif outcome is not None:
+            self.modelReady.emit(outcome)
+
+    def approve_model(self, location: str) -> None:
+        """The user agreed to load `location` for the open project: remember it (in their
+        config, never in the project file its sender controls) and load the model."""
+        from engine.model_trust import approve
+
+        approve(self.current_project().path, location)
+        self._start_warm_up()
 
     def _warm_failed(self, message: str, details: str) -> None:
         self._warming = False

@@ -164,6 +164,7 @@ class MainWindow(QMainWindow):
         b.modelLoading.connect(self.on_model_loading)
         b.modelReady.connect(self.on_model_ready)
         b.modelFailed.connect(self.on_model_failed)
+        b.modelNeedsConsent.connect(self.on_model_needs_consent)
         for progressed in (self.imports.progressed, self.models.progressed):
             progressed.connect(self.job_status.update_progress)
         self.imports.finished.connect(self._encoded)
@@ -457,6 +458,28 @@ class MainWindow(QMainWindow):
     def on_model_failed(self, message: str, details: str) -> None:
         self.status.show_model_state("Model not loaded")
         self.show_error(message, details)
+
+    @guarded
+    def on_model_needs_consent(self, message: str, location: str) -> None:
+        """A project from someone else names a model outside its own folder: loading it
+        runs its tokenizer and weights, so the user decides (engine.model_trust)."""
+        self.status.show_model_state("Model not loaded")
+        box = QMessageBox(QMessageBox.Icon.Question, "Load this model?",
+                          f"{message}.\n\nLoad it only if you trust whoever sent this "
+                          f"project. Your answer is remembered for this project.",
+                          QMessageBox.StandardButton.Yes | QMessageBox.StandardButton.No, self)
+        box.setDefaultButton(QMessageBox.StandardButton.No)
+        box.setObjectName("modelConsent")
+        box.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
+        box.finished.connect(lambda _result: self._consent_answered(box, location))
+        box.open()
+
+    def _consent_answered(self, box: QMessageBox, location: str) -> None:
+        if box.standardButton(box.clickedButton()) == QMessageBox.StandardButton.Yes:
+            self.bridge.approve_model(location)
+        else:
+            self.status.say("The project's model was not loaded: search and encoding "
+                            "need it")
 
     @guarded
     def on_model_ready(self, device: str) -> None:
