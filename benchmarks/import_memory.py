@@ -5,9 +5,10 @@
 Generates CSVs of 100k, 300k and 1M rows (quick: 30k, 100k, 300k) of distinct question-like
 texts in a temporary folder and imports each, rows only, in a fresh process
 (`python -m engine.cli import P F --column question --id-column id --no-encode`), reading
-that process's own peak RSS from `os.wait4`. Streaming in chunks should make the peak flat:
-the goal is that the biggest file's peak stays within 1.25× the smallest one's. The peer is
-what loading the same file with `pandas.read_csv(dtype=str)` costs, also in a fresh process.
+that process's own peak RSS (VmHWM, `benchmarks/child_peak.py`). Streaming in chunks should
+make the peak flat: the goal is that the biggest file's peak stays within 1.25× the smallest
+one's. The peer is what loading the same file with `pandas.read_csv(dtype=str)` costs, also
+in a fresh process.
 
 One thing does grow with the file by design: the line numbers of malformed rows (skipped
 and reported, and stored with the source). A second table imports files whose rows all
@@ -17,11 +18,11 @@ have one field too many, to show what that costs.
 from __future__ import annotations
 
 import os
-import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
+
+from benchmarks.child_peak import run_python
 
 ROOT = Path(__file__).resolve().parents[1]
 _WORDS = ("how", "what", "why", "can", "does", "is", "the", "best", "way", "to", "learn",
@@ -34,14 +35,14 @@ def run(quick: bool) -> dict:
     measured = []
     with tempfile.TemporaryDirectory(prefix="duplens-import-memory-") as tmp:
         folder = Path(tmp)
-        idle = _child([sys.executable, "-c", "import engine.cli.dispatch, engine.project"])
+        idle = _child(["-c", "import engine.cli.dispatch, engine.project"])
         for rows in sizes:
             csv = _write_csv(folder / f"questions_{rows}.csv", rows)
             project = folder / f"import_{rows}.duplens"
-            result = _child([sys.executable, "-m", "engine.cli", "import", str(project),
+            result = _child(["-m", "engine.cli", "import", str(project),
                              str(csv), "--column", "question", "--id-column", "id",
                              "--no-encode"])
-            pandas = _child([sys.executable, "-c", "import sys, pandas; "
+            pandas = _child(["-c", "import sys, pandas; "
                              "pandas.read_csv(sys.argv[1], dtype=str)", str(csv)])
             measured.append({"rows": rows, "file_mb": round(csv.stat().st_size / 1e6, 1),
                              "peak_rss_mib": result["peak_rss_mib"],
@@ -52,7 +53,7 @@ def run(quick: bool) -> dict:
         malformed = []
         for rows in (sizes[0], sizes[-1]):
             csv = _write_csv(folder / f"malformed_{rows}.csv", rows, extra_field=True)
-            result = _child([sys.executable, "-m", "engine.cli", "import",
+            result = _child(["-m", "engine.cli", "import",
                              str(folder / f"malformed_{rows}.duplens"), str(csv),
                              "--column", "question", "--no-encode"])
             malformed.append({"rows": rows, **result})
@@ -74,20 +75,14 @@ def _write_csv(path: Path, rows: int, extra_field: bool = False) -> Path:
     return path
 
 
-def _child(command: list[str]) -> dict:
-    """Run `command` from the repository root; its own peak RSS and wall time."""
+def _child(args: list[str]) -> dict:
+    """Run `python *args` from the repository root; its own peak RSS and wall time."""
     env = dict(os.environ, PYTHONPATH=str(ROOT), TQDM_DISABLE="1")
-    started = time.perf_counter()
-    child = subprocess.Popen(command, cwd=ROOT, env=env, stdout=subprocess.DEVNULL,
-                             stderr=subprocess.PIPE)
-    stderr = child.stderr.read() if child.stderr else b""
-    _, status, usage = os.wait4(child.pid, 0)
-    seconds = time.perf_counter() - started
-    child.returncode = os.waitstatus_to_exitcode(status)  # reaped here, not by Popen
-    if child.returncode != 0:
-        raise RuntimeError(f"{' '.join(command)} failed ({child.returncode}): "
-                           f"{stderr.decode(errors='replace')[-2000:]}")
-    return {"peak_rss_mib": round(usage.ru_maxrss / 1024), "seconds": round(seconds, 2)}
+    done = run_python(args, env=env, cwd=ROOT)
+    if done.returncode != 0:
+        raise RuntimeError(f"{' '.join(args)} failed ({done.returncode}): "
+                           f"{done.stderr[-2000:]}")
+    return {"peak_rss_mib": done.peak_rss_mib, "seconds": done.seconds}
 
 
 def _report(measured: list[dict], malformed: list[dict], idle_mib: int,
@@ -121,8 +116,9 @@ def _report(measured: list[dict], malformed: list[dict], idle_mib: int,
             f"CLI and the engine peaks at {idle_mib} MiB.",
             "Malformed rows are the one thing kept per row: their line numbers, reported and "
             f"stored with the source ({_bytes_per_row(malformed):.0f} bytes each at peak).",
-            "Peak RSS is the child's own (os.wait4), so neither this runner nor the pandas "
-            "run counts. Wall time includes starting Python and importing the engine.",
+            "Peak RSS is the child's own (VmHWM read as it exits), so neither this runner "
+            "nor the pandas run counts. Wall time includes starting Python and importing the "
+            "engine.",
             f"Load average while measuring: {', '.join(f'{x:.2f}' for x in load)}.",
         ],
         "measured": measured,

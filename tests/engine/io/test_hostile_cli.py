@@ -8,12 +8,11 @@ unpacks to that), so a reader that loaded it whole would blow the bound.
 from __future__ import annotations
 
 import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
+from benchmarks.child_peak import run_python
 from tests.engine.io.test_workbook import SHEET, SHEET_HEAD, SHEET_TAIL
 from tests.engine.io.zips import padded_xml, repacked, workbook_parts
 
@@ -29,14 +28,9 @@ pytestmark = pytest.mark.slow
 def import_cli(project: Path, path: Path, column: str) -> tuple[int, str, int]:
     """(exit code, stderr without progress bars, peak RSS in MiB) of one import."""
     env = {**os.environ, "PYTHONPATH": str(ROOT), "TQDM_DISABLE": "1"}
-    child = subprocess.Popen([sys.executable, "-m", "engine.cli", "import", str(project),
-                              str(path), "--column", column, "--no-encode"],
-                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env)
-    stderr = child.stderr.read().decode()
-    child.stderr.close()
-    _, status, usage = os.wait4(child.pid, 0)
-    child.returncode = os.waitstatus_to_exitcode(status)
-    return child.returncode, stderr.strip(), usage.ru_maxrss // 1024
+    done = run_python(["-m", "engine.cli", "import", str(project), str(path), "--column",
+                       column, "--no-encode"], env=env)
+    return done.returncode, done.stderr.strip(), done.peak_rss_mib
 
 
 def one_line(path: Path) -> Path:
