@@ -4,7 +4,15 @@ from __future__ import annotations
 
 import json
 
-from engine.cli.common import EXIT_CANCELLED, EXIT_OK, fraction, open_project, positive, say
+from engine.cli.common import (
+    EXIT_CANCELLED,
+    EXIT_OK,
+    fraction,
+    open_project,
+    positive,
+    say,
+    trust_option,
+)
 from engine.cli.models import activate
 from engine.cli.stage_bars import StageBars
 from engine.errors import Cancelled
@@ -35,6 +43,7 @@ def register(sub) -> None:
                    "model (re-encodes every text with it)")
     p.add_argument("--device", default="auto")
     p.add_argument("--json", action="store_true")
+    trust_option(p)
     p.set_defaults(run=cmd_finetune)
 
 
@@ -43,11 +52,11 @@ def cmd_finetune(args, cancel: CancelToken) -> int:
 
     options = TrainingOptions(batch_size=args.batch_size, epochs=args.epochs,
                               max_steps=args.max_steps, seed=args.seed)
-    with open_project(args.project) as project:
-        project.device_preference = args.device
+    with open_project(args.project, trust_models=args.trust_model_location) as project:
+        project.model.configure(device=args.device)
         bar = StageBars()
         try:
-            report = project.finetune(args.loss, extra_file=args.pairs, options=options,
+            report = project.versions.finetune(args.loss, extra_file=args.pairs, options=options,
                                       held_out=args.held_out, seed=args.seed, progress=bar,
                                       cancel=cancel)
         except Cancelled:

@@ -1,5 +1,7 @@
 """The neighbour graph holds every pair above its floor, even where a text has more than k."""
 
+import json
+
 import numpy as np
 import pytest
 
@@ -134,16 +136,51 @@ def test_an_empty_or_lonely_graph_cuts_to_nothing():
     assert cut_clusters(lonely, THRESHOLD) == []
 
 
-def test_thirty_near_identical_questions_form_one_cluster_with_k_10(new_project, data_dir,
-                                                                     tmp_path):
-    """Through the project, with the real encoder: every pair is above 0.9 (about 0.97)."""
+@pytest.fixture
+def eggs_project(new_project, data_dir, tmp_path):
+    """The 48 test questions and 30 near-identical ones (pairwise about 0.97), encoded by
+    the real model."""
     src = tmp_path / "eggs.csv"
     lines = ["question"] + [f"How do I boil an egg? (question {i})" for i in range(GROUP)]
     src.write_text("\n".join(lines) + "\n", encoding="utf-8")
     project = new_project()
-    project.import_table(data_dir / "questions.csv", ["question"], id_column="qid")
-    project.import_table(src, ["question"])
-    clusters = project.duplicates(threshold=0.9, k=K)
+    project.rows.import_table(data_dir / "questions.csv", ["question"], id_column="qid")
+    project.rows.import_table(src, ["question"])
+    project.vectors.encode()
+    return project
+
+
+def test_the_projects_graph_holds_every_pair_exact_search_finds(eggs_project):
+    """Pair recall 1.0 against exact search on real embeddings at every threshold from the
+    floor up, with k far smaller than the densest group; the plain 3-NN graph misses most."""
+    project = eggs_project
+    graph = project.clusters.graph(3)
+    vectors = project.vectors.vectors(graph.ids)
+    for threshold in (0.75, 0.8, 0.9):
+        exact = _exact_pairs(graph.ids, vectors, threshold)
+        assert len(exact) >= GROUP * (GROUP - 1) // 2
+        assert _pairs_above(graph, threshold) == exact
+    plain = build_knn_graph(project.vectors.index(), 3, floor=np.inf)
+    assert len(_pairs_above(plain, 0.8)) < 0.5 * len(_exact_pairs(graph.ids, vectors, 0.8))
+
+
+def test_thirty_near_identical_questions_form_one_cluster_with_k_10(eggs_project):
+    clusters = eggs_project.clusters.cut(0.9, K)
     eggs = [c for c in clusters if "boil an egg? (question" in c.canonical.text]
     assert len(eggs) == 1
     assert sum("boil an egg? (question" in m.text for m in eggs[0].members) == GROUP
+
+
+def test_duplens_duplicates_gathers_more_than_its_neighbours(eggs_project, tmp_path):
+    """The command line cuts the same completed graph (a fresh process, graph from the
+    project file or built anew)."""
+    from tests.engine.cli.test_cli import run
+
+    eggs_project.vectors.save_index()
+    path = tmp_path / "test.duplens"
+    eggs_project.close()
+    proc = run("duplicates", str(path), "--threshold", "0.9", "--neighbours", "5", "--json")
+    clusters = json.loads(proc.stdout)
+    sizes = [sum("boil an egg? (question" in m["text"] for m in c["members"])
+             for c in clusters]
+    assert max(sizes) == GROUP
