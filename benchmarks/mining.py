@@ -23,8 +23,10 @@ embeddings (benchmarks/corpus.py) imported as rows "question [copy k]"; the copi
 
 from __future__ import annotations
 
+import cProfile
 import csv
 import os
+import pstats
 import sys
 import tempfile
 import time
@@ -184,13 +186,16 @@ def _curve(project, position: np.ndarray, truth: np.ndarray, n: int) -> list[dic
 
     points = []
     for k, floor in CURVE:
+        profiler = cProfile.Profile()
         t0 = time.perf_counter()
-        graph = build_knn_graph(index, k, floor=DEFAULT_FLOOR if floor else np.inf,
-                                vectors=read)
+        with profiler:
+            graph = build_knn_graph(index, k, floor=DEFAULT_FLOOR if floor else np.inf,
+                                    vectors=read)
         seconds = time.perf_counter() - t0
         points.append({"k": k, "completed": floor, "seconds": round(seconds, 2),
                        "load_average": _load(),
                        "entries": int(len(graph.indices)),
+                       "profile_s": _profile(profiler),
                        **_pair_recall(graph, position, truth, n)})
         _say(f"    curve k={k} completed={floor}: {points[-1]}")
     return points
@@ -204,6 +209,22 @@ def _exact_knn_bound(vectors: np.ndarray, truth: np.ndarray, k: int) -> float:
     keep = (sim.ravel() >= THRESHOLD) & (idx.ravel() != rows)
     found = exact.pair_codes(rows[keep], idx.ravel()[keep], n)
     return _recall(found, truth)
+
+
+# Where a graph build's time goes: these functions' cumulative seconds (cProfile).
+PROFILED = {"hnswlib knn_query": ("hnsw.py", "query"),
+            "vectors read from the store": ("vectors.py", "read_vectors"),
+            "dense neighbourhoods (exact)": ("dense.py", "complete_dense"),
+            "rows sorted into the graph": ("graph.py", "from_rows")}
+
+
+def _profile(profiler: cProfile.Profile) -> dict:
+    stats = pstats.Stats(profiler).stats
+    out = {}
+    for label, (file, name) in PROFILED.items():
+        out[label] = round(sum(v[3] for (f, _, fn), v in stats.items()
+                               if f.endswith(file) and fn == name), 2)
+    return out
 
 
 def _paraphrase_mining(vectors: np.ndarray, truth: np.ndarray) -> dict:
