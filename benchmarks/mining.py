@@ -4,9 +4,11 @@
 
 Duplens runs through its `Project`, as the window does: the rows are imported from a CSV and
 their embeddings stored, the project builds its HNSW index from them, then
-`Project.neighbour_graph` (the 10-NN graph, built once and kept) and `Project.duplicates(0.8)`
-(cut, rows, decisions). Re-clustering at another threshold is `Project.duplicates(t)` again,
-which reuses the graph. The baselines get the same vectors as a tensor:
+`project.clusters.graph` (each text's 10 nearest, completed by exact search where a text has
+more above 0.75; built once and kept) and `project.clusters.cut(0.8)` (cut, rows,
+decisions). Re-clustering at another threshold is `cut(t)` again, which reuses the graph.
+The curve times the graph's variants alone on the same index, with a cProfile of each. The
+baselines get the same vectors as a tensor:
 `paraphrase_mining_embeddings` with its defaults (top 100 per text, 500,000 pairs at most; the
 pairs at or above 0.8 are kept) and `community_detection(threshold=0.8,
 min_community_size=2)`, Duplens' smallest cluster. A baseline has no graph to keep, so its
@@ -40,7 +42,7 @@ THRESHOLD = 0.8
 RECUT_THRESHOLDS = (0.75, 0.85, 0.9, 0.95)
 SIZES_QUICK = (10_000,)
 SIZES_FULL = (10_000, 100_000)
-K_KNOB = 20  # Project.duplicates(k=...): more neighbours per text, for the recall it buys
+K_KNOB = 20  # clusters.cut(k=...): more neighbours per text, for the recall it buys
 GOAL_SPEEDUP = 10.0
 GOAL_RECALL = 0.95
 GOAL_RECUT_S = 1.0
@@ -295,7 +297,7 @@ def _presentation(result: dict) -> dict:
              "goal": f"≥ {GOAL_RECALL} at 100k",
              "met": (d["pair_recall"] >= GOAL_RECALL) if at_goal_size else None},
             {"figure": f"pair recall at {THRESHOLD}, {label} items, k={d['k_knob']['k']} "
-                       f"(`Project.duplicates(k=...)`)",
+                       f"(`clusters.cut(k=...)`)",
              "duplens": f"{d['k_knob']['pair_recall']:.4f} in {d['k_knob']['seconds']:.2f} s",
              "baseline": f"{pm['pair_recall']:.4f} (paraphrase_mining)",
              "ratio": _speed(best / d["k_knob"]["seconds"]),
@@ -342,7 +344,7 @@ def _presentation(result: dict) -> dict:
              "columns": ["items", "method", "graph + cut s", "total s", "pair recall",
                          "clustered-pair recall", "clusters"],
              "rows": rows},
-            {"title": "Re-clustering from the kept graph (`Project.duplicates`), seconds; the "
+            {"title": "Re-clustering from the kept graph (`clusters.cut`), seconds; the "
                       "index build is informative (the product builds it during import)",
              "columns": ["items", "graph", "exact pairs ≥ 0.8", "index build s",
                          *[f"re-cut at {t}" for t in RECUT_THRESHOLDS]],
