@@ -110,9 +110,8 @@ def run(quick: bool) -> dict:
     from scipy.stats import spearmanr
 
     from engine.encoding.backends import missing_modules
-    from engine.encoding.models import quiet_and_private, resolve_model
+    from engine.encoding.models import resolve_model
 
-    quiet_and_private()
     if not STSB_TEST.exists():
         raise SystemExit(f"benchmark data not found: {STSB_TEST} (set DUPLENS_SHARED)")
     n_texts, rounds, n_queries = (1000, 3, 100) if quick else (5000, 3, 500)

@@ -42,9 +42,9 @@ def window(quick: bool) -> dict:
         _write_csv(folder / "new3k.csv", texts[21_000:24_000], 21_000)
         project_path = folder / "quora20k.duplens"
         with Project.open(project_path, create=True) as project:
-            project.attach_encoder(load_encoder(None, device="cpu"), is_default=True)
-            project.import_table(folder / "quora20k.csv", ["question"], id_column="qid")
-            project.encode()
+            project.model.attach(load_encoder(None, device="cpu"), is_default=True)
+            project.rows.import_table(folder / "quora20k.csv", ["question"], id_column="qid")
+            project.vectors.encode()
         out = subprocess.run(
             [sys.executable, "-m", "benchmarks.window_latency", "--project", str(project_path),
              "--queries", str(folder / "queries.txt"), *WINDOW_ARGS,

@@ -6,8 +6,8 @@ Same texts (distinct Quora questions; 20,000 with --quick, all 43,944 without), 
 one process, one after the other:
 - baseline: `SentenceTransformer(...).encode(texts)` with its defaults (fp32, batch 32; it
   sorts by length itself), normalised;
-- Duplens import (CSV parse + store + encode + index, `Project.import_table` +
-  `Project.encode`, length-sorted batches) with the model in fp32, and with fp16 as
+- Duplens import (CSV parse + store + encode + index, `project.rows.import_table` +
+  `project.vectors.encode`, length-sorted batches) with the model in fp32, and with fp16 as
   `engine.encoding.models.load_model` loads it on CUDA, at the product's batch size (64) and
   at 256;
 - bare fp16 `encode` at 256, to show what the pipeline costs on a GPU.
@@ -135,9 +135,9 @@ def _import(encoder, texts: list[str], device: str) -> float:
 
         def work() -> None:
             with Project.open(Path(tmp) / "gpu.duplens", create=True) as project:
-                project.attach_encoder(encoder, is_default=True)
-                project.import_table(src, ["question"])
-                project.encode()
+                project.model.attach(encoder, is_default=True)
+                project.rows.import_table(src, ["question"])
+                project.vectors.encode()
 
         return _timed(work, device)
 

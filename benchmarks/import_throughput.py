@@ -52,11 +52,11 @@ def main() -> None:
             writer.writerows([t] for t in texts)
         t0 = time.perf_counter()
         with Project.open(Path(tmp) / "bench.duplens", create=True) as project:
-            project.attach_encoder(SentenceEncoder(model, spec, args.device, args.batch_size),
+            project.model.attach(SentenceEncoder(model, spec, args.device, args.batch_size),
                                    is_default=True)
-            project.import_table(src, ["question"])
+            project.rows.import_table(src, ["question"])
             t1 = time.perf_counter()
-            project.encode()
+            project.vectors.encode()
         pipeline = time.perf_counter() - t0
         parse_store = t1 - t0
 

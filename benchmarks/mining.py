@@ -108,9 +108,9 @@ def _duplens(texts: list[str], vectors: np.ndarray, truth: np.ndarray) -> dict:
             writer.writerow(["question"])
             writer.writerows([t] for t in texts)
         with Project.open(Path(tmp) / "mining.duplens", create=True) as project:
-            project.attach_encoder(corpus.encoder(), is_default=True)
-            project.import_table(src, ["question"])
-            model_id = int(project.active_model()["id"])
+            project.model.attach(corpus.encoder(), is_default=True)
+            project.rows.import_table(src, ["question"])
+            model_id = int(project.model.row()["id"])
             with project.store.write() as conn:
                 by_key = text_ids_for_keys(conn, [norm_key(t) for t in texts])
                 text_ids = np.asarray([by_key[norm_key(t)] for t in texts], dtype=np.int64)
@@ -121,19 +121,19 @@ def _duplens(texts: list[str], vectors: np.ndarray, truth: np.ndarray) -> dict:
             position = np.full(int(text_ids.max()) + 1, -1, dtype=np.int64)
             position[text_ids] = np.arange(n)
             t0 = time.perf_counter()
-            project.index()
+            project.vectors.index()
             index_s = time.perf_counter() - t0
             for k in (DEFAULT_NEIGHBOURS, K_KNOB):
                 t0 = time.perf_counter()
-                graph = project.neighbour_graph(k)
+                graph = project.clusters.graph(k)
                 graph_s = time.perf_counter() - t0
                 t0 = time.perf_counter()
-                clusters = project.duplicates(THRESHOLD, k, decisions=True)
+                clusters = project.clusters.cut(THRESHOLD, k, decisions=True)
                 cut_s = time.perf_counter() - t0
                 recut = {}
                 for threshold in RECUT_THRESHOLDS:
                     t0 = time.perf_counter()
-                    project.duplicates(threshold, k, decisions=True)
+                    project.clusters.cut(threshold, k, decisions=True)
                     recut[str(threshold)] = round(time.perf_counter() - t0, 3)
                 measured[k] = {
                     "k": k, "graph_seconds": round(graph_s, 2), "cut_seconds": round(cut_s, 3),

@@ -11,7 +11,7 @@ written straight into the store (`add_embeddings`) instead of being encoded: enc
 real rows would take about 45 minutes on this 2-core CPU. The first 43,944 vectors are the
 real embeddings of those questions; the others are noisy copies of them (benchmarks/
 corpus.py: Gaussian noise, σ per row uniform in [0.01, 0.05], renormalised). Then the
-product builds its index from the stored vectors (`Project.index()`: hnswlib, M=32,
+product builds its index from the stored vectors (`project.vectors.index()`: hnswlib, M=32,
 ef_construction=200, every core) and saves it into the file. The built project is cached
 under benchmarks/results/tmp/ (ignored by git) and reused by the next run.
 
@@ -21,7 +21,7 @@ What is measured, each in a fresh process so memory figures are the product's al
   stamp check) and the first search (one real question not in the project, top 10).
   Repeated `OPENS` times; the project file is in the OS page cache after the first.
 - reconcile: in the same process, the full check of the index against every embedding id
-  that a matching stamp lets opening skip (`Project._reconcile`), and the stamp check.
+  that a matching stamp lets opening skip (`engine.index.reconcile`), and the stamp check.
 - peak RSS (VmHWM from /proc/self/status) while open, after the first search.
 - save: in the last open's process, the index is saved again while a thread ticks every
   1 ms; the longest gap between ticks is how long the save held the GIL (a window freeze).
@@ -119,13 +119,13 @@ def build_project(path: Path, n: int, *, block: int = 50_000) -> dict:
         writer.writerows([t] for t in texts)
     path.unlink(missing_ok=True)
     with Project.open(path, create=True) as project:
-        project.attach_encoder(corpus.encoder(), is_default=True)
+        project.model.attach(corpus.encoder(), is_default=True)
         t0 = time.perf_counter()
-        report = project.import_table(src, ["question"])
+        report = project.rows.import_table(src, ["question"])
         timings["import_rows_s"] = round(time.perf_counter() - t0, 1)
         if report.new_texts != n:
             raise SystemExit(f"expected {n} distinct texts, got {report.new_texts}")
-        model_id = int(project.active_model()["id"])
+        model_id = int(project.model.row()["id"])
         with project.store.read() as conn:
             # A new project: texts get ids 1..N in row order (checked at both ends).
             first, last = (conn.execute(select(texts_table.c.text).where(
@@ -141,7 +141,7 @@ def build_project(path: Path, n: int, *, block: int = 50_000) -> dict:
                                row_vectors(real, start, stop), [False] * (stop - start))
         timings["store_vectors_s"] = round(time.perf_counter() - t0, 1)
         t0 = time.perf_counter()
-        project.index()                  # built from the stored vectors, then saved
+        project.vectors.index()                  # built from the stored vectors, then saved
         timings["index_build_and_save_s"] = round(time.perf_counter() - t0, 1)
     src.unlink()
     timings["build_peak_rss_mib"] = peak_rss_mib()
@@ -170,6 +170,7 @@ def measure_open(path: Path, save: bool = False) -> dict:
     with `save`, saving the index again)."""
     from engine.encoding.loading import load_encoder
     from engine.index.persist import current_version
+    from engine.index.reconcile import reconcile
     from engine.project import Project
 
     queries, _ = corpus.query_and_pool()
@@ -178,9 +179,9 @@ def measure_open(path: Path, save: bool = False) -> dict:
     rss_model = current_rss_mib()
     t0 = time.perf_counter()
     project = Project.open(path)
-    project.attach_encoder(encoder, is_default=True)
+    project.model.attach(encoder, is_default=True)
     t1 = time.perf_counter()
-    index = project.index()
+    index = project.vectors.index()
     t2 = time.perf_counter()
     hits = project.search(queries[0], k=10)
     t3 = time.perf_counter()
@@ -188,14 +189,14 @@ def measure_open(path: Path, save: bool = False) -> dict:
            "first_search_s": round(t3 - t2, 3), "total_s": round(t3 - t0, 3),
            "hits": len(hits), "items": len(index), "reconciled_on_open": bool(project.notices),
            "rss_after_model_mib": rss_model, "peak_rss_open_mib": peak_rss_mib()}
-    model_id = project._active_model_id()
+    model_id = project.model.id()
     t0 = time.perf_counter()
     with project.store.read() as conn:
         version = current_version(conn, model_id, index)
     out["stamp_check_s"] = round(time.perf_counter() - t0, 4)
     out["stamp_matched"] = version is not None
     t0 = time.perf_counter()
-    changed, _ = project._reconcile(index, model_id)
+    changed = reconcile(project.store, index, model_id).changed
     out["full_reconcile_s"] = round(time.perf_counter() - t0, 3)
     out["full_reconcile_changed"] = changed
     if save:
@@ -224,7 +225,7 @@ def _save_stall(project) -> dict:
     ticker.start()
     time.sleep(0.05)
     t0 = time.perf_counter()
-    project.save_index()
+    project.vectors.save_index()
     seconds = time.perf_counter() - t0
     stop.set()
     ticker.join()
@@ -249,9 +250,9 @@ def measure_import(rows: int) -> dict:
             writer.writerows([t] for t in texts)
         t0 = time.perf_counter()
         with Project.open(Path(tmp) / "import.duplens", create=True) as project:
-            project.attach_encoder(encoder, is_default=True)
-            project.import_table(src, ["question"])
-            project.encode()
+            project.model.attach(encoder, is_default=True)
+            project.rows.import_table(src, ["question"])
+            project.vectors.encode()
         seconds = time.perf_counter() - t0
     return {"rows": len(texts), "seconds": round(seconds, 1),
             "rss_after_model_mib": rss_model, "peak_rss_mib": peak_rss_mib()}

@@ -57,7 +57,7 @@ def build_project(path: Path, rows: int) -> float:
                 out.writerow([f"Q{i}", q, rng.choice(TOPICS), rng.randint(0, 100_000)])
         started = time.perf_counter()
         with Project.open(path, create=True) as project:
-            project.import_table(csv_path, ["question"], id_column="qid")
+            project.rows.import_table(csv_path, ["question"], id_column="qid")
         return time.perf_counter() - started
 
 

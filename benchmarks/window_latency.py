@@ -143,7 +143,8 @@ def in_window(project: str, queries: list[str], import_csv: str | None) -> dict:
 
         stage = ["starting"]
         worst: list[str] = [""]
-        bridge.progressed.connect(lambda s, d, t, _r: stage.__setitem__(0, f"{s} {d}/{t}"))
+        window.imports.progressed.connect(
+            lambda p: stage.__setitem__(0, f"{p.stage} {p.done}/{p.total}"))
 
         def tick() -> None:
             now = clock.elapsed()
@@ -155,11 +156,11 @@ def in_window(project: str, queries: list[str], import_csv: str | None) -> dict:
         timer.timeout.connect(tick)
         clock.start()
         timer.start()
-        from desktop_app.views.import_dialog import ImportChoices
+        from desktop_app.import_controller import ImportChoices
 
-        window.start_import(ImportChoices(import_csv, ["question"], "qid", None))
         done: list[object] = []
-        bridge.finished.connect(lambda job, r: done.append(r) if job == "import" else None)
+        window.imports.finished.connect(done.append)
+        window.start_import(ImportChoices(import_csv, ["question"], "qid", None))
         t0 = time.perf_counter()
         wait_for(lambda: bool(done))
         timer.stop()

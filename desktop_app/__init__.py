@@ -1,5 +1,10 @@
 """The Duplens desktop window (PySide6).
 
-Only `bridge.py` talks to the engine; everything else is widgets and Qt models fed by the
-bridge's signals, so the engine stays Qt-free and the window never blocks on engine work.
+Engine work runs only through the job runner (`jobs.py`, `EngineBridge.run`): the
+controllers (`*_controller.py`) and a few views submit plain functions that run in a pool
+thread and get their outcome back on the GUI thread, so the engine stays Qt-free and the
+window never blocks on engine work. Everything else is widgets and Qt models.
 """
+
+# Before PySide6 or anything else: no telemetry, the Hub offline (see engine.offline).
+from engine import offline  # noqa: F401

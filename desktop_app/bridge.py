@@ -1,121 +1,65 @@
-"""`EngineBridge`: the one place where the window calls the engine.
+"""`EngineBridge`: the open project, its model, the keystroke search, and the job runner.
 
-Every engine call that can take more than a few milliseconds runs in a `QThreadPool`, and
-its outcome comes back as a signal on the GUI thread, so widgets only ever react to signals.
-Two pools, on purpose:
+The bridge does not mirror the engine. Controllers and views run their own engine calls with
+`bridge.run(fn, pool=..., on_done=...)` (`desktop_app.jobs`: the threading is written once
+there). The bridge keeps only what they all share: the open project's lifecycle, the model
+warm-up and readiness (with the search held until then), the preferences new models are
+loaded with, the keystroke search, and the table's page reads.
 
-- jobs (open, model warm-up, import + encode) run one at a time, in the order asked, so an
-  import never races the model load and a second open waits for the first;
-- searches run on their own single-thread pool, so a keystroke's search never waits behind
-  a ten-minute import;
-- review work (re-cutting clusters, decisions, plots, export) runs on a third one-thread
-  pool, in order, so moving the threshold never waits behind an import either;
-- sorting and filtering the table of rows runs on a fourth, so a slow sort of a million
-  rows delays neither the review nor the search.
+Four thread pools of one thread each, on purpose:
 
-Each search gets an increasing sequence number; a request already superseded when its turn
-comes is skipped, and results older than the newest delivered are dropped, so the list never
-flips back to an older query.
+- `Pool.JOBS`: opening a project, loading a model, import + encode, fine-tuning, activating,
+  exporting or deleting a model version, one at a time in the order asked, so an import
+  never races the model load and a second open waits for the first;
+- `Pool.SEARCH`: the keystroke search, so it never waits behind a ten-minute import. Each
+  search gets an increasing number; a request already superseded when its turn comes is
+  skipped, and results older than the newest shown are dropped, so the list never flips
+  back to an older query;
+- `Pool.REVIEW`: re-cutting clusters, decisions, plots, export, what fine-tuning would
+  learn from, the list of model versions, in order, so a decision and the re-cut after it
+  cannot cross and moving the threshold never waits behind an import;
+- `Pool.TABLE`: sorting and filtering the table of rows, and the import dialog's preview,
+  so a slow sort of a million rows delays neither the review nor the search.
 
-All public signals are emitted on the GUI thread (workers report through `WorkRelay`).
+All public signals are emitted on the GUI thread.
 """
 
 from __future__ import annotations
 
-import itertools
 import logging
 import os
 import threading
-import traceback
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-import numpy as np
-from PySide6.QtCore import QObject, QThreadPool, Signal, Slot
+from PySide6.QtCore import QObject, Signal
 
-from desktop_app.workers import UNEXPECTED, Throttle, Worker, WorkRelay
-from engine.browse import RowQuery
+from desktop_app.jobs import Job, JobHandle, JobRunner, Pool
 from engine.errors import ProjectError
-from engine.jobs import CancelToken
 
 if TYPE_CHECKING:
     # Imported where used, in pool threads: the facade pulls in pandas, SQLAlchemy and
     # hnswlib (about half a second), which must not delay the window appearing.
     from engine.encoding.encoder import SentenceEncoder
     from engine.project import Project
+    from engine.search import SearchHit
 
 log = logging.getLogger("duplens.gui")
 
-_SUPERSEDED = object()  # a search skipped because a newer one was asked before it started
 
-# Jobs whose failures the view that asked for them shows (the fine-tuning wizard, the model
-# versions dialog), next to what the user was doing, rather than as the window's dialog.
-VIEW_REPORTED_JOBS = frozenset({"training_input", "finetune", "versions", "export_model",
-                                "delete_model"})
+class EngineBridge(JobRunner):
+    """Owns the open `Project` and runs jobs on it in the background (`run`)."""
 
-
-@dataclass(frozen=True)
-class RowSet:
-    """The table's rows for one `RowQuery`: ids in order, the files' own columns, and how
-    many rows the project has in all (to say "12 of 1,000,000")."""
-
-    query: RowQuery
-    order: np.ndarray
-    columns: list[str]
-    total: int
-
-
-class _LossRelay(QObject):
-    """Carries logged training losses from the job thread to the GUI thread (queued, as the
-    `WorkRelay` does for the other reports)."""
-
-    points = Signal(list)  # [(step, loss)]
-
-
-@dataclass
-class _Pending:
-    """What to do on the GUI thread when the job under a token reports back."""
-
-    job: str
-    on_result: Callable[[Any], Any] | None = None
-    announce: bool = True  # emit `finished`/`failed` for this job (searches use their own)
-
-
-class EngineBridge(QObject):
-    """Owns the open `Project` and runs its calls in the background; reports by signals."""
-
-    projectOpened = Signal(dict)                 # project.info() plus "notices"
-    progressed = Signal(str, int, int, float)    # stage, done, total (0: unknown), rate/s
-    finished = Signal(str, object)               # job name, result
-    failed = Signal(str, str, str)               # job name, message, details (traceback)
-    cancelled = Signal(str)                      # job name; nothing of it was kept
+    projectOpened = Signal(dict)                 # project_info() of the project now open
     searchResults = Signal(int, str, list)       # sequence number, query, [SearchHit]
-    modelLoading = Signal()
     modelReady = Signal(str)                     # device
-    trainingLoss = Signal(list)                  # [(step, loss)] logged since the last report
+    modelFailed = Signal(str, str)               # message, details: the warm-up failed
+    modelNeedsConsent = Signal(str, str)         # message, location: see `approve_model`
 
     def __init__(self, parent: QObject | None = None, *,
                  encoder: SentenceEncoder | None = None) -> None:
-        super().__init__(parent)
-        self._jobs = QThreadPool(self)
-        self._jobs.setMaxThreadCount(1)
-        self._searches = QThreadPool(self)
-        self._searches.setMaxThreadCount(1)
-        self._review = QThreadPool(self)
-        self._review.setMaxThreadCount(1)
-        self._table = QThreadPool(self)
-        self._table.setMaxThreadCount(1)
-        self._relay = WorkRelay(self)
-        self._relay.done.connect(self._on_done)
-        self._relay.failed.connect(self._on_failed)
-        self._relay.cancelled.connect(self._on_cancelled)
-        self._relay.progress.connect(self._on_progress)
-        self._relay.loading.connect(self._on_loading)
-        self._loss_relay = _LossRelay(self)
-        self._loss_relay.points.connect(self.trainingLoss)
-        self._tokens = itertools.count(1)
-        self._pending: dict[int, _Pending] = {}
+        super().__init__(self._current, parent)
+        self.modelLoaded.connect(self._model_loaded)
         self._project_lock = threading.Lock()
         self._project: Project | None = None   # set and cleared in job threads, under lock
         self._encoder = encoder                 # a shared, already loaded model (tests)
@@ -123,7 +67,6 @@ class EngineBridge(QObject):
         self.device_preference = "auto"
         self.backend_preference = "torch"
         self.batch_size = 64
-        self._cancel: CancelToken | None = None
         self._model_ready = False
         self._warm_wanted = False
         self._warming = False
@@ -142,52 +85,50 @@ class EngineBridge(QObject):
         return self._current() is not None
 
     def current_project(self) -> Project:
-        """The open project, for objects that only hand it to review-thread work."""
-        return self._require_project()
-
-    def _current(self) -> Project | None:
-        with self._project_lock:
-            return self._project
-
-    def _require_project(self) -> Project:
+        """The open project, for objects that only hand it to pool-thread work."""
         project = self._current()
         if project is None:
             raise ProjectError("no project is open")
         return project
 
-    # -- jobs ------------------------------------------------------------------------------
-    def open_project(self, path: str | os.PathLike[str], create: bool = False) -> None:
-        """Open (or create) a project in the background; `projectOpened` when it is ready."""
+    def _current(self) -> Project | None:
+        with self._project_lock:
+            return self._project
+
+    # -- the project's lifecycle -----------------------------------------------------------
+    def open_project(self, path: str | os.PathLike[str], create: bool = False, *,
+                     on_failed: Callable[[str, str], object] | None = None) -> JobHandle:
+        """Open (or create) a project in the background; `projectOpened` when it is ready.
+        The project open before is closed once the searches and review work on it end."""
         path = os.fspath(path)
+        return self.run(lambda _job: self._open(path, create), pool=Pool.JOBS,
+                        on_done=self._opened, on_failed=on_failed)
 
-        def work() -> dict:
-            from engine.project import Project
+    def _open(self, path: str, create: bool) -> dict:
+        from engine.project import Project
 
-            project = Project.open(path, create=create)
-            try:
-                project.device_preference = self.device_preference
-                project.backend_preference = self.backend_preference
-                project.batch_size = self.batch_size
-                project.fast_queries = True   # attach_encoder prepares them (a job thread)
-                if self._encoder is not None:
-                    project.attach_encoder(self._encoder, is_default=True)
-                elif self._preloaded is not None and project.uses_default_model():
-                    project.attach_encoder(self._preloaded, is_default=True)
-                info = _info(project)
-            except BaseException:
-                project.close()
-                raise
-            with self._project_lock:
-                old, self._project = self._project, project
-            if old is not None:
-                self._searches.waitForDone()   # a search may still hold the old project
-                self._review.waitForDone()
-                old.close()
-            return info
+        project = Project.open(path, create=create)
+        try:
+            # fast queries are prepared where the model is attached (this job thread)
+            project.model.configure(device=self.device_preference,
+                                    backend=self.backend_preference,
+                                    batch_size=self.batch_size, fast_queries=True)
+            if self._encoder is not None:
+                project.model.attach(self._encoder, is_default=True)
+            elif self._preloaded is not None and project.model.is_default():
+                project.model.attach(self._preloaded, is_default=True)
+            info = project_info(project)
+        except BaseException:
+            project.close()
+            raise
+        with self._project_lock:
+            old, self._project = self._project, project
+        if old is not None:
+            self.wait(Pool.SEARCH, Pool.REVIEW, Pool.TABLE)   # they may still hold the old one
+            old.close()
+        return info
 
-        self._submit(self._jobs, "open", work, self._opened)
-
-    def _opened(self, info: dict) -> dict:
+    def _opened(self, info: dict) -> None:
         self._model_ready = False   # each project has its own active model
         self.projectOpened.emit(info)
         shared = self._encoder
@@ -197,8 +138,18 @@ class EngineBridge(QObject):
             self._set_model_ready(shared.device)
         elif self._warm_wanted:
             self._start_warm_up()
-        return info
 
+    def shutdown(self) -> None:
+        """Stop the running job, wait for the pools and close the project (window closing)."""
+        self.cancel_pool(Pool.JOBS)
+        self._latest_search = self._search_seq + 1   # queued searches skip their work
+        self.wait()
+        with self._project_lock:
+            project, self._project = self._project, None
+        if project is not None:
+            project.close()
+
+    # -- the model -------------------------------------------------------------------------
     def warm_up(self) -> None:
         """Load the project's model in the background, so the first search is instant.
 
@@ -212,36 +163,58 @@ class EngineBridge(QObject):
         if self._model_ready or self._warming:
             return
         self._warming = True
+        self.run(self._warm, pool=Pool.JOBS, on_done=self._warmed,
+                 on_failed=self._warm_failed)
 
-        def work() -> tuple[str, bool] | None:
-            project = self._current()
-            if project is None:
-                if self._preloaded is not None or self._encoder is not None:
-                    return None
-                self._relay.loading.emit()
-                from engine.encoding.loading import load_encoder
+    def _warm(self, job: Job) -> str | Exception | None:
+        """The open project's model (reported through `job`), or with none open the default
+        model, kept for the project opened next (its device is returned). A model the
+        project names outside its own folder and the user has not approved is returned as
+        the refusal, for the window to ask."""
+        from engine.errors import UntrustedModelLocation
 
-                preloaded = load_encoder(None, device=self.device_preference,
-                                         batch_size=self.batch_size,
-                                         backend=self.backend_preference)
-                preloaded.prepare_fast_queries()
-                self._preloaded = preloaded
-                return preloaded.device, False
-            self._relay.loading.emit()
-            return project.encoder().device, True
+        project = self._current()
+        if project is not None:
+            job.model_loading()
+            try:
+                job.model_ready(project.model.encoder().device)
+            except UntrustedModelLocation as refused:
+                return refused    # asked on the GUI thread (`_warmed`), never loaded unasked
+            return None
+        if self._preloaded is not None or self._encoder is not None:
+            return None
+        job.model_loading()
+        from engine.encoding.loading import load_encoder
 
-        def warmed(result: tuple[str, bool] | None) -> str | None:
-            self._warming = False
-            if result is None:
-                return None
-            device, for_project = result
-            if for_project:
-                self._set_model_ready(device)
-            else:
-                self.modelReady.emit(device)
-            return device
+        preloaded = load_encoder(None, device=self.device_preference,
+                                 batch_size=self.batch_size, backend=self.backend_preference)
+        preloaded.prepare_fast_queries()
+        self._preloaded = preloaded
+        return preloaded.device
 
-        self._submit(self._jobs, "warm_up", work, warmed, announce=False)
+    def _warmed(self, outcome: str | Exception | None) -> None:
+        self._warming = False
+        if isinstance(outcome, Exception):   # UntrustedModelLocation
+            self.modelNeedsConsent.emit(str(outcome), outcome.location)
+        elif outcome is not None:
+            self.modelReady.emit(outcome)
+
+    def approve_model(self, location: str) -> None:
+        """The user agreed to load `location` for the open project: remember it (in their
+        config, never in the project file its sender controls) and load the model."""
+        from engine.model_trust import approve
+
+        approve(self.current_project().path, location)
+        self._start_warm_up()
+
+    def _warm_failed(self, message: str, details: str) -> None:
+        self._warming = False
+        self.modelFailed.emit(message, details)
+
+    def _model_loaded(self, device: str, reloaded: bool) -> None:
+        if reloaded:
+            self._model_ready = False   # another model: say it is ready again
+        self._set_model_ready(device)
 
     def _set_model_ready(self, device: str) -> None:
         first = not self._model_ready
@@ -252,71 +225,9 @@ class EngineBridge(QObject):
         if held is not None and held[0] == self._latest_search:
             self._submit_search(*held)
 
-    def import_file(self, path: str | os.PathLike[str], text_columns: list[str],
-                    id_column: str | None = None, sheet: str | None = None,
-                    encoding: str | None = None, delimiter: str | None = None) -> None:
-        """Import a spreadsheet into the open project, then encode and index its new rows.
-
-        Reports `progressed` ("reading", then "encoding"), then `finished("import", {...})`
-        with the import and encode reports and fresh info, or `cancelled("import")` if
-        stopped while reading (nothing from the file is kept). Stopped while encoding, the
-        rows stay and `finished` carries `cancelled: True` (encoding resumes next time).
-        """
-        path = os.fspath(path)
-        columns = list(text_columns)
-
-        def read(project: Project, throttle: Throttle, token: CancelToken) -> dict:
-            return {"import": project.import_table(
-                path, columns, id_column=id_column, sheet=sheet, encoding=encoding,
-                delimiter=delimiter, progress=throttle, cancel=token)}
-
-        self._run_encoding("import", read)
-
-    def resume_encoding(self) -> None:
-        """Encode what an earlier, stopped import left; reports like `import_file`'s encode.
-
-        Finishes as `finished("encode", {...})` with the encode report and fresh info.
-        """
-        self._run_encoding("encode", None)
-
-    def _new_progress(self) -> tuple[CancelToken, Throttle]:
-        """A cancel token for the job about to start (what `cancel()` stops) and a throttle
-        that turns its progress callbacks into `progressed` signals."""
-        token = CancelToken()
-        self._cancel = token
-        return token, Throttle(
-            lambda p: self._relay.progress.emit(p.stage, p.done, p.total, p.rate))
-
-    def _run_encoding(self, job: str,
-                      before: Callable[[Project, Throttle, CancelToken], dict] | None) -> None:
-        """`before` (reading a file), then encode what is missing, on the job pool, with
-        throttled progress and one cancel token; the result dict gets the encode report,
-        `cancelled`, fresh info and the device."""
-        token, throttle = self._new_progress()
-
-        def work() -> dict:
-            project = self._require_project()
-            result: dict = {}
-            try:
-                if before is not None:
-                    result.update(before(project, throttle, token))
-                    throttle.flush()
-                encoded = project.encode(progress=throttle, cancel=token)
-            finally:
-                throttle.flush()
-            result.update({"encode": encoded, "cancelled": encoded.cancelled,
-                           "info": _info(project), "device": project.encoder().device})
-            return result
-
-        def done(result: dict) -> dict:
-            self._set_model_ready(result["device"])
-            return result
-
-        self._submit(self._jobs, job, work, done)
-
     def set_preferences(self, device: str, batch_size: int, backend: str = "torch") -> None:
         """Device, batch size and backend (`engine.encoding.backends`) for models loaded
-        from now on (and the open project); `change_model` reloads the open one."""
+        from now on (and the open project); `ModelController` reloads the open one."""
         self.device_preference, self.batch_size = device, int(batch_size)
         self.backend_preference = backend
         preloaded = self._preloaded
@@ -324,151 +235,7 @@ class EngineBridge(QObject):
             self._preloaded = None  # loaded the other way; the next warm-up loads it anew
         project = self._current()
         if project is not None:
-            project.device_preference, project.batch_size = device, int(batch_size)
-            project.backend_preference = backend
-
-    def change_model(self, model: str | None) -> None:
-        """Load another model (folder or hub name; None: the bundled default) and make it
-        the project's active one; `finished("model", info)`. Encode afterwards to index."""
-        self._load_model(lambda project: project.use_model(
-            model, device=self.device_preference, batch_size=self.batch_size))
-
-    def change_backend(self) -> None:
-        """Load the project's active model again with the backend now preferred (the
-        active model stays: a fine-tuned version is not swapped for the default);
-        `finished("model", info)`. A quantised backend asks for an encode afterwards."""
-        self._load_model(lambda project: project.reload_model(self.backend_preference))
-
-    def _load_model(self, load: Callable[[Project], SentenceEncoder]) -> None:
-        def work() -> dict:
-            project = self._require_project()
-            self._relay.loading.emit()
-            encoder = load(project)
-            return {"info": _info(project), "device": encoder.device}
-
-        def changed(result: dict) -> dict:
-            self._model_ready = False
-            self._set_model_ready(result["device"])
-            return result
-
-        self._submit(self._jobs, "model", work, changed)
-
-    # -- fine-tuning and model versions ----------------------------------------------------
-    def training_input(self, extra_file: str | None = None,
-                       file_options: dict | None = None) -> None:
-        """What fine-tuning would learn from: the review verdicts plus `extra_file`, as
-        `finished("training_input", TrainingInput)` from the review thread, or `failed` with
-        the labelled-file reader's message."""
-
-        def work(project: Project) -> object:
-            from engine.training.collect import training_input
-
-            return training_input(project.labelled_pairs(), extra_file,
-                                  **(file_options or {}))
-
-        self.run_review("training_input", work)
-
-    def finetune(self, pairs: list, objective: str, options: object, held_out: float,
-                 seed: int) -> None:
-        """Train the active model on `pairs` on the job pool (`Project.finetune`).
-
-        Progress comes as `progressed` (stages `FINETUNE_STAGES`), every logged loss as
-        `trainingLoss`, then `finished("finetune", FinetuneReport)`, `cancelled("finetune")`
-        (nothing saved, the active model untouched; `cancel()` asks) or `failed`.
-        """
-        token = CancelToken()
-        self._cancel = token
-        losses: list[tuple[int, float]] = []
-
-        def send_losses() -> None:
-            if losses:
-                batch = losses[:]
-                losses.clear()
-                self._loss_relay.points.emit(batch)
-
-        def emit(p) -> None:
-            send_losses()
-            self._relay.progress.emit(p.stage, p.done, p.total, p.rate)
-
-        throttle = Throttle(emit)
-
-        def report(p) -> None:
-            loss = getattr(p, "loss", None)  # a TrainingProgress of a logged step
-            if loss is not None:
-                losses.append((p.done, float(loss)))
-            throttle(p)
-
-        def work() -> object:
-            project = self._require_project()
-            try:
-                return project.finetune(objective, pairs=pairs, options=options,
-                                        held_out=held_out, seed=seed, progress=report,
-                                        cancel=token)
-            finally:
-                throttle.flush()
-                send_losses()
-
-        self._submit(self._jobs, "finetune", work)
-
-    def activate_model(self, version_id: int) -> None:
-        """Encode and index with a model version, then switch search to it (search keeps
-        the old model meanwhile); `finished("activate", {"report", "info", "device"})`, the
-        report saying whether it was stopped (`cancel()`; what was encoded is kept)."""
-        token, throttle = self._new_progress()
-
-        def work() -> dict:
-            project = self._require_project()
-            try:
-                report = project.activate_model(version_id, progress=throttle, cancel=token)
-            finally:
-                throttle.flush()
-            return {"report": report, "info": _info(project),
-                    "device": project.encoder().device}
-
-        def done(result: dict) -> dict:
-            if result["report"].activated:
-                self._set_model_ready(result["device"])
-            return result
-
-        self._submit(self._jobs, "activate", work, done)
-
-    def model_versions(self) -> None:
-        """`finished("versions", [dict])`: `Project.model_versions()`, from the review thread."""
-        self.run_review("versions", lambda project: project.model_versions())
-
-    def export_model(self, version_id: int, folder: str) -> None:
-        """Copy a version's folder to `folder`; `finished("export_model", Path)`."""
-        self._submit(self._jobs, "export_model",
-                     lambda: self._require_project().export_model(version_id, folder))
-
-    def delete_model(self, version_id: int) -> None:
-        """Delete an unused trained version; `finished("delete_model", name)`."""
-        self._submit(self._jobs, "delete_model",
-                     lambda: self._require_project().delete_model(version_id))
-
-    # -- review ----------------------------------------------------------------------------
-    def run_review(self, job: str, fn: Callable[[Project], object],
-                   on_result: Callable[[Any], Any] | None = None) -> None:
-        """Run `fn(project)` on the review thread; the outcome comes as `finished(job, …)`
-        (after `on_result`, on the GUI thread) or `failed(job, …)`.
-
-        Review calls run in the order asked, never in parallel with each other, so a
-        decision and the re-cut after it cannot cross.
-        """
-
-        def work() -> object:
-            return fn(self._require_project())
-
-        self._submit(self._review, job, work, on_result)
-
-    def cancel(self) -> None:
-        """Ask the running import to stop at its next checkpoint (what is committed stays)."""
-        if self._cancel is not None:
-            self._cancel.cancel()
-
-    def refresh_info(self) -> None:
-        """Fresh `project.info()` in the background, as `finished("info", info)`."""
-        self._submit(self._jobs, "info", lambda: _info(self._require_project()))
+            project.model.configure(device=device, batch_size=int(batch_size), backend=backend)
 
     # -- search ----------------------------------------------------------------------------
     def search(self, text: str, k: int = 10) -> int:
@@ -487,17 +254,17 @@ class EngineBridge(QObject):
         return seq
 
     def _submit_search(self, seq: int, text: str, k: int) -> None:
-        def work() -> object:
+        def work(_job: Job) -> list[SearchHit] | None:
             if seq < self._latest_search:
-                return _SUPERSEDED
+                return None   # superseded before its turn: skipped
             project = self._current()
             return project.search(text, k) if project is not None else []
 
-        def searched(hits: object) -> None:
-            if hits is not _SUPERSEDED:
-                self.deliver_search(seq, text, list(hits))  # type: ignore[call-overload]
+        def searched(hits: list[SearchHit] | None) -> None:
+            if hits is not None:
+                self.deliver_search(seq, text, hits)
 
-        self._submit(self._searches, "search", work, searched, announce=False)
+        self.run(work, pool=Pool.SEARCH, on_done=searched)
 
     def deliver_search(self, seq: int, text: str, hits: list) -> bool:
         """Emit results unless a newer request's results were already shown; True if sent."""
@@ -509,96 +276,23 @@ class EngineBridge(QObject):
         self.searchResults.emit(seq, text, hits)
         return True
 
-    # -- browsing (synchronous on purpose) -------------------------------------------------
+    # -- the table's pages (synchronous on purpose) ----------------------------------------
     def count_items(self) -> int:
         """Live rows; a single indexed COUNT, cheap enough for the GUI thread."""
         project = self._current()
-        return project.count_items() if project is not None else 0
+        return project.rows.count() if project is not None else 0
 
     def items_by_ids(self, item_ids: Sequence[int]) -> list[dict]:
         """One page of rows for the table, by id; small pages keep this a few milliseconds."""
         project = self._current()
-        return project.items_by_ids(item_ids) if project is not None else []
-
-    def browse(self, query: RowQuery, on_result: Callable[[RowSet], Any]) -> None:
-        """Which rows the table shows, in which order (`Project.row_order`), computed on the
-        table's own thread: sorting a million rows takes seconds and must not wait behind
-        an import or a re-cut. `on_result` gets a `RowSet` on the GUI thread."""
-
-        def work() -> RowSet:
-            project = self._require_project()
-            order = project.row_order(query)
-            total = project.count_items() if query.text_filter else len(order)
-            return RowSet(query, order, project.item_columns(), total)
-
-        self._submit(self._table, "rows", work, on_result, announce=False)
-
-    # -- shutdown --------------------------------------------------------------------------
-    def shutdown(self) -> None:
-        """Stop the running job, wait for the pools and close the project (window closing)."""
-        self.cancel()
-        self._latest_search = self._search_seq + 1   # queued searches skip their work
-        self._searches.waitForDone()
-        self._review.waitForDone()
-        self._table.waitForDone()
-        self._jobs.waitForDone()
-        with self._project_lock:
-            project, self._project = self._project, None
-        if project is not None:
-            project.close()
-
-    # -- plumbing --------------------------------------------------------------------------
-    def _submit(self, pool: QThreadPool, job: str, fn: Callable[[], object],
-                on_result: Callable[[Any], Any] | None = None, *, announce: bool = True
-                ) -> None:
-        token = next(self._tokens)
-        self._pending[token] = _Pending(job, on_result, announce)
-        pool.start(Worker(token, fn, self._relay))
-
-    @Slot(str, int, int, float)
-    def _on_progress(self, stage: str, done: int, total: int, rate: float) -> None:
-        self.progressed.emit(stage, done, total, rate)
-
-    @Slot()
-    def _on_loading(self) -> None:
-        self.modelLoading.emit()
-
-    @Slot(int, object)
-    def _on_done(self, token: int, result: object) -> None:
-        pending = self._pending.pop(token, None)
-        if pending is None:
-            return
-        try:
-            value = pending.on_result(result) if pending.on_result else result
-        except Exception:  # noqa: BLE001 - a bug in a handler must not escape into Qt
-            details = traceback.format_exc()
-            log.error("unexpected error after %s\n%s", pending.job, details)
-            self.failed.emit(pending.job, UNEXPECTED, details)
-            return
-        if pending.announce:
-            self.finished.emit(pending.job, value)
-
-    @Slot(int, str, str)
-    def _on_failed(self, token: int, message: str, details: str) -> None:
-        pending = self._pending.pop(token, None)
-        if pending is None:
-            return
-        if pending.job == "warm_up":
-            self._warming = False
-        self.failed.emit(pending.job, message, details)
-
-    @Slot(int)
-    def _on_cancelled(self, token: int) -> None:
-        pending = self._pending.pop(token, None)
-        if pending is not None:
-            self.cancelled.emit(pending.job)
+        return project.rows.by_ids(item_ids) if project is not None else []
 
 
-def _info(project: Project) -> dict:
-    """`project.info()` plus the notices the user should read (index rebuilt…)."""
+def project_info(project: Project) -> dict:
+    """`project.info()` plus whether it uses the default model and the notices the user
+    should read (index rebuilt…), which are cleared once read."""
     info = dict(project.info())
-    info["default_model"] = project.uses_default_model()
+    info["default_model"] = project.model.is_default()
     info["notices"] = list(project.notices)
     project.notices.clear()
     return info
-

@@ -1,14 +1,17 @@
 """`MainWindow`: the start page, then the search panel over the project's rows.
 
-The window wires widgets to the bridge and reacts to its signals; it decides nothing about
-data. Every slot is `guarded`: a bug shows an error dialog and is logged, and the window
-carries on. Questions to the user (file pickers, the import dialog) are small `ask_*`
-methods, so tests can answer them without a modal dialog.
+The window wires widgets to the bridge and the controllers (which run the engine calls) and
+reacts to their signals; it decides nothing about data. Every slot is `guarded`: a bug shows
+an error dialog and is logged, and the window carries on. A job with no handler of its own
+for failures reports through `bridge.failed`, shown here as that dialog. Questions to the
+user (file pickers, the import dialog) are small `ask_*` methods, so tests can answer them
+without a modal dialog.
 """
 
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from pathlib import Path
 
 from PySide6.QtCore import QSettings, Qt
@@ -16,29 +19,41 @@ from PySide6.QtGui import QAction, QCloseEvent, QKeySequence
 from PySide6.QtWidgets import (
     QDialog,
     QFileDialog,
-    QLabel,
     QMainWindow,
+    QMenu,
     QMessageBox,
-    QPushButton,
     QSplitter,
     QStackedWidget,
     QTabWidget,
     QWidget,
 )
 
-from desktop_app.bridge import VIEW_REPORTED_JOBS, EngineBridge
+from desktop_app.bridge import EngineBridge
+from desktop_app.import_controller import (
+    EncodingResult,
+    ImportChoices,
+    ImportController,
+    summary,
+)
+from desktop_app.jobs import JobHandle
+from desktop_app.model_controller import (
+    ActivationResult,
+    ModelController,
+    ModelResult,
+    activation_summary,
+)
 from desktop_app.recent import RecentProjects
 from desktop_app.resources import sample_questions_path, user_data_dir
 from desktop_app.review_controller import ReviewController
 from desktop_app.safety import guarded
-from desktop_app.views.import_dialog import ImportChoices, ImportDialog
+from desktop_app.views.import_dialog import ImportDialog
 from desktop_app.views.items_view import ItemsView
-from desktop_app.views.job_status import JobStatus
 from desktop_app.views.plots_view import PlotsView
 from desktop_app.views.review_view import ClusterReviewView
 from desktop_app.views.search_panel import SearchPanel
 from desktop_app.views.settings_dialog import Preferences, SettingsDialog
 from desktop_app.views.start_page import StartPage
+from desktop_app.views.status_bar import WindowStatusBar
 
 log = logging.getLogger("duplens.gui")
 
@@ -60,10 +75,11 @@ class MainWindow(QMainWindow):
         self.setWindowTitle("Duplens")
         self.resize(1180, 780)
         self._info: dict | None = None
-        self._model_state = ""
         self._pending_import: ImportChoices | None = None
         self._opening: str | None = None
         self.error_box: QMessageBox | None = None
+        self.imports = ImportController(bridge, self)
+        self.models = ModelController(bridge, self)
 
         self.start_page = StartPage(self)
         self.search_panel = SearchPanel(bridge, self)
@@ -86,20 +102,14 @@ class MainWindow(QMainWindow):
         self.tabs.addTab(self.plots_view, "Plots")
         self.tabs.setDocumentMode(True)
         self.project_page = self.tabs
-        self._review_loaded = False
-        self._plots_loaded = False
         self.pages = QStackedWidget(self)
         self.pages.addWidget(self.start_page)
         self.pages.addWidget(self.project_page)
         self.setCentralWidget(self.pages)
 
-        self.status_label = QLabel("", self)
-        self.job_status = JobStatus(self)
-        self.resume_button = QPushButton("Resume encoding", self)
-        self.resume_button.setVisible(False)
-        self.statusBar().addWidget(self.status_label, 1)
-        self.statusBar().addPermanentWidget(self.resume_button)
-        self.statusBar().addPermanentWidget(self.job_status)
+        self.status = WindowStatusBar(self)
+        self.setStatusBar(self.status)
+        self.status_label, self.job_status = self.status.project, self.status.job
         self.preferences = Preferences.load(self.settings)
         bridge.set_preferences(self.preferences.device, self.preferences.batch_size,
                                self.preferences.backend)
@@ -111,65 +121,66 @@ class MainWindow(QMainWindow):
 
     # -- construction ----------------------------------------------------------------------
     def _make_menu(self) -> None:
-        menu = self.menuBar().addMenu("&File")
-        self.new_action = QAction("&New project from spreadsheet…", self)
-        self.new_action.setShortcut(QKeySequence.StandardKey.New)
-        self.open_action = QAction("&Open project…", self)
-        self.open_action.setShortcut(QKeySequence.StandardKey.Open)
-        self.import_action = QAction("&Import spreadsheet…", self)
-        self.import_action.setShortcut(QKeySequence("Ctrl+I"))
-        self.import_action.setEnabled(False)
-        self.sample_action = QAction("Try it with &sample questions", self)
-        self.export_action = QAction("&Export clusters…", self)
-        self.export_action.setShortcut(QKeySequence("Ctrl+E"))
-        self.export_action.setEnabled(False)
-        self.settings_action = QAction("&Settings…", self)
-        self.settings_action.setShortcut(QKeySequence.StandardKey.Preferences)
-        quit_action = QAction("&Quit", self)
-        quit_action.setShortcut(QKeySequence.StandardKey.Quit)
-        for action in (self.new_action, self.open_action, self.sample_action,
-                       self.import_action, self.export_action):
-            menu.addAction(action)
-        menu.addSeparator()
-        menu.addAction(self.settings_action)
-        menu.addSeparator()
-        menu.addAction(quit_action)
-        self.new_action.triggered.connect(self.new_project_from_spreadsheet)
-        self.open_action.triggered.connect(self.open_project_dialog)
-        self.sample_action.triggered.connect(self.try_sample)
-        self.import_action.triggered.connect(self.import_spreadsheet)
-        self.export_action.triggered.connect(self.export_clusters)
-        self.settings_action.triggered.connect(self.open_settings)
-        quit_action.triggered.connect(self.close)
+        keys = QKeySequence.StandardKey
+        file_menu = self.menuBar().addMenu("&File")
+        add = self._add_action
+        self.new_action = add(file_menu, "&New project from spreadsheet…",
+                              self.new_project_from_spreadsheet, keys.New)
+        self.open_action = add(file_menu, "&Open project…", self.open_project_dialog, keys.Open)
+        self.sample_action = add(file_menu, "Try it with &sample questions", self.try_sample)
+        self.import_action = add(file_menu, "&Import spreadsheet…",
+                                 lambda: self.import_spreadsheet(), "Ctrl+I", enabled=False)
+        self.export_action = add(file_menu, "&Export clusters…", self.export_clusters,
+                                 "Ctrl+E", enabled=False)
+        file_menu.addSeparator()
+        self.settings_action = add(file_menu, "&Settings…", self.open_settings,
+                                   keys.Preferences)
+        file_menu.addSeparator()
+        add(file_menu, "&Quit", self.close, keys.Quit)
         model_menu = self.menuBar().addMenu("&Model")
-        self.improve_action = model_menu.addAction("&Improve the model…")
-        self.versions_action = model_menu.addAction("Model &versions…")
-        for action in (self.improve_action, self.versions_action):
-            action.setEnabled(False)
-        self.improve_action.triggered.connect(self.improve_model)
-        self.versions_action.triggered.connect(self.show_model_versions)
-        help_menu = self.menuBar().addMenu("&Help")
-        self.about_action = help_menu.addAction("&About Duplens")
+        self.improve_action = add(model_menu, "&Improve the model…", self.improve_model,
+                                  enabled=False)
+        self.versions_action = add(model_menu, "Model &versions…", self.show_model_versions,
+                                   enabled=False)
+        self.about_action = add(self.menuBar().addMenu("&Help"), "&About Duplens",
+                                self.show_about)
         self.about_action.setMenuRole(QAction.MenuRole.AboutRole)
-        self.about_action.triggered.connect(self.show_about)
+
+    def _add_action(self, menu: QMenu, text: str, slot: Callable[[], object],
+                    shortcut: QKeySequence.StandardKey | str | None = None, *,
+                    enabled: bool = True) -> QAction:
+        action = QAction(text, self)
+        if shortcut is not None:
+            action.setShortcut(QKeySequence(shortcut))
+        action.setEnabled(enabled)
+        action.triggered.connect(slot)
+        menu.addAction(action)
+        return action
 
     def _connect(self) -> None:
         b = self.bridge
         b.projectOpened.connect(self.on_project_opened)
-        b.progressed.connect(self.on_progress)
-        b.finished.connect(self.on_finished)
-        b.failed.connect(self.on_failed)
-        b.cancelled.connect(self.on_cancelled)
+        b.failed.connect(self.show_error)
         b.modelLoading.connect(self.on_model_loading)
         b.modelReady.connect(self.on_model_ready)
+        b.modelFailed.connect(self.on_model_failed)
+        b.modelNeedsConsent.connect(self.on_model_needs_consent)
+        for progressed in (self.imports.progressed, self.models.progressed):
+            progressed.connect(self.job_status.update_progress)
+        self.imports.finished.connect(self._encoded)
+        self.imports.stopped.connect(self._import_stopped)
+        self.imports.failed.connect(self._job_failed)
+        self.models.changed.connect(self._model_changed)
+        self.models.activated.connect(self._activated)
+        self.models.activationFailed.connect(self._job_failed)
+        self.models.activationCancelled.connect(lambda: self._set_busy(False))
         self.start_page.newRequested.connect(self.new_project_from_spreadsheet)
         self.start_page.openRequested.connect(self.open_project_dialog)
         self.start_page.recentChosen.connect(self.open_project)
         self.start_page.sampleRequested.connect(self.try_sample)
         self.start_page.fileDropped.connect(self.new_project_from_file)
         self.search_panel.hitActivated.connect(self.select_item)
-        self.job_status.cancelRequested.connect(b.cancel)
-        self.resume_button.clicked.connect(self.resume_encoding)
+        self.status.resumeRequested.connect(self.resume_encoding)
         self.tabs.currentChanged.connect(self._tab_shown)
         self.review_view.exportRequested.connect(self.export_clusters)
         self.review.clustersChanged.connect(self.items_model.annotate)
@@ -184,7 +195,7 @@ class MainWindow(QMainWindow):
         return path or None
 
     def ask_import_choices(self, path: str) -> ImportChoices | None:
-        dialog = ImportDialog(path, self)
+        dialog = ImportDialog(path, self.bridge, self)
         return dialog.choices() if dialog.exec() == QDialog.DialogCode.Accepted else None
 
     def ask_new_project_path(self, suggested: str) -> str | None:
@@ -223,20 +234,12 @@ class MainWindow(QMainWindow):
     def new_project_from_spreadsheet(self) -> None:
         """Spreadsheet, then its columns, then where to save: the import starts on open."""
         sheet = self.ask_spreadsheet()
-        if not sheet:
-            return
-        choices = self.ask_import_choices(sheet)
-        if choices is None:
-            return
-        target = self.ask_new_project_path(str(Path(sheet).with_suffix(".duplens")))
-        if not target:
-            return
-        self._pending_import = choices
-        self.open_project(target, create=True)
+        if sheet:
+            self.new_project_from_file(sheet)
 
     @guarded
     def new_project_from_file(self, sheet: str) -> None:
-        """A spreadsheet dropped on the window: same steps as "New project…" from there."""
+        """Its columns, then where to save (a spreadsheet dropped on the window starts here)."""
         choices = self.ask_import_choices(sheet)
         if choices is None:
             return
@@ -257,9 +260,7 @@ class MainWindow(QMainWindow):
 
     @guarded
     def resume_encoding(self) -> None:
-        self.job_status.start("Encoding the rest…")
-        self._set_busy(True)
-        self.bridge.resume_encoding()
+        self._follow(ImportController.title(None), self.imports.resume())
 
     @guarded
     def export_clusters(self) -> None:
@@ -267,7 +268,7 @@ class MainWindow(QMainWindow):
             return
         path = self.ask_export_path()
         if path:
-            self.statusBar().showMessage(f"Exporting to {Path(path).name}…")
+            self.status.say(f"Exporting to {Path(path).name}…", 0)
             self.review.export(path)
 
     @guarded
@@ -285,6 +286,7 @@ class MainWindow(QMainWindow):
         wizard = FinetuneWizard(self.bridge, self)
         wizard.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
         wizard.useModel.connect(self.activate_model)
+        wizard.controller.discarded.connect(self._say_deleted)
         self.finetune_wizard = wizard
         wizard.open()
 
@@ -292,18 +294,19 @@ class MainWindow(QMainWindow):
     def show_model_versions(self) -> None:
         from desktop_app.views.versions_dialog import VersionsDialog
 
-        dialog = VersionsDialog(self.bridge, self)
+        dialog = VersionsDialog(self.bridge, self.models, self)
         dialog.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
         dialog.activateRequested.connect(self.activate_model)
+        dialog.deleted.connect(self._say_deleted)
+        dialog.exported.connect(
+            lambda folder: self.status.say(f"Model exported to {folder}"))
         self.versions_dialog = dialog
         dialog.open()
 
     @guarded
     def activate_model(self, version_id: int, name: str) -> None:
         """Encode and index with a model version in the background, then search with it."""
-        self.job_status.start(f"Switching to {name}…")
-        self._set_busy(True)
-        self.bridge.activate_model(version_id)
+        self._follow(f"Switching to {name}…", self.models.activate(version_id))
 
     @guarded
     def open_settings(self) -> None:
@@ -317,12 +320,11 @@ class MainWindow(QMainWindow):
         if self._info is None:
             return
         if chosen.model != old.model:
-            self.bridge.change_model(chosen.model or None)
-            self.statusBar().showMessage("Loading the new model; encode to index with it",
-                                         10000)
+            self.models.change_model(chosen.model or None)
+            self.status.say("Loading the new model; encode to index with it", 10000)
         elif chosen.backend != old.backend:
-            self.bridge.change_backend()
-            self.statusBar().showMessage("Loading the model with the new backend", 10000)
+            self.models.change_backend()
+            self.status.say("Loading the model with the new backend", 10000)
 
     @guarded
     def open_project_dialog(self) -> None:
@@ -333,24 +335,20 @@ class MainWindow(QMainWindow):
     @guarded
     def open_project(self, path: str, create: bool = False) -> None:
         self._opening = path
-        self.status_label.setText(f"Opening {Path(path).name}…")
-        self.bridge.open_project(path, create=create)
+        self.status.show_opening(Path(path).name)
+        self.bridge.open_project(path, create=create, on_failed=self._open_failed)
 
     @guarded
-    def import_spreadsheet(self) -> None:
-        sheet = self.ask_spreadsheet()
-        if sheet:
-            choices = self.ask_import_choices(sheet)
-            if choices is not None:
-                self.start_import(choices)
+    def import_spreadsheet(self, sheet: str | None = None) -> None:
+        """Into the open project: `sheet` (dropped), or one the user picks."""
+        sheet = sheet or self.ask_spreadsheet()
+        choices = self.ask_import_choices(sheet) if sheet else None
+        if choices is not None:
+            self.start_import(choices)
 
     @guarded
     def start_import(self, choices: ImportChoices) -> None:
-        self.job_status.start(f"Importing {Path(choices.path).name}…")
-        self._set_busy(True)
-        self.bridge.import_file(choices.path, choices.text_columns, id_column=choices.id_column,
-                                sheet=choices.sheet, encoding=choices.encoding,
-                                delimiter=choices.delimiter)
+        self._follow(ImportController.title(choices), self.imports.start(choices))
 
     @guarded
     def select_item(self, item_id: int) -> None:
@@ -358,14 +356,14 @@ class MainWindow(QMainWindow):
         if not self.items_view.select_item(item_id):
             hidden = "hidden by the filter" if self.items_view.query.text_filter else \
                 "no longer in the table"
-            self.statusBar().showMessage(f"That entry is {hidden}", 5000)
+            self.status.say(f"That entry is {hidden}", 5000)
 
     # -- bridge signals --------------------------------------------------------------------
     @guarded
     def on_project_opened(self, info: dict) -> None:
         self._opening = None
         self._info = info
-        self._model_state = ""
+        self.status.show_model_state("")
         self.recent.add(info["project"])
         self.start_page.set_recent(self.recent.paths())
         self.setWindowTitle(f"{Path(info['project']).name} — Duplens")
@@ -373,138 +371,121 @@ class MainWindow(QMainWindow):
         self.pages.setCurrentWidget(self.project_page)
         self.tabs.setCurrentWidget(self.search_page)
         self.review.project_opened()
-        self._review_loaded = self._plots_loaded = False
-        self.import_action.setEnabled(True)
-        self.export_action.setEnabled(True)
-        self.improve_action.setEnabled(True)
-        self.versions_action.setEnabled(True)
+        self._set_busy(False)
         self.search_panel.query.setFocus()
         self._show_status()
         for notice in info.get("notices", []):
-            self.statusBar().showMessage(notice, 15000)
+            self.status.say(notice)
         pending, self._pending_import = self._pending_import, None
         if pending is not None:
             self.start_import(pending)
 
+    def _follow(self, title: str, job: JobHandle) -> None:
+        """Show `job` in the status bar, its Cancel stopping it, until it ends."""
+        self.status.follow(title, job)
+        self._set_busy(True)
+
+    # -- outcomes --------------------------------------------------------------------------
     @guarded
-    def on_progress(self, stage: str, done: int, total: int, rate: float) -> None:
-        self.job_status.update_progress(stage, done, total, rate)
+    def _model_changed(self, result: ModelResult) -> None:
+        self._set_info(result["info"])
 
     @guarded
-    def on_finished(self, job: str, result: object) -> None:
-        if job == "import" and isinstance(result, dict):
-            self._import_done(result)
-        elif job == "encode" and isinstance(result, dict):
-            self._set_busy(False)
-            self._info = result["info"]
-            self._show_status()
-            self._index_changed()
-        elif job in ("info", "model") and isinstance(result, dict):
-            self._info = result.get("info", result)
-            self._show_status()
-        elif job == "activate" and isinstance(result, dict):
-            self._activated(result)
-        elif job == "delete_model":
-            self.statusBar().showMessage(f"Deleted {result}", 15000)
-        elif job == "export_model":
-            self.statusBar().showMessage(f"Model exported to {result}", 15000)
-
-    def _activated(self, result: dict) -> None:
+    def _job_failed(self, message: str, details: str) -> None:
+        """An import or an activation failed: nothing changed; say why."""
         self._set_busy(False)
-        self._info = result["info"]
-        self._show_status()
-        report = result["report"]
-        if report.cancelled:
-            self.statusBar().showMessage(
-                f"Stopped: the model in use is unchanged; {report.encoded:,} texts encoded "
-                f"with the new one are kept for next time", 15000)
-            return
-        self.statusBar().showMessage(f"Now searching with {result['info']['model']}", 15000)
-        if self.search_panel.query.text().strip():
-            self.search_panel.refresh()
-        self._index_changed()
+        self.show_error(message, details)
+
+    @guarded
+    def _activated(self, result: ActivationResult) -> None:
+        self._set_busy(False)
+        self._set_info(result["info"])
+        self.status.say(activation_summary(result))
+        if not result["report"].cancelled:
+            self._index_changed()
 
     def _index_changed(self) -> None:
         """New rows are searchable: clusters and plots shown so far are out of date."""
-        self._review_loaded = self._plots_loaded = False
+        if self.search_panel.query.text().strip():
+            self.search_panel.refresh()
+        self.review.index_changed()
         self._tab_shown(self.tabs.currentIndex())
 
     @guarded
     def _tab_shown(self, index: int) -> None:
-        """Clusters and plots are computed when first looked at, not on every open."""
-        widget = self.tabs.widget(index)
         if self._info is None or not self._info.get("encoded"):
             return
-        if widget in (self.review_view, self.plots_view) and not self._review_loaded:
-            self._review_loaded = True
-            self.review.refresh()
-        if widget is self.plots_view and not self._plots_loaded:
-            self._plots_loaded = True
-            self.review.load_histogram()
-            self.review.load_curve()
-            self.review.load_map()
+        if self.tabs.widget(index) is self.review_view:
+            self.review.show_clusters()
+        elif self.tabs.widget(index) is self.plots_view:
+            self.review.show_plots()
 
     def _exported(self, path: str, rows: int) -> None:
-        self.statusBar().showMessage(f"Exported {rows:,} rows to {path}", 15000)
+        self.status.say(f"Exported {rows:,} rows to {path}")
 
-    def _import_done(self, result: dict) -> None:
+    @guarded
+    def _encoded(self, result: EncodingResult) -> None:
+        """An import, or a resumed encoding, ended (perhaps stopped while encoding)."""
         self._set_busy(False)
-        self._info = result["info"]
+        self._set_info(result["info"])
         self.items_view.reload()
-        self._show_status()
-        report = result["import"]
-        if report.already_imported:
-            message = f"{report.file_name}: already imported with these columns; nothing added"
-        elif result["cancelled"]:
-            left = result["encode"].remaining
-            message = (f"Stopped: {report.rows_imported:,} rows kept, {left:,} texts still to "
-                       f"encode (they are encoded on the next import)")
-        else:
-            message = (f"{report.file_name}: {report.rows_imported:,} rows imported, "
-                       f"{report.rows_empty:,} empty skipped, {report.exact_duplicates:,} "
-                       f"exact duplicates")
-        self.statusBar().showMessage(message, 15000)
-        if self.search_panel.query.text().strip():
-            self.search_panel.refresh()
+        self.status.say(summary(result))
         self._index_changed()
 
     @guarded
-    def on_failed(self, job: str, message: str, details: str) -> None:
-        if job in VIEW_REPORTED_JOBS:
-            return   # the wizard or the versions dialog shows it where the user is looking
-        if job in ("import", "encode", "activate"):
-            self._set_busy(False)
-        if job == "open":
-            self._pending_import = None
-            if self._opening and not Path(self._opening).exists():
-                self.recent.remove(self._opening)
-                self.start_page.set_recent(self.recent.paths())
-            self._opening = None
-        if job == "warm_up":
-            self._model_state = "Model not loaded"
+    def _import_stopped(self) -> None:
+        self._set_busy(False)
+        self.status.say("Import stopped; nothing from this file was added")
+
+    def _say_deleted(self, name: str) -> None:
+        self.status.say(f"Deleted {name}")
+
+    @guarded
+    def _open_failed(self, message: str, details: str) -> None:
+        self._pending_import = None
+        if self._opening and not Path(self._opening).exists():
+            self.recent.remove(self._opening)
+            self.start_page.set_recent(self.recent.paths())
+        self._opening = None
         self._show_status()
         self.show_error(message, details)
 
     @guarded
-    def on_cancelled(self, job: str) -> None:
-        if job in ("encode", "activate"):
-            self._set_busy(False)
-        if job == "import":
-            self._set_busy(False)
-            self.statusBar().showMessage("Import stopped; nothing from this file was added",
-                                         15000)
+    def on_model_loading(self) -> None:
+        self.status.show_model_state(LOADING_MODEL)
 
     @guarded
-    def on_model_loading(self) -> None:
-        self._model_state = LOADING_MODEL
-        self._show_status()
+    def on_model_failed(self, message: str, details: str) -> None:
+        self.status.show_model_state("Model not loaded")
+        self.show_error(message, details)
+
+    @guarded
+    def on_model_needs_consent(self, message: str, location: str) -> None:
+        """A project from someone else names a model outside its own folder: loading it
+        runs its tokenizer and weights, so the user decides (engine.model_trust)."""
+        self.status.show_model_state("Model not loaded")
+        box = QMessageBox(QMessageBox.Icon.Question, "Load this model?",
+                          f"{message}.\n\nLoad it only if you trust whoever sent this "
+                          f"project. Your answer is remembered for this project.",
+                          QMessageBox.StandardButton.Yes | QMessageBox.StandardButton.No, self)
+        box.setDefaultButton(QMessageBox.StandardButton.No)
+        box.setObjectName("modelConsent")
+        box.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
+        box.finished.connect(lambda _result: self._consent_answered(box, location))
+        box.open()
+
+    def _consent_answered(self, box: QMessageBox, location: str) -> None:
+        if box.standardButton(box.clickedButton()) == QMessageBox.StandardButton.Yes:
+            self.bridge.approve_model(location)
+        else:
+            self.status.say("The project's model was not loaded: search and encoding "
+                            "need it")
 
     @guarded
     def on_model_ready(self, device: str) -> None:
-        self._model_state = ""
+        self.status.show_model_state("")
         if self._info is not None:
-            self._info = {**self._info, "device": device}
-        self._show_status()
+            self._set_info({**self._info, "device": device})
 
     # -- display ---------------------------------------------------------------------------
     def show_error(self, message: str, details: str = "") -> None:
@@ -518,25 +499,12 @@ class MainWindow(QMainWindow):
         self.error_box = box
         box.open()
 
+    def _set_info(self, info: dict) -> None:
+        self._info = info
+        self._show_status()
+
     def _show_status(self) -> None:
-        if self._info is None:
-            text = "Open a project, or create one from a spreadsheet."
-        else:
-            info = self._info
-            parts = [f"{info['items']:,} items"]
-            if info.get("model"):
-                device = f" on {info['device']}" if info.get("device") else ""
-                parts.append(f"{info['model']}{device}")
-            left = info.get("texts", 0) - info.get("encoded", 0)
-            if left > 0:
-                parts.append(f"{left:,} texts not encoded yet")
-            parts.append(f"index: {info.get('index_items', 0):,} texts"
-                         if info.get("index_items") else "index: empty")
-            text = "  ·  ".join(parts)
-        if self._model_state:
-            text = f"{text}  ·  {self._model_state}"
-        self.status_label.setText(text)
-        self._show_resume()
+        self.status.show_info(self._info)
 
     # -- drag and drop ---------------------------------------------------------------------
     def dragEnterEvent(self, event) -> None:  # noqa: N802 - Qt's name
@@ -553,30 +521,20 @@ class MainWindow(QMainWindow):
         if path.lower().endswith(".duplens"):
             self.open_project(path)
         elif self._info is not None:
-            choices = self.ask_import_choices(path)
-            if choices is not None:
-                self.start_import(choices)
+            self.import_spreadsheet(path)
         else:
             self.new_project_from_file(path)
 
     def _set_busy(self, busy: bool) -> None:
         """One import at a time: the job pool is serial, a second would only queue."""
-        self.import_action.setEnabled(not busy and self._info is not None)
-        self.new_action.setEnabled(not busy)
-        self.open_action.setEnabled(not busy)
-        self.start_page.setEnabled(not busy)
-        self.sample_action.setEnabled(not busy)
-        self.improve_action.setEnabled(not busy and self._info is not None)
-        self.versions_action.setEnabled(not busy and self._info is not None)
-        self._busy = busy
-        self._show_resume()
+        is_open = self._info is not None
+        for widget in (self.new_action, self.open_action, self.sample_action, self.start_page):
+            widget.setEnabled(not busy)
+        for action in (self.import_action, self.improve_action, self.versions_action):
+            action.setEnabled(not busy and is_open)
+        self.export_action.setEnabled(is_open)
         if not busy:
-            self.job_status.stop()
-
-    def _show_resume(self) -> None:
-        info = self._info
-        left = info.get("texts", 0) - info.get("encoded", 0) if info else 0
-        self.resume_button.setVisible(left > 0 and not getattr(self, "_busy", False))
+            self.status.idle()
 
     def closeEvent(self, event: QCloseEvent) -> None:
         self.bridge.shutdown()

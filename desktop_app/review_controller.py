@@ -2,25 +2,23 @@
 
 It holds the threshold (the one value that the slider, the spin box and the histogram's line
 all show), the clusters as cut and as the decisions make them, and the undo history, and it
-sends every computation to the bridge's review thread. Views only render what it emits.
-Answers to an older threshold than the newest asked are dropped, so dragging the slider
-never ends on a stale cut.
+runs every computation on the bridge's review pool, in order, so a decision and the re-cut
+after it cannot cross. Views only render what it emits. A re-cut, a plot or a curve asked
+again makes the older request stale (`latest`): dragging the slider never ends on a stale
+cut, and a quick series of decisions draws the label curve once, not once each.
 """
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from typing import TYPE_CHECKING
 
 from PySide6.QtCore import QObject, QTimer, Signal
 
 from desktop_app.bridge import EngineBridge
+from desktop_app.jobs import Job, Pool
 from engine.dedup.duplicates import DEFAULT_THRESHOLD, Cluster
 from engine.review.history import CanonicalChange, LabelChange, ReviewHistory
-
-if TYPE_CHECKING:  # the engine facade is imported off the GUI thread, after the window shows
-    from engine.project import Project
 
 log = logging.getLogger("duplens.gui")
 
@@ -49,8 +47,9 @@ class ReviewController(QObject):
         self.raw: dict[int, Cluster] = {}        # cluster id -> as cut
         self.clusters: list[Cluster] = []        # as shown
         self.history: ReviewHistory | None = None
-        self._asked = 0                          # newest re-cut request number
         self._active = False                     # a project is open and encoded
+        self._clusters_current = False           # cut since the index last changed
+        self._plots_current = False
         self._recut = QTimer(self)
         self._recut.setSingleShot(True)
         self._recut.setInterval(RECUT_DELAY_MS)
@@ -62,8 +61,29 @@ class ReviewController(QObject):
         self.raw, self.clusters = {}, []
         self.history = None
         self._active = True
+        self.index_changed()
         self.clustersChanged.emit([])
         self._emit_history("")
+
+    def index_changed(self) -> None:
+        """Rows were added or the model changed: clusters and plots are out of date."""
+        self._clusters_current = self._plots_current = False
+
+    def show_clusters(self) -> None:
+        """The review is on screen: cut clusters unless done since the last change.
+        Clusters and plots are computed when first looked at, not on every open."""
+        if not self._clusters_current:
+            self._clusters_current = True
+            self.refresh()
+
+    def show_plots(self) -> None:
+        """The plots are on screen: the cut, the histogram, the label curve and the map."""
+        self.show_clusters()
+        if not self._plots_current:
+            self._plots_current = True
+            self.load_histogram()
+            self.load_curve()
+            self.load_map()
 
     # -- threshold -------------------------------------------------------------------------
     def set_threshold(self, value: float) -> None:
@@ -87,24 +107,26 @@ class ReviewController(QObject):
         if not self._active:
             return
         self._recut.stop()
-        self._asked += 1
-        asked, threshold = self._asked, self.threshold
+        threshold = self.threshold
         self.busy.emit(f"Finding clusters at {threshold:.2f}…")
 
-        def work(project: Project) -> tuple[list[Cluster], list[Cluster]]:
-            raw = project.duplicates(threshold, decisions=False)
-            return raw, project.apply_decisions(raw)
+        def work(job: Job) -> tuple[list[Cluster], list[Cluster]]:
+            project = job.project
+            raw = project.clusters.cut(threshold, decisions=False)
+            return raw, project.clusters.apply_decisions(raw)
 
         def done(result: tuple[list[Cluster], list[Cluster]]) -> None:
-            if asked != self._asked:
-                return   # a newer threshold was asked meanwhile
             raw, applied = result
             self.raw = {c.cluster_id: c for c in raw}
             self.clusters = self._sorted(applied)
             self.busy.emit("")
             self.clustersChanged.emit(self.clusters)
 
-        self.bridge.run_review("clusters", work, done)
+        self.bridge.run(work, pool=Pool.REVIEW, on_done=done, latest=self._key("clusters"))
+
+    def _key(self, what: str) -> str:
+        """The `latest` key of this controller's `what` requests."""
+        return f"review {what} {id(self)}"
 
     def _sorted(self, clusters: list[Cluster]) -> list[Cluster]:
         if self.sort_key == "score":
@@ -137,14 +159,14 @@ class ReviewController(QObject):
         history = self._history()
         raw = self.raw
 
-        def work(project: Project) -> tuple[object, list[Cluster]]:
+        def work(job: Job) -> tuple[object, list[Cluster]]:
             change = action(history)
             if cluster is not None:
                 touched = [raw[cluster.cluster_id]] if cluster.cluster_id in raw else []
             else:
                 rows = _rows_of(change)
                 touched = [c for c in raw.values() if rows.intersection(c.item_ids())]
-            return change, project.apply_decisions(touched)
+            return change, job.project.clusters.apply_decisions(touched)
 
         def done(result: tuple[object, list[Cluster]]) -> None:
             change, updated = result
@@ -157,12 +179,12 @@ class ReviewController(QObject):
             self._emit_history(getattr(change, "description", "") if change else "")
             self.load_curve()
 
-        self.bridge.run_review("decision", work, done)
+        self.bridge.run(work, pool=Pool.REVIEW, on_done=done)
 
     def _history(self) -> ReviewHistory:
         if self.history is None:
             project = self.bridge.current_project()
-            self.history = ReviewHistory(project)
+            self.history = ReviewHistory(project.labels)
         return self.history
 
     def _emit_history(self, what: str) -> None:
@@ -171,25 +193,27 @@ class ReviewController(QObject):
 
     # -- plots and export ------------------------------------------------------------------
     def load_histogram(self) -> None:
-        self.bridge.run_review("histogram", lambda p: p.similarity_histogram(),
-                               self.histogramReady.emit)
+        self.bridge.run(lambda job: job.project.clusters.histogram(), pool=Pool.REVIEW,
+                        on_done=self.histogramReady.emit, latest=self._key("histogram"))
 
     def load_curve(self) -> None:
-        self.bridge.run_review("curve", lambda p: p.label_curve(), self.curveReady.emit)
+        self.bridge.run(lambda job: job.project.labels.curve(), pool=Pool.REVIEW,
+                        on_done=self.curveReady.emit, latest=self._key("curve"))
 
     def load_map(self) -> None:
         threshold = self.threshold
-        self.bridge.run_review("map", lambda p: p.embedding_map(threshold),
-                               self.mapReady.emit)
+        self.bridge.run(lambda job: job.project.clusters.map(threshold), pool=Pool.REVIEW,
+                        on_done=self.mapReady.emit, latest=self._key("map"))
 
     def export(self, path: str) -> None:
         """Export the clusters at the current threshold, decisions included."""
         threshold = self.threshold
 
-        def work(project: Project) -> int:
-            return project.export_clusters(path, project.duplicates(threshold))
+        def work(job: Job) -> int:
+            project = job.project
+            return project.exports.clusters(path, project.clusters.cut(threshold))
 
-        self.bridge.run_review("export", work, lambda n: self.exported.emit(path, n))
+        self.bridge.run(work, pool=Pool.REVIEW, on_done=lambda n: self.exported.emit(path, n))
 
 
 def _rows_of(change: object) -> set[int]:

@@ -3,6 +3,9 @@
 Qt-free on purpose: the desktop app, the CLI and tests all drive the same `Project` API.
 """
 
+# First, before any dependency is imported: no telemetry, the Hub offline (engine.offline).
+from engine import offline  # noqa: F401, I001 - must come first
+
 from importlib.metadata import PackageNotFoundError, version
 
 try:

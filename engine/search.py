@@ -9,6 +9,14 @@ from __future__ import annotations
 import threading
 from collections import OrderedDict
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from engine.store import items as item_store
+
+if TYPE_CHECKING:  # pragma: no cover
+    from engine.encoding.encoder import SentenceEncoder
+    from engine.index.hnsw import HnswIndex
+    from engine.store.database import Store
 
 
 @dataclass(frozen=True)
@@ -52,3 +60,22 @@ class QueryCache:
     def clear(self) -> None:
         with self._lock:
             self._data.clear()
+
+
+def search(store: Store, encoder: SentenceEncoder, index: HnswIndex, text: str, k: int
+           ) -> list[SearchHit]:
+    """The k texts nearest to `text`, each as its first row; rows with the same text are
+    folded into one hit (`copies`). Texts with no live row left are skipped."""
+    text_ids, sims = index.query(encoder.encode([text]), k)
+    ids = text_ids[0].tolist()
+    with store.read() as conn:
+        rows = item_store.items_for_texts(conn, ids)
+    hits = []
+    for t, s in zip(ids, sims[0].tolist(), strict=True):
+        group = rows.get(t)
+        if not group:
+            continue
+        first = group[0]
+        hits.append(SearchHit(item_store.public_id(first), first["row"], first["text"],
+                              float(s), first["id"], first["source_id"], len(group)))
+    return hits

@@ -118,10 +118,10 @@ def run_engine_checks(workdir: Path, say: Callable[[str], None], device: str = "
     sheet = write_sample(workdir)
     project_path = workdir / "selfcheck.duplens"
     with Project.open(project_path, create=True) as project:
-        project.attach_encoder(encoder, is_default=True)
+        project.model.attach(encoder, is_default=True)
         with report.step(f"import and encode {len(SAMPLE)} rows", say):
-            imported = project.import_table(sheet, ["question"], id_column="id")
-            project.encode()
+            imported = project.rows.import_table(sheet, ["question"], id_column="id")
+            project.vectors.encode()
         _expect(imported.rows_imported == len(SAMPLE),
                 f"imported {imported.rows_imported} rows, not {len(SAMPLE)}")
         with report.step("search", say):
@@ -130,13 +130,13 @@ def run_engine_checks(workdir: Path, say: Callable[[str], None], device: str = "
         _expect(top_two == EXPECTED_TOP,
                 f"search {QUERY!r} found {[str(h.id) for h in hits]}, not {EXPECTED_TOP}")
         with report.step("duplicate clusters", say):
-            clusters = project.duplicates(THRESHOLD)
+            clusters = project.clusters.cut(THRESHOLD)
         found = [{str(m.id) for m in c.members} for c in clusters]
         _expect(all(pair in found for pair in PAIRS),
                 f"clusters at {THRESHOLD} were {found}, expected {PAIRS}")
         out = workdir / "clusters.csv"
         with report.step("export clusters", say):
-            rows = project.export_clusters(out, clusters)
+            rows = project.exports.clusters(out, clusters)
         with out.open(encoding="utf-8-sig", newline="") as fh:
             exported = list(csv.DictReader(fh))
         _expect(len(exported) == rows and rows >= 4 and "cluster_id" in exported[0],

@@ -12,6 +12,7 @@ that silently needed the network or the source tree fails here. Steps:
 3. `search` finds the paraphrases of a question first;
 4. `duplicates --out` exports clusters to CSV;
 5. `selfcheck` (offscreen): the bundled model, the engine and the window, open and closed;
+   after it, the fresh HOME holds Duplens' own folders and nothing else (no telemetry ids);
 6. under Xvfb when it is installed: `gui PROJECT` until its window is on screen (xwininfo),
    then closed, and the time that took.
 
@@ -70,6 +71,21 @@ def user_env(home: Path) -> dict:
     env.update(HOME=str(home), HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1",
                QT_QPA_PLATFORM="offscreen")
     return env
+
+
+# Where the frozen app may write in a fresh HOME on Linux (platformdirs' and Qt's folders).
+OWN_FOLDERS = (".cache/Duplens", ".local/state/Duplens", ".config/Duplens",
+               ".local/share/Duplens")
+
+
+def expect_only_own_files(home: Path) -> None:
+    """Nothing but Duplens' folders in HOME: a dependency's telemetry (onnxruntime's device
+    id in ~/.cache/Microsoft, OpenVINO's in ~/intel) would show up here."""
+    own = tuple(f"{folder}/" for folder in OWN_FOLDERS)
+    stray = sorted(name for name in (p.relative_to(home).as_posix() for p in home.rglob("*")
+                                     if p.is_file()) if not name.startswith(own))
+    expect(not stray, f"files outside Duplens' folders in the fresh HOME: {stray[:10]}")
+    print("ok            the fresh HOME holds only Duplens' folders", flush=True)
 
 
 def time_to_window(binary: Path, project: Path, env: dict, cwd: Path) -> float | None:
@@ -164,6 +180,7 @@ def main(argv: list[str]) -> int:
         expect(len({r["cluster_id"] for r in rows if r["qid"] in python_rows}) == 1,
                "the three python questions are not one cluster")
         run(binary, ["selfcheck"], env, work)
+        expect_only_own_files(home)
         time_to_window(binary, project, env, work)
     print(f"smoke test passed in {time.perf_counter() - started:.1f} s")
     return 0

@@ -7,6 +7,7 @@ here is computed by the window.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from PySide6.QtCore import Qt, QTimer
@@ -24,12 +25,18 @@ from PySide6.QtWidgets import (
     QWizardPage,
 )
 
-from desktop_app.finetune_controller import TRAINING_STAGE, FinetuneController, RunState
+from desktop_app.colors import ERROR_STYLE, GOOD_STYLE, NOTE_STYLE
+from desktop_app.finetune_controller import (
+    TRAINING_STAGE,
+    FinetuneController,
+    RunState,
+    TrainingRequest,
+)
 from desktop_app.views.job_status import format_eta
 from desktop_app.views.training_plots import LossPlot, PrecisionRecallPlot
 
 if TYPE_CHECKING:
-    from desktop_app.views.finetune_wizard import ObjectivePage
+    from engine.jobs import Progress
     from engine.training.session import FinetuneReport
 
 STAGE_TEXT = {
@@ -45,19 +52,17 @@ STAGE_SHORT = {"measuring before": "Measuring the current model",
 STAGE_UNITS = {"training": "steps"}
 COUNTLESS = {"saving"}  # stages whose 0-of-1 count says nothing
 DONE, CURRENT, PENDING = "✓", "▸", "·"
-ERROR_STYLE = "color: #b3261e;"
-GOOD_STYLE = "color: #2b8a3e;"
 CHANGES_TEXT_CHARS = 160
 
 
 class TrainPage(QWizardPage):
     """Starts the run when shown; complete when the engine has saved the version."""
 
-    def __init__(self, controller: FinetuneController, objectives: ObjectivePage,
+    def __init__(self, controller: FinetuneController, request: Callable[[], TrainingRequest],
                  parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.controller = controller
-        self.objectives = objectives
+        self.request = request   # read when the page is shown: the options as chosen then
         self.setTitle("Training")
         self.setSubTitle("The model in use is never changed: a copy is trained, and search "
                          "keeps working meanwhile. Stop training at any time; nothing is "
@@ -85,8 +90,9 @@ class TrainPage(QWizardPage):
     def initializePage(self) -> None:  # noqa: N802 - Qt's name
         from engine.training.session import FINETUNE_STAGES, STAGE_MINING
 
-        objective = self.objectives.objective()
-        stages = [s for s in FINETUNE_STAGES if s != STAGE_MINING or objective == "triplet"]
+        request = self.request()
+        stages = [s for s in FINETUNE_STAGES
+                  if s != STAGE_MINING or request.objective == "triplet"]
         for label in self.stage_labels.values():
             label.deleteLater()
         self.stage_labels = {}
@@ -100,9 +106,7 @@ class TrainPage(QWizardPage):
         self.detail.setText("Starting…")
         self.message.setText("")
         self.message.setStyleSheet("")
-        self.controller.start(objective, self.objectives.options(),
-                              self.objectives.held_out_fraction(),
-                              self.objectives.seed.value())
+        self.controller.start(request)
 
     def cleanupPage(self) -> None:  # noqa: N802 - Qt's name
         self.controller.reset()
@@ -120,7 +124,8 @@ class TrainPage(QWizardPage):
             text = STAGE_TEXT.get(stage, stage.capitalize())
             label.setText(f"<b>{mark} {text}</b>" if mark == CURRENT else f"{mark} {text}")
 
-    def show_progress(self, stage: str, done: int, total: int, rate: float) -> None:
+    def show_progress(self, progress: Progress) -> None:
+        stage, done, total, rate = progress.stage, progress.done, progress.total, progress.rate
         if stage != self._stage:
             self._stage = stage
             self._mark_stages()
@@ -135,8 +140,9 @@ class TrainPage(QWizardPage):
         parts = [f"{name}: {done:,} of {total:,} {units}" if counted else f"{name}…"]
         if rate > 0:
             parts.append(f"{rate:,.1f} {units}/s" if rate < 10 else f"{rate:,.0f} {units}/s")
-            if total > done:
-                parts.append(f"about {format_eta((total - done) / rate)} left in this stage")
+            eta = format_eta(progress.eta_seconds)
+            if eta:
+                parts.append(f"about {eta} left in this stage")
         if stage == TRAINING_STAGE and self.controller.losses:
             parts.append(f"loss {self.controller.losses[-1]:.4f}")
         self.detail.setText(" · ".join(parts))
@@ -207,7 +213,7 @@ class ResultsPage(QWizardPage):
         header.setSectionResizeMode(1, QHeaderView.ResizeMode.Stretch)
         self.notes = QLabel("", self)
         self.notes.setWordWrap(True)
-        self.notes.setStyleSheet("color: palette(placeholder-text);")
+        self.notes.setStyleSheet(NOTE_STYLE)
         self.status = QLabel("", self)
         self.status.setWordWrap(True)
         left = QVBoxLayout()

@@ -33,14 +33,12 @@ from PySide6.QtWidgets import (
 )
 
 from desktop_app.bridge import EngineBridge
-from desktop_app.finetune_controller import FinetuneController, RunState
+from desktop_app.colors import ERROR_STYLE, NOTE_STYLE, WARNING_STYLE
+from desktop_app.finetune_controller import FinetuneController, RunState, TrainingRequest
 from desktop_app.views.finetune_run import ResultsPage, TrainPage
 
 LABELLED_FILTER = ("Labelled pairs (*.csv *.tsv *.txt *.xlsx *.xlsm *.parquet *.jsonl);;"
                    "All files (*)")
-ERROR_STYLE = "color: #b3261e;"
-WARNING_STYLE = "color: #9c5700;"
-NOTE_STYLE = "color: palette(placeholder-text);"
 
 
 def note_label(text: str, parent: QWidget, style: str = NOTE_STYLE) -> QLabel:
@@ -331,6 +329,11 @@ class ObjectivePage(QWizardPage):
     def held_out_fraction(self) -> float:
         return self.held_out.value() / 100
 
+    def request(self) -> TrainingRequest:
+        """What the training page runs; ValueError when an advanced field is invalid."""
+        return TrainingRequest(self.objective(), self.options(), self.held_out_fraction(),
+                               self.seed.value())
+
     def validatePage(self) -> bool:  # noqa: N802 - Qt's name
         try:
             self.options()
@@ -355,7 +358,7 @@ class FinetuneWizard(QWizard):
         self.controller = FinetuneController(bridge, self)
         self.data_page = DataPage(self.controller, self)
         self.objective_page = ObjectivePage(self)
-        self.train_page = TrainPage(self.controller, self.objective_page, self)
+        self.train_page = TrainPage(self.controller, self.objective_page.request, self)
         self.results_page = ResultsPage(self.controller, self)
         for page in (self.data_page, self.objective_page, self.train_page, self.results_page):
             self.addPage(page)

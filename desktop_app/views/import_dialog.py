@@ -3,18 +3,19 @@
 Seeing the first rows with the detected encoding and delimiter catches a wrong guess
 (mojibake, one giant column) before minutes of encoding. A file the engine cannot read
 shows the engine's one-line message here instead of an error dialog after the fact.
+
+The preview is read on the bridge's table pool, not the GUI thread (an Excel workbook or a
+file on a network drive takes seconds to open); changing the encoding or the delimiter
+quickly asks again, and only the newest answer is shown.
 """
 
 from __future__ import annotations
 
-import logging
 import os
-from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from PySide6.QtCore import Qt
+from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import (
     QAbstractItemView,
     QComboBox,
@@ -31,12 +32,13 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from engine.errors import DuplensError
+from desktop_app.bridge import EngineBridge
+from desktop_app.colors import ERROR_STYLE
+from desktop_app.import_controller import ImportChoices
+from desktop_app.jobs import Job, Pool
 
-if TYPE_CHECKING:  # engine.io pulls in pandas and pyarrow: imported when a file is opened
+if TYPE_CHECKING:  # engine.io pulls in pandas and pyarrow: imported in the pool thread
     from engine.io import TablePreview
-
-log = logging.getLogger("duplens.gui")
 
 NO_ID = "(none)"
 PREVIEW_ROWS = 20
@@ -46,19 +48,13 @@ DELIMITERS = [(",", "comma ( , )"), (";", "semicolon ( ; )"), ("\t", "tab"), ("|
 ENCODINGS = ["utf-8", "utf-8-sig", "cp1252", "latin-1", "utf-16", "cp1250", "cp1251",
              "shift_jis", "gb18030"]
 
-Previewer = Callable[..., "TablePreview"]
+def read_preview(path: str, sheet: str | None, encoding: str | None, delimiter: str | None,
+                 _job: Job) -> TablePreview:
+    """The job: the first `PREVIEW_ROWS` rows of `path` as the engine parses them."""
+    from engine.io import preview_table
 
-
-@dataclass(frozen=True)
-class ImportChoices:
-    """What the user picked: passed as is to `EngineBridge.import_file`."""
-
-    path: str
-    text_columns: list[str]
-    id_column: str | None = None
-    sheet: str | None = None
-    encoding: str | None = None     # None: as detected
-    delimiter: str | None = None    # None: as detected
+    return preview_table(path, PREVIEW_ROWS, sheet=sheet, encoding=encoding,
+                         delimiter=delimiter)
 
 
 def describe_format(preview: TablePreview) -> str:
@@ -79,13 +75,16 @@ def describe_format(preview: TablePreview) -> str:
 class ImportDialog(QDialog):
     """File preview, text-column checkboxes, optional id column; OK returns the choices."""
 
-    def __init__(self, path: str | os.PathLike[str], parent: QWidget | None = None,
-                 previewer: Previewer | None = None) -> None:
+    previewed = Signal()   # a preview (or the reason there is none) is shown
+
+    def __init__(self, path: str | os.PathLike[str], bridge: EngineBridge,
+                 parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self._path = os.fspath(path)
-        self._previewer = previewer or _engine_preview
+        self._bridge = bridge
         self._encoding: str | None = None
         self._delimiter: str | None = None
+        self._loading = False
         self.setWindowTitle(f"Import {Path(self._path).name}")
         self.resize(760, 560)
 
@@ -93,7 +92,7 @@ class ImportDialog(QDialog):
         self.format_label = QLabel("", self)
         self.error_label = QLabel("", self)
         self.error_label.setWordWrap(True)
-        self.error_label.setStyleSheet("color: #b3261e;")
+        self.error_label.setStyleSheet(ERROR_STYLE)
         self.error_label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         self.error_label.hide()
         self.sheet_combo = QComboBox(self)
@@ -140,17 +139,29 @@ class ImportDialog(QDialog):
         self.delimiter_combo.currentIndexChanged.connect(self._format_changed)
 
     # -- loading ---------------------------------------------------------------------------
+    @property
+    def loading(self) -> bool:
+        """A preview is being read (Import waits for it)."""
+        return self._loading
+
     def _load(self, sheet: str | None) -> None:
-        try:
-            preview = self._previewer(self._path, PREVIEW_ROWS, sheet=sheet,
-                                      encoding=self._encoding, delimiter=self._delimiter)
-        except DuplensError as exc:
-            self._show_error(str(exc))
-            return
-        except Exception as exc:  # noqa: BLE001 - a bug must not take the window down
-            log.exception("preview of %s failed", self._path)
-            self._show_error(f"{Path(self._path).name}: cannot be previewed ({exc!r})")
-            return
+        path, encoding, delimiter = self._path, self._encoding, self._delimiter
+        self._loading = True
+        self._update_ok()
+        self._bridge.run(lambda job: read_preview(path, sheet, encoding, delimiter, job),
+                         pool=Pool.TABLE, on_done=self._show_preview,
+                         on_failed=self._preview_failed, latest=f"import preview {id(self)}")
+
+    def _preview_failed(self, message: str, details: str) -> None:
+        if details:   # a bug, not the file: its last line says more than "Unexpected error"
+            last = details.strip().splitlines()[-1]
+            message = f"{Path(self._path).name}: cannot be previewed ({last})"
+        self._loading = False
+        self._show_error(message)
+        self.previewed.emit()
+
+    def _show_preview(self, preview: TablePreview) -> None:
+        self._loading = False
         self.error_label.hide()
         self.format_label.setText(describe_format(preview))
         text_file = preview.format.kind == "csv"
@@ -160,6 +171,7 @@ class ImportDialog(QDialog):
         self._fill_table(preview)
         self._fill_columns(preview)
         self._update_ok()
+        self.previewed.emit()
 
     def _show_error(self, message: str) -> None:
         self.error_label.setText(message)
@@ -221,7 +233,7 @@ class ImportDialog(QDialog):
 
     def _update_ok(self) -> None:
         ok = self.buttons.button(QDialogButtonBox.StandardButton.Ok)
-        ok.setEnabled(bool(self.text_columns()))
+        ok.setEnabled(not self._loading and bool(self.text_columns()))
 
     # -- the answer ------------------------------------------------------------------------
     def text_columns(self) -> list[str]:
@@ -245,12 +257,6 @@ class ImportDialog(QDialog):
             encoding=self._encoding,
             delimiter=self._delimiter,
         )
-
-
-def _engine_preview(path: str, n: int, **options) -> TablePreview:
-    from engine.io import preview_table
-
-    return preview_table(path, n, **options)
 
 
 def _longest_text_column(preview: TablePreview) -> str | None:

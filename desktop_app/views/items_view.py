@@ -1,16 +1,17 @@
 """`ItemsView`: the table of every row, with a filter box and sortable columns.
 
-The engine decides which rows and in what order (`EngineBridge.browse`, off the GUI thread);
-this view holds the current `RowQuery`, asks again when the analyst types a filter or clicks
-a header, and drops answers that a newer request has made stale. Sorting by Cluster or
+The engine decides which rows and in what order (`Rows.order`, on the bridge's table
+pool); this view holds the current `RowQuery`, asks again when the analyst types a filter or
+clicks a header, and only the newest request's answer is shown (`latest`). Sorting by Cluster or
 Decision uses the review's latest cut, which only the window knows, so that reordering is
 done here with `engine.browse.order_by_labels` on the ids already shown.
 """
 
 from __future__ import annotations
 
-from dataclasses import replace
+from dataclasses import dataclass, replace
 
+import numpy as np
 from PySide6.QtCore import Qt, QTimer, Signal
 from PySide6.QtWidgets import (
     QAbstractItemView,
@@ -24,7 +25,8 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from desktop_app.bridge import EngineBridge, RowSet
+from desktop_app.bridge import EngineBridge
+from desktop_app.jobs import Job, Pool
 from desktop_app.models.items_model import (
     CLUSTER_COLUMN,
     DECISION_COLUMN,
@@ -34,6 +36,26 @@ from desktop_app.models.items_model import (
 from engine.browse import FILTER_ALL, FILTER_TEXT, SORT_IMPORT, RowQuery, order_by_labels
 
 FILTER_DELAY_MS = 250   # a filter scans every row: wait for a pause in typing
+
+
+@dataclass(frozen=True)
+class RowSet:
+    """The table's rows for one `RowQuery`: ids in order, the files' own columns, and how
+    many rows the project has in all (to say "12 of 1,000,000")."""
+
+    query: RowQuery
+    order: np.ndarray
+    columns: list[str]
+    total: int
+
+
+def read_rows(query: RowQuery, job: Job) -> RowSet:
+    """The job: which rows `query` shows, in order. Sorting a million rows takes seconds,
+    hence the table's own pool: it must not wait behind an import or a re-cut."""
+    project = job.project
+    order = project.rows.order(query)
+    total = project.rows.count() if query.text_filter else len(order)
+    return RowSet(query, order, project.rows.columns(), total)
 
 
 class ItemsView(QWidget):
@@ -47,9 +69,9 @@ class ItemsView(QWidget):
         self.model = ItemsTableModel(bridge.items_by_ids, self)
         self.query = RowQuery()
         self._label_sort: tuple[int, bool] | None = None   # (column, descending)
-        self._asked = 0          # number of the newest request
-        self._shown = 0          # number of the request on screen
+        self._shown = False      # an answer is on screen
         self._total = 0
+        self._rows_key = f"table rows {id(self)}"
 
         self.filter_edit = QLineEdit(self)
         self.filter_edit.setPlaceholderText("Filter rows…")
@@ -113,18 +135,6 @@ class ItemsView(QWidget):
         """Ask again for the current query (after opening a project or an import)."""
         self._request(self.query)
 
-    def clear(self) -> None:
-        """No project: an empty table and filter."""
-        self._asked += 1
-        self._shown = self._asked
-        self.query = RowQuery()
-        self._label_sort = None
-        self.filter_edit.blockSignals(True)
-        self.filter_edit.clear()
-        self.filter_edit.blockSignals(False)
-        self.model.clear()
-        self.count_label.clear()
-
     def set_filter(self, text: str) -> None:
         """Filter now (as typing and pausing would)."""
         self.filter_edit.setText(text)
@@ -148,17 +158,14 @@ class ItemsView(QWidget):
 
     def _request(self, query: RowQuery) -> None:
         self.query = query
-        self._asked += 1
-        number = self._asked
         busy = "Filtering…" if query.text_filter else "Sorting…"
         if self._shown:
             self.count_label.setText(busy)
-        self.bridge.browse(query, lambda rows: self._show(number, rows))
+        self.bridge.run(lambda job: read_rows(query, job), pool=Pool.TABLE,
+                        on_done=self._show, latest=self._rows_key)
 
-    def _show(self, number: int, rows: RowSet) -> None:
-        if number != self._asked:   # a newer filter or sort was asked meanwhile
-            return
-        self._shown = number
+    def _show(self, rows: RowSet) -> None:
+        self._shown = True
         self._total = rows.total
         first = self.model.columnCount() == 0 or rows.columns != self.model.original_columns
         order = rows.order

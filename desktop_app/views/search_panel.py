@@ -11,6 +11,7 @@ from PySide6.QtCore import Qt, QTimer, Signal
 from PySide6.QtWidgets import QLabel, QLineEdit, QListWidget, QListWidgetItem, QVBoxLayout, QWidget
 
 from desktop_app.bridge import EngineBridge
+from desktop_app.colors import NOTE_STYLE
 from desktop_app.views.score_delegate import ITEM_ID_ROLE, SCORE_ROLE, ScoreDelegate
 
 DEBOUNCE_MS = 50
@@ -34,7 +35,7 @@ class SearchPanel(QWidget):
         self.title.setFont(font)
         self.status = QLabel("", self)
         self.status.setObjectName("searchStatus")
-        self.status.setStyleSheet("color: palette(placeholder-text);")
+        self.status.setStyleSheet(NOTE_STYLE)
         self.results = QListWidget(self)
         self.results.setItemDelegate(ScoreDelegate(self.results))
         self.results.setUniformItemSizes(True)

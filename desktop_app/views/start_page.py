@@ -15,6 +15,8 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from desktop_app.colors import NOTE_STYLE
+
 PATH_ROLE = Qt.ItemDataRole.UserRole + 1
 
 
@@ -44,7 +46,7 @@ class StartPage(QWidget):
             button.setMinimumHeight(36)
         hint = QLabel("…or drop a spreadsheet (CSV, TSV, Excel, Parquet) anywhere on this "
                       "window.", self)
-        hint.setStyleSheet("color: palette(placeholder-text);")
+        hint.setStyleSheet(NOTE_STYLE)
         self.new_button.setDefault(True)
         self.recent_label = QLabel("Recent projects", self)
         self.recent = QListWidget(self)

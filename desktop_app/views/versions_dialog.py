@@ -1,11 +1,14 @@
 """`VersionsDialog`: every model the project has used, with rollback, export and delete.
 
-A table of `Project.model_versions()`: name, the version it was trained from, objective,
+A table of `ModelVersions.list()`: name, the version it was trained from, objective,
 held-out average precision and best F1 before and after its training, date, how much of
 the project it has encoded, and which one is active. **Make active** hands the version to
 the main window (`activateRequested`), which re-encodes in the background with its status
 bar (a version used before switches back at once); **Export…** copies its folder for plain
 sentence-transformers; **Delete** removes a trained version that is not in use.
+
+The list is read on the review pool (the newest request counts); export and delete run on
+the jobs pool. Their errors are said here, where the user is looking, not in a dialog.
 """
 
 from __future__ import annotations
@@ -32,10 +35,12 @@ from PySide6.QtWidgets import (
 )
 
 from desktop_app.bridge import EngineBridge
+from desktop_app.colors import ERROR_STYLE
+from desktop_app.jobs import Pool
+from desktop_app.model_controller import ActivationResult, ModelController
 
 COLUMNS = ["Version", "Trained from", "Objective", "Average precision", "Best F1", "Created",
            "Encoded", "Status"]
-ERROR_STYLE = "color: #b3261e;"
 
 
 def metric_change(metrics: dict, key: str) -> str:
@@ -55,13 +60,17 @@ def export_target(chosen: Path, name: str) -> Path:
 
 
 class VersionsDialog(QDialog):
-    """Lists the project's model versions; asks the bridge for everything it shows."""
+    """Lists the project's model versions; runs the engine calls for what it shows."""
 
     activateRequested = Signal(int, str)   # version id, name: the main window activates it
+    exported = Signal(str)                 # the folder a version was exported to
+    deleted = Signal(str)                  # the name of the version deleted
 
-    def __init__(self, bridge: EngineBridge, parent: QWidget | None = None) -> None:
+    def __init__(self, bridge: EngineBridge, models: ModelController,
+                 parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.bridge = bridge
+        self._versions_key = f"model versions {id(self)}"
         self.setWindowTitle("Model versions")
         self.resize(980, 420)
         self.versions: list[dict] = []
@@ -104,9 +113,9 @@ class VersionsDialog(QDialog):
         self.activate_button.clicked.connect(self.make_active)
         self.export_button.clicked.connect(self.export)
         self.delete_button.clicked.connect(self.delete)
-        bridge.finished.connect(self._finished)
-        bridge.failed.connect(self._failed)
-        bridge.cancelled.connect(self._cancelled)
+        models.activated.connect(self._activated)
+        models.activationFailed.connect(self._activation_failed)
+        models.activationCancelled.connect(self._activation_cancelled)
         self._update_buttons()
         self.refresh()
 
@@ -126,7 +135,9 @@ class VersionsDialog(QDialog):
 
     # -- actions ---------------------------------------------------------------------------
     def refresh(self) -> None:
-        self.bridge.model_versions()
+        self.bridge.run(lambda job: job.project.versions.list(), pool=Pool.REVIEW,
+                        on_done=self.show_versions, on_failed=self._error,
+                        latest=self._versions_key)
 
     def selected(self) -> dict | None:
         rows = self.table.selectionModel().selectedRows()
@@ -157,14 +168,18 @@ class VersionsDialog(QDialog):
             return
         target = export_target(Path(chosen), version["name"])
         self._say(f"Exporting {version['name']} to {target}…")
-        self.bridge.export_model(version["id"], str(target))
+        version_id = version["id"]
+        self.bridge.run(lambda job: job.project.versions.export(version_id, str(target)),
+                        pool=Pool.JOBS, on_done=self._exported, on_failed=self._error)
 
     def delete(self) -> None:
         version = self.selected()
         if version is None or not self.ask_delete(version):
             return
         self._say(f"Deleting {version['name']}…")
-        self.bridge.delete_model(version["id"])
+        version_id = version["id"]
+        self.bridge.run(lambda job: job.project.versions.delete(version_id), pool=Pool.JOBS,
+                        on_done=self._deleted, on_failed=self._error)
 
     # -- rendering -------------------------------------------------------------------------
     def show_versions(self, versions: list[dict]) -> None:
@@ -208,32 +223,35 @@ class VersionsDialog(QDialog):
         self.status.setText(text)
         self.status.setStyleSheet(style)
 
-    # -- bridge signals --------------------------------------------------------------------
-    def _finished(self, job: str, result: object) -> None:
-        if job == "versions":
-            self.show_versions(list(result))  # type: ignore[arg-type]
-        elif job == "activate" and self._activating is not None:
-            self._activating = None
-            report = result["report"]  # type: ignore[index]
-            self._say("Stopped; the model in use is unchanged (what was encoded is kept)."
-                      if report.cancelled else "Switched.")
-            self.refresh()
-        elif job == "export_model":
-            self._say(f"Exported to {result}: a folder sentence-transformers loads.")
-        elif job == "delete_model":
-            self._say(f"Deleted {result}.")
-            self.refresh()
+    # -- outcomes, on the GUI thread ----------------------------------------------------
+    def _exported(self, folder: Path) -> None:
+        self._say(f"Exported to {folder}: a folder sentence-transformers loads.")
+        self.exported.emit(str(folder))
 
-    def _failed(self, job: str, message: str, _details: str) -> None:
-        if job in ("versions", "export_model", "delete_model"):
-            self._say(message, ERROR_STYLE)
-        elif job == "activate" and self._activating is not None:
+    def _deleted(self, name: str) -> None:
+        self._say(f"Deleted {name}.")
+        self.deleted.emit(name)
+        self.refresh()
+
+    def _error(self, message: str, _details: str) -> None:
+        self._say(message, ERROR_STYLE)
+
+    def _activated(self, result: ActivationResult) -> None:
+        if self._activating is None:
+            return   # not asked from here
+        self._activating = None
+        self._say("Stopped; the model in use is unchanged (what was encoded is kept)."
+                  if result["report"].cancelled else "Switched.")
+        self.refresh()
+
+    def _activation_failed(self, message: str, _details: str) -> None:
+        if self._activating is not None:
             self._activating = None
             self._say(f"Could not switch: {message}", ERROR_STYLE)
             self.refresh()
 
-    def _cancelled(self, job: str) -> None:
-        if job == "activate" and self._activating is not None:
+    def _activation_cancelled(self) -> None:
+        if self._activating is not None:
             self._activating = None
             self._say("Stopped; the model in use is unchanged.")
             self._update_buttons()

@@ -53,7 +53,7 @@ def label_gold_pairs(project_path: Path, pairs_file: Path, limit: int) -> int:
         by_text: dict[str, int] = {}
         offset = 0
         while True:
-            page = project.items_page(offset, 5000)
+            page = project.rows.page(offset, 5000)
             if not page:
                 break
             for row in page:
@@ -66,7 +66,7 @@ def label_gold_pairs(project_path: Path, pairs_file: Path, limit: int) -> int:
                 _, _, q1, q2, label = line.rstrip("\n").split("\t")
                 a, b = by_text.get(q1), by_text.get(q2)
                 if a and b and a != b:
-                    project.set_pair_label(a, b, int(label))
+                    project.labels.set_label(a, b, int(label))
                     added += 1
                     if added >= limit:
                         break
@@ -134,9 +134,10 @@ def main() -> None:
     window.start_page.set_recent(window.recent.paths())
     shoot(window, "start")
 
-    dialog = ImportDialog(args.csv, window)
+    dialog = ImportDialog(args.csv, bridge, window)
     dialog.resize(900, 620)
     dialog.show()
+    wait_for(lambda: not dialog.loading)
     shoot(dialog, "import")
     dialog.close()
 

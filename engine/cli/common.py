@@ -51,14 +51,44 @@ def fraction(text: str) -> float:
     return value
 
 
-def open_project(path: str, *, create: bool = False):
-    """The project at `path`, read-only when the user may not write it (so `info` and
-    `search` still work on a shared file)."""
-    from engine.project import Project
+TRUST_FLAG = "--trust-model-location"
 
+
+def trust_option(p: argparse.ArgumentParser) -> None:
+    """--trust-model-location: the user's consent to load the project's models from
+    folders outside its .models folder, or by hub name (`engine.model_trust`)."""
+    p.add_argument(TRUST_FLAG, action="store_true",
+                   help="load the project's model even from a folder outside its .models "
+                   "folder or from the Hugging Face Hub, as the project file says (for a "
+                   "project from someone else; remembered for this project)")
+
+
+def open_project(path: str, *, create: bool = False, trust_models: bool = False):
+    """The project at `path`, read-only when the user may not write it (so `info` and
+    `search` still work on a shared file). `path` may be a server project's URL
+    (postgresql+psycopg://user@host:5432/database), opened as it is. With `trust_models`,
+    every model location the project names is approved for it first (and the user told
+    which)."""
+    from engine.project import Project
+    from engine.store.location import looks_like_url
+
+    if looks_like_url(path):
+        return Project.open(path, create=create)
     p = Path(path)
     read_only = p.exists() and not create and not _writable(p)
-    return Project.open(p, create=create, read_only=read_only)
+    project = Project.open(p, create=create, read_only=read_only)
+    if trust_models:
+        from engine.model_trust import consent_file
+        from engine.training.versions import approve_locations
+
+        try:
+            for location in approve_locations(project.store, project.path):
+                say(f"{project.path.name}: approved the model at {location} "
+                    f"(remembered in {consent_file()})")
+        except BaseException:
+            project.close()
+            raise
+    return project
 
 
 def _writable(path: Path) -> bool:

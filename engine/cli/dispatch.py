@@ -16,8 +16,8 @@ from collections.abc import Callable, Sequence
 
 from engine import __version__
 from engine.cli import duplicates, evaluate, finetune, importing, info, models, search, selfcheck
-from engine.cli.common import EXIT_BUG, EXIT_CANCELLED, EXIT_INPUT, Parser, say
-from engine.errors import DuplensError
+from engine.cli.common import EXIT_BUG, EXIT_CANCELLED, EXIT_INPUT, TRUST_FLAG, Parser, say
+from engine.errors import DuplensError, UntrustedModelLocation
 from engine.jobs import CancelToken
 from engine.logfile import setup_logging
 
@@ -67,6 +67,10 @@ def main(argv: Sequence[str] | None = None,
     _install_interrupt(cancel)
     try:
         return args.run(args, cancel)
+    except UntrustedModelLocation as exc:
+        log.info("input error: %s", exc)
+        say(f"duplens: {exc} (run again with {TRUST_FLAG} to load it)")
+        return EXIT_INPUT
     except DuplensError as exc:
         log.info("input error: %s", exc)
         say(f"duplens: {exc}")

@@ -4,7 +4,14 @@ from __future__ import annotations
 
 import json
 
-from engine.cli.common import EXIT_CANCELLED, EXIT_OK, one_line, open_project, say
+from engine.cli.common import (
+    EXIT_CANCELLED,
+    EXIT_OK,
+    one_line,
+    open_project,
+    say,
+    trust_option,
+)
 from engine.errors import Cancelled
 from engine.jobs import CancelToken
 
@@ -18,16 +25,17 @@ def register(sub) -> None:
                         "around one centre)")
     p.add_argument("--out", help="write the clusters to a .csv or .xlsx file")
     p.add_argument("--json", action="store_true")
+    trust_option(p)
     p.set_defaults(run=cmd_duplicates)
 
 
 def cmd_duplicates(args, cancel: CancelToken) -> int:
     from engine.progress_bar import TqdmProgress
 
-    with open_project(args.project) as project:
+    with open_project(args.project, trust_models=args.trust_model_location) as project:
         bar = TqdmProgress()
         try:
-            clusters = project.duplicates(args.threshold, args.neighbours, progress=bar,
+            clusters = project.clusters.cut(args.threshold, args.neighbours, progress=bar,
                                           cancel=cancel)
         except Cancelled:
             bar.close()
@@ -37,7 +45,7 @@ def cmd_duplicates(args, cancel: CancelToken) -> int:
         for notice in project.notices:
             say(notice)
         if args.out:
-            n = project.export_clusters(args.out, clusters)
+            n = project.exports.clusters(args.out, clusters)
             say(f"{len(clusters)} clusters, {n} rows written to {args.out}")
     if args.json:
         print(json.dumps([c.as_json() for c in clusters], ensure_ascii=False, indent=1))

@@ -5,7 +5,15 @@ from __future__ import annotations
 import argparse
 import json
 
-from engine.cli.common import EXIT_CANCELLED, EXIT_OK, fraction, open_project, positive, say
+from engine.cli.common import (
+    EXIT_CANCELLED,
+    EXIT_OK,
+    fraction,
+    open_project,
+    positive,
+    say,
+    trust_option,
+)
 from engine.cli.models import activate
 from engine.cli.stage_bars import StageBars
 from engine.errors import Cancelled, InputError
@@ -50,6 +58,7 @@ def register(sub) -> None:
                    "model (re-encodes every text with it)")
     p.add_argument("--device", default="auto")
     p.add_argument("--json", action="store_true")
+    trust_option(p)
     p.set_defaults(run=cmd_finetune)
 
 
@@ -86,13 +95,13 @@ def cmd_finetune(args, cancel: CancelToken) -> int:
                                   **{k: v for k, v in given.items() if v is not None})
     except ValueError as exc:
         raise InputError(f"finetune: {exc}") from None
-    with open_project(args.project) as project:
-        project.device_preference = args.device
+    with open_project(args.project, trust_models=args.trust_model_location) as project:
+        project.model.configure(device=args.device)
         bar = StageBars()
         try:
-            report = project.finetune(args.loss, extra_file=args.pairs, options=options,
-                                      held_out=args.held_out, seed=args.seed, progress=bar,
-                                      cancel=cancel)
+            report = project.versions.finetune(
+                args.loss, extra_file=args.pairs, options=options, held_out=args.held_out,
+                seed=args.seed, progress=bar, cancel=cancel)
         except Cancelled:
             bar.close()
             say("stopped: nothing was saved; the active model is unchanged")

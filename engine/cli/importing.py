@@ -10,9 +10,12 @@ from engine.cli.common import (
     model_options,
     open_project,
     say,
+    trust_option,
     unescape,
 )
-from engine.encoding.backends import backend_for_row, require_backend
+from engine.encoding.backends import require_backend
+from engine.encoding.encoder import Executor
+from engine.encoding.executors import executor_for, parse_executor
 from engine.errors import Cancelled
 from engine.jobs import CancelToken
 
@@ -32,27 +35,52 @@ def register(sub) -> None:
                    help="whether '\"' quotes fields in CSV/TSV (auto: detected)")
     p.add_argument("--no-encode", action="store_true", help="store the rows only")
     model_options(p)
+    executor_option(p)
+    trust_option(p)
     p.set_defaults(run=cmd_import)
 
     p = sub.add_parser("encode", help="encode and index what is not yet (resumes a stopped "
                        "import)")
     p.add_argument("project")
     model_options(p)
+    executor_option(p)
+    trust_option(p)
     p.set_defaults(run=cmd_encode)
+
+
+def executor_option(p) -> None:
+    p.add_argument("--executor", default="local", metavar="local|ray|ray=ADDRESS",
+                   help="where texts are encoded: in this process (local, the default), on "
+                   "a Ray started on this computer with all its cores (ray), or on the Ray "
+                   "cluster at ADDRESS, e.g. ray=ray://host:10001 or ray=host:6379; Ray "
+                   "needs pip install \"duplens[ray]\"")
 
 
 def cmd_import(args, cancel: CancelToken) -> int:
     from engine.encoding.models import resolve_model
-    from engine.progress_bar import TqdmProgress
 
     if args.model is not None and not args.no_encode:
         resolve_model(args.model)  # a wrong model is reported before the project is touched
     if args.backend is not None and not args.no_encode:
         require_backend(args.backend)  # so is a backend whose packages are missing
-    with open_project(args.project, create=True) as project:
+    if args.no_encode:
+        return _import(args, cancel, None)
+    # A wrong cluster address too, and the rows are imported only once Ray is reachable.
+    executor = executor_for(args.executor)
+    try:
+        return _import(args, cancel, executor)
+    finally:
+        executor.close()
+
+
+def _import(args, cancel: CancelToken, executor: Executor | None) -> int:
+    from engine.progress_bar import TqdmProgress
+
+    with open_project(args.project, create=True,
+                      trust_models=args.trust_model_location) as project:
         bar = TqdmProgress()
         try:
-            report = project.import_table(
+            report = project.rows.import_table(
                 args.file, args.columns, id_column=args.id_column, sheet=args.sheet,
                 encoding=args.encoding, delimiter=unescape(args.delimiter),
                 quoting={"auto": None, "on": True, "off": False}[args.quoting], progress=bar,
@@ -63,9 +91,9 @@ def cmd_import(args, cancel: CancelToken) -> int:
             return EXIT_CANCELLED
         bar.close()
         _report_import(report)
-        if args.no_encode:
+        if executor is None:
             return EXIT_OK
-        return encode(project, args, cancel)
+        return encode(project, args, cancel, executor)
 
 
 def _report_import(report) -> None:
@@ -86,29 +114,37 @@ def _report_import(report) -> None:
 
 
 def cmd_encode(args, cancel: CancelToken) -> int:
-    with open_project(args.project) as project:
-        return encode(project, args, cancel)
+    parse_executor(args.executor)  # a mistyped option is reported before anything starts
+    with open_project(args.project, trust_models=args.trust_model_location) as project:
+        executor = executor_for(args.executor)
+        try:
+            return encode(project, args, cancel, executor)
+        finally:
+            executor.close()
 
 
-def encode(project, args, cancel: CancelToken) -> int:
+def encode(project, args, cancel: CancelToken, executor: Executor) -> int:
     """Encode what the project lacks with the model and backend the options ask for (the
-    project's own when they ask for none)."""
+    project's own when they ask for none), its batches on `executor`."""
     from engine.progress_bar import TqdmProgress
 
-    active = project.active_model()
+    active = project.model.row()
     wanted_default = args.model is None and active is None
     backend = args.backend
     if backend is None and active is not None and args.model is None:
-        backend = backend_for_row(active["fingerprint"], None).name  # the project's own
+        backend = project.model.serving_backend(active)  # the project's own
     if args.model is not None or wanted_default or args.device != "auto" or args.backend:
         model = args.model if args.model is not None else (
-            project.model_source(active["location"]) if active else None)
-        project.use_model(model, device=args.device, batch_size=args.batch_size,
+            project.model.source(active["location"]) if active else None)
+        project.model.use(model, device=args.device, batch_size=args.batch_size,
                           backend=backend)
-    project.batch_size = args.batch_size
+    project.model.configure(batch_size=args.batch_size)
     bar = TqdmProgress()
-    report = project.encode(progress=bar, cancel=cancel)
+    report = project.vectors.encode(progress=bar, cancel=cancel, executor=executor)
     bar.close()
+    plan = getattr(executor, "last_plan", None)
+    if plan is not None:
+        say(f"encoded on {plan.describe()}")
     for notice in project.notices:
         say(notice)
     if report.truncated:

@@ -4,7 +4,14 @@ from __future__ import annotations
 
 import json
 
-from engine.cli.common import EXIT_CANCELLED, EXIT_OK, one_line, open_project, say
+from engine.cli.common import (
+    EXIT_CANCELLED,
+    EXIT_OK,
+    one_line,
+    open_project,
+    say,
+    trust_option,
+)
 from engine.cli.stage_bars import StageBars
 from engine.errors import InputError
 from engine.jobs import CancelToken
@@ -19,12 +26,13 @@ def register(sub) -> None:
                    help="copy a version to a new folder sentence-transformers loads")
     p.add_argument("--device", default="auto")
     p.add_argument("--json", action="store_true")
+    trust_option(p)
     p.set_defaults(run=cmd_models)
 
 
 def cmd_models(args, cancel: CancelToken) -> int:
-    with open_project(args.project) as project:
-        project.device_preference = args.device
+    with open_project(args.project, trust_models=args.trust_model_location) as project:
+        project.model.configure(device=args.device)
         if args.activate is not None:
             report = activate(project, args.activate, cancel)
             if report.cancelled:
@@ -39,9 +47,9 @@ def cmd_models(args, cancel: CancelToken) -> int:
             version, folder = args.export
             if not version.isdigit():
                 raise InputError(f"--export: VERSION must be a version number, not {version!r}")
-            out = project.export_model(int(version), folder)
+            out = project.versions.export(int(version), folder)
             say(f"version {version} exported to {out}")
-        versions = project.model_versions()
+        versions = project.versions.list()
     if args.json:
         print(json.dumps(versions, ensure_ascii=False, indent=1))
     else:
@@ -53,7 +61,7 @@ def activate(project, version_id: int, cancel: CancelToken):
     """Activate a version with stage bars on the terminal; the activation report."""
     bar = StageBars()
     try:
-        return project.activate_model(version_id, progress=bar, cancel=cancel)
+        return project.versions.activate(version_id, progress=bar, cancel=cancel)
     finally:
         bar.close()
 

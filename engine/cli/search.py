@@ -4,8 +4,14 @@ from __future__ import annotations
 
 import json
 
-from engine.cli.common import EXIT_OK, backend_option, one_line, open_project, say
-from engine.encoding.backends import backend_for_row
+from engine.cli.common import (
+    EXIT_OK,
+    backend_option,
+    one_line,
+    open_project,
+    say,
+    trust_option,
+)
 from engine.jobs import CancelToken
 
 
@@ -17,18 +23,18 @@ def register(sub) -> None:
     p.add_argument("--json", action="store_true")
     p.add_argument("--device", default="auto")
     backend_option(p)
+    trust_option(p)
     p.set_defaults(run=cmd_search)
 
 
 def cmd_search(args, _cancel: CancelToken) -> int:
-    with open_project(args.project) as project:
-        project.device_preference = args.device
-        active = project.active_model()
+    with open_project(args.project, trust_models=args.trust_model_location) as project:
+        project.model.configure(device=args.device)
+        active = project.model.row()
         if args.backend and active is not None:
             # The query must match the stored embeddings: an int8 backend cannot serve a
             # project encoded with torch (and the reverse); an exact one can.
-            project.backend_preference = backend_for_row(active["fingerprint"],
-                                                         args.backend).name
+            project.model.configure(backend=project.model.serving_backend(active, args.backend))
         hits = project.search(args.text, args.k)
         for notice in project.notices:
             say(notice)

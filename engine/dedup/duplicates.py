@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from engine.dedup.clusters import TextCluster
+from engine.store.items import public_id
 
 
 @dataclass(frozen=True)
@@ -70,11 +71,6 @@ class Cluster:
                 "size": len(self.members), "score": round(self.score, 6),
                 "members": [m.as_json() for m in self.members],
                 "rejected": [m.as_json() for m in self.rejected]}
-
-
-def public_id(item: dict) -> str:
-    """What users call a row: their own id when they gave an id column, else its row number."""
-    return str(item["ext_id"]) if item.get("ext_id") not in (None, "") else str(item["row"])
 
 
 def member(item: dict, score: float) -> Member:

@@ -14,7 +14,7 @@ from collections.abc import Sequence
 
 from sqlalchemy import Connection
 
-from engine.dedup.duplicates import Member, member, public_id
+from engine.dedup.duplicates import Member, member
 from engine.store import items as item_store
 
 # Members kept per row read, at most, before the member cache starts afresh: each new centre
@@ -83,7 +83,7 @@ class RowsByText:
             fetched = item_store.items_for_texts(conn, missing)
             for found in fetched.values():
                 for row in found:
-                    row["public_id"] = public_id(row)
+                    row["public_id"] = item_store.public_id(row)
             with self._lock:
                 for t in missing:
                     self._rows[t] = fetched.get(t, [])

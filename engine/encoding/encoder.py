@@ -18,7 +18,7 @@ import copy
 import logging
 import os
 import threading
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
 
@@ -59,19 +59,31 @@ class EncodedBatch:
 
 
 class Executor(Protocol):
-    """Runs `fn` over batches and yields results in order; local today, a cluster later."""
+    """Runs an encoder over batches and yields the results in order.
 
-    def map(self, fn: Callable[[EncodeBatch], EncodedBatch], batches: Iterable[EncodeBatch]
+    It gets the loaded encoder itself: an executor in this process calls it, one elsewhere
+    (a Ray cluster) loads the same model from its `spec` and `batch_size` once per worker.
+    Stopping the iteration (`close()` on the generator, which a `for` loop's `break` leads
+    to once the generator is dropped) must stop the work still pending; `close()` on the
+    executor releases what it holds (a cluster connection) and is idempotent.
+    """
+
+    def map(self, encoder: SentenceEncoder, batches: Iterable[EncodeBatch]
             ) -> Iterator[EncodedBatch]: ...
+
+    def close(self) -> None: ...
 
 
 class LocalExecutor:
     """Encodes batches one after another in the calling thread."""
 
-    def map(self, fn: Callable[[EncodeBatch], EncodedBatch], batches: Iterable[EncodeBatch]
+    def map(self, encoder: SentenceEncoder, batches: Iterable[EncodeBatch]
             ) -> Iterator[EncodedBatch]:
         for batch in batches:
-            yield fn(batch)
+            yield encoder.encode_batch(batch)
+
+    def close(self) -> None:
+        """Nothing to release."""
 
 
 class SentenceEncoder:

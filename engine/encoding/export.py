@@ -15,7 +15,6 @@ from __future__ import annotations
 import contextlib
 import io
 import logging
-import os
 import shutil
 import tempfile
 import warnings
@@ -142,6 +141,9 @@ def optimize_onnx(source: Path, target: Path, level: int, model: SentenceTransfo
     """optimum's O1-O3 on CPU: O1 onnxruntime's basic graph rewrites; O2 adds the fused
     attention, layer-norm and GELU kernels of onnxruntime's transformer optimiser; O3 also
     approximates GELU with tanh (not exact). O4 is fp16, for GPUs only."""
+    from engine import offline
+
+    offline.onnxruntime()  # the optimiser runs onnxruntime sessions: their telemetry off
     from onnxruntime.transformers.fusion_options import FusionOptions
     from onnxruntime.transformers.optimizer import optimize_model
 
@@ -193,6 +195,10 @@ def quantize_onnx_dynamic(source: Path, target: Path, isa: str) -> Path:
     `export_dynamic_quantized_onnx_model` uses: per-channel symmetric weights, signed on
     arm64/avx512/avx512_vnni and unsigned on avx2, full 8-bit range."""
     from onnx import TensorProto
+
+    from engine import offline
+
+    offline.onnxruntime()  # the quantiser runs onnxruntime sessions: their telemetry off
     from onnxruntime.quantization import QuantType, quantize_dynamic
 
     weights = QuantType.QUInt8 if isa == "avx2" else QuantType.QInt8
@@ -221,9 +227,9 @@ def _root_log_quiet():
 
 def quiet_nncf() -> None:
     """NNCF and OpenVINO's converter send usage telemetry unless told otherwise; Duplens
-    sends nothing, so NNCF gets its stub (its CI switch) before and after it is imported,
-    and models are read with `Core.read_model` (no telemetry) rather than `convert_model`."""
-    os.environ.setdefault("NNCF_CI", "1")
+    sends nothing. `engine.offline` sets NNCF's CI switch and blocks openvino_telemetry
+    before either is imported; this puts NNCF's stub in place as well, in case NNCF was
+    imported first, and models are read with `Core.read_model` rather than `convert_model`."""
     import nncf.telemetry.decorator as decorator
     import nncf.telemetry.wrapper as wrapper
 
@@ -243,7 +249,6 @@ def write_openvino(onnx_path: Path, target: Path, model: SentenceTransformer,
     core = ov.Core()
     graph = core.read_model(str(onnx_path))
     if calibration_texts:
-        os.environ.setdefault("NNCF_CI", "1")
         import nncf
 
         quiet_nncf()

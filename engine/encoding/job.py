@@ -12,11 +12,13 @@ Two things keep the pipeline close to bare encoding speed:
 - What follows a commit (`on_committed`: adding the chunk to the HNSW index) runs on a
   background thread while the next chunk encodes. hnswlib and torch both release the GIL
   in their kernels, so the two overlap; the store commit itself stays in the encoding
-  thread, so a chunk is on disk before the next one starts and a kill loses at most one.
+  thread, so a chunk is on disk before any result of the next one is taken and a kill
+  loses at most the chunk in progress.
 """
 
 from __future__ import annotations
 
+import collections
 import queue
 import threading
 from collections.abc import Callable, Iterator, Sequence
@@ -77,11 +79,16 @@ def encode_missing(store: Store, encoder: SentenceEncoder, model_id: int, *,
                    ) -> EncodeReport:
     """Encode what is missing for `model_id`; `on_committed` sees each stored chunk.
 
+    Every batch of every chunk goes through one `executor.map` call, so an executor with
+    work in flight (a Ray cluster) keeps encoding while a chunk is committed here. Results
+    come back in order; a chunk is committed as soon as its last batch is in.
+
     `on_committed` gets each committed chunk as one `EncodedBatch`, on one background
     thread, in commit order, overlapping the next chunk's encoding; all of it has run when
-    this returns, and an error it raises is raised here (encoding stops at the next chunk).
-    Cancelling stops after the batch in flight, commits what was encoded and returns a
-    report with `cancelled` set: stopping is an outcome, not an error.
+    this returns, and an error it raises is raised here (encoding stops after the next
+    commit). Cancelling stops after the batch in flight, commits what was encoded, stops
+    the executor's pending work and returns a report with `cancelled` set: stopping is an
+    outcome, not an error.
     """
     executor = executor or LocalExecutor()
     with store.read() as conn:
@@ -90,26 +97,43 @@ def encode_missing(store: Store, encoder: SentenceEncoder, model_id: int, *,
     report = EncodeReport(remaining=total)
     meter = RateMeter()
     progress(Progress("encoding", 0, total))
+    chunk_sizes: collections.deque[int] = collections.deque()
+    batches = _planned(store, encoder, missing, chunk_texts, chunk_sizes)
     with _AfterCommit(on_committed) as after:
-        for chunk_ids, texts, counts in _chunks(store, encoder, missing, chunk_texts):
-            after.raise_if_failed()
-            results: list[EncodedBatch] = []
-            stopped = False
-            done = report.encoded
-            for result in executor.map(encoder.encode_batch,
-                                       plan_batches(chunk_ids, texts, encoder.batch_size,
-                                                    counts)):
-                results.append(result)
-                done += len(result.text_ids)
+        results = executor.map(encoder, batches)
+        try:
+            chunk: list[EncodedBatch] = []
+            in_chunk = 0
+            for result in results:
+                chunk.append(result)
+                in_chunk += len(result.text_ids)
+                done = report.encoded + in_chunk
                 progress(Progress("encoding", done, total, meter.rate(done)))
+                if in_chunk == chunk_sizes[0]:
+                    chunk_sizes.popleft()
+                    after.submit(_commit(store, model_id, chunk, report))
+                    chunk, in_chunk = [], 0
+                    after.raise_if_failed()
                 if cancel is not None and cancel.cancelled:
-                    stopped = True
+                    after.submit(_commit(store, model_id, chunk, report))
+                    report.cancelled = True
                     break
-            after.submit(_commit(store, model_id, results, report))
-            if stopped:
-                report.cancelled = True
-                break
+        finally:
+            # Stops what the executor still has pending (a cluster's queued batches).
+            close = getattr(results, "close", None)
+            if close is not None:
+                close()
     return report
+
+
+def _planned(store: Store, encoder: SentenceEncoder, missing: list[int], chunk_texts: int,
+             chunk_sizes: collections.deque[int]) -> Iterator[EncodeBatch]:
+    """The batches of every chunk in turn, planned lazily (a window of chunks at a time, as
+    the executor asks for more); each chunk's size is appended to `chunk_sizes` before its
+    first batch is handed out, so the consumer knows where each chunk ends."""
+    for chunk_ids, texts, counts in _chunks(store, encoder, missing, chunk_texts):
+        chunk_sizes.append(len(chunk_ids))
+        yield from plan_batches(chunk_ids, texts, encoder.batch_size, counts)
 
 
 def _chunks(store: Store, encoder: SentenceEncoder, missing: list[int], chunk_texts: int

@@ -14,6 +14,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from engine.encoding.model_safety import SAFE_LOAD, check_model_folder
 from engine.errors import ModelError
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -67,12 +68,14 @@ def resolve_model(spec: str | None) -> ModelSpec:
     """Turn what the user typed (nothing, a folder, a hub name) into a `ModelSpec`."""
     if spec in (None, "", DEFAULT_MODEL):
         path = default_model_path()
+        check_model_folder(path, "all-MiniLM-L6-v2")
         return ModelSpec("all-MiniLM-L6-v2", str(path), _folder_fingerprint(path), True)
     path = Path(spec).expanduser()
     if path.exists():
         if not path.is_dir():
             raise ModelError(f"{spec}: is a file; a model is a sentence-transformers folder")
         _check_sentence_transformers_folder(path, spec)
+        check_model_folder(path, spec)  # before anything reads it: nothing it holds runs
         return ModelSpec(path.name, str(path.resolve()), _folder_fingerprint(path), True)
     looks_like_path = spec.startswith((".", "~")) or os.path.isabs(spec) or "\\" in spec
     if looks_like_path or not _HUB_NAME.match(spec):
@@ -129,18 +132,9 @@ def pick_device(preference: str | None = "auto") -> str:
     return preference
 
 
-def quiet_and_private() -> None:
-    """Before transformers is imported: no telemetry, no download bars on the user's console.
-
-    Set as defaults only, so a user who wants otherwise can still say so in the environment.
-    """
-    os.environ.setdefault("HF_HUB_DISABLE_TELEMETRY", "1")
-    os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
-    os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
-
-
 def load_model(spec: ModelSpec, device: str, backend: str | None = None) -> SentenceTransformer:
-    """Load the model; local folders never touch the network, fp16 on CUDA.
+    """Load the model: safetensors only, no code from the folder, fp16 on CUDA. Local
+    folders never touch the network; a hub model does only the first time (`hub_folder`).
 
     With an ONNX or OpenVINO `backend` (CPU only), the transformer is exported once into
     the cache (`engine.encoding.backends.export_dir`) and run from there.
@@ -153,19 +147,22 @@ def load_model(spec: ModelSpec, device: str, backend: str | None = None) -> Sent
             raise ModelError(f"the {chosen.name} backend runs on the CPU, not {device}; "
                              f"choose the cpu device or the torch backend")
         return _load_exported(spec, chosen)
-    quiet_and_private()
     from sentence_transformers import SentenceTransformer
     from transformers.utils import logging as hf_logging
 
     hf_logging.disable_progress_bar()
+    folder = spec.location
+    if not spec.is_local:
+        from engine.encoding.hub import hub_folder
 
+        snapshot = hub_folder(spec.location)
+        check_model_folder(snapshot, spec.name)
+        folder = str(snapshot)
     try:
-        model = SentenceTransformer(spec.location, device=device,
-                                    local_files_only=spec.is_local)
+        model = SentenceTransformer(folder, device=device, local_files_only=True, **SAFE_LOAD)
     except Exception as exc:  # noqa: BLE001 - any loader failure is the model's fault here
         detail = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-        where = "" if spec.is_local else " (hub models need a network connection the first time)"
-        raise ModelError(f"{spec.name}: cannot load the model{where}: {detail}") from exc
+        raise ModelError(f"{spec.name}: cannot load the model: {detail}") from exc
     if device.startswith("cuda"):
         model.half()
     return model

@@ -9,7 +9,6 @@ embeddings as a torch tensor, as the torch model would. Everything that calls
 
 from __future__ import annotations
 
-import os
 import threading
 from collections.abc import Sequence
 from pathlib import Path
@@ -67,7 +66,9 @@ def _make_onnx_runner(path: Path, config: Any):
     """The transformer as an onnxruntime session. Its threads spin between operators, as
     onnxruntime's default: without it one short query took 7.9 ms instead of 4.8 (p50, a
     50 ms pause before each, 2 cores), the threads being woken for each operator."""
-    import onnxruntime as ort
+    from engine import offline
+
+    ort = offline.onnxruntime()
 
     class OnnxTransformer(_torch_module_base(), _ExportedTransformer):
         """The transformer as an onnxruntime session (CPU)."""
@@ -153,8 +154,6 @@ def exported_file(model: SentenceTransformer, fingerprint: str, backend: Backend
     if backend.quantization == "static":
         texts = list(calibration_texts or ())[:CALIBRATION_SAMPLES]
     target = folder or export_dir(fingerprint, backend, texts_digest(texts))
-    if backend.runtime == "openvino":
-        os.environ.setdefault("NNCF_CI", "1")
     return export(model, backend, target, calibration_texts=texts, isa=isa)
 
 

@@ -6,7 +6,8 @@ Both directions stream through a temporary file, chunk by chunk, so the index is
 held twice in memory (at 1M items it is about 1.8 GB). The file goes to /dev/shm when it has
 room (writing to a disk-backed /tmp cost five times the CPU here), and the checksum
 is computed on another thread while the chunks are read and written: hashlib, file writes
-and SQLite's blob reads all release the GIL, so the two cores share the work.
+and SQLite's blob reads all release the GIL, so the two cores share the work. A server
+project stores the same chunk rows and streams them from one query (`store.postgres`).
 
 Beside the blob, a stamp (in `meta`) records the content version the index matches and
 how many embeddings the model had then. When both still hold on load, the index is
@@ -29,12 +30,12 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import BinaryIO
 
-from sqlalchemy import Connection, delete, insert, select
+from sqlalchemy import Connection, delete, select
 
 from engine.index.hnsw import HnswIndex, HnswParams
-from engine.store.blobs import delete_blob, iter_blob, put_blob_chunks
+from engine.store.blobs import blob_lock, chunk_bytes, delete_blob, iter_blob, put_blob_chunks
+from engine.store.dialects import upsert
 from engine.store.schema import indexes, meta
-from engine.store.sqlite import BLOB_CHUNK_BYTES
 from engine.store.vectors import content_version, count_model_embeddings
 
 
@@ -52,25 +53,33 @@ def save_index(conn: Connection, model_id: int, index: HnswIndex, *,
 
     `version`: the content version the index is known to match, or None when unknown (the
     next load then reconciles it with the embeddings in full).
+
+    One writer at a time per index, across processes: the blob's lock is taken first and
+    held to the end of the transaction, so blob, checksum row and stamp always belong
+    together. On a server another analyst may have saved the index of a later content
+    version meanwhile; then that one is kept, not replaced by this older one.
     """
+    blob_lock(conn, blob_name(model_id))
+    if version is not None and _stamped_version(conn, model_id) > version:
+        return
     size = 0
+    step = chunk_bytes(conn)
     with _scratch_file(_expected_bytes(index)) as (path, fh), _Digest() as digest:
         index.save(path)
 
         def chunks() -> Iterator[bytes]:
             nonlocal size
-            while chunk := fh.read(BLOB_CHUNK_BYTES):
+            while chunk := fh.read(step):
                 digest.update(chunk)
                 size += len(chunk)
                 yield chunk
 
         put_blob_chunks(conn, blob_name(model_id), chunks())
-    conn.execute(delete(indexes).where(indexes.c.model_id == model_id))
-    conn.execute(insert(indexes).values(
+    upsert(conn, indexes, dict(
         model_id=model_id, dim=index.dim, params=index.params_dict(),
         deleted=sorted(index.deleted), count=len(index),
         sha256=digest.hexdigest(), size=size, saved_at=time.time(),
-    ))
+    ), ["model_id"])
     write_stamp(conn, model_id, version)
 
 
@@ -80,11 +89,20 @@ def write_stamp(conn: Connection, model_id: int, version: int | None) -> None:
     Only recorded when `version` is the current one, read in this same transaction, so the
     embedding count stored beside it belongs to that version.
     """
-    conn.execute(delete(meta).where(meta.c.key == stamp_key(model_id)))
     if version is None or version != content_version(conn):
+        conn.execute(delete(meta).where(meta.c.key == stamp_key(model_id)))
         return
     stamp = {"version": version, "embeddings": count_model_embeddings(conn, model_id)}
-    conn.execute(insert(meta).values(key=stamp_key(model_id), value=json.dumps(stamp)))
+    upsert(conn, meta, {"key": stamp_key(model_id), "value": json.dumps(stamp)}, ["key"])
+
+
+def _stamped_version(conn: Connection, model_id: int) -> int:
+    """The content version the saved index is stamped with (-1 when none)."""
+    raw = conn.execute(select(meta.c.value).where(meta.c.key == stamp_key(model_id))).scalar()
+    try:
+        return int(json.loads(raw)["version"]) if raw else -1
+    except (ValueError, KeyError, TypeError):
+        return -1
 
 
 def current_version(conn: Connection, model_id: int, index: HnswIndex) -> int | None:

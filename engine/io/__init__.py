@@ -2,15 +2,13 @@
 
 from engine.io.export import export_table, neutralise_cell
 from engine.io.readers import (
-    ReadReport,
-    TableFormat,
-    TablePreview,
     detect_format,
     iter_table,
     preview_table,
     read_columns,
     require_columns,
 )
+from engine.io.records import ReadReport, TableFormat, TablePreview
 
 __all__ = [
     "ReadReport",

@@ -46,6 +46,10 @@ _MAGIC = (
 _CONTROL = re.compile(r"[\x00-\x08\x0e-\x1f\x7f-\x9f]")
 _MAX_CONTROL_SHARE = 0.1
 
+# The csv module's default field cap is 128 KiB; rows are bounded by `text_lines` instead
+# (engine/io/limits.py), so this cap only has to stay out of the way. A C long caps it.
+_MAX_FIELD = 2**31 - 1
+
 
 @dataclass(frozen=True)
 class Sample:
@@ -136,6 +140,16 @@ def looks_binary(text: str) -> bool:
     return len(_CONTROL.findall(text)) > _MAX_CONTROL_SHARE * max(len(text), 1)
 
 
+def lift_field_limit() -> None:
+    """Let the csv module read fields of any size, in sniffing and reading alike.
+
+    The cap is process-wide: sniffing under the default while reading under a lifted one
+    made a quote left open for more than 128 KiB of the sample look like "quotes are plain
+    characters" in a fresh process only, and the file then imported line by line.
+    """
+    csv.field_size_limit(max(csv.field_size_limit(), _MAX_FIELD))
+
+
 def detect_delimiter(text: str, default: str) -> str:
     """The one of the usual four delimiters that splits the first lines into a table.
 
@@ -144,6 +158,7 @@ def detect_delimiter(text: str, default: str) -> str:
     better of the two). csv.Sniffer alone was fooled by commas inside tab-separated
     questions. Ties go to `default` (tab for .tsv, else comma), then to more columns.
     """
+    lift_field_limit()
     head = text[:_SNIFF_CHARS]
     if len(text) > _SNIFF_CHARS and "\n" in head:
         head = head[: head.rindex("\n")]
@@ -185,6 +200,7 @@ def detect_quoting(text: str, delimiter: str, complete: bool = False) -> bool:
     """
     if '"' not in text:
         return True
+    lift_field_limit()
     if not complete:
         text = text[: max(text.rfind("\n"), 0)]  # the sample may end inside a line
     try:

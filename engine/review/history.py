@@ -14,12 +14,12 @@ from engine.dedup.duplicates import Cluster
 
 
 class DecisionStore(Protocol):
-    """What the history needs from a project (`engine.project.Project` provides it)."""
+    """What the history needs from a project (`Project.labels` provides it)."""
 
-    def pair_label(self, item_a: int, item_b: int) -> int | None: ...
-    def set_pair_label(self, item_a: int, item_b: int, label: int | None) -> None: ...
-    def canonical_choices(self, item_ids: list[int]) -> set[int]: ...
-    def set_canonical_choices(self, clear: list[int], chosen: list[int]) -> None: ...
+    def label(self, item_a: int, item_b: int) -> int | None: ...
+    def set_label(self, item_a: int, item_b: int, label: int | None) -> None: ...
+    def canonical(self, item_ids: list[int]) -> set[int]: ...
+    def set_canonical(self, clear: list[int], chosen: list[int]) -> None: ...
 
 
 @dataclass(frozen=True)
@@ -61,7 +61,7 @@ class ReviewHistory:
         """Mark a pair duplicate (1), not duplicate (0), or forget its label (None)."""
         if item_a == item_b:
             raise ValueError("a row cannot be compared with itself")
-        before = self._store.pair_label(item_a, item_b)
+        before = self._store.label(item_a, item_b)
         change = LabelChange(item_a, item_b, before, label,
                              description or _label_words(label))
         self._apply(change)
@@ -76,7 +76,7 @@ class ReviewHistory:
         ids = tuple(cluster.item_ids())
         if item_id not in ids:
             raise ValueError(f"row {item_id} is not in cluster {cluster.cluster_id}")
-        before = tuple(sorted(self._store.canonical_choices(list(ids))))
+        before = tuple(sorted(self._store.canonical(list(ids))))
         change = CanonicalChange(ids, before, (item_id,), "set canonical")
         self._apply(change)
         return change
@@ -115,10 +115,10 @@ class ReviewHistory:
     def _write(self, change: Change, *, undo: bool) -> None:
         if isinstance(change, LabelChange):
             value = change.before if undo else change.after
-            self._store.set_pair_label(change.item_a, change.item_b, value)
+            self._store.set_label(change.item_a, change.item_b, value)
         else:
             chosen = change.before if undo else change.after
-            self._store.set_canonical_choices(list(change.item_ids), list(chosen))
+            self._store.set_canonical(list(change.item_ids), list(chosen))
 
 
 def _label_words(label: int | None) -> str:

@@ -1,9 +1,16 @@
-"""Opening a project file and handing out transactions: one writer, many readers.
+"""Opening a project and handing out transactions: one writer per process, many readers.
 
-All writes go through `Store.write()`, which serialises them with a lock (SQLite allows one
-writer at a time anyway) and wraps them in a transaction, so a crash leaves either the whole
-write or none of it. A file is inspected through a read-only connection before anything is
-written to it, so opening something that is not a project changes nothing.
+A project is a `.duplens` file (SQLite) or a PostgreSQL database (a team's project, named by
+a URL); `Store.open` takes either, and everything above the store works the same on both.
+The dialect's own rules (connecting, what "create" means, read-only, locks, blob reads) are
+in `store.sqlite` and `store.postgres`.
+
+All writes go through `Store.write()`, which serialises this process's writers with a lock
+and wraps them in a transaction, so a crash leaves either the whole write or none of it.
+Several processes writing one server project at once (several analysts) are kept correct by
+each write function itself (see docs/architecture.md, "Team projects on PostgreSQL").
+A project is inspected through a read-only connection before anything is written to it, so
+opening something that is not a project changes nothing.
 """
 
 from __future__ import annotations
@@ -15,68 +22,100 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from sqlalchemy import Connection, select
-from sqlalchemy.exc import DatabaseError, OperationalError
+from sqlalchemy.exc import DBAPIError
 
 from engine.errors import ProjectError
 from engine.store import schema
+from engine.store.dialects import backend, upsert
+from engine.store.location import Location, parse_location
 from engine.store.migrations import SCHEMA_VERSION, read_version, upgrade
-from engine.store.sqlite import is_sqlite_file, make_engine
 
 
 class Store:
-    """A Duplens project database; use `Store.open`."""
+    """A Duplens project database; use `Store.open`.
 
-    def __init__(self, path: Path, *, read_only: bool) -> None:
-        self.path = path
+    `path` is the project file, or None for a server project: what lives "beside the project
+    file" (model versions, say) has no place beside a server database. `name` is what
+    messages call the project (file name or database name), `url` its SQLAlchemy URL without
+    any password (safe to show, log and remember), `is_file` tells the two kinds apart.
+    """
+
+    def __init__(self, location: Location, *, read_only: bool) -> None:
+        self.location = location
+        self.path: Path | None = location.path
+        self.name = location.name
+        self.url = location.safe_url
+        self.is_file = location.is_file
         self.read_only = read_only
-        self._engine = make_engine(path, read_only=read_only)
+        self._backend = backend(location.dialect)
+        self._engine = self._backend.make_engine(location, read_only=read_only)
         self._write_lock = threading.RLock()
 
     @classmethod
-    def open(cls, path: str | os.PathLike, *, create: bool = False, read_only: bool = False
-             ) -> Store:
-        """Open (or, with `create`, make) a project, checking it really is one we can use."""
-        path = Path(path)
-        name = path.name
-        _check_path(path, create=create, read_only=read_only)
-        has_data = path.exists() and path.stat().st_size > 0
-        version = _peek_version(path) if has_data else None
-        if has_data and version is None:
-            raise ProjectError(f"{name}: is not a Duplens project")
-        if version is not None and version > SCHEMA_VERSION:
-            raise ProjectError(
-                f"{name}: was saved by a newer Duplens (schema {version}, this version reads "
-                f"up to {SCHEMA_VERSION}); update Duplens to open it"
-            )
-        if (version or 0) < SCHEMA_VERSION and read_only:
-            raise ProjectError(f"{name}: needs an upgrade but was opened read-only")
-        store = cls(path, read_only=read_only)
+    def open(cls, location: str | os.PathLike, *, create: bool = False,
+             read_only: bool = False) -> Store:
+        """Open (or, with `create`, make) a project, checking it really is one we can use.
+
+        `location`: a project file's path, or a URL such as
+        postgresql+psycopg://analyst@db.example:5432/support_faq. On a server, `create` fills
+        an existing empty database; a database holding other tables is refused.
+        """
+        where = parse_location(location)
+        version = backend(where.dialect).existing_version(where, create=create,
+                                                          read_only=read_only)
+        _check_version(where.name, version, read_only)
+        store = cls(where, read_only=read_only)
         if (version or 0) < SCHEMA_VERSION:
             try:
-                with store.write() as conn:
-                    upgrade(conn, version or 0)
+                store._upgrade()
             except BaseException:
                 store.close()
                 raise
         return store
 
+    def _upgrade(self) -> None:
+        """Create or migrate the schema; under a lock, re-reading the version, because
+        another analyst's process may be doing the same to the same database right now."""
+        with self.write() as conn:
+            self._backend.lock(conn, "schema")
+            current = read_version(conn) or 0
+            _check_version(self.name, current, self.read_only)
+            if current < SCHEMA_VERSION:
+                upgrade(conn, current)
+
     def close(self) -> None:
         self._engine.dispose()
+
+    def __repr__(self) -> str:
+        return f"Store({self.url!r}{', read-only' if self.read_only else ''})"
 
     # -- transactions ----------------------------------------------------------------------
     @contextmanager
     def write(self) -> Iterator[Connection]:
         """A write transaction: committed when the block ends, rolled back on any error."""
         if self.read_only:
-            raise ProjectError(f"{self.path.name}: the project is open read-only")
-        with self._write_lock, self._engine.begin() as conn:
+            raise ProjectError(f"{self.name}: the project is open read-only")
+        with self._write_lock, self._server_errors(), self._engine.begin() as conn:
             yield conn
 
     @contextmanager
     def read(self) -> Iterator[Connection]:
-        """A read connection; WAL gives it a consistent snapshot while a writer works."""
-        with self._engine.connect() as conn:
+        """A read transaction that sees one consistent snapshot while writers work (SQLite's
+        WAL; REPEATABLE READ on PostgreSQL) and cannot write."""
+        with self._server_errors(), self._engine.connect() as conn:
+            conn.execution_options(**self._backend.READ_OPTIONS)
             yield conn
+
+    @contextmanager
+    def _server_errors(self) -> Iterator[None]:
+        """A server that went away, a deadlock or a full disk is the machine's limit, not a
+        bug: a `ProjectError` naming it (SQLite's errors pass through unchanged)."""
+        try:
+            yield
+        except DBAPIError as exc:
+            if not self.is_file and self._backend.is_unavailable(exc):
+                raise self._backend.unavailable(self.location, exc) from exc
+            raise
 
     # -- key/value settings ----------------------------------------------------------------
     def get_meta(self, key: str, default: str | None = None) -> str | None:
@@ -92,40 +131,14 @@ class Store:
             with self.write() as own:
                 self.set_meta(key, value, own)
             return
-        conn.execute(schema.meta.delete().where(schema.meta.c.key == key))
-        conn.execute(schema.meta.insert().values(key=key, value=value))
+        upsert(conn, schema.meta, {"key": key, "value": value}, ["key"])
 
 
-def _check_path(path: Path, *, create: bool, read_only: bool) -> None:
-    name = path.name
-    if path.is_dir():
-        raise ProjectError(f"{name}: is a folder, not a Duplens project file")
-    if not path.exists():
-        if not create or read_only:
-            raise ProjectError(f"{name}: no such project (import a file to create it)")
-        folder = path.parent
-        if not folder.exists():
-            raise ProjectError(f"{name}: folder {folder} does not exist")
-        if not os.access(folder, os.W_OK):
-            raise ProjectError(f"{name}: cannot create a project in {folder} (read-only folder)")
-        return
-    if path.stat().st_size > 0 and not is_sqlite_file(path):
-        raise ProjectError(f"{name}: is not a Duplens project")
-    if not read_only and not os.access(path, os.W_OK):
-        raise ProjectError(f"{name}: the project file is read-only")
-
-
-def _peek_version(path: Path) -> int | None:
-    """The schema version, read through a read-only connection that changes nothing.
-
-    None when the file is not a Duplens project (another SQLite database, say).
-    """
-    engine = make_engine(path, read_only=True)
-    try:
-        with engine.connect() as conn:
-            return read_version(conn)
-    except (DatabaseError, OperationalError) as exc:
-        raise ProjectError(f"{path.name}: cannot be opened as a Duplens project ({exc.orig})"
-                           ) from exc
-    finally:
-        engine.dispose()
+def _check_version(name: str, version: int | None, read_only: bool) -> None:
+    if version is not None and version > SCHEMA_VERSION:
+        raise ProjectError(
+            f"{name}: was saved by a newer Duplens (schema {version}, this version reads "
+            f"up to {SCHEMA_VERSION}); update Duplens to open it"
+        )
+    if (version or 0) < SCHEMA_VERSION and read_only:
+        raise ProjectError(f"{name}: needs an upgrade but was opened read-only")

@@ -8,8 +8,9 @@ from __future__ import annotations
 import time
 from collections.abc import Sequence
 
-from sqlalchemy import Connection, and_, delete, func, insert, or_, select
+from sqlalchemy import Connection, and_, delete, func, or_, select
 
+from engine.store.dialects import insert_missing, upsert
 from engine.store.schema import canonical_items, items, pair_labels
 
 _IN_BATCH = 400
@@ -27,13 +28,18 @@ def get_label(conn: Connection, item_a: int, item_b: int) -> int | None:
 
 def set_label(conn: Connection, item_a: int, item_b: int, label: int | None,
               origin: str = "review") -> None:
-    """Store (or with None, forget) the judgement on a pair."""
+    """Store (or with None, forget) the judgement on a pair.
+
+    One upsert: two analysts judging the same pair at once both succeed, the later verdict
+    stays (a delete then an insert would fail on the unique pair for one of them)."""
     a, b = ordered(item_a, item_b)
-    conn.execute(delete(pair_labels).where(pair_labels.c.item_a == a,
-                                           pair_labels.c.item_b == b))
-    if label is not None:
-        conn.execute(insert(pair_labels).values(item_a=a, item_b=b, label=int(label),
-                                                origin=origin, created_at=time.time()))
+    if label is None:
+        conn.execute(delete(pair_labels).where(pair_labels.c.item_a == a,
+                                               pair_labels.c.item_b == b))
+        return
+    upsert(conn, pair_labels, {"item_a": a, "item_b": b, "label": int(label),
+                               "origin": origin, "created_at": time.time()},
+           ["item_a", "item_b"])
 
 
 def labels_among(conn: Connection, item_ids: Sequence[int]) -> dict[tuple[int, int], int]:
@@ -101,10 +107,11 @@ def set_canonical(conn: Connection, clear: Sequence[int], chosen: Sequence[int])
     for start in range(0, len(ids), _IN_BATCH):
         conn.execute(delete(canonical_items).where(
             canonical_items.c.item_id.in_(ids[start:start + _IN_BATCH])))
-    if chosen:
+    if chosen:   # one another analyst chose at the same time stays chosen, once
         now = time.time()
-        conn.execute(insert(canonical_items),
-                     [{"item_id": i, "created_at": now} for i in dict.fromkeys(chosen)])
+        insert_missing(conn, canonical_items,
+                       [{"item_id": i, "created_at": now} for i in dict.fromkeys(chosen)],
+                       ["item_id"])
 
 
 def count_labels(conn: Connection) -> dict[int, int]:

@@ -10,7 +10,6 @@ import numpy as np
 from sqlalchemy import (
     ColumnElement,
     Connection,
-    Float,
     Result,
     String,
     and_,
@@ -21,6 +20,8 @@ from sqlalchemy import (
     select,
 )
 
+from engine.errors import ProjectError
+from engine.store.dialects import binary_order, insert_missing, leading_number
 from engine.store.schema import items, sources, texts
 
 # Stay well under every database's limit on bound parameters in one statement.
@@ -47,8 +48,15 @@ def find_source(conn: Connection, sha256: str, mapping_key: str) -> int | None:
 
 
 def add_source(conn: Connection, **values) -> int:
+    """Record an imported file; `ProjectError` when another process recorded the same file
+    with the same mapping since the caller looked (two analysts importing it at once)."""
     values.setdefault("imported_at", time.time())
-    return conn.execute(insert(sources).values(**values)).inserted_primary_key[0]
+    if insert_missing(conn, sources, [values], ["sha256", "mapping_key"]) == 0:
+        raise ProjectError(f"{values.get('file_name', 'the file')}: was imported into the "
+                           f"project by someone else just now; nothing was added twice")
+    return conn.execute(select(sources.c.id).where(
+        sources.c.sha256 == values["sha256"],
+        sources.c.mapping_key == values["mapping_key"])).scalar_one()
 
 
 def update_source(conn: Connection, source_id: int, **values) -> None:
@@ -68,21 +76,28 @@ def text_ids_for_keys(conn: Connection, keys: Iterable[str]) -> dict[str, int]:
 
 
 def add_rows(conn: Connection, source_id: int, rows: Sequence[NewRow]) -> int:
-    """Store rows, creating a text for each new normalised form; returns new texts created."""
+    """Store rows, creating a text for each new normalised form; returns new texts created.
+
+    A text another process created meanwhile (two analysts importing overlapping files) is
+    used, not created twice: the insert skips taken keys and the ids are read afterwards.
+    New texts go in key order, so two such imports wait for each other's keys in one order.
+    """
     known = text_ids_for_keys(conn, (r.norm_key for r in rows))
     new_texts = {}
     for r in rows:
         if r.norm_key not in known and r.norm_key not in new_texts:
             new_texts[r.norm_key] = r.text
+    created = 0
     if new_texts:
-        conn.execute(insert(texts), [{"norm_key": k, "text": t} for k, t in new_texts.items()])
+        created = insert_missing(conn, texts, [{"norm_key": k, "text": new_texts[k]}
+                                               for k in sorted(new_texts)], ["norm_key"])
         known.update(text_ids_for_keys(conn, new_texts))
     conn.execute(insert(items), [
         {"source_id": source_id, "row": r.row, "ext_id": r.ext_id, "text": r.text,
          "text_id": known[r.norm_key], "extra": r.extra, "deleted": False}
         for r in rows
     ])
-    return len(new_texts)
+    return created
 
 
 def count_items(conn: Connection) -> int:
@@ -227,7 +242,9 @@ def sorted_item_ids(conn: Connection, key: str, condition: ColumnElement[bool], 
     value = func.trim(value)   # a cell's leading spaces must not decide its place
     empty = or_(value.is_(None), value == "")
     # "1,200": thousands separators are dropped, as `engine.browse.looks_numeric` does
-    sort_key = cast(func.replace(value, ",", ""), Float) if numeric else func.lower(value)
+    # the number a cell starts with (else 0), the same on both dialects (see store.dialects)
+    sort_key = (leading_number(func.replace(value, ",", "")) if numeric
+                else binary_order(func.lower(value)))
     sort_key = sort_key.desc() if descending else sort_key.asc()
     return _id_array(conn.execute(select(items.c.id).where(condition)
                                   .order_by(empty, sort_key, items.c.id)))
@@ -240,3 +257,8 @@ def _id_array(result: Result) -> np.ndarray:
     parts = [np.fromiter((row[0] for row in part), dtype=np.int64, count=len(part))
              for part in result.partitions(_ID_SLICE)]
     return np.concatenate(parts) if parts else np.zeros(0, dtype=np.int64)
+
+
+def public_id(item: dict) -> str:
+    """What users call a row: their own id when they gave an id column, else its row number."""
+    return str(item["ext_id"]) if item.get("ext_id") not in (None, "") else str(item["row"])

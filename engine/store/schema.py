@@ -1,6 +1,8 @@
-"""The project schema, as SQLAlchemy Core tables shared by SQLite and (later) PostgreSQL.
+"""The project schema, as SQLAlchemy Core tables shared by SQLite and PostgreSQL.
 
-Nothing dialect-specific lives here: pragmas and blob chunk sizes are in `store.sqlite`.
+Nothing dialect-specific lives here (see `store.sqlite`, `store.postgres`). On PostgreSQL
+JSON is `json`, LargeBinary `bytea`, Boolean `boolean` and integer keys SERIAL; lengths of
+String columns are enforced there, so only values of a fixed format get one.
 Texts are stored once per normalised form (`texts`), so exact duplicates are encoded and
 indexed once; `items` are the spreadsheet rows that point at them.
 """
@@ -42,7 +44,8 @@ sources = Table(
     # Which part of the file was imported and how: re-importing the same file with the same
     # mapping adds nothing, another mapping of the same file is a new source.
     Column("mapping_key", String(64), nullable=False),
-    Column("format", JSON, nullable=False),
+    # quoted: PostgreSQL 16 reads `format JSON` as the SQL/JSON clause FORMAT JSON
+    Column("format", JSON, nullable=False, quote=True),
     Column("text_columns", JSON, nullable=False),
     Column("id_column", Text),
     Column("columns", JSON, nullable=False),
@@ -83,7 +86,8 @@ models = Table(
     Column("id", Integer, primary_key=True),
     Column("name", Text, nullable=False),
     Column("location", Text, nullable=False),
-    Column("fingerprint", String(80), nullable=False, unique=True),
+    # "sha256:<hex>", "folder:<hex>" or "hub:<name>", plus "+<backend>": no fixed length
+    Column("fingerprint", Text, nullable=False, unique=True),
     Column("dim", Integer, nullable=False),
     Column("max_seq_length", Integer, nullable=False),
     Column("parent_id", Integer, ForeignKey("models.id")),

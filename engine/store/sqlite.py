@@ -1,14 +1,19 @@
-"""Everything SQLite-specific: connection pragmas, URLs, the blob chunk size, blob reads.
-
-Kept in one place so that a PostgreSQL-backed project only has to supply its own variant.
+"""Everything SQLite-specific: connection pragmas, what "create" means for a file, the blob
+chunk size, blob reads. `store.postgres` is the same set of names for a server project.
 """
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 from pathlib import Path
 
-from sqlalchemy import Connection, Engine, create_engine, event
+from sqlalchemy import Connection, Engine, Table, create_engine, event
+from sqlalchemy.exc import DatabaseError, OperationalError
+
+from engine.errors import ProjectError
+from engine.store.location import Location
+from engine.store.migrations import read_version
 
 # SQLite refuses values over SQLITE_MAX_LENGTH (1 GB by default); chunks stay far below it.
 # Python's sqlite3 holds the GIL while it binds or returns a value, so a chunk is also how
@@ -18,6 +23,10 @@ from sqlalchemy import Connection, Engine, create_engine, event
 BLOB_CHUNK_BYTES = 4 * 1024 * 1024
 
 SQLITE_MAGIC = b"SQLite format 3\x00"
+
+# A read is one connection: with WAL it sees one snapshot until it ends, as PostgreSQL's
+# REPEATABLE READ does, so a read needs no options here.
+READ_OPTIONS: dict = {}
 
 
 def is_sqlite_file(path: Path) -> bool:
@@ -29,12 +38,13 @@ def is_sqlite_file(path: Path) -> bool:
         return False
 
 
-def make_engine(path: Path, *, read_only: bool = False) -> Engine:
+def make_engine(location: Location | Path, *, read_only: bool = False) -> Engine:
     """An engine with WAL, foreign keys and a busy timeout on every connection.
 
     WAL lets the GUI's search and table views read while the engine thread writes.
     A read-only project is opened through SQLite's URI form so nothing is ever written to it.
     """
+    path = location.path if isinstance(location, Location) else location
     if read_only:
         url = f"sqlite:///file:{path.resolve().as_posix()}?mode=ro&uri=true"
     else:
@@ -60,10 +70,59 @@ def make_engine(path: Path, *, read_only: bool = False) -> Engine:
     return engine
 
 
-def read_blob_rows(conn: Connection, table: str, column: str, where: str, params: tuple,
-                   block: int = 1 << 20) -> Iterator[bytes]:
-    """The values of `column` in the rows of `table` matching `where` (ordered by `seq`),
-    read through SQLite's incremental blob I/O, `block` bytes at a time.
+def existing_version(location: Location, *, create: bool, read_only: bool) -> int | None:
+    """The schema version of the project file, or None when there is none yet (a new or
+    empty file that `create` may fill). Raises `ProjectError` for anything else: a folder,
+    another kind of file, another SQLite database, a missing file without `create`."""
+    path, name = location.path, location.name
+    if path.is_dir():
+        raise ProjectError(f"{name}: is a folder, not a Duplens project file")
+    if not path.exists():
+        if not create or read_only:
+            raise ProjectError(f"{name}: no such project (import a file to create it)")
+        folder = path.parent
+        if not folder.exists():
+            raise ProjectError(f"{name}: folder {folder} does not exist")
+        if not os.access(folder, os.W_OK):
+            raise ProjectError(f"{name}: cannot create a project in {folder} (read-only folder)")
+        return None
+    has_data = path.stat().st_size > 0
+    if has_data and not is_sqlite_file(path):
+        raise ProjectError(f"{name}: is not a Duplens project")
+    if not read_only and not os.access(path, os.W_OK):
+        raise ProjectError(f"{name}: the project file is read-only")
+    if not has_data:
+        return None
+    version = _peek_version(path)
+    if version is None:
+        raise ProjectError(f"{name}: is not a Duplens project")
+    return version
+
+
+def _peek_version(path: Path) -> int | None:
+    """The schema version, read through a read-only connection that changes nothing.
+
+    None when the file is not a Duplens project (another SQLite database, say).
+    """
+    engine = make_engine(path, read_only=True)
+    try:
+        with engine.connect() as conn:
+            return read_version(conn)
+    except (DatabaseError, OperationalError) as exc:
+        raise ProjectError(f"{path.name}: cannot be opened as a Duplens project ({exc.orig})"
+                           ) from exc
+    finally:
+        engine.dispose()
+
+
+def lock(conn: Connection, key: str) -> None:
+    """Nothing to do: SQLite lets one transaction write at a time, and `Store.write()`
+    serialises this process's writers (PostgreSQL takes an advisory lock here)."""
+
+
+def iter_blob_rows(conn: Connection, name: str, block: int = 1 << 20) -> Iterator[bytes]:
+    """The chunks of blob `name` in order, read through SQLite's incremental blob I/O,
+    `block` bytes at a time.
 
     Selecting a multi-MB value costs about five times the CPU of reading it with
     `blobopen` (measured on a 180 MB index: 0.23 s against 0.05 s), which matters when a
@@ -72,8 +131,12 @@ def read_blob_rows(conn: Connection, table: str, column: str, where: str, params
     """
     raw = conn.connection.dbapi_connection
     rowids = [r[0] for r in conn.exec_driver_sql(
-        f"SELECT rowid FROM {table} WHERE {where} ORDER BY seq", params)]
+        "SELECT rowid FROM blobs WHERE name = ? ORDER BY seq", (name,))]
     for rowid in rowids:
-        with raw.blobopen(table, column, rowid, readonly=True) as blob:
+        with raw.blobopen("blobs", "data", rowid, readonly=True) as blob:
             while data := blob.read(block):
                 yield data
+
+
+def follow_explicit_ids(conn: Connection, table: Table) -> None:
+    """Nothing to do: SQLite's next rowid is always past the largest one."""

@@ -12,8 +12,9 @@ import time
 from collections.abc import Iterator, Sequence
 
 import numpy as np
-from sqlalchemy import Connection, func, insert, select
+from sqlalchemy import BigInteger, Connection, Text, cast, exists, func, select
 
+from engine.store.dialects import conflict_insert, insert_missing
 from engine.store.schema import embeddings, items, meta, models
 
 CONTENT_VERSION_KEY = "content_version"
@@ -21,14 +22,21 @@ CONTENT_VERSION_KEY = "content_version"
 
 def get_or_add_model(conn: Connection, *, name: str, location: str, fingerprint: str,
                      dim: int, max_seq_length: int, **extra) -> int:
-    """The id of the model with this fingerprint, registering it on first use."""
+    """The id of the model with this fingerprint, registering it on first use.
+
+    Two analysts loading the same new model at once both try to register it: the insert
+    skips a fingerprint that is taken (waiting for the other's transaction if need be), and
+    the id is then read, so both get the one row.
+    """
     found = conn.execute(select(models.c.id).where(models.c.fingerprint == fingerprint)).scalar()
     if found is not None:
         return found
-    return conn.execute(insert(models).values(
+    insert_missing(conn, models, [dict(
         name=name, location=location, fingerprint=fingerprint, dim=dim,
         max_seq_length=max_seq_length, created_at=time.time(), **extra,
-    )).inserted_primary_key[0]
+    )], ["fingerprint"])
+    return conn.execute(
+        select(models.c.id).where(models.c.fingerprint == fingerprint)).scalar_one()
 
 
 def get_model_row(conn: Connection, model_id: int) -> dict | None:
@@ -42,13 +50,17 @@ def list_models(conn: Connection) -> list[dict]:
 
 def add_embeddings(conn: Connection, model_id: int, text_ids: Sequence[int],
                    vectors: np.ndarray, truncated: Sequence[bool]) -> int:
-    """Store embeddings inside the caller's transaction; returns the new content version."""
+    """Store embeddings inside the caller's transaction; returns the new content version.
+
+    A text another process embedded meanwhile (two analysts encoding the same new rows) keeps
+    the vector stored first: the same model gives the same vector, so either will do.
+    """
     vectors = np.ascontiguousarray(vectors, dtype=np.float32)
-    conn.execute(insert(embeddings), [
+    insert_missing(conn, embeddings, [
         {"model_id": model_id, "text_id": int(t), "vector": vectors[i].tobytes(),
          "truncated": bool(truncated[i])}
         for i, t in enumerate(text_ids)
-    ])
+    ], ["model_id", "text_id"])
     return bump_content_version(conn)
 
 
@@ -63,11 +75,15 @@ def bump_content_version(conn: Connection) -> int:
 
     Every writer of embeddings or of row liveness calls it in the same transaction, so a
     version names exactly one set of "embedded and live" texts.
+
+    Atomic under concurrent writers: one INSERT ... ON CONFLICT DO UPDATE adds one to the
+    stored value (it locks the row until this transaction ends, so two writers bump it in
+    turn and never both write the same number), then this transaction reads its own value.
     """
-    new = content_version(conn) + 1
-    conn.execute(meta.delete().where(meta.c.key == CONTENT_VERSION_KEY))
-    conn.execute(meta.insert().values(key=CONTENT_VERSION_KEY, value=str(new)))
-    return new
+    stmt = conflict_insert(conn, meta).values(key=CONTENT_VERSION_KEY, value="1")
+    conn.execute(stmt.on_conflict_do_update(
+        index_elements=["key"], set_={"value": cast(cast(meta.c.value, BigInteger) + 1, Text)}))
+    return content_version(conn)
 
 
 def count_model_embeddings(conn: Connection, model_id: int) -> int:
@@ -78,10 +94,22 @@ def count_model_embeddings(conn: Connection, model_id: int) -> int:
 
 
 def missing_text_ids(conn: Connection, model_id: int) -> list[int]:
-    """Live texts with no embedding for this model yet, in id order (the resume point)."""
-    done = select(embeddings.c.text_id).where(embeddings.c.model_id == model_id)
+    """Live texts with no embedding for this model yet, in id order (the resume point).
+
+    PostgreSQL runs NOT IN (subquery) as a hash only while the ids fit in its hash memory
+    (8 MB by default), and beyond scans the subquery's rows once per row (quadratic). So it
+    gets
+    an anti-join (NOT EXISTS: 0.20 s against NOT IN's 0.33 s at 200k rows), while SQLite,
+    where NOT IN is the faster (0.38 s against 0.51 s at 200k), keeps it.
+    """
+    if conn.dialect.name == "postgresql":
+        missing = ~exists().where(embeddings.c.model_id == model_id,
+                                  embeddings.c.text_id == items.c.text_id)
+    else:
+        missing = items.c.text_id.not_in(
+            select(embeddings.c.text_id).where(embeddings.c.model_id == model_id))
     return list(conn.execute(
-        select(items.c.text_id).where(~items.c.deleted, items.c.text_id.not_in(done))
+        select(items.c.text_id).where(~items.c.deleted, missing)
         .distinct().order_by(items.c.text_id)
     ).scalars())
 

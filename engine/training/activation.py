@@ -21,14 +21,12 @@ from engine.encoding.encoder import EncodedBatch, SentenceEncoder
 from engine.encoding.job import CHUNK_TEXTS, encode_missing
 from engine.index.hnsw import HnswIndex
 from engine.index.persist import load_index, save_index
-from engine.jobs import CancelToken, Progress, ProgressCallback, RateMeter, no_progress
-from engine.store import items as item_store
-from engine.store import vectors as vector_store
+from engine.index.reconcile import STAGE_INDEXING, reconcile
+from engine.jobs import CancelToken, ProgressCallback, no_progress
 from engine.store.database import Store
 
 STAGE_LOADING = "loading model"
 STAGE_ENCODING = "encoding"  # the stage `encode_missing` reports
-STAGE_INDEXING = "indexing"
 ACTIVATION_STAGES = (STAGE_LOADING, STAGE_ENCODING, STAGE_INDEXING)
 
 
@@ -72,55 +70,15 @@ def prepare_model_index(store: Store, encoder: SentenceEncoder, model_id: int, *
     report.encoded, report.remaining = encoded.encoded, encoded.remaining
     report.truncated = encoded.truncated
     changed = bool(encoded.encoded)
+    report.cancelled = encoded.cancelled
     if not encoded.cancelled:
-        added, complete = _complete_index(store, index, model_id, progress, cancel)
-        report.indexed += added
-        changed = changed or added > 0 or not complete
-        if complete:
-            changed = _drop_stale(store, index) or changed
-        else:
-            report.cancelled = True
-    else:
-        report.cancelled = True
+        # Texts embedded earlier but missing from the index (a resumed or rebuilt one), and
+        # texts deleted since it was saved.
+        result = reconcile(store, index, model_id, progress=progress, cancel=cancel)
+        report.indexed += result.added
+        changed = changed or result.changed or not result.complete
+        report.cancelled = not result.complete
     if changed or not saved:
         with store.write() as conn:
             save_index(conn, model_id, index)
     return None if report.cancelled else index
-
-
-def _complete_index(store: Store, index: HnswIndex, model_id: int,
-                    progress: ProgressCallback, cancel: CancelToken | None
-                    ) -> tuple[int, bool]:
-    """Add live texts embedded earlier but missing from the index (a resumed or rebuilt
-    index); (texts added, True unless cancelled)."""
-    with store.read() as conn:
-        embedded = vector_store.embedded_text_ids(conn, model_id)
-        live = np.fromiter(item_store.live_text_ids(conn), dtype=np.int64)
-    present = np.setdiff1d(index.ids(), np.fromiter(index.deleted, np.int64))
-    missing = np.setdiff1d(np.intersect1d(embedded, live), present)
-    total, added = len(missing), 0
-    if not total:
-        return 0, True
-    meter = RateMeter()
-    progress(Progress(STAGE_INDEXING, 0, total))
-    with store.read() as conn:
-        for ids, vectors in vector_store.iter_embeddings(conn, model_id, index.dim,
-                                                         text_ids=missing.tolist()):
-            if cancel is not None and cancel.cancelled:
-                return added, False
-            index.add(ids, vectors)
-            added += len(ids)
-            progress(Progress(STAGE_INDEXING, added, total, meter.rate(added)))
-    return added, True
-
-
-def _drop_stale(store: Store, index: HnswIndex) -> bool:
-    """Mark texts no live row uses any more (deleted since the index was saved)."""
-    with store.read() as conn:
-        live = np.fromiter(item_store.live_text_ids(conn), dtype=np.int64)
-    present = np.setdiff1d(index.ids(), np.fromiter(index.deleted, np.int64))
-    stale = np.setdiff1d(present, live)
-    if len(stale):
-        index.mark_deleted(stale)
-    return bool(len(stale))
-

@@ -46,7 +46,7 @@ class TrainingInput:
 
 
 def review_pairs(rows: Iterable[dict]) -> list[LabelledPair]:
-    """`Project.labelled_pairs()` rows as `LabelledPair`s; a row paired with an exact copy of
+    """`Project.labels.pairs()` rows as `LabelledPair`s; a row paired with an exact copy of
     itself is left out, as it says nothing a model could learn."""
     pairs = []
     for row in rows:
@@ -79,8 +79,9 @@ def merge_pairs(*sources: Sequence[LabelledPair]) -> list[LabelledPair]:
 
 def training_input(review_rows: Iterable[dict], extra_file: str | os.PathLike | None = None,
                    *, min_pairs: int = MIN_PAIRS, **file_options) -> TrainingInput:
-    """Gather review verdicts (`Project.labelled_pairs()` rows) and an optional labelled file
-    as `Project.training_pairs` does, and say whether `Project.finetune` would accept them.
+    """Gather review verdicts (`Project.labels.pairs()` rows) and an optional labelled file
+    as `ModelVersions.training_pairs` does, and say whether `ModelVersions.finetune` would
+    accept them.
 
     A file that cannot be read raises `InputError` with the reader's message: the caller
     shows it and keeps the review pairs. The refusal is `session.check_pairs`' own message,

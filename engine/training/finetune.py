@@ -29,7 +29,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from engine.encoding.encoder import SentenceEncoder
-from engine.encoding.models import ModelSpec, pick_device, quiet_and_private, resolve_model
+from engine.encoding.model_safety import SAFE_LOAD
+from engine.encoding.models import ModelSpec, pick_device, resolve_model
 from engine.errors import ModelError
 from engine.jobs import CancelToken, Progress, ProgressCallback, RateMeter, no_progress
 from engine.training.mining import NegativePool
@@ -107,7 +108,6 @@ def finetune(model: ModelSource, train_pairs: Sequence[LabelledPair], objective:
     _check_output(output_dir)
     cancel = cancel or CancelToken()
 
-    quiet_and_private()
     from transformers import set_seed
 
     trainee = _training_copy(model, device)
@@ -209,7 +209,7 @@ def _load_fresh(source: str | os.PathLike[str] | ModelSpec | None,
                          f"Duplens does not download models to train them")
     try:
         return SentenceTransformer(spec.location, device=pick_device(device or "auto"),
-                                   local_files_only=True)
+                                   local_files_only=True, **SAFE_LOAD)
     except Exception as exc:  # noqa: BLE001 - any loader failure is the model's fault here
         detail = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
         raise ModelError(f"{spec.name}: cannot load the model: {detail}") from exc

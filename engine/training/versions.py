@@ -26,15 +26,16 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
-from sqlalchemy import Connection, delete, func, insert, or_, select
+from sqlalchemy import Connection
 
+from engine import model_trust
 from engine.encoding.models import DEFAULT_MODEL, default_model_path, resolve_model
-from engine.errors import InputError, ModelError
+from engine.errors import InputError, ModelError, UntrustedModelLocation
 from engine.index.persist import blob_name
 from engine.store import items as item_store
+from engine.store import model_versions as version_store
 from engine.store import vectors as vector_store
 from engine.store.database import Store
-from engine.store.schema import blobs, indexes, meta, models
 from engine.training.pairs import LabelledPair
 
 VERSION_FILE = "duplens_version.json"
@@ -56,11 +57,20 @@ def stored_location(project_path: Path, folder: Path) -> str:
 
 def location_for(project_path: Path, source: str) -> str:
     """How a loaded model's location is recorded: a folder among the project's own versions
-    relative to the project (so the project can move), anything else as given."""
+    relative to the project (so the project can move), anything else as given.
+
+    Anything else is also approved for this project in the user's config
+    (`engine.model_trust`): a model is recorded once this user chose it (or approved it), so
+    their own project opens it again without asking; a project from elsewhere does ask.
+    """
     try:
         folder = Path(source).resolve()
         folder.relative_to(models_folder(project_path).resolve())
     except (OSError, ValueError):
+        own = model_folder(project_path, source)
+        if not _needs_no_consent(project_path, own):
+            model_trust.approve(project_path, model_trust.location_key(
+                source if own is None else own, is_hub=own is None))
         return source
     return stored_location(project_path, folder)
 
@@ -85,11 +95,66 @@ def model_folder(project_path: Path, location: str) -> Path | None:
 
 
 def model_source(project_path: Path, location: str) -> str | None:
-    """What `load_encoder` takes for a model row: None for the default, else a path or name."""
+    """What `load_encoder` takes for a model row: None for the default, else a path or name.
+
+    Raises `UntrustedModelLocation` for a location outside the project's own versions (and
+    not the bundled model) that the user has not approved for this project: opening a
+    project from someone else never loads a model from elsewhere, nor downloads one,
+    unasked. What a model folder holds is checked when it is resolved
+    (`engine.encoding.model_safety`), wherever it is.
+    """
     if location == DEFAULT_MODEL:
         return None
+    check_consent(project_path, location)
     folder = model_folder(project_path, location)
     return str(folder) if folder is not None else location
+
+
+def check_consent(project_path: Path, location: str) -> None:
+    """Raise `UntrustedModelLocation` unless the project may load `location` as it is: the
+    default, one of its own versions, or a location the user approved for it."""
+    if location == DEFAULT_MODEL:
+        return
+    folder = model_folder(project_path, location)
+    if _needs_no_consent(project_path, folder):
+        return
+    key = model_trust.location_key(location if folder is None else folder,
+                                   is_hub=folder is None)
+    if not model_trust.is_approved(project_path, key):
+        raise UntrustedModelLocation(project_path, key, is_hub=folder is None)
+
+
+def approve_locations(store: Store, project_path: Path) -> list[str]:
+    """Approve every model location the project names outside its own versions (the CLI's
+    --trust-model-location); returns those that were not approved before."""
+    with store.read() as conn:
+        locations = [row["location"] for row in vector_store.list_models(conn)]
+    added = []
+    for location in locations:
+        if location == DEFAULT_MODEL:
+            continue
+        folder = model_folder(project_path, location)
+        if _needs_no_consent(project_path, folder):
+            continue
+        key = model_trust.location_key(location if folder is None else folder,
+                                       is_hub=folder is None)
+        if model_trust.approve(project_path, key):
+            added.append(key)
+    return added
+
+
+def _needs_no_consent(project_path: Path, folder: Path | None) -> bool:
+    """A folder inside the project's own `.models` folder, or the bundled model's (symbolic
+    links followed: a link there that points elsewhere is elsewhere)."""
+    if folder is None:
+        return False
+    try:
+        resolved = folder.resolve()
+        own = models_folder(project_path).resolve()
+        return (resolved != own and resolved.is_relative_to(own)) or \
+            resolved == default_model_path().resolve()
+    except OSError:
+        return False
 
 
 def data_hash(pairs: Sequence[LabelledPair]) -> str:
@@ -113,7 +178,7 @@ def new_staging_folder(project_path: Path) -> Path:
 
 def _next_number(conn: Connection, project_path: Path) -> int:
     """One more than any model id and any `v<N>` folder (a folder a crash left behind)."""
-    highest = conn.execute(select(func.max(models.c.id))).scalar() or 0
+    highest = version_store.highest_model_id(conn)
     folder = models_folder(project_path)
     if folder.is_dir():
         for entry in folder.iterdir():
@@ -137,8 +202,8 @@ def register_version(store: Store, project_path: Path, trained: Path, *, name_ro
     renamed: Path | None = None
     try:
         with store.write() as conn:
-            clash = conn.execute(select(models.c.id).where(
-                models.c.fingerprint == fingerprint)).scalar()
+            version_store.lock_numbering(conn)   # one new version at a time
+            clash = version_store.model_with_fingerprint(conn, fingerprint)
             if clash is not None:
                 raise ModelError(f"training left the weights exactly as they were (the same as "
                                  f"version {clash}); train for more steps")
@@ -149,11 +214,11 @@ def register_version(store: Store, project_path: Path, trained: Path, *, name_ro
                 encoding="utf-8")
             trained.rename(folder)
             renamed = folder
-            conn.execute(insert(models).values(
-                id=number, name=f"{name_root} v{number}",
+            version_store.add_model_version(
+                conn, number, name=f"{name_root} v{number}",
                 location=stored_location(project_path, folder), fingerprint=fingerprint,
                 dim=dim, max_seq_length=max_seq_length, parent_id=parent_id,
-                objective=objective, metrics=metrics, created_at=time.time()))
+                objective=objective, metrics=metrics, created_at=time.time())
     except BaseException:
         if renamed is not None:
             shutil.rmtree(renamed, ignore_errors=True)
@@ -176,24 +241,19 @@ def delete_version(store: Store, project_path: Path, model_id: int) -> str:
             row = vector_store.get_model_row(conn, model_id)
             if row is None:
                 raise InputError(f"{project_path.name}: has no model version {model_id}")
-            active = conn.execute(select(meta.c.value).where(
-                meta.c.key == "active_model_id")).scalar()
+            active = version_store.active_model_id(conn)
             if active == str(model_id):
                 raise InputError(f"{row['name']}: is the active model; make another version "
                                  f"active before deleting it")
             if not _OWN_VERSION.search(row["location"]):
                 raise InputError(f"{row['name']}: was not trained in this project; only "
                                  f"its own versions can be deleted")
-            children = conn.execute(select(models.c.name).where(
-                models.c.parent_id == model_id)).scalars().all()
+            children = version_store.child_names(conn, model_id)
             if children:
                 raise InputError(f"{row['name']}: {', '.join(children)} was trained from it; "
                                  f"it is kept as their parent")
-            prefix = f"knn/{model_id}/%"
-            conn.execute(delete(blobs).where(or_(blobs.c.name == blob_name(model_id),
-                                                 blobs.c.name.like(prefix))))
-            conn.execute(delete(meta).where(meta.c.key.like(prefix)))
-            conn.execute(delete(models).where(models.c.id == model_id))  # cascades
+            version_store.delete_model(conn, model_id, blob_names=[blob_name(model_id)],
+                                       prefix=f"knn/{model_id}/")
             folder = model_folder(project_path, row["location"])
             if folder is not None and folder.exists():
                 aside = Path(tempfile.mkdtemp(prefix=STAGING_PREFIX, dir=folder.parent))
@@ -235,7 +295,7 @@ def list_versions(store: Store, project_path: Path, active_id: int | None) -> li
     with store.read() as conn:
         rows = vector_store.list_models(conn)
         texts = item_store.count_texts(conn)
-        indexed = set(conn.execute(select(indexes.c.model_id)).scalars())
+        indexed = version_store.indexed_model_ids(conn)
         out = []
         for row in rows:
             folder = model_folder(project_path, row["location"])

@@ -39,6 +39,21 @@ def bridge(qtbot, encoder):
 
 
 @pytest.fixture
+def bridge_without_model(qtbot):
+    """A bridge that never loads a model, for jobs that need none (file previews)."""
+    b = EngineBridge()
+    yield b
+    b.shutdown()
+
+
+def shown_dialog(qtbot, dialog):
+    """`dialog` once its first preview (read off the GUI thread) is shown."""
+    qtbot.addWidget(dialog)
+    qtbot.waitUntil(lambda: not dialog.loading, timeout=SIGNAL_TIMEOUT_MS)
+    return dialog
+
+
+@pytest.fixture
 def questions_csv(data_dir) -> Path:
     return data_dir / "questions.csv"
 
@@ -50,9 +65,9 @@ def questions_project(tmp_path, encoder, questions_csv) -> Path:
 
     path = tmp_path / "questions.duplens"
     with Project.open(path, create=True) as project:
-        project.attach_encoder(encoder, is_default=True)
-        project.import_table(questions_csv, ["question"], id_column="qid")
-        project.encode()
+        project.model.attach(encoder, is_default=True)
+        project.rows.import_table(questions_csv, ["question"], id_column="qid")
+        project.vectors.encode()
     return path
 
 

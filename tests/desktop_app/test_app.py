@@ -14,6 +14,7 @@ from PySide6.QtWidgets import QApplication
 
 import desktop_app.app as app_module
 from desktop_app.bridge import EngineBridge
+from desktop_app.import_controller import ImportChoices, ImportController
 from desktop_app.main_window import MainWindow
 from tests.desktop_app.conftest import QUESTIONS_ITEMS, SIGNAL_TIMEOUT_MS, open_in
 
@@ -85,9 +86,9 @@ def test_cyclic_garbage_is_collected_on_the_gui_thread_only(qtbot, bridge, quest
             freed = weakref.ref(cycle)
             del cycle
             open_in(qtbot, bridge, tmp_path / "gc.duplens", create=True)
-            with qtbot.waitSignal(bridge.finished, timeout=SIGNAL_TIMEOUT_MS,
-                                  check_params_cb=lambda job, _r: job == "import"):
-                bridge.import_file(questions_csv, ["question"], id_column="qid")
+            imports = ImportController(bridge)
+            with qtbot.waitSignal(imports.finished, timeout=SIGNAL_TIMEOUT_MS):
+                imports.start(ImportChoices(str(questions_csv), ["question"], "qid"))
             qtbot.waitUntil(lambda: freed() is None, timeout=10_000)   # by the timer
         assert gc.isenabled()                  # put back as it was
     finally:

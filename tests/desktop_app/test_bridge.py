@@ -1,4 +1,5 @@
-"""EngineBridge: engine calls off the GUI thread, reported by signals, stale searches dropped."""
+"""EngineBridge and the import controller: engine calls off the GUI thread, reported on it,
+stale searches dropped."""
 
 from __future__ import annotations
 
@@ -8,9 +9,9 @@ import time
 from PySide6.QtCore import QElapsedTimer, QThread, QTimer
 from PySide6.QtWidgets import QApplication
 
+from desktop_app.import_controller import ImportChoices, ImportController
+from desktop_app.jobs import UNEXPECTED
 from desktop_app.views.search_panel import SearchPanel
-from desktop_app.workers import UNEXPECTED, Throttle
-from engine.jobs import Progress
 from engine.search import SearchHit
 from tests.desktop_app.conftest import (
     QUESTIONS_ITEMS,
@@ -27,15 +28,14 @@ def _hit(item_id: int, text: str, score: float = 0.9) -> SearchHit:
 def test_import_end_to_end_reports_progress_on_the_gui_thread(qtbot, bridge, tmp_path,
                                                               questions_csv):
     open_in(qtbot, bridge, tmp_path / "new.duplens", create=True)
+    imports = ImportController(bridge)
     seen: list[tuple[str, int, int, bool]] = []
     gui = QApplication.instance().thread()
-    bridge.progressed.connect(
-        lambda stage, done, total, _rate: seen.append(
-            (stage, done, total, QThread.currentThread() is gui)))
-    with qtbot.waitSignal(bridge.finished, timeout=SIGNAL_TIMEOUT_MS) as blocker:
-        bridge.import_file(questions_csv, ["question"], id_column="qid")
-    job, result = blocker.args
-    assert job == "import"
+    imports.progressed.connect(
+        lambda p: seen.append((p.stage, p.done, p.total, QThread.currentThread() is gui)))
+    with qtbot.waitSignal(imports.finished, timeout=SIGNAL_TIMEOUT_MS) as blocker:
+        imports.start(ImportChoices(str(questions_csv), ["question"], id_column="qid"))
+    result, = blocker.args
     assert result["info"]["items"] == QUESTIONS_ITEMS
     assert result["import"].rows_imported == QUESTIONS_ITEMS and not result["cancelled"]
     assert seen and all(on_gui for *_, on_gui in seen)
@@ -94,6 +94,7 @@ def test_the_event_loop_keeps_turning_during_an_import(qtbot, bridge, tmp_path):
     rows = 2000
     source = write_questions(tmp_path / "many.csv", rows)
     open_in(qtbot, bridge, tmp_path / "big.duplens", create=True)
+    imports = ImportController(bridge)
     clock = QElapsedTimer()
     ticks: list[int] = []
     timer = QTimer()
@@ -102,11 +103,11 @@ def test_the_event_loop_keeps_turning_during_an_import(qtbot, bridge, tmp_path):
     clock.start()
     timer.start()
     started = time.perf_counter()
-    with qtbot.waitSignal(bridge.finished, timeout=SIGNAL_TIMEOUT_MS) as blocker:
-        bridge.import_file(source, ["question"], id_column="qid")
+    with qtbot.waitSignal(imports.finished, timeout=SIGNAL_TIMEOUT_MS) as blocker:
+        imports.start(ImportChoices(str(source), ["question"], id_column="qid"))
     timer.stop()
     took = time.perf_counter() - started
-    assert blocker.args[1]["info"]["items"] == rows
+    assert blocker.args[0]["info"]["items"] == rows
     gaps = [b - a for a, b in zip(ticks, ticks[1:], strict=False)]
     longest = max(gaps)
     print(f"\nimport of {rows} rows took {took:.1f} s; {len(ticks)} ticks; "
@@ -117,13 +118,14 @@ def test_the_event_loop_keeps_turning_during_an_import(qtbot, bridge, tmp_path):
 def test_cancel_stops_the_import(qtbot, bridge, tmp_path):
     source = write_questions(tmp_path / "many.csv", 3000)
     open_in(qtbot, bridge, tmp_path / "c.duplens", create=True)
+    imports = ImportController(bridge)
     outcome: list[str] = []
-    bridge.cancelled.connect(lambda job: outcome.append(f"cancelled {job}"))
-    bridge.finished.connect(lambda job, result: outcome.append(
-        f"{job} cancelled={result['cancelled']} left={result['encode'].remaining}"))
-    bridge.import_file(source, ["question"])
-    qtbot.waitSignal(bridge.progressed, timeout=SIGNAL_TIMEOUT_MS).wait()
-    bridge.cancel()
+    imports.stopped.connect(lambda: outcome.append("cancelled import"))
+    imports.finished.connect(lambda result: outcome.append(
+        f"import cancelled={result['cancelled']} left={result['encode'].remaining}"))
+    with qtbot.waitSignal(imports.progressed, timeout=SIGNAL_TIMEOUT_MS):
+        handle = imports.start(ImportChoices(str(source), ["question"]))
+    handle.cancel()
     qtbot.waitUntil(lambda: bool(outcome), timeout=SIGNAL_TIMEOUT_MS)
     assert outcome[0] == "cancelled import" or outcome[0].startswith("import cancelled=True")
 
@@ -131,56 +133,43 @@ def test_cancel_stops_the_import(qtbot, bridge, tmp_path):
 def test_engine_errors_and_bugs_come_back_as_failed(qtbot, bridge, questions_project,
                                                    questions_csv, monkeypatch):
     open_in(qtbot, bridge, questions_project)
-    with qtbot.waitSignal(bridge.failed, timeout=SIGNAL_TIMEOUT_MS) as blocker:
-        bridge.import_file(questions_csv, ["no_such_column"])
-    job, message, details = blocker.args
-    assert job == "import" and "no_such_column" in message and details == ""
+    imports = ImportController(bridge)
+    with qtbot.waitSignal(imports.failed, timeout=SIGNAL_TIMEOUT_MS) as blocker:
+        imports.start(ImportChoices(str(questions_csv), ["no_such_column"]))
+    message, details = blocker.args
+    assert "no_such_column" in message and details == ""
 
     def broken(*_args, **_kwargs):
         raise RuntimeError("boom")
 
-    monkeypatch.setattr(bridge._current(), "import_table", broken)
-    with qtbot.waitSignal(bridge.failed, timeout=SIGNAL_TIMEOUT_MS) as blocker:
-        bridge.import_file(questions_csv, ["question"])
-    job, message, details = blocker.args
-    assert (job, message) == ("import", UNEXPECTED) and "RuntimeError: boom" in details
+    monkeypatch.setattr(bridge._current().rows, "import_table", broken)
+    with qtbot.waitSignal(imports.failed, timeout=SIGNAL_TIMEOUT_MS) as blocker:
+        imports.start(ImportChoices(str(questions_csv), ["question"]))
+    message, details = blocker.args
+    assert message == UNEXPECTED and "RuntimeError: boom" in details
 
 
 def test_opening_a_missing_project_fails_politely(qtbot, bridge, tmp_path):
     with qtbot.waitSignal(bridge.failed, timeout=SIGNAL_TIMEOUT_MS) as blocker:
         bridge.open_project(tmp_path / "nowhere" / "missing.duplens")
-    job, message, _details = blocker.args
-    assert job == "open" and "missing.duplens" in message and not bridge.has_project
-
-
-def test_throttle_keeps_one_report_per_interval_and_the_last():
-    now = [0.0]
-    sent: list[Progress] = []
-    throttle = Throttle(sent.append, interval=0.1, clock=lambda: now[0])
-    for done in range(1, 101):                 # 100 reports in 0.5 s
-        now[0] = done * 0.005
-        throttle(Progress("encoding", done, 200))
-    throttle.flush()
-    assert 5 <= len(sent) <= 7
-    assert sent[-1].done == 100
-    throttle(Progress("encoding", 200, 200))   # the final one goes out at once
-    assert sent[-1].done == 200
+    message, _details = blocker.args
+    assert "missing.duplens" in message and not bridge.has_project
 
 
 def test_resume_encodes_what_a_stopped_import_left(qtbot, bridge, tmp_path):
     source = write_questions(tmp_path / "many.csv", 3000)
     open_in(qtbot, bridge, tmp_path / "r.duplens", create=True)
-    bridge.progressed.connect(lambda stage, done, *_: bridge.cancel()
-                              if stage == "encoding" and done > 0 else None)
-    with qtbot.waitSignal(bridge.finished, timeout=SIGNAL_TIMEOUT_MS,
-                          check_params_cb=lambda job, _r: job == "import") as stopped:
-        bridge.import_file(source, ["question"], id_column="qid")
-    assert stopped.args[1]["cancelled"] and stopped.args[1]["encode"].remaining > 0
-    bridge.progressed.disconnect()
-    with qtbot.waitSignal(bridge.finished, timeout=SIGNAL_TIMEOUT_MS,
-                          check_params_cb=lambda job, _r: job == "encode") as resumed:
-        bridge.resume_encoding()
-    result = resumed.args[1]
+    imports = ImportController(bridge)
+    running = []
+    imports.progressed.connect(lambda p: running[-1].cancel()
+                               if p.stage == "encoding" and p.done > 0 else None)
+    with qtbot.waitSignal(imports.finished, timeout=SIGNAL_TIMEOUT_MS) as stopped:
+        running.append(imports.start(ImportChoices(str(source), ["question"], "qid")))
+    assert stopped.args[0]["cancelled"] and stopped.args[0]["encode"].remaining > 0
+    imports.progressed.disconnect()
+    with qtbot.waitSignal(imports.finished, timeout=SIGNAL_TIMEOUT_MS) as resumed:
+        imports.resume()
+    result = resumed.args[0]
     assert not result["cancelled"] and result["encode"].remaining == 0
-    assert result["encode"].encoded == stopped.args[1]["encode"].remaining
+    assert result["encode"].encoded == stopped.args[0]["encode"].remaining
     assert result["info"]["encoded"] == result["info"]["texts"] == 3000

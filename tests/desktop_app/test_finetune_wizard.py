@@ -30,13 +30,13 @@ def labelled_project(path: Path, encoder, data_dir: Path, duplicates=DUPLICATES,
     """tests/data/questions.csv, encoded, with review verdicts stored as the review screen
     stores them (tests/desktop_app/test_review.py makes them with the keys)."""
     with Project.open(path, create=True) as project:
-        project.attach_encoder(encoder, is_default=True)
-        project.import_table(data_dir / "questions.csv", ["question"], id_column="qid")
-        project.encode()
-        item = {r["id"]: r["item_id"] for r in project.items_page(0, 100)}
+        project.model.attach(encoder, is_default=True)
+        project.rows.import_table(data_dir / "questions.csv", ["question"], id_column="qid")
+        project.vectors.encode()
+        item = {r["id"]: r["item_id"] for r in project.rows.page(0, 100)}
         for label, pairs in ((1, duplicates), (0, not_duplicates)):
             for a, b in pairs:
-                project.set_pair_label(item[a], item[b], label)
+                project.labels.set_label(item[a], item[b], label)
     return path
 
 
@@ -91,11 +91,10 @@ def search_scores(qtbot, bridge, text: str) -> dict[str, float]:
 
 def activate_from(qtbot, window: MainWindow, start) -> dict:
     """Run `start()` (a button press that asks for activation) and wait for the switch."""
-    with qtbot.waitSignal(window.bridge.finished, timeout=TRAIN_TIMEOUT_MS,
-                          check_params_cb=lambda job, _r: job == "activate") as blocker:
+    with qtbot.waitSignal(window.models.activated, timeout=TRAIN_TIMEOUT_MS) as blocker:
         start()
     qtbot.waitUntil(lambda: not window.job_status.isVisible(), timeout=5000)
-    return blocker.args[1]
+    return blocker.args[0]
 
 
 def test_first_page_counts_and_refuses_too_few_or_one_sided_pairs(qtbot, window, tmp_path,
@@ -147,7 +146,7 @@ def test_wizard_trains_uses_the_model_and_the_versions_dialog_rolls_back(
     assert page.total_label.text() == str(len(DUPLICATES) + len(NOT_DUPLICATES))
     add_file(qtbot, wizard, data_dir / "labelled_pairs.csv")
     project = bridge.current_project()
-    expected = project.training_pairs(data_dir / "labelled_pairs.csv")
+    expected = project.versions.training_pairs(data_dir / "labelled_pairs.csv")
     duplicates = sum(p.is_duplicate for p in expected)
     assert page.total_label.text() == str(len(expected))
     assert page.balance_label.text().startswith(f"{duplicates} duplicate")
@@ -182,14 +181,14 @@ def test_wizard_trains_uses_the_model_and_the_versions_dialog_rolls_back(
     assert results.changes.rowCount() == len(report.changes)
     finish = wizard.button(QWizard.WizardButton.FinishButton)
     assert finish.text() == "Use this model" and finish.isEnabled()
-    assert project.active_model()["id"] == 1  # saved, not in use yet
+    assert project.model.row()["id"] == 1  # saved, not in use yet
 
     result = activate_from(qtbot, window, finish.click)
     assert result["report"].activated
-    assert project.active_model()["id"] == report.version_id
+    assert project.model.row()["id"] == report.version_id
     new_scores = search_scores(qtbot, bridge, QUERY)
     assert new_scores != before_scores
-    active = project.encoder()
+    active = project.model.encoder()
     assert active is not encoder
     query, *texts = active.encode([QUERY, *new_scores])
     assert list(new_scores.values()) == pytest.approx([float(t @ query) for t in texts],
@@ -209,7 +208,7 @@ def test_wizard_trains_uses_the_model_and_the_versions_dialog_rolls_back(
     assert not dialog.delete_button.isEnabled()  # the bundled model is never deleted
     result = activate_from(qtbot, window, dialog.activate_button.click)
     assert result["report"].activated and result["report"].encoded == 0  # encoded before
-    assert project.active_model()["id"] == 1 and project.encoder() is encoder
+    assert project.model.row()["id"] == 1 and project.model.encoder() is encoder
     assert search_scores(qtbot, bridge, QUERY) == pytest.approx(before_scores)
     qtbot.waitUntil(lambda: dialog.versions and dialog.versions[0]["active"], timeout=10_000)
 
@@ -217,8 +216,7 @@ def test_wizard_trains_uses_the_model_and_the_versions_dialog_rolls_back(
     exported.mkdir()
     dialog.select_version(report.version_id)
     dialog.ask_export_folder = lambda _v: str(exported)
-    with qtbot.waitSignal(bridge.finished, timeout=SIGNAL_TIMEOUT_MS,
-                          check_params_cb=lambda job, _r: job == "export_model"):
+    with qtbot.waitSignal(dialog.exported, timeout=SIGNAL_TIMEOUT_MS):
         dialog.export_button.click()
     assert (exported / "modules.json").is_file() and "Exported to" in dialog.status.text()
 
@@ -240,14 +238,15 @@ def test_cancel_saves_nothing_and_discard_deletes_the_version(qtbot, window, tmp
     cancel = wizard.button(QWizard.WizardButton.CancelButton)
     assert cancel.text() == "Stop training"
     assert not wizard.button(BACK).isEnabled()  # no going back while it trains
-    with qtbot.waitSignal(window.bridge.cancelled, timeout=TRAIN_TIMEOUT_MS):
+    with qtbot.waitSignal(controller.stateChanged, timeout=TRAIN_TIMEOUT_MS,
+                          check_params_cb=lambda state, _m: state is RunState.CANCELLED):
         cancel.click()
     assert controller.state is RunState.CANCELLED and wizard.isVisible()
     assert "Nothing was saved" in wizard.train_page.message.text()
     assert "unchanged" in wizard.train_page.message.text()
     assert wizard.train_page.loss_plot.points() < 500
-    assert [v["id"] for v in project.model_versions()] == [1]
-    assert project.active_model()["id"] == 1 and project.encoder() is encoder
+    assert [v["id"] for v in project.versions.list()] == [1]
+    assert project.model.row()["id"] == 1 and project.model.encoder() is encoder
     assert not any((tmp_path / "q.duplens.models").glob("v*"))
     assert wizard.button(BACK).isEnabled() and cancel.text() == "Close"
 
@@ -255,14 +254,13 @@ def test_cancel_saves_nothing_and_discard_deletes_the_version(qtbot, window, tmp
     wizard.back()
     assert wizard.currentPage() is page
     report = train(qtbot, wizard, DEFAULT_OBJECTIVE, steps=2)
-    assert [v["id"] for v in project.model_versions()] == [1, report.version_id]
+    assert [v["id"] for v in project.versions.list()] == [1, report.version_id]
     discard = wizard.button(QWizard.WizardButton.CustomButton1)
     assert discard.isVisible() and discard.text() == "Discard"
-    with qtbot.waitSignal(window.bridge.finished, timeout=SIGNAL_TIMEOUT_MS,
-                          check_params_cb=lambda job, _r: job == "delete_model"):
+    with qtbot.waitSignal(controller.discarded, timeout=SIGNAL_TIMEOUT_MS):
         discard.click()
     qtbot.waitUntil(lambda: not wizard.isVisible(), timeout=5000)
-    assert [v["id"] for v in project.model_versions()] == [1]
+    assert [v["id"] for v in project.versions.list()] == [1]
     assert not report.folder.exists()
-    assert project.active_model()["id"] == 1
+    assert project.model.row()["id"] == 1
     assert "Deleted" in window.statusBar().currentMessage()

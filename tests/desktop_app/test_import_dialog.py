@@ -2,31 +2,67 @@
 the choices to the engine."""
 
 from desktop_app.views.import_dialog import ImportDialog
+from tests.desktop_app.conftest import SIGNAL_TIMEOUT_MS, shown_dialog
 
 
-def test_delimiter_override_changes_the_parsed_columns(qtbot, tmp_path):
+def choose(qtbot, dialog: ImportDialog, combo, value) -> None:
+    """Pick `value` in `combo` and wait for the preview read again with it."""
+    with qtbot.waitSignal(dialog.previewed, timeout=SIGNAL_TIMEOUT_MS):
+        combo.setCurrentIndex(combo.findData(value))
+
+
+def test_delimiter_override_changes_the_parsed_columns(qtbot, bridge_without_model,
+                                                       tmp_path):
     path = tmp_path / "semi.csv"
     path.write_text("id;question\n1;How do I learn Python?\n2;Why is the sky blue?\n",
                     encoding="utf-8")
-    dialog = ImportDialog(str(path))
-    qtbot.addWidget(dialog)
+    dialog = shown_dialog(qtbot, ImportDialog(str(path), bridge_without_model))
     assert dialog.table.columnCount() == 2 and "semicolon" in dialog.format_label.text()
-    dialog.delimiter_combo.setCurrentIndex(dialog.delimiter_combo.findData(","))
+    choose(qtbot, dialog, dialog.delimiter_combo, ",")
     assert dialog.table.columnCount() == 1
     assert dialog.choices().delimiter == ","
-    dialog.delimiter_combo.setCurrentIndex(dialog.delimiter_combo.findData(";"))
+    choose(qtbot, dialog, dialog.delimiter_combo, ";")
     assert dialog.table.columnCount() == 2
     assert dialog.choices().delimiter == ";"
 
 
-def test_encoding_override_reads_the_file_as_told(qtbot, tmp_path):
+def test_encoding_override_reads_the_file_as_told(qtbot, bridge_without_model, tmp_path):
     path = tmp_path / "latin.csv"
     path.write_bytes("id,question\n1,Où est la crème brûlée ?\n".encode("cp1252"))
-    dialog = ImportDialog(str(path))
-    qtbot.addWidget(dialog)
-    dialog.encoding_combo.setCurrentIndex(dialog.encoding_combo.findData("cp1252"))
+    dialog = shown_dialog(qtbot, ImportDialog(str(path), bridge_without_model))
+    choose(qtbot, dialog, dialog.encoding_combo, "cp1252")
     assert dialog.table.item(0, 1).text() == "Où est la crème brûlée ?"
     assert dialog.choices().encoding == "cp1252"
-    dialog.encoding_combo.setCurrentIndex(dialog.encoding_combo.findData("utf-16"))
+    choose(qtbot, dialog, dialog.encoding_combo, "utf-16")
     assert dialog.error_label.isVisibleTo(dialog) or dialog.table.item(0, 1) is None or \
         dialog.table.item(0, 1).text() != "Où est la crème brûlée ?"
+
+
+def test_the_preview_is_read_off_the_gui_thread_and_only_the_newest_shown(
+        qtbot, bridge_without_model, tmp_path, monkeypatch):
+    import threading
+
+    import engine.io
+
+    path = tmp_path / "semi.csv"
+    path.write_text("id;question\n1;How do I learn Python?\n", encoding="utf-8")
+    read_on_gui_thread: list[bool] = []
+    original = engine.io.preview_table
+
+    def recording(*args, **kwargs):
+        read_on_gui_thread.append(threading.current_thread() is threading.main_thread())
+        return original(*args, **kwargs)
+
+    monkeypatch.setattr(engine.io, "preview_table", recording)
+    dialog = shown_dialog(qtbot, ImportDialog(str(path), bridge_without_model))
+    shown: list[int] = []
+    dialog.previewed.connect(lambda: shown.append(dialog.table.columnCount()))
+    combo = dialog.delimiter_combo
+    combo.setCurrentIndex(combo.findData(","))     # two changes before any answer comes:
+    combo.setCurrentIndex(combo.findData(";"))     # the first preview is stale
+    assert not dialog.buttons.buttons()[0].isEnabled()   # no import while it reads
+    qtbot.waitUntil(lambda: not dialog.loading, timeout=SIGNAL_TIMEOUT_MS)
+    bridge_without_model.wait()
+    qtbot.wait(50)
+    assert shown == [2] and dialog.choices().delimiter == ";"
+    assert read_on_gui_thread and not any(read_on_gui_thread)

@@ -6,10 +6,15 @@ from pathlib import Path
 
 from PySide6.QtCore import QPoint, Qt
 
+from desktop_app.jobs import UNEXPECTED
 from desktop_app.main_window import MainWindow
 from desktop_app.views.import_dialog import ImportChoices, ImportDialog
-from desktop_app.workers import UNEXPECTED
-from tests.desktop_app.conftest import QUESTIONS_ITEMS, SIGNAL_TIMEOUT_MS
+from tests.desktop_app.conftest import (
+    QUESTIONS_ITEMS,
+    SIGNAL_TIMEOUT_MS,
+    shown_dialog,
+    write_questions,
+)
 
 
 def _open(qtbot, window: MainWindow, path: Path) -> None:
@@ -85,8 +90,7 @@ def test_new_project_from_a_spreadsheet(qtbot, window, tmp_path, questions_csv, 
     monkeypatch.setattr(window, "ask_import_choices", lambda path: ImportChoices(
         path, ["question"], "qid"))
     monkeypatch.setattr(window, "ask_new_project_path", lambda _suggested: str(target))
-    with qtbot.waitSignal(window.bridge.finished, timeout=SIGNAL_TIMEOUT_MS,
-                          check_params_cb=lambda job, _result: job == "import"):
+    with qtbot.waitSignal(window.imports.finished, timeout=SIGNAL_TIMEOUT_MS):
         qtbot.mouseClick(window.start_page.new_button, Qt.MouseButton.LeftButton)
     qtbot.waitUntil(lambda: window.items_model.rowCount() == QUESTIONS_ITEMS, timeout=10_000)
     assert not window.job_status.isVisible()
@@ -97,16 +101,16 @@ def test_new_project_from_a_spreadsheet(qtbot, window, tmp_path, questions_csv, 
 def test_a_project_that_cannot_open_is_reported(qtbot, window, tmp_path):
     not_a_project = tmp_path / "notes.duplens"
     not_a_project.write_text("hello, I am not SQLite\n" * 100)
-    with qtbot.waitSignal(window.bridge.failed, timeout=SIGNAL_TIMEOUT_MS):
-        window.open_project(str(not_a_project))
+    window.open_project(str(not_a_project))
+    qtbot.waitUntil(lambda: window.error_box is not None, timeout=SIGNAL_TIMEOUT_MS)
     assert window.error_box is not None
     assert "notes.duplens" in window.error_box.text()
     assert window.pages.currentWidget() is window.start_page
 
 
-def test_import_dialog_previews_and_returns_choices(qtbot, questions_csv):
-    dialog = ImportDialog(questions_csv)
-    qtbot.addWidget(dialog)
+def test_import_dialog_previews_and_returns_choices(qtbot, bridge_without_model,
+                                                    questions_csv):
+    dialog = shown_dialog(qtbot, ImportDialog(questions_csv, bridge_without_model))
     assert dialog.format_label.text() == "CSV · encoding utf-8 · delimiter comma (,)"
     assert dialog.table.columnCount() == 3 and dialog.table.rowCount() == 20
     assert dialog.text_columns() == ["question"]         # the longest texts, pre-ticked
@@ -116,11 +120,10 @@ def test_import_dialog_previews_and_returns_choices(qtbot, questions_csv):
     assert not dialog.buttons.buttons()[0].isEnabled()
 
 
-def test_import_dialog_shows_a_bad_file_message(qtbot, tmp_path):
+def test_import_dialog_shows_a_bad_file_message(qtbot, bridge_without_model, tmp_path):
     bad = tmp_path / "photo.csv"
     bad.write_bytes(b"\x89PNG\r\n\x1a\n" + bytes(range(256)) * 20)
-    dialog = ImportDialog(bad)
-    qtbot.addWidget(dialog)
+    dialog = shown_dialog(qtbot, ImportDialog(bad, bridge_without_model))
     assert not dialog.error_label.isHidden()
     assert "photo.csv" in dialog.error_label.text()
     assert dialog.text_columns() == []
@@ -182,3 +185,20 @@ def test_the_table_shows_the_files_columns_sorts_and_filters(qtbot, window, ques
         view.set_filter("")
     _click_hit(qtbot, window, 0)
     assert _selected_id(window) == window.search_panel.texts()[0].split(" · ")[0]
+
+
+def test_cancel_in_the_status_bar_stops_the_import_it_shows(qtbot, window, tmp_path):
+    source = write_questions(tmp_path / "many.csv", 3000)
+    with qtbot.waitSignal(window.bridge.projectOpened, timeout=SIGNAL_TIMEOUT_MS):
+        window.open_project(str(tmp_path / "c.duplens"), create=True)
+    ended: list[str] = []
+    window.imports.stopped.connect(lambda: ended.append("stopped while reading"))
+    window.imports.finished.connect(lambda r: ended.append(f"cancelled={r['cancelled']}"))
+    with qtbot.waitSignal(window.imports.progressed, timeout=SIGNAL_TIMEOUT_MS):
+        window.start_import(ImportChoices(str(source), ["question"], "qid"))
+    assert window.job_status.isVisible() and not window.import_action.isEnabled()
+    qtbot.mouseClick(window.job_status.cancel_button, Qt.MouseButton.LeftButton)
+    qtbot.waitUntil(lambda: bool(ended), timeout=SIGNAL_TIMEOUT_MS)
+    assert ended[0] in ("stopped while reading", "cancelled=True")
+    assert not window.job_status.isVisible() and window.import_action.isEnabled()
+    assert window.statusBar().currentMessage().startswith(("Stopped", "Import stopped"))

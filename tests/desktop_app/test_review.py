@@ -106,8 +106,8 @@ def test_keyboard_review_undo_redo_and_reopen(qtbot, window, questions_project, 
     window.close()                                 # closes the project, like quitting
     with Project.open(questions_project, read_only=True) as project:
         labels = {(p["label"], frozenset((p["text_a"], p["text_b"])))
-                  for p in project.labelled_pairs()}
-        texts = {r["id"]: r["text"] for r in project.items_page(0, 100)}
+                  for p in project.labels.pairs()}
+        texts = {r["id"]: r["text"] for r in project.rows.page(0, 100)}
     assert labels == {(1, frozenset((texts[canonical], texts[first]))),
                       (0, frozenset((texts[canonical], texts[second])))}
 
@@ -191,10 +191,9 @@ def test_sample_questions_import_and_find_a_known_duplicate(qtbot, window, tmp_p
                                                             monkeypatch):
     target = tmp_path / "sample.duplens"
     monkeypatch.setattr(window, "sample_project_path", lambda: target)
-    with qtbot.waitSignal(window.bridge.finished, timeout=300_000,
-                          check_params_cb=lambda job, _r: job == "import") as blocker:
+    with qtbot.waitSignal(window.imports.finished, timeout=300_000) as blocker:
         window.start_page.sample_button.click()
-    result = blocker.args[1]
+    result = blocker.args[0]
     assert result["import"].rows_imported > 2000 and not result["cancelled"]
     panel = window.search_panel
     qtbot.keyClicks(panel.query, "what can I use instead of eggs when baking a cake")

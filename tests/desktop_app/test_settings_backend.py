@@ -1,8 +1,9 @@
 """The Backend setting: offered as the engine finds the packages, kept between runs, and
-handed to the engine through the bridge."""
+handed to the engine through the bridge and the model controller."""
 
 from __future__ import annotations
 
+from desktop_app.model_controller import ModelController
 from desktop_app.views.settings_dialog import Preferences, SettingsDialog
 from engine.encoding.backends import BACKENDS, available_backends
 
@@ -42,8 +43,8 @@ def test_bridge_hands_the_backend_to_the_open_project(bridge, qtbot, questions_p
         bridge.open_project(questions_project)
     bridge.set_preferences("cpu", 32, "onnx")
     project = bridge.current_project()
-    assert project.backend_preference == "onnx" and bridge.backend_preference == "onnx"
-    assert (project.device_preference, project.batch_size) == ("cpu", 32)
+    assert project.model.preferences.backend == "onnx" and bridge.backend_preference == "onnx"
+    assert (project.model.preferences.device, project.model.preferences.batch_size) == ("cpu", 32)
 
 
 def test_changing_only_the_backend_reloads_the_active_model_not_the_default(
@@ -51,10 +52,10 @@ def test_changing_only_the_backend_reloads_the_active_model_not_the_default(
     with qtbot.waitSignal(bridge.projectOpened, timeout=60_000):
         bridge.open_project(questions_project)
     project = bridge.current_project()
-    before, encoded = project.active_model()["id"], project.info()["encoded"]
+    before, encoded = project.model.row()["id"], project.info()["encoded"]
     bridge.set_preferences("cpu", 32, "torch")
-    with qtbot.waitSignal(bridge.finished, timeout=120_000,
-                          check_params_cb=lambda job, _: job == "model") as blocker:
-        bridge.change_backend()
-    assert blocker.args[1]["info"]["encoded"] == encoded > 0
-    assert project.active_model()["id"] == before
+    models = ModelController(bridge)
+    with qtbot.waitSignal(models.changed, timeout=120_000) as blocker:
+        models.change_backend()
+    assert blocker.args[0]["info"]["encoded"] == encoded > 0
+    assert project.model.row()["id"] == before

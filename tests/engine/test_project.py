@@ -12,8 +12,8 @@ from engine.store.schema import blobs, indexes
 @pytest.fixture
 def imported(new_project, data_dir):
     project = new_project()
-    report = project.import_table(data_dir / "questions.csv", ["question"], id_column="qid")
-    project.encode()
+    report = project.rows.import_table(data_dir / "questions.csv", ["question"], id_column="qid")
+    project.vectors.encode()
     return project, report
 
 
@@ -46,8 +46,8 @@ def test_search_is_cached_until_the_index_changes(imported, tmp_path):
     assert project.search("why is the sky blue", k=3) is first
     extra = tmp_path / "extra.csv"
     extra.write_text("question\nWhat gives the sky its blue colour?\n")
-    project.import_table(extra, ["question"])
-    project.encode()
+    project.rows.import_table(extra, ["question"])
+    project.vectors.encode()
     again = project.search("why is the sky blue", k=3)
     assert again is not first
     assert "What gives the sky its blue colour?" in [h.text for h in again]
@@ -55,20 +55,20 @@ def test_search_is_cached_until_the_index_changes(imported, tmp_path):
 
 def test_reimport_adds_nothing_and_append_encodes_only_new_rows(imported, data_dir, tmp_path):
     project, _ = imported
-    again = project.import_table(data_dir / "questions.csv", ["question"], id_column="qid")
+    again = project.rows.import_table(data_dir / "questions.csv", ["question"], id_column="qid")
     assert again.already_imported and project.info()["items"] == 48
     more = tmp_path / "more.csv"
     more.write_text("question\nHow do I learn Python quickly?\nHow do bees make honey?\n")
-    report = project.import_table(more, ["question"])
+    report = project.rows.import_table(more, ["question"])
     assert report.rows_imported == 2 and report.new_texts == 1
-    enc = project.encode()
+    enc = project.vectors.encode()
     assert enc.encoded == 1
     assert project.info()["items"] == 50 and project.info()["encoded"] == 47
 
 
 def test_duplicate_clusters_do_not_chain_and_keep_exact_copies_together(imported):
     project, _ = imported
-    clusters = project.duplicates(threshold=0.75)
+    clusters = project.clusters.cut(threshold=0.75)
     by_id = {m.id: c for c in clusters for m in c.members}
     assert by_id["q1"] is by_id["q41"] is by_id["q42"]
     assert by_id["q6"] is by_id["q7"]
@@ -81,15 +81,15 @@ def test_duplicate_clusters_do_not_chain_and_keep_exact_copies_together(imported
             assert m.score >= 0.75 - 1e-6
             vectors.setdefault(m.text, None)
     # Re-cutting at another threshold uses the cached graph: no new search.
-    graph = project.neighbour_graph()
-    stricter = project.duplicates(threshold=0.9)
-    assert project.neighbour_graph() is graph
+    graph = project.clusters.graph()
+    stricter = project.clusters.cut(threshold=0.9)
+    assert project.clusters.graph() is graph
     assert sum(len(c.members) for c in stricter) <= sum(len(c.members) for c in clusters)
 
 
 def test_similarities_match_exact_cosine(imported, encoder):
     project, _ = imported
-    clusters = project.duplicates(threshold=0.75)
+    clusters = project.clusters.cut(threshold=0.75)
     c = next(c for c in clusters if len({m.text for m in c.members}) >= 2)
     texts = [m.text for m in c.members]
     v = encoder.encode(texts)
@@ -104,11 +104,11 @@ def test_export_has_original_columns_and_neutralises_formulas(new_project, tmp_p
                    "a1,How do I reset my password?,=HYPERLINK(\"http://x\")\n"
                    "a2,How can I reset my password?,+1\n"
                    "a3,What is the capital of Peru?,plain\n")
-    project.import_table(src, ["question"], id_column="id")
-    project.encode()
-    clusters = project.duplicates(threshold=0.8)
+    project.rows.import_table(src, ["question"], id_column="id")
+    project.vectors.encode()
+    clusters = project.clusters.cut(threshold=0.8)
     out = tmp_path / "clusters.xlsx"
-    assert project.export_clusters(out, clusters) == 2
+    assert project.exports.clusters(out, clusters) == 2
     sheet = openpyxl.load_workbook(out).active
     rows = list(sheet.iter_rows(values_only=True))
     assert rows[0] == ("id", "question", "note", "cluster_id", "canonical_id", "similarity",
@@ -117,7 +117,7 @@ def test_export_has_original_columns_and_neutralises_formulas(new_project, tmp_p
     assert notes == {"a1": "'=HYPERLINK(\"http://x\")", "a2": "'+1"}
     assert all(isinstance(r[5], int | float) and 0.8 <= r[5] <= 1 for r in rows[1:])
     out_csv = tmp_path / "clusters.csv"
-    project.export_clusters(out_csv, clusters)
+    project.exports.clusters(out_csv, clusters)
     with out_csv.open(encoding="utf-8-sig") as fh:
         records = list(csv.DictReader(fh))
     assert {r["note"] for r in records} == {"'=HYPERLINK(\"http://x\")", "'+1"}
@@ -136,7 +136,7 @@ def test_corrupt_index_blob_is_rebuilt_from_embeddings(imported):
                                           blobs.c.seq == data["seq"]).values(data=bytes(damaged)))
     project.close()
     reopened = Project.open(path)
-    reopened.attach_encoder(project.encoder(), is_default=True)
+    reopened.model.attach(project.model.encoder(), is_default=True)
     assert [h.id for h in reopened.search("how do I fix a flat tire", k=3)] == expected
     assert any("damaged" in n and "rebuilding" in n for n in reopened.notices)
     with reopened.store.read() as conn:
@@ -147,16 +147,16 @@ def test_corrupt_index_blob_is_rebuilt_from_embeddings(imported):
 
 def test_index_missing_items_are_added_on_open(imported, encoder):
     project, _ = imported
-    index = project.index()
+    index = project.vectors.index()
     index.mark_deleted(np.array([1, 2, 3]))        # simulate a stale saved index
     with project.store.write() as conn:
         from engine.index.persist import save_index
-        save_index(conn, project._active_model_id(), index)
+        save_index(conn, project.model.id(), index)
     path = project.path
     project.close()
     reopened = Project.open(path)
-    reopened.attach_encoder(encoder, is_default=True)
-    assert len(reopened.index()) == 46
+    reopened.model.attach(encoder, is_default=True)
+    assert len(reopened.vectors.index()) == 46
     reopened.close()
 
 
@@ -164,7 +164,7 @@ def test_bad_column_leaves_project_as_it_was(imported, data_dir):
     project, _ = imported
     before = project.info()
     with pytest.raises(InputError, match="qestion"):
-        project.import_table(data_dir / "questions.csv", ["qestion"])
+        project.rows.import_table(data_dir / "questions.csv", ["qestion"])
     assert project.info() == before
 
 
@@ -175,7 +175,7 @@ def test_file_broken_halfway_imports_nothing(imported, tmp_path):
     good_part = "".join(f"question {i}?\n" for i in range(30_000))
     bad.write_bytes(b"question\n" + good_part.encode() + b"caf\xe9 latin-1 here\n")
     with pytest.raises(InputError):
-        project.import_table(bad, ["question"], encoding="utf-8", chunk_rows=1000)
+        project.rows.import_table(bad, ["question"], encoding="utf-8", chunk_rows=1000)
     assert project.info() == before
 
 
@@ -184,8 +184,8 @@ def test_huge_cell_is_stored_whole_and_flagged_truncated(new_project, tmp_path):
     src = tmp_path / "huge.csv"
     big = "lorem ipsum " * 400_000   # about 4.8 MB
     src.write_text("text\nshort one\n\"" + big + "\"\n", encoding="utf-8")
-    project.import_table(src, ["text"])
-    report = project.encode()
+    project.rows.import_table(src, ["text"])
+    report = project.vectors.encode()
     assert report.encoded == 2 and report.truncated == 1
     hits = project.search("lorem ipsum dolor", k=2)
     assert len(hits[0].text) == len(big.strip())
@@ -196,16 +196,16 @@ def test_deleted_rows_leave_search_and_clusters(imported):
     project, _ = imported
     hits = project.search("which city is the capital of australia", k=2)
     q7 = next(h for h in hits if h.id == "q7")
-    assert project.delete_items([q7.item_id]) == 1
+    assert project.rows.delete([q7.item_id]) == 1
     assert "q7" not in [h.id for h in project.search("which city is the capital of australia")]
     assert project.info()["items"] == 47
-    clusters = project.duplicates(threshold=0.75)
+    clusters = project.clusters.cut(threshold=0.75)
     assert "q7" not in {m.id for c in clusters for m in c.members}
     path = project.path
-    encoder = project.encoder()
+    encoder = project.model.encoder()
     project.close()
     reopened = Project.open(path)
-    reopened.attach_encoder(encoder, is_default=True)
-    assert len(reopened.index()) == 45
+    reopened.model.attach(encoder, is_default=True)
+    assert len(reopened.vectors.index()) == 45
     assert "q7" not in [h.id for h in reopened.search("which city is the capital of australia")]
     reopened.close()

@@ -142,7 +142,7 @@ def test_sigkill_during_encoding_then_resume_encodes_everything_once(tmp_path):
     run("import", str(path), str(src), "--column", "text", "--no-encode")
     # Small committed chunks, so the kill lands between commits and mid-chunk alike.
     script = ("import sys; from engine.project import Project\n"
-              "Project.open(sys.argv[1]).encode(chunk_texts=100)\n")
+              "Project.open(sys.argv[1]).vectors.encode(chunk_texts=100)\n")
     proc = subprocess.Popen([sys.executable, "-c", script, str(path)],
                             env={**os.environ, "PYTHONPATH": str(ROOT)},
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)

@@ -27,12 +27,12 @@ QUICK = ("--max-steps", "2", "--batch-size", "4")
 def make_project(path: Path, encoder, labels: list[tuple[str, str, int]] = ()) -> Path:
     """Import and encode in-process with the session's model (quicker than the CLI)."""
     with Project.open(path, create=True) as project:
-        project.attach_encoder(encoder, is_default=True)
-        project.import_table(DATA / "questions.csv", ["question"], id_column="qid")
-        project.encode()
-        item = {r["id"]: r["item_id"] for r in project.items_page(0, 100)}
+        project.model.attach(encoder, is_default=True)
+        project.rows.import_table(DATA / "questions.csv", ["question"], id_column="qid")
+        project.vectors.encode()
+        item = {r["id"]: r["item_id"] for r in project.rows.page(0, 100)}
         for a, b, label in labels:
-            project.set_pair_label(item[a], item[b], label)
+            project.labels.set_label(item[a], item[b], label)
     return path
 
 

@@ -13,18 +13,18 @@ from engine.training.versions import location_for, models_folder
 
 def test_opening_with_a_quantised_preference_keeps_the_torch_embeddings(new_project, data_dir):
     project = new_project()
-    project.import_table(data_dir / "questions.csv", ["question"], id_column="qid")
-    project.encode()
-    before, encoded = project.active_model(), project.info()["encoded"]
+    project.rows.import_table(data_dir / "questions.csv", ["question"], id_column="qid")
+    project.vectors.encode()
+    before, encoded = project.model.row(), project.info()["encoded"]
     path = project.path
     project.close()
 
     reopened = Project.open(path)
     try:
-        reopened.device_preference, reopened.backend_preference = "cpu", "onnx-int8"
-        encoder = reopened.encoder()   # torch serves the torch rows; no new model identity
+        reopened.model.configure(device="cpu", backend="onnx-int8")
+        encoder = reopened.model.encoder()   # torch serves the torch rows; no new model identity
         assert encoder.spec.backend == "torch"
-        assert reopened.active_model()["id"] == before["id"]
+        assert reopened.model.row()["id"] == before["id"]
         assert reopened.info()["encoded"] == encoded > 0
     finally:
         reopened.close()
@@ -34,14 +34,14 @@ def test_reloading_with_another_backend_keeps_a_fine_tuned_version_active(new_pr
     project = new_project()
     version = models_folder(project.path) / "v1"
     _save_changed_copy(version)
-    project.device_preference = "cpu"
-    project.use_model(str(version))
-    active = project.active_model()
+    project.model.configure(device="cpu")
+    project.model.use(str(version))
+    active = project.model.row()
     assert active["location"] == f"{project.path.name}.models/v1"
 
-    project.reload_model("torch")
-    assert project.active_model()["id"] == active["id"]
-    assert project.backend_preference == "torch"
+    project.model.reload("torch")
+    assert project.model.row()["id"] == active["id"]
+    assert project.model.preferences.backend == "torch"
 
 
 def test_only_the_projects_own_versions_are_stored_relative(tmp_path):

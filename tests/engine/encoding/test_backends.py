@@ -218,23 +218,23 @@ def test_project_keeps_int8_embeddings_apart_and_switches_back(new_project, tmp_
     project = new_project()
     csv = tmp_path / "q.csv"
     csv.write_text("question\n" + "\n".join(QUESTIONS) + "\n")
-    project.import_table(csv, ["question"])
-    project.encode()
-    torch_model = project.active_model()
+    project.rows.import_table(csv, ["question"])
+    project.vectors.encode()
+    torch_model = project.model.row()
     assert project.info()["encoded"] == len(QUESTIONS)
 
-    project.use_model(None, backend="onnx-int8")
-    int8_model = project.active_model()
+    project.model.use(None, backend="onnx-int8")
+    int8_model = project.model.row()
     assert int8_model["id"] != torch_model["id"]
     assert int8_model["name"] == "all-MiniLM-L6-v2 (onnx-int8)"
     assert int8_model["fingerprint"] == torch_model["fingerprint"] + "+onnx-int8"
     assert project.info()["encoded"] == 0  # nothing of torch's is reused
-    project.encode()
+    project.vectors.encode()
     assert project.info()["encoded"] == len(QUESTIONS)
     assert project.search(QUESTIONS[1], k=1)[0].text == QUESTIONS[1]
 
-    project.use_model(None, backend="onnx")  # exact: torch's row and embeddings again
-    assert project.active_model()["id"] == torch_model["id"]
+    project.model.use(None, backend="onnx")  # exact: torch's row and embeddings again
+    assert project.model.row()["id"] == torch_model["id"]
     assert project.info()["encoded"] == len(QUESTIONS)
 
 

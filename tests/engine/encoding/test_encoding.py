@@ -59,8 +59,8 @@ def test_cancel_commits_what_was_encoded_and_resume_finishes(new_project, tmp_pa
     csv = tmp_path / "many.csv"
     csv.write_text("text\n" + "\n".join(f"question number {i} about topic {i % 7}"
                                         for i in range(300)))
-    project.import_table(csv, ["text"])
-    model_id = project._active_model_id()
+    project.rows.import_table(csv, ["text"])
+    model_id = project.model.id()
     cancel = CancelToken()
     seen = []
 
@@ -74,9 +74,9 @@ def test_cancel_commits_what_was_encoded_and_resume_finishes(new_project, tmp_pa
     assert report.cancelled and 64 <= report.encoded < 300
     with project.store.read() as conn:
         assert vector_store.count_embeddings(conn, model_id) == report.encoded
-    rest = project.encode()
+    rest = project.vectors.encode()
     assert not rest.cancelled and rest.encoded == 300 - report.encoded
     with project.store.read() as conn:
         assert vector_store.count_embeddings(conn, model_id) == 300
         assert vector_store.missing_text_ids(conn, model_id) == []
-    assert len(project.index()) == 300
+    assert len(project.vectors.index()) == 300

@@ -26,17 +26,17 @@ def many(new_project, tmp_path):
     project = new_project()
     src = tmp_path / "many.csv"
     src.write_text("text\n" + "\n".join(_questions(300)) + "\n", encoding="utf-8")
-    project.import_table(src, ["text"])
+    project.rows.import_table(src, ["text"])
     return project
 
 
 def _count(project) -> int:
     with project.store.read() as conn:
-        return vector_store.count_model_embeddings(conn, project._active_model_id())
+        return vector_store.count_model_embeddings(conn, project.model.id())
 
 
 def test_every_chunk_is_committed_and_indexed_off_the_encoding_thread(many, encoder):
-    model_id = many._active_model_id()
+    model_id = many.model.id()
     seen, threads, progress = [], set(), []
 
     def on_committed(chunk):
@@ -58,7 +58,7 @@ def test_every_chunk_is_committed_and_indexed_off_the_encoding_thread(many, enco
 
 
 def test_an_indexing_error_is_raised_by_the_job_and_only_whole_chunks_are_stored(many, encoder):
-    model_id = many._active_model_id()
+    model_id = many.model.id()
     calls = []
 
     def on_committed(chunk):
@@ -79,8 +79,8 @@ class _DiesAfter(LocalExecutor):
     def __init__(self, n: int) -> None:
         self.n = n
 
-    def map(self, fn, batches):
-        for batch in super().map(fn, batches):
+    def map(self, encoder, batches):
+        for batch in super().map(encoder, batches):
             if self.n == 0:
                 raise KeyboardInterrupt
             self.n -= 1
@@ -88,50 +88,50 @@ class _DiesAfter(LocalExecutor):
 
 
 def test_a_stop_mid_chunk_loses_only_that_chunk_and_resume_finishes(many, encoder):
-    model_id = many._active_model_id()
+    model_id = many.model.id()
     indexed = []
     with pytest.raises(KeyboardInterrupt):
         # batch size 32, chunk 64: the 5th batch is the first half of the 3rd chunk
         encode_missing(many.store, encoder, model_id, executor=_DiesAfter(5),
                        on_committed=lambda c: indexed.extend(c.text_ids), chunk_texts=64)
     assert _count(many) == 128 and len(indexed) == 128  # what was committed was indexed
-    rest = many.encode()
+    rest = many.vectors.encode()
     assert rest.encoded == 172 and _count(many) == 300
-    assert len(many.index()) == 300
+    assert len(many.vectors.index()) == 300
 
 
 def test_a_killed_process_keeps_its_committed_chunks_and_reopening_indexes_them(
         many, tmp_path, encoder):
     path = many.path
-    many.encode()                         # a saved, stamped index of 300 texts
+    many.vectors.encode()                         # a saved, stamped index of 300 texts
     src = tmp_path / "more.csv"
     src.write_text("text\n" + "\n".join(f"A brand new question number {i} about cheese?"
                                         for i in range(200)) + "\n", encoding="utf-8")
-    many.import_table(src, ["text"])
+    many.rows.import_table(src, ["text"])
     many.close()
     script = textwrap.dedent(f"""
         import os
         from engine.project import Project
         project = Project.open({str(path)!r})
-        project.batch_size = 16
+        project.model.configure(batch_size=16)
         def progress(p):
             if p.done >= 100:
                 os._exit(9)               # no cleanup, no index save: a kill
-        project.encode(progress=progress, chunk_texts=32)
+        project.vectors.encode(progress=progress, chunk_texts=32)
     """)
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
                           timeout=600)
     assert done.returncode == 9, done.stderr
     reopened = Project.open(path)
-    reopened.attach_encoder(encoder, is_default=True)
+    reopened.model.attach(encoder, is_default=True)
     try:
         with reopened.store.read() as conn:
-            model_id = int(reopened.active_model()["id"])
+            model_id = int(reopened.model.row()["id"])
             stored = vector_store.count_model_embeddings(conn, model_id)
         assert 300 + 64 <= stored <= 300 + 100 and (stored - 300) % 32 == 0
-        assert len(reopened.index()) == stored  # reconciled: the saved index had 300
-        assert reopened.encode().encoded == 500 - stored
-        assert len(reopened.index()) == 500
+        assert len(reopened.vectors.index()) == stored  # reconciled: the saved index had 300
+        assert reopened.vectors.encode().encoded == 500 - stored
+        assert len(reopened.vectors.index()) == 500
     finally:
         reopened.close()
 

@@ -7,7 +7,9 @@ import numpy as np
 import pytest
 
 from engine.index.persist import stamp_key
+from engine.index.reconcile import reconcile
 from engine.project import Project
+from engine.services import live_index
 from engine.store import vectors as vector_store
 from engine.store.schema import indexes, meta
 
@@ -15,8 +17,8 @@ from engine.store.schema import indexes, meta
 @pytest.fixture
 def saved(new_project, data_dir):
     project = new_project()
-    project.import_table(data_dir / "questions.csv", ["question"], id_column="qid")
-    project.encode()
+    project.rows.import_table(data_dir / "questions.csv", ["question"], id_column="qid")
+    project.vectors.encode()
     return project
 
 
@@ -25,20 +27,20 @@ def _reopen(project, encoder, monkeypatch):
     path = project.path
     project.close()
     calls = []
-    real = Project._reconcile
+    real = live_index.reconcile
 
-    def counting(self, index, model_id):
+    def counting(store, index, model_id, **options):
         calls.append(model_id)
-        return real(self, index, model_id)
+        return real(store, index, model_id, **options)
 
-    monkeypatch.setattr(Project, "_reconcile", counting)
+    monkeypatch.setattr(live_index, "reconcile", counting)
     reopened = Project.open(path)
-    reopened.attach_encoder(encoder, is_default=True)
+    reopened.model.attach(encoder, is_default=True)
     return reopened, calls
 
 
 def _stamp(project) -> dict:
-    raw = project.store.get_meta(stamp_key(project._active_model_id()))
+    raw = project.store.get_meta(stamp_key(project.model.id()))
     return json.loads(raw) if raw else {}
 
 
@@ -47,7 +49,7 @@ def test_a_matching_stamp_skips_the_reconcile(saved, encoder, monkeypatch):
     reopened, calls = _reopen(saved, encoder, monkeypatch)
     try:
         assert [h.id for h in reopened.search("how do I fix a flat tire", k=3)] == expected
-        assert calls == [] and len(reopened.index()) == 46
+        assert calls == [] and len(reopened.vectors.index()) == 46
     finally:
         reopened.close()
 
@@ -57,21 +59,21 @@ def test_another_content_version_reconciles_and_then_stamps(saved, encoder, monk
         vector_store.bump_content_version(conn)
     reopened, calls = _reopen(saved, encoder, monkeypatch)
     try:
-        assert len(reopened.index()) == 46 and len(calls) == 1
+        assert len(reopened.vectors.index()) == 46 and len(calls) == 1
         with reopened.store.read() as conn:
             assert _stamp(reopened)["version"] == vector_store.content_version(conn)
     finally:
         reopened.close()
     again, calls = _reopen(reopened, encoder, monkeypatch)
     try:
-        assert len(again.index()) == 46 and calls == []  # the stamp was written back
+        assert len(again.vectors.index()) == 46 and calls == []  # the stamp was written back
     finally:
         again.close()
 
 
 @pytest.mark.parametrize("tamper", ["stamp_embeddings", "index_count", "no_stamp"])
 def test_a_tampered_record_reconciles(saved, encoder, monkeypatch, tamper):
-    model_id = saved._active_model_id()
+    model_id = saved.model.id()
     with saved.store.write() as conn:
         if tamper == "stamp_embeddings":
             stamp = _stamp(saved)
@@ -84,7 +86,7 @@ def test_a_tampered_record_reconciles(saved, encoder, monkeypatch, tamper):
             conn.execute(meta.delete().where(meta.c.key == stamp_key(model_id)))
     reopened, calls = _reopen(saved, encoder, monkeypatch)
     try:
-        assert len(reopened.index()) == 46 and calls == [model_id]
+        assert len(reopened.vectors.index()) == 46 and calls == [model_id]
     finally:
         reopened.close()
 
@@ -93,8 +95,8 @@ def test_embeddings_written_behind_the_index_are_found_on_open(saved, encoder, m
                                                               tmp_path):
     src = tmp_path / "more.csv"
     src.write_text("question\nHow do penguins keep warm in Antarctica?\n", encoding="utf-8")
-    saved.import_table(src, ["question"])
-    model_id = saved._active_model_id()
+    saved.rows.import_table(src, ["question"])
+    model_id = saved.model.id()
     with saved.store.read() as conn:
         (text_id,) = vector_store.missing_text_ids(conn, model_id)
     with saved.store.write() as conn:     # stored, but the saved index never saw it
@@ -102,7 +104,7 @@ def test_embeddings_written_behind_the_index_are_found_on_open(saved, encoder, m
                                     encoder.encode(["How do penguins keep warm?"]), [False])
     reopened, calls = _reopen(saved, encoder, monkeypatch)
     try:
-        assert len(reopened.index()) == 47 and len(calls) == 1
+        assert len(reopened.vectors.index()) == 47 and len(calls) == 1
         assert reopened.search("penguins in the cold", k=1)[0].text.startswith("How do pen")
     finally:
         reopened.close()
@@ -111,11 +113,11 @@ def test_embeddings_written_behind_the_index_are_found_on_open(saved, encoder, m
 def test_deleting_rows_keeps_the_stamp_exact(saved, encoder, monkeypatch):
     hit = saved.search("which city is the capital of australia", k=1)[0]
     before = saved.store.get_meta("content_version")
-    assert saved.delete_items([hit.item_id]) == 1
+    assert saved.rows.delete([hit.item_id]) == 1
     assert int(saved.store.get_meta("content_version")) == int(before) + 1
     reopened, calls = _reopen(saved, encoder, monkeypatch)
     try:
-        assert calls == [] and len(reopened.index()) == 45
+        assert calls == [] and len(reopened.vectors.index()) == 45
         assert hit.item_id not in [h.item_id for h in reopened.search(hit.text, k=5)]
     finally:
         reopened.close()
@@ -124,18 +126,18 @@ def test_deleting_rows_keeps_the_stamp_exact(saved, encoder, monkeypatch):
 def test_reimporting_a_deleted_rows_text_brings_it_back_at_once(saved, encoder, monkeypatch,
                                                                 tmp_path):
     hit = saved.search("which city is the capital of australia", k=1)[0]
-    saved.delete_items([hit.item_id])
+    saved.rows.delete([hit.item_id])
     assert hit.text not in [h.text for h in saved.search(hit.text, k=3)]
     src = tmp_path / "again.csv"
     src.write_text(f"question\n{hit.text}\n", encoding="utf-8")
-    report = saved.import_table(src, ["question"])
+    report = saved.rows.import_table(src, ["question"])
     assert len(report.revived_texts) == 1
     assert saved.search(hit.text, k=1)[0].text == hit.text  # no encode, no reopen needed
-    saved.encode()  # nothing new to encode; the revived text is already embedded
-    saved.save_index()
+    saved.vectors.encode()  # nothing new to encode; the revived text is already embedded
+    saved.vectors.save_index()
     reopened, calls = _reopen(saved, encoder, monkeypatch)
     try:
-        assert calls == [] and len(reopened.index()) == 46
+        assert calls == [] and len(reopened.vectors.index()) == 46
         assert reopened.search(hit.text, k=1)[0].text == hit.text
     finally:
         reopened.close()
@@ -144,13 +146,13 @@ def test_reimporting_a_deleted_rows_text_brings_it_back_at_once(saved, encoder, 
 def test_loaded_index_is_what_a_full_reconcile_gives(saved, encoder, monkeypatch):
     reopened, calls = _reopen(saved, encoder, monkeypatch)
     try:
-        index = reopened.index()
+        index = reopened.vectors.index()
         assert calls == []
         live = np.setdiff1d(index.ids(), np.fromiter(index.deleted, np.int64))
         with reopened.store.read() as conn:
-            embedded = vector_store.embedded_text_ids(conn, reopened._active_model_id())
+            embedded = vector_store.embedded_text_ids(conn, reopened.model.id())
         assert np.array_equal(np.sort(live), np.sort(embedded))
-        changed, _ = reopened._reconcile(index, reopened._active_model_id())
+        changed = reconcile(reopened.store, index, reopened.model.id()).changed
         assert not changed
     finally:
         reopened.close()

@@ -448,3 +448,13 @@ def test_tab_separated_questions_full_of_commas_are_split_on_tabs(tmp_path):
     fmt = detect_format(path)
     assert fmt.delimiter == "\t"
     assert read_columns(path, fmt) == ["qid1", "qid2", "question1", "question2", "is_duplicate"]
+
+
+def test_chunks_of_big_rows_end_at_a_character_budget(tmp_path) -> None:
+    """Rows near the row cap come a few to a chunk, whatever chunk_rows says."""
+    from engine.io.limits import CHUNK_CHARS
+
+    cell = "y" * (CHUNK_CHARS // 4 + 1)
+    path = write(tmp_path / "docs.csv", "text\n" + "".join(f"{cell}\n" for _ in range(5)))
+    sizes = [len(chunk) for chunk in iter_table(path, detect_format(path), chunk_rows=100)]
+    assert sizes == [4, 1]

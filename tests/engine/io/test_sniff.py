@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import codecs
+import csv
 
 import pytest
 
@@ -83,3 +84,16 @@ def test_detect_delimiter(text: str, expected: str) -> None:
 
 def test_detect_delimiter_falls_back_to_the_default() -> None:
     assert sniff.detect_delimiter("question\nwhat?\nwhy?\n", "\t") == "\t"
+
+
+def test_a_quote_left_open_past_128_kib_keeps_quoting_on() -> None:
+    """Under the csv module's default field cap (128 KiB, what a fresh process has), the
+    sample's open quote read as "quotes are plain characters" and the file was imported
+    line by line; the reader now stops it at the row cap instead."""
+    text = 'id,text\n1,ok\n2,"opened here\n' + "a line, and more\n" * 20_000
+    default = csv.field_size_limit(131_072)
+    try:
+        assert sniff.detect_quoting(text, ",", complete=False) is True
+        assert sniff.detect_delimiter(text, ",") == ","
+    finally:
+        csv.field_size_limit(max(default, csv.field_size_limit()))

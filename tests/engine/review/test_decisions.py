@@ -15,8 +15,8 @@ THRESHOLD = 0.75
 @pytest.fixture
 def project(new_project, data_dir):
     project = new_project()
-    project.import_table(data_dir / "questions.csv", ["question"], id_column="qid")
-    project.encode()
+    project.rows.import_table(data_dir / "questions.csv", ["question"], id_column="qid")
+    project.vectors.encode()
     return project
 
 
@@ -29,19 +29,19 @@ def member(cluster, public_id):
 
 
 def test_python_cluster_is_cut_with_three_members(project):
-    python = cluster_with(project.duplicates(THRESHOLD), "q2")
+    python = cluster_with(project.clusters.cut(THRESHOLD), "q2")
     assert {"q1", "q2", "q3"} <= {m.id for m in python.members}
 
 
 def test_mark_duplicate_and_move_out_show_as_decisions(project):
-    history = ReviewHistory(project)
-    python = cluster_with(project.duplicates(THRESHOLD), "q2")
+    history = ReviewHistory(project.labels)
+    python = cluster_with(project.clusters.cut(THRESHOLD), "q2")
     canonical = python.canonical
     others = [m for m in python.members[1:] if m.id in {"q1", "q2", "q3"}]
     history.label(canonical.item_id, others[0].item_id, 1)
     history.move_out(python, others[1].item_id)
 
-    again = cluster_with(project.duplicates(THRESHOLD), canonical.id)
+    again = cluster_with(project.clusters.cut(THRESHOLD), canonical.id)
     assert member(again, others[0].id).decision == DUPLICATE
     assert others[1].id in {m.id for m in again.rejected}
     assert others[1].id not in {m.id for m in again.members}
@@ -49,41 +49,41 @@ def test_mark_duplicate_and_move_out_show_as_decisions(project):
 
 
 def test_undo_and_redo_walk_the_decisions_back_and_forth(project):
-    history = ReviewHistory(project)
-    python = cluster_with(project.duplicates(THRESHOLD), "q2")
+    history = ReviewHistory(project.labels)
+    python = cluster_with(project.clusters.cut(THRESHOLD), "q2")
     out = python.members[1]
     history.move_out(python, out.item_id)
-    assert out.id in {m.id for m in cluster_with(project.duplicates(THRESHOLD),
+    assert out.id in {m.id for m in cluster_with(project.clusters.cut(THRESHOLD),
                                                    python.canonical.id).rejected}
     assert history.undo() is not None
-    back = cluster_with(project.duplicates(THRESHOLD), python.canonical.id)
+    back = cluster_with(project.clusters.cut(THRESHOLD), python.canonical.id)
     assert out.id in {m.id for m in back.members} and not back.rejected
-    assert project.pair_label(python.canonical.item_id, out.item_id) is None
+    assert project.labels.label(python.canonical.item_id, out.item_id) is None
     assert history.can_redo
     history.redo()
-    assert project.pair_label(out.item_id, python.canonical.item_id) == 0
+    assert project.labels.label(out.item_id, python.canonical.item_id) == 0
     assert not history.can_redo and history.undo() and history.undo() is None
 
 
 def test_set_canonical_reorders_and_rescores_against_it(project, encoder):
-    history = ReviewHistory(project)
-    python = cluster_with(project.duplicates(THRESHOLD), "q2")
+    history = ReviewHistory(project.labels)
+    python = cluster_with(project.clusters.cut(THRESHOLD), "q2")
     new_head = python.members[-1]
     history.set_canonical(python, new_head.item_id)
-    again = cluster_with(project.duplicates(THRESHOLD), new_head.id)
+    again = cluster_with(project.clusters.cut(THRESHOLD), new_head.id)
     assert again.canonical.id == new_head.id
     assert again.canonical.decision == CANONICAL
     vectors = encoder.encode([m.text for m in again.members])
     for m, v in zip(again.members[1:], vectors[1:], strict=True):
         assert m.score == pytest.approx(float(v @ vectors[0]), abs=1e-4)
     history.undo()
-    assert cluster_with(project.duplicates(THRESHOLD), "q2").canonical.id == \
+    assert cluster_with(project.clusters.cut(THRESHOLD), "q2").canonical.id == \
         python.canonical.id
 
 
 def test_decisions_survive_closing_and_reopening(project, encoder):
-    history = ReviewHistory(project)
-    python = cluster_with(project.duplicates(THRESHOLD), "q2")
+    history = ReviewHistory(project.labels)
+    python = cluster_with(project.clusters.cut(THRESHOLD), "q2")
     head, dup = python.members[-1], python.members[1]
     history.set_canonical(python, head.item_id)
     history.label(head.item_id, dup.item_id, 1)
@@ -92,27 +92,27 @@ def test_decisions_survive_closing_and_reopening(project, encoder):
 
     reopened = Project.open(path)
     try:
-        reopened.attach_encoder(encoder, is_default=True)
-        again = cluster_with(reopened.duplicates(THRESHOLD), head.id)
+        reopened.model.attach(encoder, is_default=True)
+        again = cluster_with(reopened.clusters.cut(THRESHOLD), head.id)
         assert again.canonical.id == head.id
         assert member(again, dup.id).decision == DUPLICATE
-        pairs = reopened.labelled_pairs()
+        pairs = reopened.labels.pairs()
         assert [(p["label"], {p["text_a"], p["text_b"]}) for p in pairs] == \
             [(1, {head.text, dup.text})]
-        assert reopened.label_counts() == {"duplicate": 1, "not_duplicate": 0}
+        assert reopened.labels.counts() == {"duplicate": 1, "not_duplicate": 0}
     finally:
         reopened.close()
 
 
 def test_export_carries_each_rows_decision(project, tmp_path):
-    history = ReviewHistory(project)
-    python = cluster_with(project.duplicates(THRESHOLD), "q2")
+    history = ReviewHistory(project.labels)
+    python = cluster_with(project.clusters.cut(THRESHOLD), "q2")
     kept, out = python.members[1], python.members[2]
     history.set_canonical(python, python.canonical.item_id)
     history.label(python.canonical.item_id, kept.item_id, 1)
     history.move_out(python, out.item_id)
     path = tmp_path / "clusters.csv"
-    project.export_clusters(path, project.duplicates(THRESHOLD))
+    project.exports.clusters(path, project.clusters.cut(THRESHOLD))
     with path.open(encoding="utf-8-sig") as fh:
         rows = {r["qid"]: r for r in csv.DictReader(fh)}
     assert rows[python.canonical.id]["decision"] == "canonical"
@@ -124,32 +124,32 @@ def test_export_carries_each_rows_decision(project, tmp_path):
 
 
 def test_label_curve_finds_the_threshold_that_separates_the_labels(project):
-    clusters = project.duplicates(0.6, decisions=False)
+    clusters = project.clusters.cut(0.6, decisions=False)
     close = [(c.canonical, m) for c in clusters for m in c.members[1:] if m.score > 0.8]
     far = [(c.canonical, m) for c in clusters for m in c.members[1:] if m.score < 0.75]
     assert close and far
     for a, b in close:
-        project.set_pair_label(a.item_id, b.item_id, 1)
+        project.labels.set_label(a.item_id, b.item_id, 1)
     for a, b in far:
-        project.set_pair_label(a.item_id, b.item_id, 0)
-    curve = project.label_curve()
+        project.labels.set_label(a.item_id, b.item_id, 0)
+    curve = project.labels.curve()
     assert curve.usable and curve.positives == len(close) and curve.negatives == len(far)
     assert curve.best_f1 == pytest.approx(1.0)
     assert max(b.score for _, b in far) < curve.best_threshold <= min(b.score for _, b in close)
 
 
 def test_histogram_counts_every_text_with_a_neighbour(project):
-    hist = project.similarity_histogram(bins=20)
+    hist = project.clusters.histogram(bins=20)
     assert hist.total == project.info()["texts"]
     assert hist.counts.sum() == hist.total and len(hist.edges) == 21
     assert hist.edges[-1] == pytest.approx(1.0)
 
 
 def test_embedding_map_places_every_text_and_colours_clusters(project):
-    emap = project.embedding_map(THRESHOLD)
+    emap = project.clusters.map(THRESHOLD)
     assert emap.xy.shape == (project.info()["texts"], 2)
-    python_texts = {m.text_id for m in cluster_with(project.duplicates(THRESHOLD, decisions=False),
-                                                     "q2").members}
+    as_cut = project.clusters.cut(THRESHOLD, decisions=False)
+    python_texts = {m.text_id for m in cluster_with(as_cut, "q2").members}
     colours = {int(c) for t, c in zip(emap.text_ids, emap.cluster, strict=True)
                if int(t) in python_texts}
     assert len(colours) == 1 and colours != {0}
@@ -158,30 +158,30 @@ def test_embedding_map_places_every_text_and_colours_clusters(project):
 def test_clusters_without_decisions_pass_through_as_the_full_rule_would_make_them(project):
     from engine.review.decisions import apply_decisions
 
-    clusters = project.duplicates(THRESHOLD, decisions=False)
+    clusters = project.clusters.cut(THRESHOLD, decisions=False)
     python = cluster_with(clusters, "q2")
     first, second = python.members[1], python.members[2]
-    project.set_pair_label(python.canonical.item_id, first.item_id, 0)
-    project.set_canonical_choices([], [second.item_id])
+    project.labels.set_label(python.canonical.item_id, first.item_id, 0)
+    project.labels.set_canonical([], [second.item_id])
 
-    shown = project.duplicates(THRESHOLD)
+    shown = project.clusters.cut(THRESHOLD)
     labels = {(min(python.canonical.item_id, first.item_id),
                max(python.canonical.item_id, first.item_id)): 0}
-    every = [apply_decisions(c, labels, {second.item_id}, project._similarities)
+    every = [apply_decisions(c, labels, {second.item_id}, project.clusters._similarities)
              for c in clusters]                      # the full rule on every cluster
     assert shown == every
     assert cluster_with(shown, "q2").canonical.item_id == second.item_id
 
 
 def test_rows_read_for_a_cut_follow_imports_and_deletions(project, tmp_path):
-    before = project.duplicates(THRESHOLD)
+    before = project.clusters.cut(THRESHOLD)
     python = cluster_with(before, "q2")
     gone = python.members[-1]
-    project.delete_items([gone.item_id])
-    assert gone.id not in {m.id for c in project.duplicates(THRESHOLD) for m in c.members}
+    project.rows.delete([gone.item_id])
+    assert gone.id not in {m.id for c in project.clusters.cut(THRESHOLD) for m in c.members}
 
     extra = tmp_path / "extra.csv"
     extra.write_text("qid,question\nx1," + python.canonical.text + "\n")
-    project.import_table(extra, ["question"], id_column="qid")   # an exact copy: no encoding
-    again = cluster_with(project.duplicates(THRESHOLD), python.canonical.id)
+    project.rows.import_table(extra, ["question"], id_column="qid")   # an exact copy: no encoding
+    again = cluster_with(project.clusters.cut(THRESHOLD), python.canonical.id)
     assert "x1" in {m.id for m in again.members}

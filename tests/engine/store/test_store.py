@@ -1,9 +1,13 @@
+"""The store on both dialects (`store_location`: a .duplens file, then a PostgreSQL
+database), and what only a file has (WAL, file modes, foreign files)."""
+
 import os
 import sqlite3
 import stat
+from pathlib import Path
 
 import pytest
-from sqlalchemy import select
+from sqlalchemy import select, update
 
 from engine.errors import ProjectError
 from engine.store.blobs import get_blob, put_blob
@@ -12,15 +16,16 @@ from engine.store.migrations import SCHEMA_VERSION
 from engine.store.schema import meta
 
 
-def test_create_records_schema_version_and_uses_wal(tmp_path):
-    path = tmp_path / "p.duplens"
+def test_create_records_schema_version_and_uses_wal(store_location):
+    path = store_location
     store = Store.open(path, create=True)
     assert store.get_meta("schema_version") == str(SCHEMA_VERSION)
     assert store.get_meta("app") == "duplens"
     store.close()
-    con = sqlite3.connect(path)
-    assert con.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
-    con.close()
+    if isinstance(path, Path):    # a file project; a server has no journal mode to check
+        con = sqlite3.connect(path)
+        assert con.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+        con.close()
     reopened = Store.open(path)
     assert reopened.get_meta("schema_version") == str(SCHEMA_VERSION)
     reopened.close()
@@ -51,13 +56,12 @@ def test_foreign_sqlite_database_is_not_a_project(tmp_path):
     assert path.read_bytes() == before
 
 
-def test_project_from_a_newer_version_is_refused(tmp_path):
-    path = tmp_path / "future.duplens"
-    Store.open(path, create=True).close()
-    con = sqlite3.connect(path)
-    con.execute("UPDATE meta SET value='999' WHERE key='schema_version'")
-    con.commit()
-    con.close()
+def test_project_from_a_newer_version_is_refused(store_location):
+    path = store_location
+    store = Store.open(path, create=True)
+    with store.write() as conn:
+        conn.execute(update(meta).where(meta.c.key == "schema_version").values(value="999"))
+    store.close()
     with pytest.raises(ProjectError, match="newer Duplens"):
         Store.open(path)
 
@@ -88,8 +92,8 @@ def test_read_only_open_never_writes(tmp_path):
     assert path.read_bytes() == before
 
 
-def test_failed_write_rolls_back_everything(tmp_path):
-    store = Store.open(tmp_path / "p.duplens", create=True)
+def test_failed_write_rolls_back_everything(store_location):
+    store = Store.open(store_location, create=True)
     with pytest.raises(RuntimeError), store.write() as conn:
         store.set_meta("half", "written", conn)
         raise RuntimeError("boom")
@@ -99,8 +103,8 @@ def test_failed_write_rolls_back_everything(tmp_path):
     store.close()
 
 
-def test_blobs_are_chunked_and_reassembled(tmp_path):
-    store = Store.open(tmp_path / "p.duplens", create=True)
+def test_blobs_are_chunked_and_reassembled(store_location):
+    store = Store.open(store_location, create=True)
     data = os.urandom(10_000)
     with store.write() as conn:
         put_blob(conn, "big", data, chunk_bytes=3_000)
@@ -110,3 +114,28 @@ def test_blobs_are_chunked_and_reassembled(tmp_path):
         assert get_blob(conn, "big") == data
         assert get_blob(conn, "absent") is None
     store.close()
+
+
+def test_a_first_schema_project_is_upgraded_on_open(store_location):
+    """A project of schema 1 (no canonical_items table) gains what later versions added."""
+    from sqlalchemy import inspect
+
+    from engine.store.dialects import backend
+    from engine.store.location import parse_location
+    from engine.store.migrations import MIGRATIONS
+
+    where = parse_location(store_location)
+    engine = backend(where.dialect).make_engine(where)
+    with engine.begin() as conn:
+        MIGRATIONS[0](conn)
+        conn.execute(meta.insert(), [{"key": "app", "value": "duplens"},
+                                     {"key": "schema_version", "value": "1"}])
+        assert not inspect(conn).has_table("canonical_items")
+    engine.dispose()
+    store = Store.open(store_location)
+    try:
+        assert store.get_meta("schema_version") == str(SCHEMA_VERSION)
+        with store.read() as conn:
+            assert inspect(conn).has_table("canonical_items")
+    finally:
+        store.close()

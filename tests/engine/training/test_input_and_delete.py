@@ -34,14 +34,14 @@ def write_csv(path: Path, rows: list[tuple[str, str, int]]) -> Path:
 def test_training_input_counts_review_and_file_pairs_as_finetune_would(tmp_path, encoder):
     project = make_project(tmp_path / "q.duplens", encoder)
     try:
-        review = training_input(project.labelled_pairs())
+        review = training_input(project.labels.pairs())
         assert review.review == len(DUPLICATES) + len(NOT_DUPLICATES) and review.file is None
         assert (review.summary.positives, review.summary.negatives) == \
             (len(DUPLICATES), len(NOT_DUPLICATES))
-        assert review.can_train and review.pairs == project.training_pairs()
+        assert review.can_train and review.pairs == project.versions.training_pairs()
 
-        both = training_input(project.labelled_pairs(), DATA / "labelled_pairs.csv")
-        assert both.pairs == project.training_pairs(DATA / "labelled_pairs.csv")
+        both = training_input(project.labels.pairs(), DATA / "labelled_pairs.csv")
+        assert both.pairs == project.versions.training_pairs(DATA / "labelled_pairs.csv")
         assert both.file is not None and both.file.kind == "pairs"
         assert 0 < both.file_added < len(both.file.pairs)  # some were judged in review too
         assert both.summary.pairs == review.review + both.file_added
@@ -50,7 +50,7 @@ def test_training_input_counts_review_and_file_pairs_as_finetune_would(tmp_path,
         (tmp_path / "bad.csv").write_text("question1,question2,verdict\na,b,1\n",
                                           encoding="utf-8")
         with pytest.raises(InputError, match="cannot tell which columns"):
-            training_input(project.labelled_pairs(), tmp_path / "bad.csv")
+            training_input(project.labels.pairs(), tmp_path / "bad.csv")
     finally:
         project.close()
 
@@ -59,10 +59,10 @@ def test_too_few_or_one_verdict_is_refused_with_finetunes_own_message(tmp_path, 
     few = make_project(tmp_path / "few.duplens", encoder,
                        labels=(DUPLICATES[:2], NOT_DUPLICATES[:1]))
     try:
-        small = training_input(few.labelled_pairs())
+        small = training_input(few.labels.pairs())
         assert not small.can_train and small.summary.pairs == 3
         with pytest.raises(InputError) as refused:
-            few.finetune(options=QUICK)
+            few.versions.finetune(options=QUICK)
         assert small.problem == str(refused.value)
         assert f"fewer than {MIN_PAIRS}" in small.summary.warnings[0]
 
@@ -87,19 +87,19 @@ def test_delete_removes_an_unused_version_and_refuses_needed_ones(tmp_path, enco
     project = make_project(tmp_path / "q.duplens", encoder)
     try:
         models_dir = tmp_path / "q.duplens.models"
-        v2 = project.finetune(options=QUICK).version_id
-        project.activate_model(v2)                  # v3 is trained from v2
-        v3 = project.finetune(options=QUICK).version_id
-        assert project.model_versions()[-1]["parent_id"] == v2
+        v2 = project.versions.finetune(options=QUICK).version_id
+        project.versions.activate(v2)                  # v3 is trained from v2
+        v3 = project.versions.finetune(options=QUICK).version_id
+        assert project.versions.list()[-1]["parent_id"] == v2
         with pytest.raises(InputError, match="is the active model"):
-            project.delete_model(v2)
-        project.activate_model(1)
+            project.versions.delete(v2)
+        project.versions.activate(1)
         with pytest.raises(InputError, match="was trained from it"):
-            project.delete_model(v2)
-        project.activate_model(v2)
+            project.versions.delete(v2)
+        project.versions.activate(v2)
         with pytest.raises(InputError, match="was not trained in this project"):
-            project.delete_model(1)                 # the bundled model is never deleted
-        project.activate_model(1)
+            project.versions.delete(1)                 # the bundled model is never deleted
+        project.versions.activate(1)
 
         # v3 half-activated: some embeddings and a saved index to remove with it.
         cancel = CancelToken()
@@ -108,22 +108,22 @@ def test_delete_removes_an_unused_version_and_refuses_needed_ones(tmp_path, enco
             if event.stage == "encoding" and event.done > 0:
                 cancel.cancel()
 
-        assert project.activate_model(v3, progress=stop, cancel=cancel,
+        assert project.versions.activate(v3, progress=stop, cancel=cancel,
                                       chunk_texts=8).cancelled
         assert count(project, embeddings, v3) > 0 and count(project, indexes, v3) == 1
-        assert project.delete_model(v3).endswith(f"v{v3}")
-        assert [v["id"] for v in project.model_versions()] == [1, v2]
+        assert project.versions.delete(v3).endswith(f"v{v3}")
+        assert [v["id"] for v in project.versions.list()] == [1, v2]
         assert count(project, embeddings, v3) == count(project, indexes, v3) == 0
         with project.store.read() as conn:
             names = set(conn.execute(select(blobs.c.name)).scalars())
         assert not any(n.startswith((f"hnsw/{v3}", f"knn/{v3}/")) for n in names)
         assert sorted(p.name for p in models_dir.iterdir()) == [f"v{v2}"]
 
-        assert project.delete_model(v2)             # no child left: it can go now
-        assert [v["id"] for v in project.model_versions()] == [1]
+        assert project.versions.delete(v2)             # no child left: it can go now
+        assert [v["id"] for v in project.versions.list()] == [1]
         assert list(models_dir.iterdir()) == []
         with pytest.raises(InputError, match="no model version"):
-            project.delete_model(v2)
-        assert project.active_model()["id"] == 1 and project.search("python", 3)
+            project.versions.delete(v2)
+        assert project.model.row()["id"] == 1 and project.search("python", 3)
     finally:
         project.close()

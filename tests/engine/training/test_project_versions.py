@@ -43,13 +43,13 @@ NOT_DUPLICATES = [("q3", "q33"), ("q5", "q38"), ("q7", "q40"), ("q9", "q34"), ("
 
 def make_project(path: Path, encoder, labels=(DUPLICATES, NOT_DUPLICATES)) -> Project:
     project = Project.open(path, create=True)
-    project.attach_encoder(encoder, is_default=True)
-    project.import_table(DATA / "questions.csv", ["question"], id_column="qid")
-    project.encode()
-    item = {r["id"]: r["item_id"] for r in project.items_page(0, 100)}
+    project.model.attach(encoder, is_default=True)
+    project.rows.import_table(DATA / "questions.csv", ["question"], id_column="qid")
+    project.vectors.encode()
+    item = {r["id"]: r["item_id"] for r in project.rows.page(0, 100)}
     for label, pairs in zip((1, 0), labels, strict=True):
         for a, b in pairs:
-            project.set_pair_label(item[a], item[b], label)
+            project.labels.set_label(item[a], item[b], label)
     return project
 
 
@@ -64,7 +64,7 @@ def scores(hits):
 
 
 def models_rows(project):
-    return [(v["id"], v["active"]) for v in project.model_versions()]
+    return [(v["id"], v["active"]) for v in project.versions.list()]
 
 
 @pytest.fixture(scope="module")
@@ -74,7 +74,7 @@ def trained(tmp_path_factory, encoder):
     project = make_project(folder / "questions.duplens", encoder)
     before = project.search(QUERY, 5)
     events = []
-    report = project.finetune(options=QUICK, progress=events.append)
+    report = project.versions.finetune(options=QUICK, progress=events.append)
     yield project, report, before, events
     project.close()
 
@@ -100,7 +100,7 @@ def test_finetune_saves_an_inactive_version_that_loads(trained, encoder):
         pytest.approx(report.before.average_precision)
     assert record["options"]["max_steps"] == 2 and record["created_at"]
 
-    versions = {v["id"]: v for v in project.model_versions()}
+    versions = {v["id"]: v for v in project.versions.list()}
     assert [(i, v["active"]) for i, v in versions.items()] == [(1, True), (2, False)]
     v2 = versions[2]
     assert v2["parent_id"] == 1 and v2["objective"] == "contrastive" and v2["available"]
@@ -110,7 +110,7 @@ def test_finetune_saves_an_inactive_version_that_loads(trained, encoder):
     assert sorted(p.name for p in report.folder.parent.iterdir()) == ["v2"]  # no staging
 
     # Not activated: the project searches exactly as before, with the same model.
-    assert project.active_model()["id"] == 1 and project.encoder() is encoder
+    assert project.model.row()["id"] == 1 and project.model.encoder() is encoder
     assert scores(project.search(QUERY, 5)) == scores(before_hits)
     vectors = load(report.folder).encode(["How do I learn Python?"])
     assert vectors.shape == (1, encoder.dim)
@@ -118,7 +118,7 @@ def test_finetune_saves_an_inactive_version_that_loads(trained, encoder):
 
 def test_a_cancelled_finetune_saves_nothing(trained):
     project, _report, before_hits, _ = trained
-    versions = project.model_versions()
+    versions = project.versions.list()
     cancel = CancelToken()
 
     def progress(event):
@@ -126,12 +126,12 @@ def test_a_cancelled_finetune_saves_nothing(trained):
             cancel.cancel()
 
     with pytest.raises(Cancelled):
-        project.finetune(options=TrainingOptions(batch_size=4, max_steps=50),
+        project.versions.finetune(options=TrainingOptions(batch_size=4, max_steps=50),
                          progress=progress, cancel=cancel)
-    assert project.model_versions() == versions
+    assert project.versions.list() == versions
     assert sorted(p.name for p in (project.path.parent / "questions.duplens.models").iterdir()
                   ) == ["v2"]
-    assert project.active_model()["id"] == 1
+    assert project.model.row()["id"] == 1
     assert scores(project.search(QUERY, 5)) == scores(before_hits)
 
 
@@ -146,10 +146,10 @@ def test_activation_serves_the_new_model_and_rollback_restores_the_old(trained, 
         if event.stage == "encoding" and event.done > 0:
             cancel.cancel()
 
-    stopped = project.activate_model(2, progress=stop_early, cancel=cancel, chunk_texts=8)
+    stopped = project.versions.activate(2, progress=stop_early, cancel=cancel, chunk_texts=8)
     assert stopped.cancelled and not stopped.activated
     assert 0 < stopped.encoded < 46 and stopped.remaining == 46 - stopped.encoded
-    assert project.active_model()["id"] == 1
+    assert project.model.row()["id"] == 1
     assert scores(project.search(QUERY, 5)) == old
 
     # 2. Resumed in a worker thread while this one keeps searching: every answer comes
@@ -163,7 +163,7 @@ def test_activation_serves_the_new_model_and_rollback_restores_the_old(trained, 
 
     result = {}
     worker = threading.Thread(target=lambda: result.setdefault(
-        "report", project.activate_model(2, progress=search_meanwhile, chunk_texts=8)))
+        "report", project.versions.activate(2, progress=search_meanwhile, chunk_texts=8)))
     worker.start()
     while worker.is_alive():
         answers.append(scores(project.search(QUERY, 5)))
@@ -174,7 +174,7 @@ def test_activation_serves_the_new_model_and_rollback_restores_the_old(trained, 
     assert during and all(d == old for d in during)
 
     # 3. The project now answers with the version's own encodings.
-    assert project.active_model()["id"] == 2
+    assert project.model.row()["id"] == 2
     hits = project.search(QUERY, 5)
     model = load(report.folder)
     q, *texts = model.encode([QUERY, *[h.text for h in hits]], normalize_embeddings=True)
@@ -182,40 +182,40 @@ def test_activation_serves_the_new_model_and_rollback_restores_the_old(trained, 
     new = scores(hits)
     assert new != old
     assert all(a in (old, new) for a in answers)
-    versions = {v["id"]: v for v in project.model_versions()}
+    versions = {v["id"]: v for v in project.versions.list()}
     assert versions[2]["active"] and versions[2]["encoded"] == 46 and versions[2]["indexed"]
     assert project.info()["index_items"] == 46
-    assert project.duplicates(0.75)  # the neighbour graph is rebuilt for the new model
+    assert project.clusters.cut(0.75)  # the neighbour graph is rebuilt for the new model
 
     # 4. Back to the first version: nothing is encoded again, and the old scores return.
-    back = project.activate_model(1)
+    back = project.versions.activate(1)
     assert back.activated and back.encoded == 0 and back.indexed == 0
     assert back.seconds < 5
-    assert project.active_model()["id"] == 1 and project.encoder() is encoder
+    assert project.model.row()["id"] == 1 and project.model.encoder() is encoder
     assert scores(project.search(QUERY, 5)) == pytest.approx(old)
-    again = project.activate_model(1)
+    again = project.versions.activate(1)
     assert again.already_active and again.activated
 
 
 def test_export_copies_a_folder_sentence_transformers_loads(trained, tmp_path, encoder):
     project, report, _, _ = trained
-    out = project.export_model(2, tmp_path / "exported")
+    out = project.versions.export(2, tmp_path / "exported")
     assert (out / "modules.json").is_file() and (out / VERSION_FILE).is_file()
     texts = ["How do I learn Python?", "Why is the sky blue?"]
     assert load(out).encode(texts) == pytest.approx(load(report.folder).encode(texts),
                                                     abs=1e-6)
-    default = project.export_model(1, tmp_path / "default")
+    default = project.versions.export(1, tmp_path / "default")
     assert load(default).encode(texts) == pytest.approx(encoder.model.encode(texts), abs=1e-5)
     with pytest.raises(ModelError, match="not an empty folder"):
-        project.export_model(2, tmp_path / "exported")
+        project.versions.export(2, tmp_path / "exported")
     with pytest.raises(InputError, match="no model version 9"):
-        project.export_model(9, tmp_path / "nine")
+        project.versions.export(9, tmp_path / "nine")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["default", "exported"]
 
 
 def test_training_pairs_merge_review_labels_and_a_file(trained):
     project = trained[0]
-    review = project.training_pairs()
+    review = project.versions.training_pairs()
     assert len(review) == 33 and all(p.key_a.startswith("text:") for p in review)
 
     def same(pair):
@@ -225,7 +225,7 @@ def test_training_pairs_merge_review_labels_and_a_file(trained):
     from_file = read_labelled_file(DATA / "labelled_pairs.csv").pairs
     file_only = [p for p in from_file if same(p) not in seen]
     assert len(file_only) < len(from_file)  # some pairs were judged in both places
-    assert project.training_pairs(DATA / "labelled_pairs.csv") == review + file_only
+    assert project.versions.training_pairs(DATA / "labelled_pairs.csv") == review + file_only
 
 
 def test_too_few_or_one_sided_labels_fail_before_any_model_work(tmp_path, encoder):
@@ -233,14 +233,14 @@ def test_too_few_or_one_sided_labels_fail_before_any_model_work(tmp_path, encode
                        labels=(DUPLICATES[:2], NOT_DUPLICATES[:1]))
     try:
         with pytest.raises(InputError, match="Only 3 labelled pairs"):
-            few.finetune(options=QUICK)
+            few.versions.finetune(options=QUICK)
         one_sided = [LabelledPair(f"question number {i}", f"the question numbered {i}", 1.0)
                      for i in range(25)]
         with pytest.raises(InputError, match="Every one of the 25 pairs is labelled duplicate"):
-            few.finetune(pairs=one_sided, options=QUICK)
+            few.versions.finetune(pairs=one_sided, options=QUICK)
         with pytest.raises(InputError, match="unknown training objective"):
-            few.finetune("nope", options=QUICK)
-        assert [v["id"] for v in few.model_versions()] == [1]
+            few.versions.finetune("nope", options=QUICK)
+        assert [v["id"] for v in few.versions.list()] == [1]
         assert not (tmp_path / "few.duplens.models").exists()
     finally:
         few.close()
@@ -260,11 +260,11 @@ def test_a_moved_project_finds_and_activates_its_versions(trained, tmp_path):
     shutil.copytree(report.folder.parent, moved / "questions.duplens.models")
     copy = Project.open(moved / "questions.duplens")
     try:
-        versions = {v["id"]: v for v in copy.model_versions()}
+        versions = {v["id"]: v for v in copy.versions.list()}
         assert versions[2]["folder"] == str(moved / "questions.duplens.models" / "v2")
         assert versions[2]["available"]
         events = []
-        activated = copy.activate_model(2, progress=events.append)
+        activated = copy.versions.activate(2, progress=events.append)
         assert activated.activated
         assert events[0].stage == "loading model"
         assert copy.search(QUERY, 3)

@@ -1,0 +1,61 @@
+"""Run a command in a fresh Python process and read that process's own peak memory.
+
+`os.wait4`'s ru_maxrss is not the child's own: `subprocess` starts children with vfork, and
+Linux keeps the larger of the borrowed (parent's) memory and the child's across exec, so a
+child of a 4 GB test runner reports 4 GB whatever it did (seen in the test suite). VmHWM in
+/proc belongs to the address space itself, which exec replaces, so the child reads it as it
+exits and leaves it in a file.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+# Runs `python -m MODULE ARGS...` or `python -c CODE ARGS...` after arranging that VmHWM
+# (kB) is written to a file at exit.
+_WRAPPER = (
+    "import atexit, runpy, sys\n"
+    "out, how, what = sys.argv[1:4]\n"
+    "def peak():\n"
+    "    with open('/proc/self/status') as s:\n"
+    "        kb = next(line.split()[1] for line in s if line.startswith('VmHWM'))\n"
+    "    with open(out, 'w') as f:\n"
+    "        f.write(kb)\n"
+    "atexit.register(peak)\n"
+    "sys.argv = [what if how == '-m' else '-c', *sys.argv[4:]]\n"
+    "if how == '-m':\n"
+    "    runpy.run_module(what, run_name='__main__', alter_sys=True)\n"
+    "else:\n"
+    "    exec(compile(what, '<string>', 'exec'), {'__name__': '__main__'})\n")
+
+
+@dataclass(frozen=True)
+class ChildRun:
+    returncode: int
+    stderr: str
+    peak_rss_mib: int
+    seconds: float
+
+
+def run_python(args: list[str], *, env: dict | None = None,
+               cwd: str | os.PathLike | None = None) -> ChildRun:
+    """`python -m MODULE ...` or `python -c CODE ...` (`args` as after `python`) in a fresh
+    process: exit code, stderr, its own peak RSS and wall time."""
+    if len(args) < 2 or args[0] not in ("-m", "-c"):
+        raise ValueError("args must start with -m MODULE or -c CODE")
+    with tempfile.TemporaryDirectory(prefix="duplens-peak-") as folder:
+        out = Path(folder) / "peak"
+        started = time.perf_counter()
+        done = subprocess.run([sys.executable, "-c", _WRAPPER, str(out), *args],
+                              stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env,
+                              cwd=cwd)
+        seconds = time.perf_counter() - started
+        kb = int(out.read_text()) if out.exists() else 0
+    return ChildRun(done.returncode, done.stderr.decode(errors="replace"),
+                    round(kb / 1024), round(seconds, 2))

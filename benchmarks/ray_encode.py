@@ -1,0 +1,305 @@
+"""Encoding on Ray: rows/s against the number of workers, beside local encoding.
+
+    python -m benchmarks --only ray_encode [--quick]
+    python -m benchmarks.ray_encode [--rows 10000] [--workers 1 2 4 8 16] [--gpu-workers 1]
+
+Same texts (distinct Quora questions), same model (the bundled all-MiniLM-L6-v2), batch
+size 64, one process driving everything, one configuration after the other:
+- plain `SentenceTransformer.encode` (normalised; all cores, and one torch thread);
+- Duplens' import pipeline encoding in this thread (`project.vectors.encode`, `LocalExecutor`);
+- the same pipeline on a local Ray (`RayExecutor`, started once with every core) with N CPU
+  actors of one CPU and one torch thread each, for each N of `--workers`, and (with CUDA)
+  one or more GPU actors (fp16, as local CUDA encoding);
+- the writer: the same pipeline fed precomputed vectors (planning, SQLite commits of
+  2,048 rows, HNSW indexing on the job's one indexing thread), i.e. what the driver
+  sustains when encoders are not the limit; the same without indexing; the commits alone.
+Each Ray run reports the job's rows/s (actor start and model loads included) and the
+steady rate (from its first result to its last). The goal: each added worker adds at least
+0.8x one worker's steady rate until the writer or the cores bound it; the notes say which.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import os
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+BATCH = 64
+ROWS_QUICK, ROWS_FULL = 3_000, 10_000
+GOAL_GAIN = 0.8
+
+
+def default_workers() -> list[int]:
+    """1, 2, 4, … up to the machine's cores."""
+    counts, n = [], 1
+    while n <= (os.cpu_count() or 1):
+        counts.append(n)
+        n *= 2
+    return counts
+
+
+def run(quick: bool) -> dict:
+    """The suite's entry point (benchmarks/run.py)."""
+    import torch
+
+    from benchmarks.data import quora_questions
+
+    texts = quora_questions(ROWS_QUICK if quick else ROWS_FULL)
+    gpus = 1 if torch.cuda.is_available() else 0
+    return measure(texts, default_workers(), gpus)
+
+
+def measure(texts: list[str], workers: list[int], gpu_workers: int = 0) -> dict:
+    import torch
+    from sentence_transformers import SentenceTransformer
+
+    from engine.encoding.encoder import SentenceEncoder
+    from engine.encoding.models import default_model_path, load_model, resolve_model
+    from engine.encoding.ray_cluster import connect
+    from engine.encoding.ray_executor import RayExecutor
+
+    spec = resolve_model(None)
+    rows: list[dict] = []
+    threads = torch.get_num_threads()
+    plain = SentenceTransformer(str(default_model_path()), device="cpu")
+    plain.encode(texts[:256], batch_size=BATCH)  # warm-up
+    for n_threads in (threads, 1):
+        torch.set_num_threads(n_threads)
+        seconds = _timed(lambda: plain.encode(texts, batch_size=BATCH,
+                                              normalize_embeddings=True))
+        rows.append(_row(f"plain sentence-transformers encode, {n_threads} torch thread(s)",
+                         len(texts), seconds))
+    torch.set_num_threads(threads)
+
+    encoder = SentenceEncoder(load_model(spec, "cpu"), spec, "cpu", BATCH)
+    with tempfile.TemporaryDirectory(prefix="duplens-ray-bench-") as tmp:
+        src = _csv(Path(tmp), texts)
+        local = _pipeline(Path(tmp) / "local.duplens", src, encoder, None)
+        rows.append(_row(f"Duplens pipeline, this thread ({threads} torch threads)",
+                         len(texts), local["seconds"], local["steady"]))
+        vectors = local.pop("vectors")
+
+        session = connect(None, num_cpus=os.cpu_count())
+        try:
+            ray_rows = []
+            for n in workers:
+                executor = RayExecutor(workers=n, use_gpus=False)
+                got = _pipeline(Path(tmp) / f"ray{n}.duplens", src, encoder, executor)
+                got.pop("vectors")
+                ray_rows.append({**_row(f"Duplens on Ray, {n} CPU worker(s) x 1 thread",
+                                        len(texts), got["seconds"], got["steady"]),
+                                 "workers": n, "device": "cpu"})
+            if gpu_workers:
+                gpu_encoder = SentenceEncoder(encoder.model, spec, "cpu", 256)
+                executor = RayExecutor(workers=gpu_workers, use_gpus=True)
+                got = _pipeline(Path(tmp) / "gpu.duplens", src, gpu_encoder, executor)
+                got.pop("vectors")
+                ray_rows.append({**_row(f"Duplens on Ray, {gpu_workers} GPU worker(s), fp16, "
+                                        f"batch 256", len(texts), got["seconds"],
+                                        got["steady"]),
+                                 "workers": gpu_workers, "device": "cuda"})
+        finally:
+            session.close()
+        rows += ray_rows
+        writer = _pipeline(Path(tmp) / "writer.duplens", src, encoder, _Precomputed(vectors))
+        # The whole job's rate: without encoding, planning is most of what is left.
+        rows.append(_row("the writer: pipeline fed precomputed vectors (plan, commit, index)",
+                         len(texts), writer["seconds"]))
+        planned = _without_index(Path(tmp) / "plan.duplens", src, encoder, vectors)
+        rows.append(_row("the same without indexing (plan, commit)", len(texts), planned))
+        commits = _commit_only(Path(tmp) / "commit.duplens", src, encoder, vectors)
+        rows.append(_row("SQLite commits alone (2,048 rows per transaction)", len(texts),
+                         commits))
+    return _report(texts, rows, ray_rows, threads)
+
+
+def _row(name: str, n: int, seconds: float, steady: float | None = None) -> dict:
+    row = {"name": name, "rows": n, "seconds": round(seconds, 2),
+           "rows_per_s": round(n / seconds, 1), "load_average": _load()}
+    if steady is not None:
+        row["steady_rows_per_s"] = round(steady, 1)
+    return row
+
+
+def _load() -> list[float]:
+    return [round(x, 2) for x in os.getloadavg()]
+
+
+def _timed(fn) -> float:
+    t0 = time.perf_counter()
+    fn()
+    return time.perf_counter() - t0
+
+
+def _csv(folder: Path, texts: list[str]) -> Path:
+    src = folder / "questions.csv"
+    with src.open("w", newline="", encoding="utf-8") as fh:
+        writer = csv.writer(fh)
+        writer.writerow(["question"])
+        writer.writerows([t] for t in texts)
+    return src
+
+
+def _pipeline(path: Path, src: Path, encoder, executor) -> dict:
+    """Import (not timed), then `project.vectors.encode` on `executor` (timed): seconds, the steady
+    rate from the first result to the last, and the stored vectors by text."""
+    from engine.project import Project
+    from engine.store import vectors as vector_store
+    from engine.store.items import texts_by_id
+
+    marks: list[tuple[float, int]] = []
+
+    def progress(p) -> None:
+        if p.done:
+            marks.append((time.perf_counter(), p.done))
+
+    with Project.open(path, create=True) as project:
+        project.model.attach(encoder, is_default=True)
+        project.rows.import_table(src, ["question"])
+        t0 = time.perf_counter()
+        try:
+            project.vectors.encode(progress=progress, executor=executor)
+        finally:
+            if executor is not None:
+                executor.close()
+        seconds = time.perf_counter() - t0
+        with project.store.read() as conn:
+            model_id = project.model.id()
+            by_text = {}
+            for ids, vecs in vector_store.iter_embeddings(conn, model_id, encoder.dim):
+                texts = texts_by_id(conn, ids.tolist())
+                by_text.update({texts[int(t)]: v for t, v in zip(ids, vecs, strict=True)})
+    (t_first, n_first), (t_last, n_last) = marks[0], marks[-1]
+    steady = (n_last - n_first) / (t_last - t_first) if t_last > t_first else None
+    return {"seconds": seconds, "steady": steady, "vectors": by_text}
+
+
+class _Precomputed:
+    """An executor that hands back vectors computed before: the pipeline without encoding."""
+
+    def __init__(self, by_text: dict[str, np.ndarray]) -> None:
+        self.by_text = by_text
+
+    def map(self, encoder, batches):
+        from engine.encoding.encoder import EncodedBatch
+
+        for batch in batches:
+            yield EncodedBatch(batch.text_ids, np.stack([self.by_text[t] for t in batch.texts]),
+                               [False] * len(batch.texts))
+
+    def close(self) -> None:
+        pass
+
+
+def _without_index(path: Path, src: Path, encoder, by_text: dict[str, np.ndarray]) -> float:
+    """Seconds for the job fed precomputed vectors with no index to feed: planning
+    (tokenising for the sort) and the chunk commits, which is what one SQLite writer does."""
+    from engine.encoding.job import encode_missing
+    from engine.project import Project
+
+    with Project.open(path, create=True) as project:
+        project.model.attach(encoder, is_default=True)
+        project.rows.import_table(src, ["question"])
+        model_id = project.model.id()
+        return _timed(lambda: encode_missing(project.store, encoder, model_id,
+                                             executor=_Precomputed(by_text)))
+
+
+def _commit_only(path: Path, src: Path, encoder, by_text: dict[str, np.ndarray]) -> float:
+    """Seconds to store every vector in transactions of one chunk each, nothing else."""
+    from engine.encoding.job import CHUNK_TEXTS
+    from engine.project import Project
+    from engine.store.items import texts_by_id
+    from engine.store.vectors import add_embeddings, missing_text_ids
+
+    with Project.open(path, create=True) as project:
+        project.model.attach(encoder, is_default=True)
+        project.rows.import_table(src, ["question"])
+        model_id = project.model.id()
+        with project.store.read() as conn:
+            ids = missing_text_ids(conn, model_id)
+            texts = texts_by_id(conn, ids)
+        vectors = np.stack([by_text[texts[t]] for t in ids])
+        t0 = time.perf_counter()
+        for start in range(0, len(ids), CHUNK_TEXTS):
+            part = slice(start, start + CHUNK_TEXTS)
+            with project.store.write() as conn:
+                add_embeddings(conn, model_id, ids[part], vectors[part],
+                               [False] * len(ids[part]))
+        return time.perf_counter() - t0
+
+
+def _report(texts: list[str], rows: list[dict], ray_rows: list[dict], threads: int) -> dict:
+    cores = os.cpu_count() or 1
+    plain = rows[0]["rows_per_s"]
+    writer = next(r for r in rows if r["name"].startswith("the writer"))["rows_per_s"]
+    cpu_rows = [r for r in ray_rows if r["device"] == "cpu"]
+    one = next((r["steady_rows_per_s"] for r in cpu_rows if r["workers"] == 1), None)
+    gains = []
+    for prev, cur in zip(cpu_rows, cpu_rows[1:] if one else [], strict=False):
+        added = cur["workers"] - prev["workers"]
+        gain = (cur["steady_rows_per_s"] - prev["steady_rows_per_s"]) / (added * one)
+        gains.append({"from": prev["workers"], "to": cur["workers"], "gain": round(gain, 2)})
+    notes = [f"{len(texts)} distinct Quora questions, batch {BATCH}, {cores} cores; the "
+             f"local Ray was started with {cores} CPUs; the driver (planning, commits, "
+             f"indexing) shares the machine with the workers.",
+             f"The writer sustains {writer:,.0f} rows/s; plain encode with {threads} torch "
+             f"threads {plain:,.0f} rows/s."]
+    for g in gains:
+        bound = ""
+        if g["gain"] < GOAL_GAIN:
+            top = next(r for r in cpu_rows if r["workers"] == g["to"])
+            if top["steady_rows_per_s"] >= 0.8 * writer:
+                bound = " (bound by the writer)"
+            elif g["to"] + 1 > cores:
+                bound = (f" (bound by the cores: {g['to']} workers and the driver on "
+                         f"{cores} cores)")
+        notes.append(f"{g['from']} -> {g['to']} workers: each added worker adds "
+                     f"{g['gain']:.2f}x one worker's steady rate{bound}.")
+    headline = []
+    best = max(cpu_rows, key=lambda r: r["steady_rows_per_s"], default=None)
+    if best is not None:
+        headline.append({"figure": f"Ray, {best['workers']} CPU worker(s): steady rows/s",
+                         "duplens": f"{best['steady_rows_per_s']:,.0f} rows/s",
+                         "baseline": f"{plain:,.0f} rows/s (plain encode, {threads} threads)",
+                         "ratio": f"{best['steady_rows_per_s'] / plain:.2f}x",
+                         "goal": "each added worker adds >= 0.8x one worker's rate",
+                         "met": all(g["gain"] >= GOAL_GAIN for g in gains) if gains else None})
+    columns = ["configuration", "rows/s (job)", "rows/s (steady)", "load average"]
+    table = [[r["name"], f"{r['rows_per_s']:,.0f}",
+              f"{r['steady_rows_per_s']:,.0f}" if "steady_rows_per_s" in r else "",
+              " ".join(f"{x:.2f}" for x in r["load_average"])] for r in rows]
+    plots = [{"file": "ray_encode.png", "title": "Encoding on Ray: rows/s against workers",
+              "xlabel": "CPU workers (1 thread each)", "ylabel": "rows/s (steady)",
+              "series": [{"label": "Ray CPU workers", "x": [r["workers"] for r in cpu_rows],
+                          "y": [r["steady_rows_per_s"] for r in cpu_rows]},
+                         {"label": "the writer", "x": [r["workers"] for r in cpu_rows],
+                          "y": [writer] * len(cpu_rows)}]}] if cpu_rows else []
+    return {"rows": len(texts), "configurations": rows, "scaling": gains,
+            "headline": headline, "plots": plots, "notes": notes,
+            "tables": [{"title": "Encoding on Ray (same texts, one after the other)",
+                        "columns": columns, "rows": table}]}
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--rows", type=int, default=ROWS_FULL)
+    ap.add_argument("--workers", type=int, nargs="+", default=default_workers(),
+                    help="CPU worker counts to measure (default: 1, 2, 4 … up to the cores)")
+    ap.add_argument("--gpu-workers", type=int, default=0,
+                    help="GPU workers for one more run (needs CUDA)")
+    args = ap.parse_args()
+    from benchmarks.data import quora_questions
+
+    print(json.dumps(measure(quora_questions(args.rows), args.workers, args.gpu_workers),
+                     indent=1))
+
+
+if __name__ == "__main__":
+    main()

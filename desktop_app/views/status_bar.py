@@ -1,0 +1,98 @@
+"""`WindowStatusBar`: what the open project holds, what its model is doing, and the job.
+
+"48 items · all-MiniLM-L6-v2 on cpu · 12 texts not encoded yet · index: 36 texts ·
+Loading the model…" on the left (the engine's `info`, rendered whenever it or the model's
+state changes); **Resume encoding** when a stopped import left texts to encode and nothing
+runs; the running job's strip (`JobStatus`) on the right; and messages about what just
+happened over the line for a while.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from PySide6.QtCore import Signal
+from PySide6.QtWidgets import QLabel, QPushButton, QStatusBar, QWidget
+
+from desktop_app.views.job_status import JobStatus
+
+if TYPE_CHECKING:
+    from desktop_app.jobs import JobHandle
+
+NO_PROJECT = "Open a project, or create one from a spreadsheet."
+SEPARATOR = "  ·  "
+MESSAGE_MS = 15_000
+
+
+def describe_project(info: dict | None) -> str:
+    """The counts of `info` (`bridge.project_info`) in words; a hint when none is open."""
+    if info is None:
+        return NO_PROJECT
+    parts = [f"{info['items']:,} items"]
+    if info.get("model"):
+        device = f" on {info['device']}" if info.get("device") else ""
+        parts.append(f"{info['model']}{device}")
+    left = _not_encoded(info)
+    if left > 0:
+        parts.append(f"{left:,} texts not encoded yet")
+    parts.append(f"index: {info.get('index_items', 0):,} texts"
+                 if info.get("index_items") else "index: empty")
+    return SEPARATOR.join(parts)
+
+
+def _not_encoded(info: dict | None) -> int:
+    return info.get("texts", 0) - info.get("encoded", 0) if info else 0
+
+
+class WindowStatusBar(QStatusBar):
+    """The project line, Resume encoding, and the strip of the job that runs."""
+
+    resumeRequested = Signal()
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.project = QLabel(NO_PROJECT, self)
+        self.resume_button = QPushButton("Resume encoding", self)
+        self.resume_button.setVisible(False)
+        self.job = JobStatus(self)
+        self.addWidget(self.project, 1)
+        self.addPermanentWidget(self.resume_button)
+        self.addPermanentWidget(self.job)
+        self.resume_button.clicked.connect(self.resumeRequested)
+        self._info: dict | None = None
+        self._model_state = ""
+        self._busy = False
+
+    def show_info(self, info: dict | None) -> None:
+        self._info = info
+        self._render()
+
+    def show_model_state(self, state: str) -> None:
+        """"Loading the model…" and the like after the counts ("": nothing to say)."""
+        self._model_state = state
+        self._render()
+
+    def show_opening(self, name: str) -> None:
+        """While a project opens; the next `show_info` replaces it."""
+        self.project.setText(f"Opening {name}…")
+
+    def follow(self, title: str, job: JobHandle) -> None:
+        """Show `job`'s strip (its Cancel stops it) until `idle()`."""
+        self._busy = True
+        self.job.start(title, job)
+        self._render()
+
+    def idle(self) -> None:
+        self._busy = False
+        self.job.stop()
+        self._render()
+
+    def say(self, message: str, timeout_ms: int = MESSAGE_MS) -> None:
+        """A message about what just happened, over the project line for a while."""
+        self.showMessage(message, timeout_ms)
+
+    def _render(self) -> None:
+        text = describe_project(self._info)
+        self.project.setText(f"{text}{SEPARATOR}{self._model_state}" if self._model_state
+                             else text)
+        self.resume_button.setVisible(_not_encoded(self._info) > 0 and not self._busy)

@@ -1,0 +1,57 @@
+"""The calibrated threshold: where the analyst's own labels put "duplicate".
+
+The default cut (0.8) suits all-MiniLM-L6-v2 on paraphrase data, but every corpus and every
+fine-tuned model draws the line elsewhere. Once the labelled pairs hold enough of both
+kinds, the threshold of best F1 on them replaces the default in `duplicates`, `match`,
+`ask` and the window's slider.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from engine.review.metrics import ThresholdCurve
+
+DEFAULT_THRESHOLD = 0.8
+# Enough labels: at least this many duplicates AND this many non-duplicates. With fewer, one
+# more verdict can move the best-F1 threshold anywhere between two neighbouring scores, so
+# the slider would jump; with ten of each the best F1 rests on at least ten positives and
+# one verdict moves it by at most a tenth of its recall.
+ENOUGH_OF_EACH = 10
+
+
+@dataclass(frozen=True)
+class Calibration:
+    """The best-F1 threshold on the labelled pairs, and what it rests on."""
+
+    threshold: float
+    precision: float
+    recall: float
+    f1: float
+    positives: int
+    negatives: int
+
+    @property
+    def labels(self) -> int:
+        return self.positives + self.negatives
+
+    @property
+    def enough(self) -> bool:
+        return min(self.positives, self.negatives) >= ENOUGH_OF_EACH
+
+
+def calibrate(curve: ThresholdCurve) -> Calibration | None:
+    """The curve's best-F1 point, or None while only one kind of label exists."""
+    if not curve.usable or curve.best_threshold is None:
+        return None
+    best = int(curve.f1.argmax())
+    return Calibration(float(curve.thresholds[best]), float(curve.precision[best]),
+                       float(curve.recall[best]), float(curve.f1[best]),
+                       curve.positives, curve.negatives)
+
+
+def default_threshold(calibration: Calibration | None) -> float:
+    """What the project's commands cut at when the user gives no threshold."""
+    if calibration is not None and calibration.enough:
+        return round(calibration.threshold, 4)
+    return DEFAULT_THRESHOLD

@@ -1,0 +1,197 @@
+"""`ActiveModel`: which model a project searches with, and that model loaded.
+
+The stored choice (`meta.active_model_id` and its `models` row) and the loaded
+`SentenceEncoder` change together here, under one lock, so a search never pairs a query of
+one model with another model's index. The previous model is kept loaded as a spare after a
+switch (and a just-trained version before one), so switching straight back is instant.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from engine.encoding.backends import backend_for_row
+from engine.encoding.encoder import SentenceEncoder
+from engine.encoding.loading import load_encoder, load_stored_encoder
+from engine.encoding.models import DEFAULT_MODEL
+from engine.errors import ProjectError
+from engine.store import vectors as vector_store
+from engine.store.database import Store
+
+
+@dataclass(frozen=True)
+class ModelPreferences:
+    """How models are loaded from now on: device, batch size, backend (None keeps the
+    backend the active model's embeddings were made with) and whether single queries get
+    the faster runtime (`SentenceEncoder.prepare_fast_queries`; the window asks for it)."""
+
+    device: str = "auto"
+    batch_size: int = 64
+    backend: str | None = None
+    fast_queries: bool = False
+
+
+class ActiveModel:
+    """The project's active model: its stored row and its loaded encoder."""
+
+    def __init__(self, store: Store, on_switch: Callable[[int], None]) -> None:
+        self._store = store
+        self._on_switch = on_switch  # told the new model id when another model serves
+        self.preferences = ModelPreferences()
+        self.lock = threading.Lock()  # guards the encoder and the id together
+        self._encoder: SentenceEncoder | None = None
+        self._id: int | None = None
+        self._spare: tuple[int, SentenceEncoder] | None = None
+
+    def configure(self, **changes) -> ModelPreferences:
+        """Change some preferences (`ModelPreferences` fields); models loaded later use them."""
+        self.preferences = dataclasses.replace(self.preferences, **changes)
+        return self.preferences
+
+    # -- the stored choice -----------------------------------------------------------------
+    def row(self) -> dict | None:
+        """The active model's `models` row, None before any model was used."""
+        model_id = self._store.get_meta("active_model_id")
+        if model_id is None:
+            return None
+        with self._store.read() as conn:
+            return vector_store.get_model_row(conn, int(model_id))
+
+    def id(self) -> int:
+        """The active model's id, loading the default model for a new project. Cached: the
+        per-keystroke search asks for it on every call."""
+        if self._id is not None:
+            return self._id
+        active = self.row()
+        if active is None:
+            self.encoder()
+            active = self.row()
+        self._id = int(active["id"])
+        return self._id
+
+    def is_default(self) -> bool:
+        """True when the active model is the bundled default (or none is set yet)."""
+        active = self.row()
+        return active is None or active["location"] == DEFAULT_MODEL
+
+    def source(self, location: str) -> str | None:
+        """A stored model location as `load_encoder` takes it: the project's own versions
+        are stored relative to the project file, so they are found wherever it moved."""
+        from engine.training.versions import model_source
+
+        return model_source(self._store.path, location)
+
+    def serving_backend(self, row: dict, preferred: str | None = None) -> str:
+        """The backend that serves `row`'s stored embeddings (`backend_for_row`): the one
+        place the rule is applied for a model the project already has."""
+        return backend_for_row(row["fingerprint"], preferred or self.preferences.backend).name
+
+    # -- the loaded encoder ----------------------------------------------------------------
+    def loaded(self) -> SentenceEncoder | None:
+        """The encoder if one is loaded; never loads."""
+        with self.lock:
+            return self._encoder
+
+    def snapshot(self) -> tuple[SentenceEncoder | None, int | None]:
+        """The loaded encoder and the id it serves, read together; never loads."""
+        with self.lock:
+            return self._encoder, self._id
+
+    def encoder(self) -> SentenceEncoder:
+        """The active model, loaded on first use (the default model for a new project).
+
+        Opening keeps the embeddings the project has: a quantised backend preference applies
+        when a model is chosen (`use`), never by re-encoding on open."""
+        encoder = self.loaded()
+        if encoder is not None:
+            return encoder
+        active = self.row()
+        if self._store.read_only:
+            if active is None:
+                raise ProjectError(f"{self._store.path.name}: has no encoded items yet")
+            prefs = self.preferences
+            encoder = load_stored_encoder(
+                self.source(active["location"]), active["fingerprint"], device=prefs.device,
+                batch_size=prefs.batch_size, backend=prefs.backend, check_weights=False)
+            self._prepare(encoder)
+            with self.lock:
+                self._encoder = encoder
+            return encoder
+        if active is None:
+            return self.use(None)
+        return self.use(self.source(active["location"]), backend=self.serving_backend(active))
+
+    def use(self, model: str | None = None, *, device: str | None = None,
+            batch_size: int | None = None, backend: str | None = None) -> SentenceEncoder:
+        """Load a model (default, folder or hub name) and make it the active one; with a
+        quantised `backend` it is a model of its own (its rows are encoded again)."""
+        prefs = self.preferences
+        encoder = load_encoder(model, device=device or prefs.device,
+                               batch_size=batch_size or prefs.batch_size,
+                               backend=backend or prefs.backend)
+        self.attach(encoder, is_default=model in (None, "", DEFAULT_MODEL))
+        return encoder
+
+    def reload(self, backend: str | None = None) -> SentenceEncoder:
+        """Load the active model again through `backend` (say, after the user picked a
+        faster one), keeping which model is active: a fine-tuned version stays the model."""
+        if backend is not None:
+            self.configure(backend=backend)
+        active = self.row()
+        return self.use(self.source(active["location"]) if active else None,
+                        backend=self.preferences.backend)
+
+    def attach(self, encoder: SentenceEncoder, *, is_default: bool) -> int:
+        """Make an already loaded encoder the active model (tests and the window share one
+        loaded model between projects); returns its model id."""
+        from engine.training.versions import location_for
+
+        spec = encoder.spec
+        location = DEFAULT_MODEL if is_default else location_for(self._store.path,
+                                                                 spec.location)
+        with self._store.write() as conn:
+            model_id = vector_store.get_or_add_model(
+                conn, name=spec.name, location=location, fingerprint=spec.fingerprint,
+                dim=encoder.dim, max_seq_length=encoder.max_seq_length)
+            self._store.set_meta("active_model_id", str(model_id), conn)
+            self._store.set_meta("last_device", encoder.device, conn)
+        self._prepare(encoder)
+        with self.lock:
+            self._encoder, self._id = encoder, model_id
+        self._on_switch(model_id)
+        return model_id
+
+    def switch(self, model_id: int, encoder: SentenceEncoder) -> None:
+        """Serve `model_id` with `encoder` from now on (the stored choice too); the model
+        that served until now is kept as the spare. The caller holds the index lock, so
+        that the index changes in the same step."""
+        with self._store.write() as conn:
+            self._store.set_meta("active_model_id", str(model_id), conn)
+            self._store.set_meta("last_device", encoder.device, conn)
+        with self.lock:
+            previous = (self._id, self._encoder)
+            self._encoder, self._id = encoder, model_id
+        if previous[0] is not None and previous[1] is not None:
+            self._spare = (previous[0], previous[1])
+
+    # -- the spare -------------------------------------------------------------------------
+    def keep_spare(self, model_id: int, encoder: SentenceEncoder) -> None:
+        """Keep a loaded model that does not serve (a version just trained, or one whose
+        activation was stopped), so activating it needs no load from disk."""
+        self._spare = (model_id, encoder)
+
+    def spare(self, model_id: int) -> SentenceEncoder | None:
+        spare = self._spare
+        return spare[1] if spare is not None and spare[0] == model_id else None
+
+    def forget_spare(self, model_id: int) -> None:
+        if self._spare is not None and self._spare[0] == model_id:
+            self._spare = None
+
+    def _prepare(self, encoder: SentenceEncoder) -> None:
+        if self.preferences.fast_queries:
+            encoder.prepare_fast_queries()
+

@@ -1,0 +1,88 @@
+"""`Labels`: the analyst's verdicts on pairs of rows and their canonical choices.
+
+Verdicts are stored per pair of rows, not per cluster (clusters are re-cut at every
+threshold, so a cluster id means nothing the next time); they are the training data of
+fine-tuning, and the labelled points the threshold curve is drawn from. `ReviewHistory`
+undoes and redoes through this service (it is its `DecisionStore`).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from engine.errors import InputError
+from engine.index.reconcile import live_ids
+from engine.review.calibration import Calibration, calibrate, default_threshold
+from engine.review.metrics import ThresholdCurve, threshold_curve
+from engine.services.vectors import Vectors
+from engine.store import decisions as decision_store
+from engine.store.database import Store
+
+
+class Labels:
+    """Read and write verdicts and canonical choices; score the labelled pairs."""
+
+    def __init__(self, store: Store, vectors: Vectors) -> None:
+        self._store = store
+        self._vectors = vectors
+
+    # -- verdicts --------------------------------------------------------------------------
+    def label(self, item_a: int, item_b: int) -> int | None:
+        """The verdict on two rows: 1 duplicate, 0 not, None none."""
+        with self._store.read() as conn:
+            return decision_store.get_label(conn, item_a, item_b)
+
+    def set_label(self, item_a: int, item_b: int, label: int | None) -> None:
+        """Store the analyst's verdict on two rows (1 duplicate, 0 not, None forget)."""
+        if label not in (0, 1, None):
+            raise InputError(f"a pair label is 0 or 1, not {label!r}")
+        with self._store.write() as conn:
+            decision_store.set_label(conn, item_a, item_b, label)
+
+    def pairs(self) -> list[dict]:
+        """Every labelled pair of live rows (`text_a`, `text_b`, `label`, ids…): training data."""
+        with self._store.read() as conn:
+            return decision_store.all_labels(conn)
+
+    def counts(self) -> dict[str, int]:
+        with self._store.read() as conn:
+            counts = decision_store.count_labels(conn)
+        return {"duplicate": counts.get(1, 0), "not_duplicate": counts.get(0, 0)}
+
+    # -- canonical choices -----------------------------------------------------------------
+    def canonical(self, item_ids: list[int]) -> set[int]:
+        """Which of these rows the analyst chose as the canonical entry of their cluster."""
+        with self._store.read() as conn:
+            return decision_store.canonical_among(conn, item_ids)
+
+    def set_canonical(self, clear: list[int], chosen: list[int]) -> None:
+        with self._store.write() as conn:
+            decision_store.set_canonical(conn, clear, chosen)
+
+    # -- scoring ---------------------------------------------------------------------------
+    def curve(self) -> ThresholdCurve:
+        """Precision and recall of each threshold on the labelled pairs, scored by the active
+        model (pairs whose texts are not encoded yet are left out)."""
+        pairs = self.pairs()
+        index = self._vectors.index()
+        # Asked after every review decision: a vectorised membership test, not a Python set
+        # of every indexed id.
+        live = live_ids(index)
+        a_ids = np.asarray([p["text_id_a"] for p in pairs], dtype=np.int64)
+        b_ids = np.asarray([p["text_id_b"] for p in pairs], dtype=np.int64)
+        keep = np.isin(a_ids, live) & np.isin(b_ids, live)
+        if not keep.any():
+            return threshold_curve(np.zeros(0), np.zeros(0))
+        a = index.vectors(a_ids[keep])
+        b = index.vectors(b_ids[keep])
+        scores = np.einsum("ij,ij->i", a, b)
+        labels = np.asarray([p["label"] for p in pairs])[keep]
+        return threshold_curve(scores, labels)
+
+    def calibration(self) -> Calibration | None:
+        """The best-F1 threshold on the labelled pairs (`engine.review.calibration`)."""
+        return calibrate(self.curve())
+
+    def default_threshold(self) -> float:
+        """The calibrated threshold once there are enough labels, else the default 0.8."""
+        return default_threshold(self.calibration())

@@ -1,0 +1,161 @@
+"""`LiveIndex`: the active model's HNSW index in memory, and what it is known to match.
+
+It owns the index, the model it belongs to, the content version it matches (so that a
+save can be stamped and the next open skip reconciling), the lock every reader and writer
+of the index takes, and the generation that search caches are keyed by. Loading checks the
+saved index against the stored embeddings and repairs it from them, never trusting it
+blindly; every change to what the index holds goes through here, so the bookkeeping rule
+("the index matches version v") is written once (`_follow`).
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+
+import numpy as np
+
+from engine.index.hnsw import HnswIndex
+from engine.index.persist import current_version, load_index, save_index, write_stamp
+from engine.index.reconcile import reconcile
+from engine.search import QueryCache
+from engine.store import vectors as vector_store
+from engine.store.database import Store
+
+
+class LiveIndex:
+    """The in-memory index of one model at a time, loaded on demand and kept consistent."""
+
+    def __init__(self, store: Store, notice: Callable[[str], None]) -> None:
+        self._store = store
+        self._notice = notice
+        self.lock = threading.RLock()
+        self._index: HnswIndex | None = None
+        self._model_id: int | None = None
+        # The content version the index is known to match (None: unknown); saved with it,
+        # so that the next open can skip reconciling it with every embedding.
+        self._version: int | None = None
+        self.generation = 0
+        self.cache = QueryCache()
+
+    @property
+    def model_id(self) -> int | None:
+        return self._model_id
+
+    def current(self) -> HnswIndex | None:
+        """The index in memory, if any; never loads."""
+        return self._index
+
+    def get(self, model_id: int) -> HnswIndex:
+        """`model_id`'s index, loaded and checked against the embeddings once.
+
+        A damaged or missing saved index is rebuilt from the stored embeddings (with a
+        notice) and saved; a saved index whose stamp still holds is used as it is.
+        """
+        with self.lock:
+            if self._index is not None and self._model_id == model_id:
+                return self._index
+            with self._store.read() as conn:
+                model = vector_store.get_model_row(conn, model_id)
+                index, why = load_index(conn, model_id, model["dim"])
+                # Same snapshot as the load: a matching stamp means nothing to reconcile.
+                version = current_version(conn, model_id, index) if index is not None else None
+            if index is None:
+                if why != "no saved index":
+                    self._notice(f"{self._store.path.name}: {why}; rebuilding it from the "
+                                 f"stored embeddings (nothing is lost)")
+                index = HnswIndex(model["dim"])
+            stamped, changed = version is not None, False
+            if not stamped:
+                result = reconcile(self._store, index, model_id)
+                changed, version = result.changed, result.version
+                if result.added and result.present:
+                    self._notice(f"{self._store.path.name}: added {result.added} encoded "
+                                 f"items missing from the saved index")
+            self._index, self._model_id, self._version = index, model_id, version
+            if not self._store.read_only and changed:
+                self._save(index, model_id)
+            elif not self._store.read_only and not stamped and why == "":
+                with self._store.write() as conn:  # the saved bytes are right; note it
+                    write_stamp(conn, model_id, version)
+            self.changed()
+            return index
+
+    # -- changes to what the index holds ---------------------------------------------------
+    def version_of(self, index: HnswIndex) -> int | None:
+        """The content version `index` is known to match, if it is the one in memory."""
+        with self.lock:
+            return self._version if self._index is index else None
+
+    def committed(self, index: HnswIndex, known: int | None, commits: int) -> None:
+        """`commits` transactions of ours (each bumping the content version once) were
+        added to `index` since it matched `known`; or, with `known` None, it is unknown."""
+        with self.lock:
+            if self._index is index:
+                with self._store.read() as conn:
+                    now = vector_store.content_version(conn)
+                self._version = self._follow(known, commits, now)
+
+    def revive(self, text_ids: list[int], version: int | None) -> None:
+        """Texts that had no live row come back (a re-import): add them again."""
+        with self.lock:
+            index, model_id = self._index, self._model_id
+            if index is None:
+                return
+            with self._store.read() as conn:
+                for ids, vecs in vector_store.iter_embeddings(conn, model_id, index.dim,
+                                                              text_ids=text_ids):
+                    index.add(ids, vecs)
+            self._version = self._follow(self._version, 1, version)
+            self.changed()
+
+    def forget(self, text_ids: set[int], version: int | None) -> None:
+        """Texts no live row uses any more leave the index (marked deleted), which is saved."""
+        with self.lock:
+            if self._index is not None and text_ids:
+                self._index.mark_deleted(np.fromiter(text_ids, np.int64))
+                self._version = self._follow(self._version, 1, version)
+                self._save(self._index, self._model_id)
+            self.changed()
+
+    def install(self, model_id: int, index: HnswIndex) -> None:
+        """Serve `index` for `model_id` from now on (activating a version), completed with
+        rows added or deleted while it was prepared. Callers switch the encoder in the same
+        step, holding `lock`."""
+        with self.lock:
+            if reconcile(self._store, index, model_id).changed:
+                self._save(index, model_id)  # not yet ours: saved unstamped
+            self._index, self._model_id = index, model_id
+            self._version = None  # saved unstamped: the next open reconciles once
+            self.changed()
+
+    def drop_unless(self, model_id: int) -> None:
+        """Another model serves now: the index of the previous one leaves memory."""
+        with self.lock:
+            if self._model_id != model_id:
+                self._index, self._model_id, self._version = None, None, None
+                self.changed()
+
+    def changed(self) -> None:
+        """What the index answers has changed: cached searches are stale."""
+        self.generation += 1
+        self.cache.clear()
+
+    # -- saving ----------------------------------------------------------------------------
+    def save(self) -> None:
+        with self.lock:
+            if self._index is not None and not self._store.read_only:
+                self._save(self._index, self._model_id)
+
+    def _save(self, index: HnswIndex, model_id: int) -> None:
+        version = self._version if index is self._index else None
+        with self._store.write() as conn:
+            save_index(conn, model_id, index, version=version)
+
+    @staticmethod
+    def _follow(known: int | None, steps: int, now: int | None) -> int | None:
+        """The version an index matches after `steps` version bumps of our own: exact only
+        when every bump since `known` was ours (another writer's would be missing)."""
+        if known is None or now is None or now != known + steps:
+            return None
+        return now

@@ -1,0 +1,115 @@
+"""`Rows`: the spreadsheet rows of a project — importing, deleting, browsing, and reading back.
+
+Rows are what the analyst knows (their file's own columns, row numbers and ids); texts are
+what the model sees. A change to rows can change what the index should hold (a deleted
+row's text may have no live row left; a re-import brings such a text back), so imports and
+deletions tell the live index, and drop the rows that cluster cuts keep between re-cuts.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+
+import numpy as np
+
+from engine.browse import NUMBER_SAMPLE, SORT_IMPORT, RowQuery, looks_numeric
+from engine.dedup.rows import RowsByText
+from engine.importer import ImportReport, import_table
+from engine.services.live_index import LiveIndex
+from engine.store import items as item_store
+from engine.store import vectors as vector_store
+from engine.store.database import Store
+
+
+class Rows:
+    """Import, delete and read the project's rows."""
+
+    def __init__(self, store: Store, live: LiveIndex, kept_rows: RowsByText) -> None:
+        self._store = store
+        self._live = live
+        self._kept = kept_rows  # the rows cluster cuts read; stale once rows change
+
+    # -- changes ---------------------------------------------------------------------------
+    def import_table(self, path: str | os.PathLike, text_columns: list[str], **options
+                     ) -> ImportReport:
+        """Store the rows of a spreadsheet (see `engine.importer.import_table`); no encoding.
+
+        Rows whose text was embedded before but had no live row any more bring that text
+        back into the loaded index at once (it was marked deleted there).
+        """
+        try:
+            report = import_table(self._store, path, text_columns, **options)
+        finally:
+            self._kept.clear()
+        if report.revived_texts:
+            self._live.revive(report.revived_texts, report.content_version)
+        return report
+
+    def delete(self, item_ids: list[int]) -> int:
+        """Remove rows from the project; texts no row uses leave the index (marked deleted).
+        Returns how many texts were left without a row."""
+        try:
+            with self._store.write() as conn:
+                orphaned = item_store.mark_items_deleted(conn, item_ids)
+                version = vector_store.bump_content_version(conn) if orphaned else None
+        finally:
+            self._kept.clear()
+        self._live.forget(orphaned, version)
+        return len(orphaned)
+
+    # -- reading ---------------------------------------------------------------------------
+    def count(self) -> int:
+        """Live rows; one indexed COUNT."""
+        with self._store.read() as conn:
+            return item_store.count_items(conn)
+
+    def columns(self) -> list[str]:
+        """The imported files' own columns that tables show beside the text: every column
+        but the text and id columns, in first-seen order."""
+        with self._store.read() as conn:
+            sources = item_store.list_sources(conn)
+        used = {c for s in sources for c in (*s["text_columns"], s["id_column"]) if c}
+        return [c for c in source_columns(sources) if c not in used]
+
+    def order(self, query: RowQuery | None = None) -> np.ndarray:
+        """Ids of the live rows `query` keeps, in its order (`engine.browse`); the default
+        is every row in import order. Reads one or two columns, never whole rows."""
+        query = query or RowQuery()
+        with self._store.read() as conn:
+            condition = item_store.row_filter(
+                query.text_filter, query.filter_columns(self.columns()))
+            if query.sort == SORT_IMPORT:
+                ids = item_store.filtered_item_ids(conn, condition)
+                return ids[::-1].copy() if query.descending else ids
+            sample = item_store.sample_sort_values(conn, query.sort, condition, NUMBER_SAMPLE)
+            return item_store.sorted_item_ids(conn, query.sort, condition,
+                                              numeric=looks_numeric(sample),
+                                              descending=query.descending)
+
+    def by_ids(self, item_ids: Sequence[int]) -> list[dict]:
+        """The rows with these ids, in this order, in `page`'s form; ids of deleted or
+        unknown rows are left out."""
+        with self._store.read() as conn:
+            found = item_store.items_by_ids(conn, [int(i) for i in item_ids])
+        return [browse_row(found[i]) for i in map(int, item_ids)
+                if i in found and not found[i]["deleted"]]
+
+    def page(self, offset: int, limit: int) -> list[dict]:
+        """Rows `offset`..`offset+limit` in import order: `id` (public), `row`, `text`,
+        `item_id`, `source_id` and the original columns under `extra`."""
+        with self._store.read() as conn:
+            rows = item_store.items_page(conn, offset, limit)
+        return [browse_row(r) for r in rows]
+
+
+def browse_row(r: dict) -> dict:
+    """A stored row as tables show it: `id` (public), `row`, `text`, `item_id`,
+    `source_id` and the original columns under `extra`."""
+    return {"id": item_store.public_id(r), "row": r["row"], "text": r["text"],
+            "item_id": r["id"], "source_id": r["source_id"], "extra": r["extra"]}
+
+
+def source_columns(sources: list[dict]) -> list[str]:
+    """The union of all imported files' columns, in first-seen order."""
+    return list(dict.fromkeys(c for s in sources for c in s["columns"]))

@@ -1,0 +1,101 @@
+"""`Vectors`: embeddings in, nearest neighbours out — encoding, the index, and search.
+
+Encoding stores every text the active model has not embedded (resumable, chunk by chunk)
+and adds each committed chunk to the live index while the next one encodes; search asks
+the same index. Both take the encoder and the index that belong together right now
+(`serving`), so a search that overlaps a version switch uses the old model and index or
+the new ones, never the query of one against the other's index.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from engine.encoding.encoder import EncodedBatch, Executor, SentenceEncoder
+from engine.encoding.job import CHUNK_TEXTS, EncodeReport, encode_missing
+from engine.index.hnsw import HnswIndex
+from engine.jobs import CancelToken, ProgressCallback, no_progress
+from engine.search import SearchHit, search
+from engine.services.active_model import ActiveModel
+from engine.services.live_index import LiveIndex
+from engine.store.database import Store
+
+INDEX_THREADS = 1  # hnswlib threads for adds that overlap encoding (see `encode`)
+
+
+class Vectors:
+    """Encode, index and search the project's texts with its active model."""
+
+    def __init__(self, store: Store, model: ActiveModel, live: LiveIndex) -> None:
+        self._store = store
+        self._model = model
+        self._live = live
+
+    def index(self) -> HnswIndex:
+        """The active model's index, loaded and checked against the embeddings once (a
+        damaged one is rebuilt from them and saved)."""
+        return self._live.get(self._model.id())
+
+    def model_id(self) -> int:
+        """The id of the model whose vectors these are (the active one)."""
+        return self._model.id()
+
+    def vectors(self, text_ids) -> np.ndarray:
+        """The indexed (normalised) vectors of these texts, in this order."""
+        return self.index().vectors(np.asarray(text_ids, dtype=np.int64))
+
+    def encode(self, *, progress: ProgressCallback = no_progress,
+               cancel: CancelToken | None = None, chunk_texts: int = CHUNK_TEXTS,
+               executor: Executor | None = None) -> EncodeReport:
+        """Encode and index every text the active model has not seen; resumable. The
+        batches run on `executor` (default: in this thread)."""
+        encoder = self._model.encoder()
+        model_id = self._model.id()
+        index = self.index()
+        known = self._live.version_of(index)
+
+        def add_to_index(batch: EncodedBatch) -> None:
+            # Runs on the job's indexing thread while the next chunk encodes: one hnswlib
+            # thread, so the two together do not oversubscribe the cores torch uses.
+            index.add(np.asarray(batch.text_ids), batch.vectors, threads=INDEX_THREADS)
+            self._live.changed()
+
+        try:
+            report = encode_missing(self._store, encoder, model_id, on_committed=add_to_index,
+                                    progress=progress, cancel=cancel, chunk_texts=chunk_texts,
+                                    executor=executor)
+        except BaseException:
+            self._live.committed(index, None, 0)
+            raise
+        self._live.committed(index, known, report.commits)
+        if report.encoded:
+            self._live.save()
+        return report
+
+    def save_index(self) -> None:
+        self._live.save()
+
+    def search(self, text: str, k: int = 10) -> list[SearchHit]:
+        """The k most similar existing entries; rows with the same text are folded into one."""
+        if not text or not text.strip():
+            return []
+        encoder, index, model_id = self.serving()
+        key = (text, k, model_id, self._live.generation)
+        cached = self._live.cache.get(key)
+        if cached is not None:
+            return cached
+        hits = search(self._store, encoder, index, text, k)
+        self._live.cache.put(key, hits)
+        return hits
+
+    def serving(self) -> tuple[SentenceEncoder, HnswIndex, int]:
+        """The encoder, index and model id that belong together right now, checked under
+        the index lock (a switch changes all three together under it)."""
+        while True:
+            encoder = self._model.encoder()
+            index = self.index()
+            with self._live.lock:
+                loaded, model_id = self._model.snapshot()
+                if (loaded is encoder and self._live.current() is index
+                        and self._live.model_id == model_id):
+                    return encoder, index, model_id

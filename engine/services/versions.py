@@ -1,0 +1,220 @@
+"""`ModelVersions`: fine-tuning the active model into new versions, and switching between them.
+
+A version is a plain sentence-transformers folder beside the project with its `models` row
+(`engine.training.versions`). Training never touches the active model; activating encodes
+and indexes every text with the version while search keeps using the active one, and only
+then switches, in one step, under the live index's lock.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from engine.encoding.encoder import SentenceEncoder
+from engine.encoding.job import CHUNK_TEXTS
+from engine.encoding.loading import load_stored_encoder
+from engine.encoding.models import ModelSpec
+from engine.errors import InputError, ModelError, ProjectError
+from engine.jobs import CancelToken, Progress, ProgressCallback, no_progress
+from engine.services.active_model import ActiveModel
+from engine.services.labels import Labels
+from engine.services.live_index import LiveIndex
+from engine.store import vectors as vector_store
+from engine.store.database import Store
+
+if TYPE_CHECKING:  # pragma: no cover
+    from engine.training.activation import ActivationReport
+    from engine.training.finetune import TrainingOptions
+    from engine.training.pairs import LabelledPair
+    from engine.training.session import FinetuneReport
+
+
+class ModelVersions:
+    """Train, list, activate, export and delete the project's model versions."""
+
+    def __init__(self, store: Store, model: ActiveModel, live: LiveIndex,
+                 labels: Labels) -> None:
+        self._store = store
+        self._model = model
+        self._live = live
+        self._labels = labels
+        self._activation_lock = threading.Lock()  # one activation at a time
+
+    @property
+    def _path(self) -> Path:
+        return self._store.path
+
+    def _writable(self) -> None:
+        if self._store.read_only:
+            raise ProjectError(f"{self._path.name}: the project is open read-only")
+
+    def _row(self, version_id: int) -> dict:
+        with self._store.read() as conn:
+            row = vector_store.get_model_row(conn, int(version_id))
+        if row is None:
+            raise InputError(f"{self._path.name}: has no model version {version_id} "
+                             f"(see 'duplens models')")
+        return row
+
+    # -- training --------------------------------------------------------------------------
+    def training_pairs(self, extra_file: str | os.PathLike | None = None, **file_options
+                       ) -> list[LabelledPair]:
+        """The pairs labelled in review, plus those of a labelled file (`read_labelled_file`
+        keywords in `file_options`); a pair in both counts once, with the review's label."""
+        from engine.training.collect import file_pairs, merge_pairs, review_pairs
+
+        pairs = review_pairs(self._labels.pairs())
+        if extra_file is None:
+            return pairs
+        return merge_pairs(pairs, file_pairs(extra_file, **file_options))
+
+    def finetune(self, objective: str | None = None, *,
+                 pairs: Sequence[LabelledPair] | None = None,
+                 extra_file: str | os.PathLike | None = None,
+                 file_options: dict | None = None, options: TrainingOptions | None = None,
+                 held_out: float = 0.5, seed: int = 0, min_pairs: int | None = None,
+                 progress: ProgressCallback = no_progress, cancel: CancelToken | None = None
+                 ) -> FinetuneReport:
+        """Train the active model on labelled pairs and save the result as a new version.
+
+        `pairs` defaults to `training_pairs(extra_file, **file_options)`; given, the file's
+        pairs are added to them. `objective` defaults to `DEFAULT_OBJECTIVE`. The pairs are
+        split without sharing questions (`held_out` of them measured, not trained on), the
+        active model is measured, a copy trained and measured, and the copy saved as version
+        N in `<project>.models/vN/` with its `models` row. The version is not activated
+        (`activate`). Too few pairs, or one verdict only, raise InputError with advice
+        before any model is loaded; `cancel` raises `Cancelled`; either way, and on any
+        error, nothing is saved and the active model is untouched. Progress stages:
+        `engine.training.session.FINETUNE_STAGES`. Searching goes on meanwhile.
+        """
+        from engine.training.collect import file_pairs, merge_pairs
+        from engine.training.objectives import DEFAULT_OBJECTIVE
+        from engine.training.pairs import MIN_PAIRS
+        from engine.training.session import check_pairs, run_finetune
+
+        self._writable()
+        objective = objective or DEFAULT_OBJECTIVE
+        min_pairs = MIN_PAIRS if min_pairs is None else min_pairs
+        if pairs is None:
+            pairs = self.training_pairs(extra_file, **(file_options or {}))
+        elif extra_file is not None:
+            pairs = merge_pairs(pairs, file_pairs(extra_file, **(file_options or {})))
+        check_pairs(pairs, objective, min_pairs)  # before the slow model load
+        encoder = self._model.encoder()
+        report, trained = run_finetune(
+            self._store, self._path, encoder, self._model.row(), pairs, objective,
+            options=options, held_out=held_out, seed=seed, min_pairs=min_pairs,
+            progress=progress, cancel=cancel)
+        self._keep_trained(report.version_id, trained, encoder)
+        return report
+
+    def _keep_trained(self, model_id: int, model, like: SentenceEncoder) -> None:
+        """Keep a just-trained model loaded, served as the active one is (fp16 on CUDA)."""
+        row = self._row(model_id)
+        if like.device.startswith("cuda"):
+            model.half()
+        spec = ModelSpec(row["name"], str(self._path.parent / row["location"]),
+                         row["fingerprint"], True)
+        self._model.keep_spare(model_id, SentenceEncoder(model, spec, like.device,
+                                                         like.batch_size))
+
+    # -- versions --------------------------------------------------------------------------
+    def list(self) -> list[dict]:
+        """Every model the project has used, oldest first: id, name, location, folder,
+        available, parent_id, objective, metrics (before/after for trained versions),
+        created_at, active, encoded (live texts embedded with it), texts, indexed. Cheap:
+        loads no model."""
+        from engine.training.versions import list_versions
+
+        active = self._model.row()
+        return list_versions(self._store, self._path, active["id"] if active else None)
+
+    def activate(self, version_id: int, *, progress: ProgressCallback = no_progress,
+                 cancel: CancelToken | None = None, chunk_texts: int = CHUNK_TEXTS
+                 ) -> ActivationReport:
+        """Make a model version the one search, duplicates and plots use.
+
+        Loads it, encodes every live text it has not encoded yet (resumable), completes and
+        saves its index, and only then switches, in one step: search keeps answering with
+        the current model until then, from any thread. Cancelling (`cancel`) returns a report
+        with `cancelled` set, the current model still active and what was encoded kept, so
+        activating again resumes. A version used before switches back without encoding.
+        Progress stages: `engine.training.activation.ACTIVATION_STAGES`.
+        """
+        from engine.training.activation import ActivationReport, prepare_model_index
+
+        self._writable()
+        with self._activation_lock:
+            started = time.perf_counter()
+            row = self._row(version_id)
+            report = ActivationReport(row["id"])
+            active = self._model.row()
+            if active is not None and active["id"] == row["id"]:
+                self._model.encoder()
+                report.activated = report.already_active = True
+                return report
+            encoder = self._load(row, progress)
+            if cancel is not None and cancel.cancelled:
+                report.cancelled = True
+                self._model.keep_spare(row["id"], encoder)
+                return report
+            index = prepare_model_index(self._store, encoder, row["id"], report=report,
+                                        progress=progress, cancel=cancel,
+                                        chunk_texts=chunk_texts)
+            if index is None:
+                self._model.keep_spare(row["id"], encoder)
+            else:
+                with self._live.lock:  # search sees the old pair or the new one, never mixed
+                    self._live.install(row["id"], index)
+                    self._model.switch(row["id"], encoder)
+                report.activated = True
+            report.seconds = time.perf_counter() - started
+            return report
+
+    def _load(self, row: dict, progress: ProgressCallback) -> SentenceEncoder:
+        """The version's encoder: the spare one when it is that version, else from disk,
+        after checking the folder still holds the weights the version was recorded with."""
+        from engine.training.activation import STAGE_LOADING
+        from engine.training.versions import model_folder
+
+        spare = self._model.spare(row["id"])
+        if spare is not None:
+            return spare
+        folder = model_folder(self._path, row["location"])
+        if folder is not None and not folder.is_dir():
+            raise ModelError(f"{row['name']}: its folder {folder} is missing")
+        progress(Progress(STAGE_LOADING, 0, 1))
+        prefs = self._model.preferences
+        encoder = load_stored_encoder(
+            self._model.source(row["location"]), row["fingerprint"], device=prefs.device,
+            batch_size=prefs.batch_size, backend=prefs.backend)
+        progress(Progress(STAGE_LOADING, 1, 1))
+        return encoder
+
+    def export(self, version_id: int, folder: str | os.PathLike) -> Path:
+        """Copy a version's model folder to `folder` (new or empty), loadable with plain
+        `SentenceTransformer(folder)`; the bundled default model is copied from its package."""
+        from engine.training.versions import export_folder, model_folder
+
+        row = self._row(version_id)
+        source = model_folder(self._path, row["location"])
+        if source is None:
+            raise ModelError(f"{row['name']}: is a Hugging Face Hub model, not stored on this "
+                             f"computer; there is no folder to export")
+        return export_folder(source, Path(folder))
+
+    def delete(self, version_id: int) -> str:
+        """Delete a trained version that is not active and no other version came from (the
+        wizard's "Discard"): its folder, row, embeddings and index; returns its name."""
+        from engine.training.versions import delete_version
+
+        self._writable()
+        with self._activation_lock:  # never while that version is being activated
+            name = delete_version(self._store, self._path, int(version_id))
+            self._model.forget_spare(int(version_id))
+        return name

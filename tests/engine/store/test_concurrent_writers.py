@@ -1,0 +1,274 @@
+"""Several analysts writing one server project at once.
+
+Each test opens two `Store`s on the same database (two connection pools, as two analysts'
+processes have) and makes their write transactions overlap for real: the first one writes and
+stays open while the second runs into it, then the first commits. The statements these
+replaced (a delete then an insert, a select then an insert) fail here with a unique
+violation for the second writer; a test with two real processes covers the counter.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+from sqlalchemy import func, select
+
+from engine.errors import ProjectError
+from engine.index.hnsw import HnswIndex
+from engine.index.persist import load_index, save_index, stamp_key
+from engine.store import decisions, items, model_versions, vectors
+from engine.store.blobs import get_blob, put_blob
+from engine.store.database import Store
+from engine.store.schema import embeddings, models, pair_labels, texts
+
+ROOT = Path(__file__).resolve().parents[3]
+
+
+class Analyst(Store):
+    """A store that can tell whether another session of its database waits for a lock."""
+
+    server = None
+
+    def someone_waits(self) -> bool:
+        return self.server.sql(
+            "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' "
+            f"AND datname = '{self.name}'")[0][0] > 0
+
+
+@pytest.fixture
+def two(postgres_url, postgres_server):
+    """Two stores on one new server project: two analysts."""
+    Analyst.server = postgres_server
+    first = Analyst.open(postgres_url, create=True)
+    second = Analyst.open(postgres_url)
+    yield first, second
+    first.close()
+    second.close()
+
+
+def overlap(first: Analyst, second: Analyst, write_first, write_second):
+    """`write_first` in a transaction of `first` that stays open until `write_second`, run
+    in a transaction of `second` on another thread, waits for one of its locks; then the
+    first commits. The second's error, if any, is raised. Returns (the first's result,
+    the second's)."""
+    results: dict[str, object] = {}
+
+    def run_second() -> None:
+        try:
+            with second.write() as conn:
+                results["second"] = write_second(conn)
+        except Exception as exc:  # noqa: BLE001 - handed to the test below
+            results["error"] = exc
+
+    with first.write() as conn:
+        results["first"] = write_first(conn)
+        worker = threading.Thread(target=run_second)
+        worker.start()
+        deadline = time.monotonic() + 30
+        while not first.someone_waits():
+            assert worker.is_alive() and time.monotonic() < deadline, \
+                f"the second writer never waited for the first: {results}"
+            time.sleep(0.01)
+    worker.join(60)
+    if "error" in results:
+        raise results["error"]
+    return results["first"], results["second"]
+
+
+def _model(conn, fingerprint: str = "sha256:abc") -> int:
+    return vectors.get_or_add_model(conn, name="m", location="default",
+                                    fingerprint=fingerprint, dim=4, max_seq_length=8)
+
+
+def _rows(keys: list[str]) -> list[items.NewRow]:
+    return [items.NewRow(i, None, k, k, {}) for i, k in enumerate(keys)]
+
+
+def test_settings_written_at_once_keep_the_later_value(two):
+    a, b = two
+    overlap(a, b, lambda c: a.set_meta("shared", "first", c),
+            lambda c: b.set_meta("shared", "second", c))
+    assert a.get_meta("shared") == "second"
+
+
+def test_content_version_bumps_in_turn(two):
+    a, b = two
+    with a.write() as conn:
+        start = vectors.bump_content_version(conn)
+    got = overlap(a, b, vectors.bump_content_version, vectors.bump_content_version)
+    assert got == (start + 1, start + 2)
+    with a.read() as conn:
+        assert vectors.content_version(conn) == start + 2
+
+
+def test_one_pair_judged_by_two_analysts_has_one_label_the_later(two):
+    a, b = two
+    with a.write() as conn:
+        source = items.add_source(conn, file_name="f.csv", file_path="/f.csv", sha256="s",
+                                  mapping_key="m", format={}, text_columns=["q"],
+                                  columns=["q"])
+        items.add_rows(conn, source, _rows(["x", "y"]))
+    overlap(a, b, lambda c: decisions.set_label(c, 1, 2, 1),
+            lambda c: decisions.set_label(c, 2, 1, 0))
+    with a.read() as conn:
+        assert conn.execute(select(func.count()).select_from(pair_labels)).scalar() == 1
+        assert decisions.get_label(conn, 1, 2) == 0
+    overlap(a, b, lambda c: decisions.set_canonical(c, [], [1]),
+            lambda c: decisions.set_canonical(c, [], [1, 2]))
+    with a.read() as conn:
+        assert decisions.canonical_among(conn, [1, 2]) == {1, 2}
+
+
+def test_a_model_registered_by_two_analysts_at_once_is_one_row(two):
+    a, b = two
+    first, second = overlap(a, b, _model, _model)
+    assert first == second
+    with a.read() as conn:
+        assert conn.execute(select(func.count()).select_from(models)).scalar() == 1
+
+
+def test_overlapping_imports_share_their_new_texts(two):
+    a, b = two
+
+    def add(keys):
+        def write(conn):
+            source = items.add_source(conn, file_name=f"{keys[0]}.csv", file_path="/x",
+                                      sha256=keys[0], mapping_key="m", format={},
+                                      text_columns=["q"], columns=["q"])
+            return items.add_rows(conn, source, _rows(keys))
+        return write
+
+    created = overlap(a, b, add(["apple", "pear"]), add(["pear", "plum"]))
+    assert created == (2, 1)                      # "pear" was the first import's
+    with a.read() as conn:
+        assert conn.execute(select(func.count()).select_from(texts)).scalar() == 3
+        assert items.count_items(conn) == 4 and items.count_texts(conn) == 3
+
+
+def test_the_same_file_imported_at_once_is_refused_for_the_second(two):
+    a, b = two
+    values = dict(file_name="f.csv", file_path="/f.csv", sha256="same", mapping_key="m",
+                  format={}, text_columns=["q"], columns=["q"])
+    with pytest.raises(ProjectError, match="imported into the project by someone else"):
+        overlap(a, b, lambda c: items.add_source(c, **values),
+                lambda c: items.add_source(c, **values))
+
+
+def test_the_same_texts_encoded_by_two_analysts_are_stored_once(two):
+    a, b = two
+    with a.write() as conn:
+        model = _model(conn)
+        source = items.add_source(conn, file_name="f.csv", file_path="/f.csv", sha256="s",
+                                  mapping_key="m", format={}, text_columns=["q"],
+                                  columns=["q"])
+        items.add_rows(conn, source, _rows(["x", "y", "z"]))
+    vecs = np.eye(3, 4, dtype=np.float32)
+    versions = overlap(
+        a, b, lambda c: vectors.add_embeddings(c, model, [1, 2], vecs[:2], [False] * 2),
+        lambda c: vectors.add_embeddings(c, model, [2, 3], vecs[1:], [False] * 2))
+    assert versions[1] == versions[0] + 1
+    with a.read() as conn:
+        assert conn.execute(select(func.count()).select_from(embeddings)).scalar() == 3
+        assert vectors.missing_text_ids(conn, model) == []
+
+
+def test_a_blob_replaced_by_two_analysts_is_one_of_them_whole(two):
+    a, b = two
+    with a.write() as conn:
+        put_blob(conn, "graph", b"old" * 10, chunk_bytes=7)
+    overlap(a, b, lambda c: put_blob(c, "graph", b"A" * 50, chunk_bytes=7),
+            lambda c: put_blob(c, "graph", b"B" * 20, chunk_bytes=7))
+    with a.read() as conn:
+        assert get_blob(conn, "graph") == b"B" * 20
+
+
+def _index(n: int, seed: int) -> HnswIndex:
+    rng = np.random.default_rng(seed)
+    vecs = rng.normal(size=(n, 8)).astype(np.float32)
+    index = HnswIndex(8)
+    index.add(np.arange(n), vecs / np.linalg.norm(vecs, axis=1, keepdims=True))
+    return index
+
+
+def test_saving_one_index_from_two_analysts_keeps_the_newer_whole(two):
+    a, b = two
+    with a.write() as conn:
+        model = _model(conn)
+        old = vectors.bump_content_version(conn)
+        new = vectors.bump_content_version(conn)
+    # the newer index is saved first; an older one saved after it does not replace it
+    overlap(a, b, lambda c: save_index(c, model, _index(30, 1), version=new),
+            lambda c: save_index(c, model, _index(20, 2), version=old))
+    with a.read() as conn:
+        loaded, why = load_index(conn, model, 8)
+        assert why == "" and len(loaded) == 30
+        assert json.loads(a.get_meta(stamp_key(model)))["version"] == new
+    # two saves of the same version one after the other: the later one is the saved one
+    overlap(a, b, lambda c: save_index(c, model, _index(40, 3), version=new),
+            lambda c: save_index(c, model, _index(50, 4), version=new))
+    with a.read() as conn:
+        loaded, why = load_index(conn, model, 8)
+        assert why == "" and len(loaded) == 50
+
+
+def test_version_numbers_from_two_analysts_never_collide(two):
+    a, b = two
+
+    def register(fingerprint):
+        def write(conn):
+            model_versions.lock_numbering(conn)
+            number = model_versions.highest_model_id(conn) + 1
+            model_versions.add_model_version(
+                conn, number, name=f"v{number}", location=f"p.models/v{number}",
+                fingerprint=fingerprint, dim=4, max_seq_length=8, created_at=time.time())
+            return number
+        return write
+
+    assert overlap(a, b, register("sha256:one"), register("sha256:two")) == (1, 2)
+    with a.write() as conn:      # the id sequence moved past the chosen numbers
+        assert _model(conn, "sha256:three") == 3
+
+
+_BUMPER = """
+import sys, time
+from pathlib import Path
+from engine.store.database import Store
+from engine.store.vectors import bump_content_version
+url, go, n = sys.argv[1], Path(sys.argv[2]), int(sys.argv[3])
+store = Store.open(url, create=True)
+while not go.exists():
+    time.sleep(0.005)
+seen = []
+for _ in range(n):
+    with store.write() as conn:
+        seen.append(bump_content_version(conn))
+store.close()
+print(" ".join(map(str, seen)))
+"""
+
+
+def test_two_processes_create_the_schema_and_bump_the_counter_together(postgres_url,
+                                                                       tmp_path):
+    go = tmp_path / "go"
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    procs = [subprocess.Popen([sys.executable, "-c", _BUMPER, postgres_url, str(go), "40"],
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                              env=env, cwd=ROOT) for _ in range(2)]
+    time.sleep(1.0)
+    go.touch()
+    outs = [p.communicate(timeout=120) for p in procs]
+    assert [p.returncode for p in procs] == [0, 0], [err for _, err in outs]
+    seen = [int(v) for out, _ in outs for v in out.split()]
+    assert sorted(seen) == list(range(1, 81))     # every bump its own number
+    store = Store.open(postgres_url)
+    with store.read() as conn:
+        assert vectors.content_version(conn) == 80
+    store.close()
