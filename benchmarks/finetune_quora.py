@@ -85,7 +85,13 @@ def main() -> None:
     ap.add_argument("--merge", action="store_true",
                     help="keep the runs already in --out for other objectives, sizes or "
                          "options (same split and measured pairs only)")
+    ap.add_argument("--relabel", action="store_true",
+                    help="measure nothing: mark which runs of --out the engine's current "
+                         "defaults (objective and options) recommend, and rewrite it")
     args = ap.parse_args()
+    if args.relabel:
+        _relabel(args.out)
+        return
 
     from engine.encoding.models import load_model, resolve_model
     from engine.training import (
@@ -206,6 +212,21 @@ def main() -> None:
 
     print(_table(before, runs, dataclasses.asdict(defaults)))
     _say(f"written to {args.out}")
+
+
+def _relabel(path: Path) -> None:
+    """After the engine's defaults change: the runs that match them become the recommended
+    ones (the report's headline and goals); every figure stays as measured."""
+    from engine.training import DEFAULT_OBJECTIVE, TrainingOptions
+
+    report = json.loads(path.read_text(encoding="utf-8"))
+    report["default_objective"] = DEFAULT_OBJECTIVE
+    report["options"] = dataclasses.asdict(TrainingOptions())
+    _label_runs(report)
+    path.write_text(json.dumps(report, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+    marked = [r for r in report["runs"] if r["recommended"]]
+    _say(f"{len(marked)} runs match the engine's defaults: "
+         + ", ".join(f"{r['objective']} on {r['train_pairs']}" for r in marked))
 
 
 def _pool_vectors(model, model_name: str, texts: list[str]) -> np.ndarray:

@@ -158,7 +158,7 @@ def _finetune_section(name: str, data: dict) -> Section:
         done = [r for r in group if "after" in r]
         if not done:
             rows.append([label, f"{first['train_pairs']:,}", f"failed: {first['error']}",
-                         "", "", "", "", ""])
+                         "", "", "", "", "", ""])
             continue
         aps = [r["after"]["average_precision"] for r in done]
         mean = sum(aps) / len(aps)
@@ -172,6 +172,7 @@ def _finetune_section(name: str, data: dict) -> Section:
             f"{_bold_if(mean, before)} ({mean - base_ap:+.2f}){spread}",
             f"{sum(r['after']['f1'] for r in done) / len(done):.2f}", f"{seconds:.0f}",
             f"{sum(per_pair) / len(per_pair):.3f}" if per_pair else "",
+            _loads(done),
             _minute(max(r.get("date", data.get("date", "?")) for r in done))])
         if first.get("recommended"):
             size = first["train_pairs"]
@@ -194,7 +195,7 @@ def _finetune_section(name: str, data: dict) -> Section:
                           f"as they differ from the engine's defaults",
                  "columns": ["recipe", "training pairs", "seeds",
                              "held-out AP after (gain) (lowest–highest)", "best F1 after",
-                             "training s", "s per pair", "measured"],
+                             "training s", "s per pair", "load average", "measured"],
                  "rows": rows}],
         notes=[f"Earlier runs kept by `--merge` were made by `{c}`."
                for c in data.get("earlier_commands", [])])
@@ -215,6 +216,13 @@ def _recipe(run: dict) -> str:
             if run.get("negative_pool") else "")
     return (f"{run['objective']} ({_LOSSES.get(run['objective'], '?')})"
             f"{', ' + changed if changed else ''}{pool}")
+
+
+def _loads(runs: list[dict]) -> str:
+    """The 1-minute load average before → after each run ("" for runs that kept none): the
+    training seconds beside it are only comparable at a like load."""
+    return ", ".join(f"{r['load_before']} → {r['load_after']}" for r in runs
+                     if r.get("load_before") and r.get("load_after"))
 
 
 def _mean_ap(runs: list[dict]) -> float:
