@@ -44,7 +44,8 @@ def register(sub) -> None:
     p.add_argument("--margin", type=positive_float, help="cosine distance the contrastive "
                    "objectives push non-duplicates beyond")
     p.add_argument("--hard-negatives", type=count, metavar="N", help="mined 'not duplicate' "
-                   "texts added per duplicate pair (contrastive objectives; 0: none)")
+                   "texts added per duplicate pair, the closest of the project's own indexed "
+                   "texts outside its duplicate group (contrastive objectives; 0: none)")
     p.add_argument("--validation", type=share, metavar="F", help="share of the training "
                    "pairs set aside to keep the best epoch and stop early (0: none)")
     p.add_argument("--patience", type=positive, help="epochs without a better validation "
