@@ -134,50 +134,100 @@ def hardware_text(hw: dict) -> str:
 
 
 def _finetune_section(name: str, data: dict) -> Section:
-    losses = {"contrastive": "`OnlineContrastiveLoss`", "triplet": "`TripletLoss`, margin 1",
-              "cosine": "`CosineSimilarityLoss`",
-              "mnrl": "`MultipleNegativesRankingLoss`, duplicates only",
-              "softmax": "`SoftmaxLoss`"}
+    """One row per recipe (objective, options and training size), its training seeds pooled:
+    mean held-out AP with the lowest and highest; the recommended recipe in the headline."""
     before = data["before"]
-    rows = []
-    # Per training size, best held-out AP first.
-    runs = sorted(data["runs"], key=lambda r: (r["train_pairs"],
-                                               -r.get("after", {}).get("average_precision", 0)))
-    for r in runs:
-        label = f"{r['objective']} ({losses.get(r['objective'], '?')})"
-        if "error" in r:
-            rows.append([label, r["train_pairs"], f"failed: {r['error']}", "", "", ""])
-            continue
-        ap_after, f1_after = r["after"]["average_precision"], r["after"]["f1"]
-        rows.append([label, f"{r['train_pairs']:,}",
-                     f"{before['average_precision']:.2f} → {_bold_if(ap_after, before)}",
-                     f"{before['f1']:.2f} → {f1_after:.2f}", r["training_seconds"],
-                     _minute(r.get("date", data.get("date", "?")))])
-    held = data.get("data", {})
-    headline = [{"figure": f"held-out Quora AP ({held.get('measured_pairs', '?'):,} pairs), "
-                           "default model",
-                 "duplens": f"{before['average_precision']:.2f}", "baseline": "", "ratio": "",
-                 "goal": "", "met": None}]
+    base_ap = before["average_precision"]
+    groups: dict[tuple, list[dict]] = {}
     for r in data["runs"]:
-        if r.get("objective") == data.get("default_objective") and "after" in r:
-            gain = r["after"]["average_precision"] - before["average_precision"]
+        options = {k: v for k, v in r.get("options", {}).items() if k != "seed"}
+        key = (r["train_pairs"], r["objective"], json.dumps(options, sort_keys=True),
+               r.get("negative_pool", 0))
+        groups.setdefault(key, []).append(r)
+    rows, headline = [], []
+    held = data.get("data", {})
+    headline.append({"figure": f"held-out Quora AP ({held.get('measured_pairs', '?'):,} pairs), "
+                               "default model",
+                     "duplens": f"{base_ap:.2f}", "baseline": "", "ratio": "", "goal": "",
+                     "met": None})
+    goals = {int(k): v for k, v in data.get("goals", {}).items()}
+    ordered = sorted(groups.values(), key=lambda g: (g[0]["train_pairs"], -_mean_ap(g)))
+    for group in ordered:
+        first = group[0]
+        label = _recipe(first)
+        done = [r for r in group if "after" in r]
+        if not done:
+            rows.append([label, f"{first['train_pairs']:,}", f"failed: {first['error']}",
+                         "", "", "", "", "", ""])
+            continue
+        aps = [r["after"]["average_precision"] for r in done]
+        mean = sum(aps) / len(aps)
+        spread = f" ({min(aps):.2f}–{max(aps):.2f})" if len(aps) > 1 else ""
+        seconds = sum(r["training_seconds"] for r in done) / len(done)
+        per_pair = [r.get("seconds_per_pair") or r["total_seconds"] / r["train_pairs"]
+                    for r in done if r.get("total_seconds")]
+        rows.append([
+            ("**recommended:** " if first.get("recommended") else "") + label,
+            f"{first['train_pairs']:,}", len(done),
+            f"{_bold_if(mean, before)} ({mean - base_ap:+.2f}){spread}",
+            f"{sum(r['after']['f1'] for r in done) / len(done):.2f}", f"{seconds:.0f}",
+            f"{sum(per_pair) / len(per_pair):.3f}" if per_pair else "",
+            _loads(done),
+            _minute(max(r.get("date", data.get("date", "?")) for r in done))])
+        if first.get("recommended"):
+            size = first["train_pairs"]
+            goal = goals.get(size)
+            seeds = f", mean of {len(aps)} seeds {min(aps):.2f}–{max(aps):.2f}" if spread else ""
             headline.append({
-                "figure": f"held-out Quora AP after fine-tuning ({r['objective']}, "
-                          f"{r['train_pairs']:,} pairs)",
-                "duplens": f"{r['after']['average_precision']:.2f}",
-                "baseline": f"{before['average_precision']:.2f} (default model)",
-                "ratio": f"{gain:+.2f} points", "goal": "", "met": None})
+                "figure": f"held-out Quora AP after fine-tuning ({first['objective']}, "
+                          f"{size:,} pairs{seeds})",
+                "duplens": f"{mean:.2f}", "baseline": f"{base_ap:.2f} (default model)",
+                "ratio": f"{mean - base_ap:+.2f} points",
+                "goal": f"≥ +{goal:g} points" if goal else "",
+                "met": None if goal is None else mean - base_ap >= goal})
     return Section(
         name=name, title="Fine-tuning objectives on Quora pairs", command=data.get("command", "?"),
         date=data.get("date", "?"), hardware=hardware_text(data.get("hardware", {})),
         headline=headline,
-        tables=[{"title": f"Held-out AP and best F1 on {held.get('measured_pairs', '?'):,} "
-                          f"held-out pairs ({held.get('held_out_duplicates', '?'):,} duplicates)",
-                 "columns": ["objective", "training pairs", "held-out AP before → after",
-                             "best F1 before → after", "training s", "measured"],
+        tables=[{"title": f"Held-out AP (before: {base_ap:.2f}) and best F1 (before: "
+                          f"{before['f1']:.2f}) on {held.get('measured_pairs', '?'):,} held-out "
+                          f"pairs ({held.get('held_out_duplicates', '?'):,} duplicates); options "
+                          f"as they differ from the engine's defaults",
+                 "columns": ["recipe", "training pairs", "seeds",
+                             "held-out AP after (gain) (lowest–highest)", "best F1 after",
+                             "training s", "s per pair", "load average", "measured"],
                  "rows": rows}],
         notes=[f"Earlier runs kept by `--merge` were made by `{c}`."
                for c in data.get("earlier_commands", [])])
+
+
+_LOSSES = {"contrastive": "`OnlineContrastiveLoss`", "triplet": "`TripletLoss`, margin 1",
+           "cosine": "`CosineSimilarityLoss`",
+           "mnrl": "`MultipleNegativesRankingLoss`, duplicates only",
+           "softmax": "`SoftmaxLoss`",
+           "contrastive+mnrl": "`OnlineContrastiveLoss` + `MultipleNegativesRankingLoss`"}
+
+
+def _recipe(run: dict) -> str:
+    """"contrastive (`OnlineContrastiveLoss`), learning_rate=5e-05" and the like."""
+    changed = " ".join(part for part in run.get("changed", "").split()
+                       if not part.startswith("seed="))
+    pool = (f", negatives also from {run['negative_pool']:,} training-half questions"
+            if run.get("negative_pool") else "")
+    return (f"{run['objective']} ({_LOSSES.get(run['objective'], '?')})"
+            f"{', ' + changed if changed else ''}{pool}")
+
+
+def _loads(runs: list[dict]) -> str:
+    """The 1-minute load average before → after each run ("" for runs that kept none): the
+    training seconds beside it are only comparable at a like load."""
+    return ", ".join(f"{r['load_before']} → {r['load_after']}" for r in runs
+                     if r.get("load_before") and r.get("load_after"))
+
+
+def _mean_ap(runs: list[dict]) -> float:
+    aps = [r["after"]["average_precision"] for r in runs if "after" in r]
+    return sum(aps) / len(aps) if aps else 0.0
 
 
 def _minute(stamp: str) -> str:

@@ -6,6 +6,8 @@ figures themselves come from `python -m benchmarks`.
 
 from __future__ import annotations
 
+import dataclasses
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -173,3 +175,45 @@ def test_gpu_benchmark_logic_runs_on_the_cpu():
                                            rel=0.01)
     table = gpu_import._presentation(result)["tables"][0]
     assert table["title"].endswith("on cpu") and len(table["rows"]) == 6
+
+
+def _finetune_run(pairs: int, ap: float, seed: int = 0, **options) -> dict:
+    from engine.training import TrainingOptions
+
+    chosen = dataclasses.asdict(TrainingOptions(seed=seed, **options))
+    return {"objective": "contrastive", "train_pairs": pairs, "options": chosen,
+            "negative_pool": 0, "load_before": "2.10", "load_after": "3.40",
+            "date": "2026-11-25T05:00:00+00:00", "training_seconds": 40.0,
+            "total_seconds": 50.0, "seconds_per_pair": 50.0 / pairs,
+            "after": {"average_precision": ap, "f1": 70.0}}
+
+
+def test_finetune_relabel_marks_the_defaults_runs_and_the_report_holds_them_to_the_goals(
+        tmp_path):
+    """--relabel marks only the runs with today's default options (any seed) as recommended;
+    the report pools their seeds, and says whether each size's goal was met."""
+    from benchmarks.finetune_quora import _relabel
+
+    results = {"benchmark": "finetune_quora", "command": "python -m benchmarks.finetune_quora",
+               "date": "2026-11-25T05:00:00+00:00", "hardware": HARDWARE,
+               "data": {"measured_pairs": 400, "held_out_duplicates": 150},
+               "default_objective": "softmax", "options": {}, "goals": {"100": 2.5, "400": 5.0},
+               "before": {"average_precision": 70.0, "f1": 68.0},
+               "runs": [_finetune_run(100, 73.0), _finetune_run(100, 74.0, seed=1),
+                        _finetune_run(100, 80.0, epochs=2), _finetune_run(400, 74.0)]}
+    path = tmp_path / "finetune_quora.json"
+    path.write_text(json.dumps(results), encoding="utf-8")
+    _relabel(path)
+    relabelled = json.loads(path.read_text(encoding="utf-8"))
+    assert [r["recommended"] for r in relabelled["runs"]] == [True, True, False, True]
+    assert relabelled["runs"][2]["changed"] == "epochs=2"
+
+    section = report.section("finetune_quora", relabelled)
+    goals = {row["figure"]: (row["ratio"], row["met"]) for row in section.headline[1:]}
+    assert goals == {
+        "held-out Quora AP after fine-tuning (contrastive, 100 pairs, mean of 2 seeds "
+        "73.00–74.00)": ("+3.50 points", True),
+        "held-out Quora AP after fine-tuning (contrastive, 400 pairs)": ("+4.00 points", False)}
+    rows = section.tables[0]["rows"]
+    pooled = next(r for r in rows if r[0].startswith("**recommended:**") and r[1] == "100")
+    assert pooled[2] == 2 and pooled[-2] == "2.10 → 3.40, 2.10 → 3.40"

@@ -196,14 +196,14 @@ class DataPage(QWizardPage):
 
 
 class ObjectivePage(QWizardPage):
-    """The five objectives, the recommended one preselected, and the training options."""
+    """The objectives, the recommended one preselected, and the training options."""
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.setTitle("How it should learn")
         self.setSubTitle("Each objective turns the same labelled pairs into a different "
                          "training signal. The recommended one gained the most on held-out "
-                         "Quora question pairs when Duplens measured all five.")
+                         "Quora question pairs when Duplens measured them all.")
         self.setButtonText(QWizard.WizardButton.NextButton, "Train")
         self.buttons: dict[str, QRadioButton] = {}
 
@@ -320,7 +320,7 @@ class ObjectivePage(QWizardPage):
         try:
             rate = float(self.learning_rate.text().replace(",", "."))
         except ValueError:
-            raise ValueError("the learning rate must be a number such as 2e-5") from None
+            raise ValueError("the learning rate must be a number such as 1e-4") from None
         return dataclasses.replace(
             self.defaults, batch_size=self.batch_size.value(), learning_rate=rate,
             warmup_ratio=self.warmup.value() / 100, epochs=self.epochs.value(),

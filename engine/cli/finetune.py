@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import json
 
 from engine.cli.common import (
@@ -15,12 +16,12 @@ from engine.cli.common import (
 )
 from engine.cli.models import activate
 from engine.cli.stage_bars import StageBars
-from engine.errors import Cancelled
+from engine.errors import Cancelled, InputError
 from engine.jobs import CancelToken
 
 # engine.training.OBJECTIVES' names, spelled out: importing the training package for every
 # command would slow `duplens info`; a test keeps the two lists the same.
-OBJECTIVE_NAMES = ("softmax", "cosine", "triplet", "contrastive", "mnrl")
+OBJECTIVE_NAMES = ("softmax", "cosine", "triplet", "contrastive", "mnrl", "contrastive+mnrl")
 
 
 def register(sub) -> None:
@@ -32,8 +33,23 @@ def register(sub) -> None:
                    "or anchor, positive, negative)")
     p.add_argument("--loss", choices=OBJECTIVE_NAMES, help="training objective (default: the "
                    "recommended one; the output names it)")
-    p.add_argument("--epochs", type=positive, default=1)
-    p.add_argument("--batch-size", type=positive, default=16)
+    # Training options default to engine.training.options.TrainingOptions' (not imported
+    # here, see above): None means "the engine's default".
+    p.add_argument("--epochs", type=positive, help="passes over the pairs (default: the "
+                   "recommended number; the JSON output lists every option used)")
+    p.add_argument("--batch-size", type=positive)
+    p.add_argument("--learning-rate", type=positive_float, metavar="RATE")
+    p.add_argument("--warmup", type=share, metavar="F", help="share of the steps with a "
+                   "linear warm-up of the learning rate")
+    p.add_argument("--margin", type=positive_float, help="cosine distance the contrastive "
+                   "objectives push non-duplicates beyond")
+    p.add_argument("--hard-negatives", type=count, metavar="N", help="mined 'not duplicate' "
+                   "texts added per duplicate pair, the closest of the project's own indexed "
+                   "texts outside its duplicate group (contrastive objectives; 0: none)")
+    p.add_argument("--validation", type=share, metavar="F", help="share of the training "
+                   "pairs set aside to keep the best epoch and stop early (0: none)")
+    p.add_argument("--patience", type=positive, help="epochs without a better validation "
+                   "score before training stops")
     p.add_argument("--max-steps", type=positive, help="stop after this many steps")
     p.add_argument("--held-out", type=fraction, default=0.5, metavar="F",
                    help="share of the pairs measured before and after, never trained on "
@@ -47,18 +63,46 @@ def register(sub) -> None:
     p.set_defaults(run=cmd_finetune)
 
 
-def cmd_finetune(args, cancel: CancelToken) -> int:
-    from engine.training.finetune import TrainingOptions
+def positive_float(text: str) -> float:
+    value = float(text)
+    if not value > 0:
+        raise argparse.ArgumentTypeError(f"must be more than 0, not {value:g}")
+    return value
 
-    options = TrainingOptions(batch_size=args.batch_size, epochs=args.epochs,
-                              max_steps=args.max_steps, seed=args.seed)
+
+def share(text: str) -> float:
+    value = float(text)
+    if not 0.0 <= value < 1.0:
+        raise argparse.ArgumentTypeError(f"must be at least 0 and below 1, not {value:g}")
+    return value
+
+
+def count(text: str) -> int:
+    value = int(text)
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be 0 or more, not {value}")
+    return value
+
+
+def cmd_finetune(args, cancel: CancelToken) -> int:
+    from engine.training.options import TrainingOptions
+
+    given = {"batch_size": args.batch_size, "epochs": args.epochs,
+             "learning_rate": args.learning_rate, "warmup_ratio": args.warmup,
+             "margin": args.margin, "hard_negatives": args.hard_negatives,
+             "validation": args.validation, "patience": args.patience}
+    try:
+        options = TrainingOptions(max_steps=args.max_steps, seed=args.seed,
+                                  **{k: v for k, v in given.items() if v is not None})
+    except ValueError as exc:
+        raise InputError(f"finetune: {exc}") from None
     with open_project(args.project, trust_models=args.trust_model_location) as project:
         project.model.configure(device=args.device)
         bar = StageBars()
         try:
-            report = project.versions.finetune(args.loss, extra_file=args.pairs, options=options,
-                                      held_out=args.held_out, seed=args.seed, progress=bar,
-                                      cancel=cancel)
+            report = project.versions.finetune(
+                args.loss, extra_file=args.pairs, options=options, held_out=args.held_out,
+                seed=args.seed, progress=bar, cancel=cancel)
         except Cancelled:
             bar.close()
             say("stopped: nothing was saved; the active model is unchanged")

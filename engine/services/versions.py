@@ -15,6 +15,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+import numpy as np
+
 from engine.encoding.encoder import SentenceEncoder
 from engine.encoding.job import CHUNK_TEXTS
 from engine.encoding.loading import load_stored_encoder
@@ -24,14 +26,20 @@ from engine.jobs import CancelToken, Progress, ProgressCallback, no_progress
 from engine.services.active_model import ActiveModel
 from engine.services.labels import Labels
 from engine.services.live_index import LiveIndex
+from engine.store import items as items_store
 from engine.store import vectors as vector_store
 from engine.store.database import Store
 
 if TYPE_CHECKING:  # pragma: no cover
     from engine.training.activation import ActivationReport
-    from engine.training.finetune import TrainingOptions
+    from engine.training.mining import NegativePool
+    from engine.training.options import TrainingOptions
     from engine.training.pairs import LabelledPair
     from engine.training.session import FinetuneReport
+
+# Project texts hard negatives are mined from, at most: exact similarities of a few thousand
+# questions against 200,000 texts, and their vectors (300 MB at 384 dimensions), stay cheap.
+NEGATIVE_POOL_TEXTS = 200_000
 
 
 class ModelVersions:
@@ -109,9 +117,32 @@ class ModelVersions:
         report, trained = run_finetune(
             self._store, self._path, encoder, self._model.row(), pairs, objective,
             options=options, held_out=held_out, seed=seed, min_pairs=min_pairs,
-            progress=progress, cancel=cancel)
+            progress=progress, cancel=cancel, pool=self._negative_pool(objective, options))
         self._keep_trained(report.version_id, trained, encoder)
         return report
+
+    def _negative_pool(self, objective: str, options: TrainingOptions | None
+                       ) -> NegativePool | None:
+        """The project's own indexed texts with their vectors under the active model (the
+        one trained), for mining hard negatives as sentence-transformers'
+        `mine_hard_negatives` does from a corpus: nothing is encoded again. None when the
+        objective mines nothing. At most `NEGATIVE_POOL_TEXTS`, a seeded sample beyond."""
+        from engine.training.mining import NegativePool
+        from engine.training.objectives import mines_negatives
+        from engine.training.options import TrainingOptions
+
+        options = options or TrainingOptions()
+        if not mines_negatives(objective, options):
+            return None
+        index = self._live.get(self._model.id())
+        with self._store.read() as conn:
+            live = items_store.live_text_ids(conn)
+            ids = np.asarray(sorted(set(index.ids().tolist()) & live), dtype=np.int64)
+            if len(ids) > NEGATIVE_POOL_TEXTS:
+                rng = np.random.default_rng(options.seed)
+                ids = np.sort(rng.choice(ids, NEGATIVE_POOL_TEXTS, replace=False))
+            texts = items_store.texts_by_id(conn, ids.tolist())
+        return NegativePool([texts[int(i)] for i in ids], index.vectors(ids))
 
     def _keep_trained(self, model_id: int, model, like: SentenceEncoder) -> None:
         """Keep a just-trained model loaded, served as the active one is (fp16 on CUDA)."""

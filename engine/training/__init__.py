@@ -1,12 +1,13 @@
 """Fine-tuning a sentence encoder on the user's labelled pairs, without Qt.
 
 `pairs` reads and summarises labelled data, `split` holds some out without sharing questions,
-`objectives` turns pairs into a loss and dataset, `finetune` trains a copy of a model, and
-`metrics` measures a model on held-out pairs. torch, sentence-transformers and datasets are
-imported only when a function needs them.
+`options` says how to train, `objectives` turns pairs into a loss and dataset (`mining` finds
+hard negatives for them), `finetune` trains a copy of a model (`validation` keeps its best
+epoch), and `metrics` measures a model on held-out pairs. torch, sentence-transformers and
+datasets are imported only when a function needs them.
 """
 
-from engine.training.finetune import TrainingOptions, TrainingProgress, TrainResult, finetune
+from engine.training.finetune import TrainingProgress, TrainResult, finetune
 from engine.training.metrics import (
     CurvePoint,
     PairMetrics,
@@ -16,6 +17,7 @@ from engine.training.metrics import (
     metrics_from_scores,
     pair_scores,
 )
+from engine.training.mining import NegativePool, nearest_non_duplicates
 from engine.training.objectives import (
     DEFAULT_OBJECTIVE,
     OBJECTIVES,
@@ -25,7 +27,9 @@ from engine.training.objectives import (
     build_training_data,
     get_objective,
     make_triplets,
+    mines_negatives,
 )
+from engine.training.options import TrainingOptions
 from engine.training.pairs import (
     DUPLICATE_AT,
     LabelledFile,
@@ -46,6 +50,7 @@ __all__ = [
     "CurvePoint",
     "LabelledFile",
     "LabelledPair",
+    "NegativePool",
     "Objective",
     "PairMetrics",
     "PairSplit",
@@ -63,6 +68,8 @@ __all__ = [
     "held_out_metrics",
     "make_triplets",
     "metrics_from_scores",
+    "mines_negatives",
+    "nearest_non_duplicates",
     "pair_scores",
     "pairs_from_triplets",
     "read_labelled_file",

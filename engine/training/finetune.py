@@ -33,42 +33,17 @@ from engine.encoding.model_safety import SAFE_LOAD
 from engine.encoding.models import ModelSpec, pick_device, resolve_model
 from engine.errors import ModelError
 from engine.jobs import CancelToken, Progress, ProgressCallback, RateMeter, no_progress
+from engine.training.mining import NegativePool
 from engine.training.objectives import TrainingData, build_training_data, get_objective
+from engine.training.options import TrainingOptions
 from engine.training.pairs import LabelledPair
+from engine.training.validation import early_stopping, split_validation
 
 if TYPE_CHECKING:  # pragma: no cover
     from sentence_transformers import SentenceTransformer
     from transformers import TrainerCallback
 
     ModelSource = str | os.PathLike[str] | ModelSpec | SentenceTransformer | SentenceEncoder | None
-
-
-@dataclass(frozen=True)
-class TrainingOptions:
-    """How to train; the defaults are the Sentence-BERT paper's.
-
-    Batch size 16, Adam(W) at a learning rate of 2e-5 with linear warm-up over the first 10%
-    of the steps, one epoch. `weight_decay` is sentence-transformers' old `fit` default.
-    `max_steps` cuts training short (for tests and quick trials); None runs every epoch.
-    """
-
-    batch_size: int = 16
-    learning_rate: float = 2e-5
-    warmup_ratio: float = 0.1
-    epochs: int = 1
-    max_steps: int | None = None
-    seed: int = 0
-    weight_decay: float = 0.01
-
-    def __post_init__(self) -> None:
-        if self.batch_size < 1 or self.epochs < 1:
-            raise ValueError("batch_size and epochs must be at least 1")
-        if not 0.0 <= self.warmup_ratio < 1.0:
-            raise ValueError(f"warmup_ratio must be in [0, 1), not {self.warmup_ratio}")
-        if self.max_steps is not None and self.max_steps < 1:
-            raise ValueError("max_steps must be at least 1 (or None)")
-        if self.learning_rate <= 0:
-            raise ValueError("learning_rate must be positive")
 
 
 @dataclass(frozen=True)
@@ -95,6 +70,9 @@ class TrainResult:
     pairs: int  # labelled pairs given
     device: str
     notes: list[str] = field(default_factory=list)  # from the objective, for the user
+    validation_pairs: int = 0  # training pairs set aside to choose the epoch (not trained on)
+    validation: list[tuple[int, float]] = field(default_factory=list)  # (epoch, AP) measured
+    best_epoch: int | None = None  # whose weights were kept; None without validation
     # The trained model itself, as saved (float32, on `device`): measuring it needs no reload
     # of the folder, which on Windows would also keep the folder from being moved.
     model: SentenceTransformer | None = field(default=None, repr=False, compare=False)
@@ -107,16 +85,20 @@ class TrainResult:
 def finetune(model: ModelSource, train_pairs: Sequence[LabelledPair], objective: str,
              options: TrainingOptions | None, output_dir: str | os.PathLike[str], *,
              progress: ProgressCallback = no_progress, cancel: CancelToken | None = None,
-             device: str | None = None) -> TrainResult:
+             device: str | None = None, pool: NegativePool | None = None) -> TrainResult:
     """Train a copy of `model` on `train_pairs` with `objective`; save it in `output_dir`.
 
     `model` is a loaded SentenceTransformer or SentenceEncoder (trained on its device), a
     local model folder or `ModelSpec`, or None for the bundled default model (loaded on
     `device`). `output_dir` must not exist yet, or be an empty folder.
 
+    With `options.validation`, that share of the pairs is set aside and measured after each
+    epoch; the best epoch is kept (`engine.training.validation`). `pool`: texts besides the
+    pairs' own to mine hard negatives from (`engine.training.mining.NegativePool`).
+
     Progress goes to `progress` as stage "training" (steps done of total, steps per second,
     the loss in `message`; each step's report is a `TrainingProgress` carrying the loss as a
-    number), after "mining negatives" for the triplet objective. Setting
+    number), after "mining negatives" when the objective mines (`mines_negatives`). Setting
     `cancel` stops training after the current step and raises `Cancelled`, with nothing
     written; any other failure also leaves nothing behind.
     """
@@ -132,17 +114,33 @@ def finetune(model: ModelSource, train_pairs: Sequence[LabelledPair], objective:
     used_device = str(trainee.device)
     cancel.raise_if_cancelled()
     set_seed(options.seed)  # before the loss: SoftmaxLoss draws its classifier's weights
-    data = build_training_data(objective, trainee, train_pairs, seed=options.seed,
+    parts = split_validation(train_pairs, options.validation, options.seed)
+    data = build_training_data(objective, trainee, parts.train, options=options, pool=pool,
                                progress=progress, cancel=cancel)
     cancel.raise_if_cancelled()
+    stopper = (early_stopping(trainee, parts.validation, options.patience, cancel)
+               if parts.validation else None)
 
     with tempfile.TemporaryDirectory(prefix="duplens-trainer-") as scratch:
         history, steps, seconds = _train(trainee, data, options, used_device, scratch,
-                                         progress, cancel)
+                                         progress, cancel, stopper)
+    notes = [*data.notes, *([parts.note] if parts.note else [])]
+    if stopper is not None:
+        stopper.restore()
+        notes.append(_validation_note(stopper, len(parts.validation)))
     _save(trainee, output_dir, cancel)
     return TrainResult(output_dir, objective, history, steps, seconds, data.examples,
-                       _examples_seen(steps, options.batch_size, data.examples),
-                       len(train_pairs), used_device, list(data.notes), trainee)
+                       _examples_seen(steps, options.batch_size, data.sizes),
+                       len(train_pairs), used_device, notes, len(parts.validation),
+                       list(stopper.scores) if stopper else [],
+                       stopper.best_epoch if stopper else None, trainee)
+
+
+def _validation_note(stopper, pairs: int) -> str:
+    scores = ", ".join(f"{ap:.2f}" for _, ap in stopper.scores)
+    stopped = " (stopped early)" if stopper.stopped_early else ""
+    return (f"{pairs} training pairs were set aside to choose the epoch: average precision "
+            f"after each epoch {scores}{stopped}; epoch {stopper.best_epoch} was kept")
 
 
 def _save(model: SentenceTransformer, output_dir: Path, cancel: CancelToken) -> None:
@@ -162,9 +160,11 @@ def _save(model: SentenceTransformer, output_dir: Path, cancel: CancelToken) -> 
         raise
 
 
-def _examples_seen(steps: int, batch_size: int, examples: int) -> int:
-    """Rows trained on in `steps` batches, the last batch of each epoch being short."""
-    per_epoch = max(1, math.ceil(examples / batch_size))
+def _examples_seen(steps: int, batch_size: int, sizes: Sequence[int]) -> int:
+    """Rows trained on in `steps` batches over datasets of `sizes` rows, the last batch of
+    each dataset in each epoch being short."""
+    examples = sum(sizes)
+    per_epoch = max(1, sum(math.ceil(n / batch_size) for n in sizes))
     epochs, rest = divmod(steps, per_epoch)
     return epochs * examples + min(rest * batch_size, examples)
 
@@ -216,8 +216,8 @@ def _load_fresh(source: str | os.PathLike[str] | ModelSpec | None,
 
 
 def _train(model: SentenceTransformer, data: TrainingData, options: TrainingOptions,
-           device: str, scratch: str, progress: ProgressCallback, cancel: CancelToken
-           ) -> tuple[list[tuple[int, float]], int, float]:
+           device: str, scratch: str, progress: ProgressCallback, cancel: CancelToken,
+           stopper: TrainerCallback | None = None) -> tuple[list[tuple[int, float]], int, float]:
     """Run the trainer; (loss history, steps, seconds). Raises Cancelled when asked to stop."""
     from sentence_transformers.base.sampler import BatchSamplers
     from sentence_transformers.sentence_transformer import (
@@ -257,7 +257,7 @@ def _train(model: SentenceTransformer, data: TrainingData, options: TrainingOpti
 
     relay = _progress_relay(progress, cancel)
     trainer = Trainer(model=model, args=args, train_dataset=data.dataset, loss=data.loss,
-                      callbacks=[relay])
+                      callbacks=[relay] if stopper is None else [relay, stopper])
     # With tqdm off, transformers prints every log line to stdout instead.
     trainer.remove_callback(PrinterCallback)
     started = time.perf_counter()

@@ -1,4 +1,4 @@
-"""The five training objectives: for each, its loss and the dataset that loss reads.
+"""The training objectives: for each, its loss and the dataset that loss reads.
 
 Every objective starts from the same labelled pairs (`LabelledPair`), so a user can switch
 objective without relabelling; each turns them into the columns its sentence-transformers
@@ -9,6 +9,11 @@ loss expects. Pairs with a label of 0.5 or more are duplicates where a yes/no is
 - triplet: pull a duplicate closer to a question than a non-duplicate, by a margin.
 - contrastive: pull duplicates together, push close non-duplicates apart (the hard ones only).
 - mnrl: rank each question's duplicate above the other questions in the batch; duplicates only.
+- contrastive+mnrl: both, in alternating batches (multi-task training).
+
+The contrastive objectives can add mined hard negatives (`TrainingOptions.hard_negatives`,
+`engine.training.mining`): for each duplicate pair, the texts most similar to its question that
+are not its duplicates, as extra "not duplicate" pairs.
 
 sentence-transformers is imported inside functions: importing it takes seconds.
 """
@@ -21,44 +26,61 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 import numpy as np
-from scipy.sparse import coo_matrix
-from scipy.sparse.csgraph import connected_components
 
 from engine.errors import InputError
-from engine.jobs import CancelToken, Progress, ProgressCallback, RateMeter, no_progress
+from engine.jobs import CancelToken, ProgressCallback, no_progress
+from engine.training.mining import NegativePool, nearest_non_duplicates
+from engine.training.options import TrainingOptions
 from engine.training.pairs import LabelledPair, Triplet
 
 if TYPE_CHECKING:  # pragma: no cover
-    from datasets import Dataset
+    from datasets import Dataset, DatasetDict
     from sentence_transformers import SentenceTransformer
     from torch import nn
 
 # The objective used when none is named (wizard, CLI, benchmark): the one place to change it.
-# benchmarks/finetune_quora.py, 4,000 Quora training pairs, 4,000 held out: contrastive raised
-# held-out AP 76.27 -> 80.63, triplet 76.81, mnrl 76.49, cosine 76.32, softmax lowered it to
-# 69.38 (docs/benchmarks.md).
+# benchmarks/finetune_quora.py, 4,000 Quora training pairs, 4,000 held out, learning rate 2e-5:
+# contrastive raised held-out AP 76.27 -> 80.63, triplet 76.81, mnrl 76.49, cosine 76.32,
+# softmax lowered it to 69.38; at the default 1e-4, contrastive 81.53; contrastive+mnrl at
+# 1,000 pairs 80.05 against contrastive's 80.37 (docs/benchmarks.md).
 DEFAULT_OBJECTIVE = "contrastive"
 
 # TripletLoss margin: the Sentence-BERT paper's 1 with Euclidean distance. The library's
 # default of 5 suits unnormalised embeddings; Duplens' models are mostly normalised, where
 # distances stay within 2 and a margin of 5 is never met.
 TRIPLET_MARGIN = 1.0
-_MINE_CHUNK = 256  # texts encoded between cancel checks while mining negatives
 
 
 @dataclass
 class TrainingData:
     """A loss and its dataset, ready for the trainer, plus what a person should know."""
 
-    loss: nn.Module
-    dataset: Dataset
-    examples: int  # rows in the dataset
+    loss: nn.Module | dict[str, nn.Module]  # a dict: one loss per dataset of a DatasetDict
+    dataset: Dataset | DatasetDict
+    examples: int  # rows in the dataset(s)
     no_duplicates: bool = False  # batches must not repeat a text (in-batch negatives)
     notes: list[str] = field(default_factory=list)
 
+    @property
+    def sizes(self) -> list[int]:
+        """Rows of each dataset: one size, or one per dataset of a DatasetDict."""
+        if isinstance(self.loss, dict):
+            return [len(self.dataset[name]) for name in self.loss]
+        return [len(self.dataset)]
 
-Builder = Callable[["SentenceTransformer", Sequence[LabelledPair], int, ProgressCallback,
-                    CancelToken | None], TrainingData]
+
+@dataclass(frozen=True)
+class BuildContext:
+    """What a builder may need besides the model and pairs: how to train, and where to look
+    for negatives, report progress and hear of cancelling."""
+
+    options: TrainingOptions = TrainingOptions()
+    pool: NegativePool | None = None
+    progress: ProgressCallback = no_progress
+    cancel: CancelToken | None = None
+
+
+Builder = Callable[["SentenceTransformer", Sequence[LabelledPair], BuildContext], TrainingData]
 
 
 @dataclass(frozen=True)
@@ -71,11 +93,24 @@ class Objective:
 
 
 def build_training_data(objective: str, model: SentenceTransformer,
-                        pairs: Sequence[LabelledPair], *, seed: int = 0,
+                        pairs: Sequence[LabelledPair], *, options: TrainingOptions | None = None,
+                        pool: NegativePool | None = None,
                         progress: ProgressCallback = no_progress,
                         cancel: CancelToken | None = None) -> TrainingData:
-    """The loss (bound to `model`) and dataset for `objective` on `pairs`."""
-    return get_objective(objective).build(model, pairs, seed, progress, cancel)
+    """The loss (bound to `model`) and dataset for `objective` on `pairs`.
+
+    `pool`: texts besides the pairs' own to mine hard negatives from (objectives that mine).
+    """
+    context = BuildContext(options or TrainingOptions(), pool, progress, cancel)
+    return get_objective(objective).build(model, pairs, context)
+
+
+def mines_negatives(objective: str, options: TrainingOptions) -> bool:
+    """Whether training `objective` with `options` may mine negatives first (a progress
+    stage of its own): triplet does for duplicates without a labelled negative, the
+    contrastive objectives when asked for hard negatives."""
+    return objective == "triplet" or (objective in ("contrastive", "contrastive+mnrl")
+                                      and options.hard_negatives > 0)
 
 
 def get_objective(name: str) -> Objective:
@@ -96,8 +131,8 @@ def _duplicate_dataset(pairs: Sequence[LabelledPair]) -> Dataset:
                      "label": [int(p.is_duplicate) for p in pairs]})
 
 
-def _softmax(model: SentenceTransformer, pairs: Sequence[LabelledPair], seed: int,
-             progress: ProgressCallback, cancel: CancelToken | None) -> TrainingData:
+def _softmax(model: SentenceTransformer, pairs: Sequence[LabelledPair],
+              context: BuildContext) -> TrainingData:
     from sentence_transformers.sentence_transformer.losses import SoftmaxLoss
 
     _require_both_classes("softmax", pairs)
@@ -106,8 +141,8 @@ def _softmax(model: SentenceTransformer, pairs: Sequence[LabelledPair], seed: in
     return TrainingData(loss, dataset, len(pairs), notes=_graded_note("softmax", pairs))
 
 
-def _cosine(model: SentenceTransformer, pairs: Sequence[LabelledPair], seed: int,
-            progress: ProgressCallback, cancel: CancelToken | None) -> TrainingData:
+def _cosine(model: SentenceTransformer, pairs: Sequence[LabelledPair],
+             context: BuildContext) -> TrainingData:
     from sentence_transformers.sentence_transformer.losses import CosineSimilarityLoss
 
     if len({p.label for p in pairs}) < 2:
@@ -119,18 +154,64 @@ def _cosine(model: SentenceTransformer, pairs: Sequence[LabelledPair], seed: int
     return TrainingData(CosineSimilarityLoss(model), dataset, len(pairs))
 
 
-def _contrastive(model: SentenceTransformer, pairs: Sequence[LabelledPair], seed: int,
-                 progress: ProgressCallback, cancel: CancelToken | None) -> TrainingData:
+def _contrastive(model: SentenceTransformer, pairs: Sequence[LabelledPair],
+                 context: BuildContext) -> TrainingData:
+    _require_both_classes("contrastive", pairs)
+    mined, notes = _with_hard_negatives(model, pairs, context)
+    dataset = _duplicate_dataset([*pairs, *mined])
+    return TrainingData(_online_contrastive(model, context.options), dataset, len(dataset),
+                        notes=[*_graded_note("contrastive", pairs), *notes])
+
+
+def _contrastive_mnrl(model: SentenceTransformer, pairs: Sequence[LabelledPair],
+                      context: BuildContext) -> TrainingData:
+    """Two datasets and two losses, trained in turn (sentence-transformers' multi-task
+    training, its Quora example's recipe): batches of pairs for the contrastive loss and
+    batches of duplicates for the ranking loss."""
+    from datasets import DatasetDict
+    from sentence_transformers.sentence_transformer.losses import MultipleNegativesRankingLoss
+
+    _require_both_classes("contrastive+mnrl", pairs)
+    positives = [p for p in pairs if p.is_duplicate]
+    mined, notes = _with_hard_negatives(model, pairs, context)
+    contrastive = _duplicate_dataset([*pairs, *mined])
+    ranking = _dataset({"anchor": [p.text_a for p in positives],
+                        "positive": [p.text_b for p in positives]})
+    dataset = DatasetDict({"contrastive": contrastive, "mnrl": ranking})
+    loss = {"contrastive": _online_contrastive(model, context.options),
+            "mnrl": MultipleNegativesRankingLoss(model)}
+    return TrainingData(loss, dataset, len(contrastive) + len(ranking), no_duplicates=True,
+                        notes=[*_graded_note("contrastive+mnrl", pairs), *notes])
+
+
+def _online_contrastive(model: SentenceTransformer, options: TrainingOptions) -> nn.Module:
     from sentence_transformers.sentence_transformer.losses import OnlineContrastiveLoss
 
-    _require_both_classes("contrastive", pairs)
-    dataset = _duplicate_dataset(pairs)
-    return TrainingData(OnlineContrastiveLoss(model), dataset, len(pairs),
-                        notes=_graded_note("contrastive", pairs))
+    return OnlineContrastiveLoss(model, margin=options.margin)
 
 
-def _mnrl(model: SentenceTransformer, pairs: Sequence[LabelledPair], seed: int,
-          progress: ProgressCallback, cancel: CancelToken | None) -> TrainingData:
+def _with_hard_negatives(model: SentenceTransformer, pairs: Sequence[LabelledPair],
+                         context: BuildContext) -> tuple[list[LabelledPair], list[str]]:
+    """`options.hard_negatives` mined "not duplicate" pairs per duplicate pair, and a note."""
+    per_anchor = context.options.hard_negatives
+    anchors = [p for p in pairs if p.is_duplicate]
+    if not per_anchor or not anchors:
+        return [], []
+    found = nearest_non_duplicates(model, pairs, anchors, per_anchor, pool=context.pool,
+                                   below_positive=True, progress=context.progress,
+                                   cancel=context.cancel)
+    mined = [LabelledPair(p.text_a, negative, 0.0, key_a=p.key_a)
+             for p, negatives in zip(anchors, found.negatives, strict=True)
+             for negative in negatives]
+    note = (f"{len(mined)} mined pairs were added as not duplicate: for each of the "
+            f"{len(anchors)} duplicate pairs, the {per_anchor} texts of the {found.candidates} "
+            f"searched most similar to its question, outside its duplicate group and less "
+            f"similar than its duplicate")
+    return mined, [note]
+
+
+def _mnrl(model: SentenceTransformer, pairs: Sequence[LabelledPair],
+           context: BuildContext) -> TrainingData:
     from sentence_transformers.sentence_transformer.losses import MultipleNegativesRankingLoss
 
     positives = [p for p in pairs if p.is_duplicate]
@@ -148,14 +229,15 @@ def _mnrl(model: SentenceTransformer, pairs: Sequence[LabelledPair], seed: int,
                         no_duplicates=True, notes=notes)
 
 
-def _triplet(model: SentenceTransformer, pairs: Sequence[LabelledPair], seed: int,
-             progress: ProgressCallback, cancel: CancelToken | None) -> TrainingData:
+def _triplet(model: SentenceTransformer, pairs: Sequence[LabelledPair],
+              context: BuildContext) -> TrainingData:
     from sentence_transformers.sentence_transformer.losses import (
         TripletDistanceMetric,
         TripletLoss,
     )
 
-    built = make_triplets(pairs, model, seed=seed, progress=progress, cancel=cancel)
+    built = make_triplets(pairs, model, seed=context.options.seed, pool=context.pool,
+                          progress=context.progress, cancel=context.cancel)
     dataset = _dataset({"anchor": [t.anchor for t in built.triplets],
                         "positive": [t.positive for t in built.triplets],
                         "negative": [t.negative for t in built.triplets]})
@@ -182,7 +264,8 @@ class BuiltTriplets:
 
 
 def make_triplets(pairs: Sequence[LabelledPair], model: SentenceTransformer | None = None, *,
-                  seed: int = 0, progress: ProgressCallback = no_progress,
+                  seed: int = 0, pool: NegativePool | None = None,
+                  progress: ProgressCallback = no_progress,
                   cancel: CancelToken | None = None) -> BuiltTriplets:
     """One (anchor, positive, negative) triplet per duplicate pair.
 
@@ -190,7 +273,8 @@ def make_triplets(pairs: Sequence[LabelledPair], model: SentenceTransformer | No
     the texts labelled "not duplicate" against the anchor, picked with `seed`. When the first
     text has none but the second has, the pair is turned round. When neither has, a hard
     negative is mined: the training text most similar to the anchor under `model` (the model
-    before training) among those not linked to it by any chain of duplicate labels. A mined
+    before training) among those not linked to it by any chain of duplicate labels, or from
+    `pool` (`engine.training.mining`). A mined
     negative may be an unlabelled duplicate after all; labelled negatives avoid that risk, so
     they always come first. Without a model, pairs needing a mined negative are skipped.
     """
@@ -215,10 +299,11 @@ def make_triplets(pairs: Sequence[LabelledPair], model: SentenceTransformer | No
             triplets.append(None)
     mined = 0
     if to_mine and model is not None:
-        found = _mine_negatives(model, pairs, [positives[i] for i in to_mine], progress, cancel)
-        for i, negative in zip(to_mine, found, strict=True):
-            if negative is not None:
-                triplets[i] = Triplet(positives[i].text_a, positives[i].text_b, negative)
+        found = nearest_non_duplicates(model, pairs, [positives[i] for i in to_mine], 1,
+                                       pool=pool, progress=progress, cancel=cancel)
+        for i, negatives in zip(to_mine, found.negatives, strict=True):
+            if negatives:
+                triplets[i] = Triplet(positives[i].text_a, positives[i].text_b, negatives[0])
                 mined += 1
     made = [t for t in triplets if t is not None]
     if not made:
@@ -229,51 +314,6 @@ def make_triplets(pairs: Sequence[LabelledPair], model: SentenceTransformer | No
 
 def _pick(texts: list[str], rng: np.random.Generator) -> str:
     return texts[int(rng.integers(len(texts)))]
-
-
-def _mine_negatives(model: SentenceTransformer, pairs: Sequence[LabelledPair],
-                    anchors: Sequence[LabelledPair], progress: ProgressCallback,
-                    cancel: CancelToken | None) -> list[str | None]:
-    """For each anchor pair, the most similar training text outside its duplicate group."""
-    text_of: dict[str, str] = {}
-    for p in pairs:
-        text_of.setdefault(p.key_a, p.text_a)
-        text_of.setdefault(p.key_b, p.text_b)
-    keys = list(text_of)
-    index = {key: i for i, key in enumerate(keys)}
-    # Duplicate groups: keys joined by any chain of duplicate labels are never negatives.
-    dup_a = [index[p.key_a] for p in pairs if p.is_duplicate]
-    dup_b = [index[p.key_b] for p in pairs if p.is_duplicate]
-    links = coo_matrix((np.ones(len(dup_a)), (dup_a, dup_b)), shape=(len(keys), len(keys)))
-    _, group = connected_components(links, directed=False)
-
-    vectors = _encode([text_of[k] for k in keys], model, progress, cancel)
-    anchor_rows = np.array([index[p.key_a] for p in anchors])
-    found: list[str | None] = []
-    for start in range(0, len(anchor_rows), _MINE_CHUNK):  # bounded memory: chunk x texts
-        rows = anchor_rows[start:start + _MINE_CHUNK]
-        sims = vectors[rows] @ vectors.T
-        sims[group[rows][:, None] == group[None, :]] = -np.inf
-        best = np.argmax(sims, axis=1)
-        found.extend(text_of[keys[j]] if np.isfinite(sims[i, j]) else None
-                     for i, j in enumerate(best))
-    return found
-
-
-def _encode(texts: list[str], model: SentenceTransformer, progress: ProgressCallback,
-            cancel: CancelToken | None) -> np.ndarray:
-    meter = RateMeter()
-    parts = []
-    for start in range(0, len(texts), _MINE_CHUNK):
-        if cancel is not None:
-            cancel.raise_if_cancelled()
-        chunk = texts[start:start + _MINE_CHUNK]
-        parts.append(np.asarray(model.encode(chunk, batch_size=32, convert_to_numpy=True,
-                                             normalize_embeddings=True,
-                                             show_progress_bar=False), dtype=np.float32))
-        done = start + len(chunk)
-        progress(Progress("mining negatives", done, len(texts), meter.rate(done)))
-    return np.concatenate(parts)
 
 
 # -- helpers --------------------------------------------------------------------------------
@@ -326,5 +366,9 @@ OBJECTIVES: dict[str, Objective] = {
                   "Ranks each question's duplicate above every other question in the batch; "
                   "needs duplicate pairs only (the rest of the batch are the negatives).",
                   _mnrl, "MultipleNegativesRankingLoss"),
+        Objective("contrastive+mnrl", "Online contrastive and ranking",
+                  "Both of the above in turn: contrastive batches of all the pairs, and "
+                  "ranking batches of the duplicates against the rest of the batch.",
+                  _contrastive_mnrl, "OnlineContrastiveLoss + MultipleNegativesRankingLoss"),
     )
 }

@@ -5,8 +5,9 @@ The steps, each a progress stage a wizard can list (`FINETUNE_STAGES`):
 1. check the pairs (enough of them, both verdicts) and split them by question groups, so no
    question is both trained on and measured (`split_pairs`);
 2. "measuring before": the active model's metrics on the held-out part;
-3. "mining negatives" (triplet only) and "training": a copy of the active model is trained on
-   the rest; the model the project searches with is never changed;
+3. "mining negatives" (when the objective mines: `finetune_stages`) and "training": a copy of
+   the active model is trained on the rest; the model the project searches with is never
+   changed;
 4. "measuring after": the trained model on the same held-out pairs, and the pairs whose
    verdict changed;
 5. "saving": the folder becomes version N with its row (`versions.register_version`).
@@ -40,7 +41,8 @@ from engine.training.metrics import (
     changed_verdicts,
     held_out_metrics,
 )
-from engine.training.objectives import get_objective
+from engine.training.mining import NegativePool
+from engine.training.objectives import get_objective, mines_negatives
 from engine.training.pairs import MIN_PAIRS, LabelledPair, PairSummary, summarise
 from engine.training.split import DEFAULT_HELD_OUT, PairSplit, split_pairs
 from engine.training.versions import (
@@ -54,13 +56,20 @@ if TYPE_CHECKING:  # pragma: no cover
     from sentence_transformers import SentenceTransformer
 
 STAGE_BEFORE = "measuring before"
-STAGE_MINING = "mining negatives"  # the triplet objective only
+STAGE_MINING = "mining negatives"  # only when the objective mines (`mines_negatives`)
 STAGE_TRAINING = "training"
 STAGE_AFTER = "measuring after"
 STAGE_SAVING = "saving"
 FINETUNE_STAGES = (STAGE_BEFORE, STAGE_MINING, STAGE_TRAINING, STAGE_AFTER, STAGE_SAVING)
 CHANGES_SHOWN = 20  # changed verdicts kept in the report, biggest change in score first
 RECORD_FORMAT = 1  # of duplens_version.json
+
+
+def finetune_stages(objective: str, options: TrainingOptions | None = None) -> tuple[str, ...]:
+    """The stages a run of `objective` with `options` goes through, in order, for a wizard
+    to list: `FINETUNE_STAGES` without "mining negatives" when nothing is mined."""
+    mines = mines_negatives(objective, options or TrainingOptions())
+    return tuple(s for s in FINETUNE_STAGES if s != STAGE_MINING or mines)
 
 
 @dataclass(frozen=True)
@@ -106,7 +115,8 @@ class FinetuneReport:
                         "sample": [_change_json(c) for c in self.changes]},
             "training": {"steps": self.train.steps, "seconds": round(self.train.seconds, 3),
                          "examples": self.train.examples, "device": self.train.device,
-                         "loss_history": self.train.loss_history},
+                         "loss_history": self.train.loss_history,
+                         "validation": _validation_json(self.train)},
             "data_sha256": self.data_sha256,
             "options": dataclasses.asdict(self.options),
             "notes": self.notes,
@@ -141,9 +151,13 @@ def run_finetune(store: Store, project_path: Path, encoder: SentenceEncoder,
                  options: TrainingOptions | None = None,
                  held_out: float = DEFAULT_HELD_OUT, seed: int = 0,
                  min_pairs: int = MIN_PAIRS, progress: ProgressCallback = no_progress,
-                 cancel: CancelToken | None = None
+                 cancel: CancelToken | None = None, pool: NegativePool | None = None
                  ) -> tuple[FinetuneReport, SentenceTransformer]:
     """Train `encoder` (the active model, row `parent`) on `pairs`; see the module doc.
+
+    `pool`: the project's texts (with their vectors under `encoder`, if at hand) that hard
+    negatives may be mined from besides the pairs' own; the held-out pairs' texts are taken
+    out of it first, so no held-out question is trained on, even as a negative.
 
     Returns the report and the trained model (float32, on the training device), which the
     caller may keep to activate the version without loading it again.
@@ -157,8 +171,10 @@ def run_finetune(store: Store, project_path: Path, encoder: SentenceEncoder,
                               stage=STAGE_BEFORE)
     staging = new_staging_folder(project_path)
     try:
+        if pool is not None:
+            pool = pool.without([t for p in split.held_out for t in (p.text_a, p.text_b)])
         result = finetune(encoder, split.train, objective, options, staging / "model",
-                          progress=progress, cancel=cancel)
+                          progress=progress, cancel=cancel, pool=pool)
         trained = result.model
         after = held_out_metrics(trained, split.held_out, progress=progress, cancel=cancel,
                                  stage=STAGE_AFTER)
@@ -237,10 +253,20 @@ def _record(parent: dict | None, objective: str, digest: str, summary: PairSumma
         "metrics": {"before": before.as_dict(), "after": after.as_dict()},
         "options": dataclasses.asdict(options),
         "training": {"steps": result.steps, "seconds": round(result.seconds, 3),
-                     "device": result.device, "loss_history": result.loss_history},
+                     "device": result.device, "loss_history": result.loss_history,
+                     "validation": _validation_json(result)},
         "created_at": datetime.now(UTC).isoformat(timespec="seconds"),
         "duplens": __version__,
     }
+
+
+def _validation_json(result: TrainResult) -> dict | None:
+    """The epochs measured on the validation pairs and the one kept; None without any."""
+    if not result.validation_pairs:
+        return None
+    return {"pairs": result.validation_pairs, "best_epoch": result.best_epoch,
+            "average_precision": [{"epoch": e, "value": round(ap, 4)}
+                                  for e, ap in result.validation]}
 
 
 def _change_json(change: VerdictChange) -> dict:

@@ -119,3 +119,22 @@ def test_ctrl_c_during_finetune_saves_nothing(tmp_path, encoder):
     assert "nothing was saved" in err and "Traceback" not in err
     assert model_rows(project) == [(1, None, None)]
     assert not models.exists()
+
+
+def test_training_options_reach_the_version_and_bad_ones_are_exit_2(tmp_path, encoder):
+    for bad, message in ((("--margin", "3"), "margin must be in (0, 2]"),
+                         (("--validation", "1"), "must be at least 0 and below 1"),
+                         (("--hard-negatives", "-1"), "must be 0 or more")):
+        proc = run("finetune", str(tmp_path / "none.duplens"), *bad, check_code=2)
+        assert message in proc.stderr and "Traceback" not in proc.stderr
+    project = make_project(tmp_path / "options.duplens", encoder)
+    proc = run("finetune", str(project), "--pairs", str(DATA / "labelled_pairs.csv"), *QUICK,
+               "--loss", "contrastive", "--learning-rate", "5e-5", "--warmup", "0",
+               "--margin", "0.4", "--hard-negatives", "1", "--json")
+    report = json.loads(proc.stdout)
+    assert {k: report["options"][k] for k in ("learning_rate", "warmup_ratio", "margin",
+                                              "hard_negatives", "max_steps", "batch_size")} == {
+        "learning_rate": 5e-5, "warmup_ratio": 0.0, "margin": 0.4, "hard_negatives": 1,
+        "max_steps": 2, "batch_size": 4}
+    assert any("mined pairs were added" in note for note in report["notes"])
+    assert "mining negatives" in proc.stderr  # its own progress bar

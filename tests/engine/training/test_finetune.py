@@ -123,7 +123,7 @@ def test_refuses_to_overwrite_or_download(encoder, train_pairs, tmp_path):
 
 
 def test_options_are_checked():
-    assert TrainingOptions() == TrainingOptions(16, 2e-5, 0.1, 1, None, 0)
+    assert TrainingOptions() == TrainingOptions(16, 1e-4, 0.1, 1, None, 0)
     with pytest.raises(ValueError):
         TrainingOptions(warmup_ratio=1.5)
     with pytest.raises(ValueError):

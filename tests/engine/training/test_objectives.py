@@ -8,11 +8,14 @@ from engine.errors import InputError
 from engine.training import (
     OBJECTIVES,
     LabelledPair,
+    TrainingOptions,
     build_training_data,
     get_objective,
     make_triplets,
     read_labelled_file,
 )
+from engine.training.objectives import mines_negatives
+from engine.training.session import FINETUNE_STAGES, STAGE_MINING, finetune_stages
 
 COLUMNS = {
     "softmax": (["sentence1", "sentence2", "label"], "SoftmaxLoss"),
@@ -28,8 +31,9 @@ def labelled(data_dir):
     return read_labelled_file(data_dir / "labelled_pairs.csv").pairs
 
 
-def test_registry_has_the_five_objectives_with_an_explanation():
-    assert list(OBJECTIVES) == ["softmax", "cosine", "triplet", "contrastive", "mnrl"]
+def test_registry_has_the_six_objectives_with_an_explanation():
+    assert list(OBJECTIVES) == ["softmax", "cosine", "triplet", "contrastive", "mnrl",
+                                "contrastive+mnrl"]
     for objective in OBJECTIVES.values():
         assert objective.explanation and "\n" not in objective.explanation
     with pytest.raises(InputError, match="unknown training objective 'bert'; use one of"):
@@ -89,3 +93,48 @@ def test_graded_scores_are_noted_for_yes_no_objectives(encoder):
     assert "2 graded scores" in build_training_data("softmax", encoder.model, pairs).notes[0]
     assert build_training_data("cosine", encoder.model, pairs).dataset["label"] == (
         pytest.approx([0.8, 0.2, 1.0]))
+
+
+def test_contrastive_and_ranking_build_a_dataset_and_loss_each(encoder, labelled):
+    data = build_training_data("contrastive+mnrl", encoder.model, labelled)
+    assert sorted(data.dataset) == sorted(data.loss) == ["contrastive", "mnrl"]
+    assert data.dataset["contrastive"].column_names == ["sentence1", "sentence2", "label"]
+    assert data.dataset["mnrl"].column_names == ["anchor", "positive"]
+    assert type(data.loss["contrastive"]).__name__ == "OnlineContrastiveLoss"
+    assert type(data.loss["mnrl"]).__name__ == "MultipleNegativesRankingLoss"
+    assert data.sizes == [40, 24] and data.examples == 64 and data.no_duplicates
+    assert data.loss["contrastive"].margin == 0.5
+    options = TrainingOptions(margin=0.3)
+    assert build_training_data("contrastive", encoder.model, labelled,
+                               options=options).loss.margin == 0.3
+
+
+@pytest.mark.parametrize("name", ["contrastive", "contrastive+mnrl"])
+def test_hard_negatives_add_mined_pairs_labelled_not_duplicate(encoder, labelled, name):
+    events = []
+    data = build_training_data(name, encoder.model, labelled,
+                               options=TrainingOptions(hard_negatives=2), progress=events.append)
+    pairs = data.dataset["contrastive"] if name == "contrastive+mnrl" else data.dataset
+    mined = pairs.select(range(40, len(pairs)))
+    duplicates = [p for p in labelled if p.is_duplicate]
+    assert 0 < len(mined) <= 2 * len(duplicates) and set(mined["label"]) == {0}
+    assert set(mined["sentence1"]) <= {p.text_a for p in duplicates}
+    texts = {t for p in labelled for t in (p.text_a, p.text_b)}
+    assert set(mined["sentence2"]) <= texts  # mined from the pairs' own texts
+    # Never a text labelled duplicate of the anchor.
+    labelled_duplicates = {(p.text_a, p.text_b) for p in duplicates}
+    assert not labelled_duplicates & set(zip(mined["sentence1"], mined["sentence2"],
+                                             strict=True))
+    assert any(note.startswith(f"{len(mined)} mined pairs were added") for note in data.notes)
+    assert {e.stage for e in events} == {"mining negatives"}
+
+
+def test_mining_is_a_stage_only_when_something_is_mined():
+    plain, mining = TrainingOptions(), TrainingOptions(hard_negatives=1)
+    assert [mines_negatives(n, plain) for n in OBJECTIVES] == [
+        False, False, True, False, False, False]
+    assert [mines_negatives(n, mining) for n in OBJECTIVES] == [
+        False, False, True, True, False, True]
+    assert finetune_stages("contrastive", mining) == FINETUNE_STAGES
+    assert STAGE_MINING not in finetune_stages("contrastive", plain)
+    assert finetune_stages("triplet") == FINETUNE_STAGES

@@ -270,3 +270,23 @@ def test_a_moved_project_finds_and_activates_its_versions(trained, tmp_path):
         assert copy.search(QUERY, 3)
     finally:
         copy.close()
+
+
+def test_hard_negatives_are_mined_from_the_projects_own_index(tmp_path, encoder):
+    """With hard negatives, every indexed project text but the held-out pairs' is searched,
+    with the vectors the index holds: only the training pairs' texts are encoded to mine."""
+    # Labels on part of the project only: the other texts are unlabelled but indexed.
+    project = make_project(tmp_path / "mined.duplens", encoder,
+                           labels=(DUPLICATES[:12], NOT_DUPLICATES[:12]))
+    events = []
+    report = project.versions.finetune(
+        "contrastive", options=TrainingOptions(batch_size=4, max_steps=2, hard_negatives=1),
+        progress=events.append)
+    project.close()
+    held_out = {norm_key(t) for p in report.split.held_out for t in (p.text_a, p.text_b)}
+    trained_on = {norm_key(t) for p in report.split.train for t in (p.text_a, p.text_b)}
+    note = next(n for n in report.notes if "mined pairs were added" in n)
+    assert f"of the {46 - len(held_out)} searched" in note
+    assert 46 - len(held_out) > len(trained_on)  # unlabelled project texts were searched
+    mining = [e for e in events if e.stage == "mining negatives"]
+    assert mining and mining[-1].total == len(trained_on)
