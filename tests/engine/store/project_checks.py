@@ -4,10 +4,15 @@ rows readable, and a saved index that agrees with the stored embeddings."""
 from __future__ import annotations
 
 import csv
+import errno
 import os
 import subprocess
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
+
+import pytest
 
 from sqlalchemy import func, select
 
@@ -71,3 +76,34 @@ def assert_index_agrees(path: Path) -> dict:
         if model["indexed"] is None or model["stamped"] is not None:
             assert model["indexed"] in (None, model["embedded"]), model["why"]
     return found
+
+
+@contextmanager
+def small_disk(folder: Path, size: str = "20m") -> Iterator[Path]:
+    """A real file system of `size` mounted at `folder` (tmpfs), unmounted afterwards; the
+    test is skipped, with the reason, when this is not root or the mount fails."""
+    if os.geteuid() != 0:
+        pytest.skip("mounting a small tmpfs needs root")
+    folder.mkdir(parents=True, exist_ok=True)
+    done = subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs",
+                           str(folder)], capture_output=True, text=True)
+    if done.returncode != 0:
+        pytest.skip(f"cannot mount a tmpfs at {folder}: {done.stderr.strip()}")
+    try:
+        yield folder
+    finally:
+        subprocess.run(["umount", "-l", str(folder)], check=False)
+
+
+def fill(disk: Path, leave: int = 0) -> Path:
+    """Fill `disk` up, then give back `leave` bytes: the next writes run out of room."""
+    filler = disk / "filler"
+    with filler.open("wb") as fh:
+        try:
+            while True:
+                fh.write(b"\0" * 65536)
+                fh.flush()
+        except OSError as exc:
+            assert exc.errno == errno.ENOSPC
+    os.truncate(filler, max(0, filler.stat().st_size - leave))
+    return filler
