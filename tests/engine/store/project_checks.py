@@ -13,7 +13,6 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
-
 from sqlalchemy import func, select
 
 from engine.index.persist import current_version, load_index
