@@ -39,7 +39,7 @@ from typing import TYPE_CHECKING, Any, Generic, TypeVar
 import shiboken6
 from PySide6.QtCore import QObject, QRunnable, QThreadPool, Signal, Slot
 
-from engine.errors import Cancelled, DuplensError, ProjectError
+from engine.errors import Cancelled, DuplensError, ProjectError, user_error
 from engine.jobs import CancelToken, Progress
 
 if TYPE_CHECKING:
@@ -234,8 +234,13 @@ class _Worker(QRunnable):
             log.info("input error: %s", exc)
             message = str(exc)
             return lambda: relay.failed.emit(number, message, "")
-        except Exception:  # noqa: BLE001 - a bug: report it, never kill the thread
+        except Exception as exc:  # noqa: BLE001 - a bug: report it, never kill the thread
             details = traceback.format_exc()
+            mapped = user_error(exc)
+            if mapped is not None:  # a full disk or a busy project: its one line
+                log.info("input error: %s\n%s", mapped, details)
+                line = str(mapped)
+                return lambda: relay.failed.emit(number, line, "")
             log.error("unexpected error in a background job\n%s", details)
             return lambda: relay.failed.emit(number, UNEXPECTED, details)
         return lambda: relay.done.emit(number, result)

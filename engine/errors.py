@@ -5,6 +5,8 @@ Everything derived from `DuplensError` carries a one-line message written for a 
 it in a dialog. Any other exception is a bug and is logged with its traceback.
 """
 
+import errno
+
 
 class DuplensError(Exception):
     """A problem with the user's input or environment, described in one line."""
@@ -45,3 +47,52 @@ class UntrustedModelLocation(ModelError):
 
 class Cancelled(Exception):
     """Raised inside a job when its `CancelToken` was set; what was committed stays."""
+
+
+class ProjectBusy(ProjectError):
+    """Another Duplens process held the project's write lock longer than we wait for it."""
+
+
+class DiskFull(ProjectError):
+    """A write ran out of room ("no space left on device", SQLite's "database or disk is
+    full"); the transaction was rolled back, so the project holds what it held before."""
+
+    def __init__(self, where: str) -> None:
+        self.where = where
+        super().__init__(f"{where}: the disk is full (no space left on device); free some "
+                         f"space and run it again (nothing that was saved before is lost)")
+
+
+BUSY_MESSAGE = ("this project is being written by another Duplens; try again when it "
+                "finishes")
+
+_SQLITE_FULL = "database or disk is full"
+_SQLITE_BUSY = ("database is locked", "database is busy")
+
+
+def user_error(exc: BaseException, where: str | None = None) -> DuplensError | None:
+    """The one-line error a person can act on hidden in `exc` (a full disk, a project
+    another process is writing), or None when `exc` is something else (a bug).
+
+    Looks through SQLAlchemy's wrapper (`.orig`) and the chain of causes, because a full
+    disk surfaces wherever the write happened: hnswlib, pandas, torch, sqlite3. `where`
+    names the file when the error itself does not.
+    """
+    seen: set[int] = set()
+    todo: list[BaseException | None] = [exc]
+    while todo:
+        err = todo.pop()
+        if err is None or id(err) in seen:
+            continue
+        seen.add(id(err))
+        if isinstance(err, DuplensError):
+            return err
+        text = str(err).lower()
+        if isinstance(err, OSError) and err.errno == errno.ENOSPC or _SQLITE_FULL in text \
+                or "no space left on device" in text:
+            name = getattr(err, "filename", None)
+            return DiskFull(str(name) if name else (where or "a file"))
+        if any(busy in text for busy in _SQLITE_BUSY) and "sqlite" in type(err).__module__:
+            return ProjectBusy(f"{where or 'the project'}: {BUSY_MESSAGE}")
+        todo += [getattr(err, "orig", None), err.__cause__, err.__context__]
+    return None

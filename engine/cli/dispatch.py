@@ -17,7 +17,7 @@ from collections.abc import Callable, Sequence
 from engine import __version__
 from engine.cli import duplicates, evaluate, finetune, importing, info, models, search, selfcheck
 from engine.cli.common import EXIT_BUG, EXIT_CANCELLED, EXIT_INPUT, TRUST_FLAG, Parser, say
-from engine.errors import DuplensError, UntrustedModelLocation
+from engine.errors import DuplensError, UntrustedModelLocation, user_error
 from engine.jobs import CancelToken
 from engine.logfile import setup_logging
 
@@ -78,7 +78,12 @@ def main(argv: Sequence[str] | None = None,
     except KeyboardInterrupt:
         say("duplens: aborted")
         return EXIT_CANCELLED
-    except Exception:  # noqa: BLE001 - the last line of defence: log it, say where
+    except Exception as exc:  # noqa: BLE001 - the last line of defence: log it, say where
+        mapped = user_error(exc, getattr(args, "project", None))
+        if mapped is not None:  # a full disk or a busy project, reached below the store
+            log.info("input error: %s\n%s", mapped, traceback.format_exc())
+            say(f"duplens: {mapped}")
+            return EXIT_INPUT
         log.error("unexpected error in %s\n%s", args.command, traceback.format_exc())
         where = f"; details in {log_path}" if log_path else ""
         say(f"duplens: unexpected error ({sys.exc_info()[1]!r}){where}")

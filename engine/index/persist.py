@@ -56,11 +56,12 @@ def save_index(conn: Connection, model_id: int, index: HnswIndex, *,
 
     One writer at a time per index, across processes: the blob's lock is taken first and
     held to the end of the transaction, so blob, checksum row and stamp always belong
-    together. On a server another analyst may have saved the index of a later content
-    version meanwhile; then that one is kept, not replaced by this older one.
+    together. Another process (an analyst on a server, a second window or a CLI import on
+    the same file) may have saved a newer index meanwhile; then that one is kept, not
+    replaced by the one in our memory (see `_superseded`).
     """
     blob_lock(conn, blob_name(model_id))
-    if version is not None and _stamped_version(conn, model_id) > version:
+    if _superseded(conn, model_id, version):
         return
     size = 0
     step = chunk_bytes(conn)
@@ -94,6 +95,17 @@ def write_stamp(conn: Connection, model_id: int, version: int | None) -> None:
         return
     stamp = {"version": version, "embeddings": count_model_embeddings(conn, model_id)}
     upsert(conn, meta, {"key": stamp_key(model_id), "value": json.dumps(stamp)}, ["key"])
+
+
+def _superseded(conn: Connection, model_id: int, version: int | None) -> bool:
+    """True when the saved index is at least as new as ours: stamped with a later version
+    than `version`, or stamped with the current one (so exact) while ours is of unknown
+    version. Read inside the save's transaction, after its lock, so nobody saves between
+    the check and the write."""
+    stamped = _stamped_version(conn, model_id)
+    if version is None:
+        return stamped >= 0 and stamped == content_version(conn)
+    return stamped > version
 
 
 def _stamped_version(conn: Connection, model_id: int) -> int:

@@ -24,7 +24,7 @@ from pathlib import Path
 from sqlalchemy import Connection, select
 from sqlalchemy.exc import DBAPIError
 
-from engine.errors import ProjectError
+from engine.errors import ProjectError, user_error
 from engine.store import schema
 from engine.store.dialects import backend, upsert
 from engine.store.location import Location, parse_location
@@ -95,8 +95,13 @@ class Store:
         """A write transaction: committed when the block ends, rolled back on any error."""
         if self.read_only:
             raise ProjectError(f"{self.name}: the project is open read-only")
-        with self._write_lock, self._server_errors(), self._engine.begin() as conn:
-            yield conn
+        with self._write_lock, self._server_errors(), self._engine.connect() as conn:
+            # SQLite: BEGIN IMMEDIATE (`store.sqlite`), so the write lock is taken (or waited
+            # for) first; a deferred BEGIN that reads, then writes after another process
+            # committed fails at once with "database is locked", whatever the busy timeout.
+            conn.execution_options(duplens_write=True)
+            with conn.begin():
+                yield conn
 
     @contextmanager
     def read(self) -> Iterator[Connection]:
@@ -109,12 +114,16 @@ class Store:
     @contextmanager
     def _server_errors(self) -> Iterator[None]:
         """A server that went away, a deadlock or a full disk is the machine's limit, not a
-        bug: a `ProjectError` naming it (SQLite's errors pass through unchanged)."""
+        bug: a `ProjectError` naming it. On a file: `DiskFull` for SQLITE_FULL or ENOSPC,
+        `ProjectBusy` when another process held the write lock past the busy timeout."""
         try:
             yield
         except DBAPIError as exc:
             if not self.is_file and self._backend.is_unavailable(exc):
                 raise self._backend.unavailable(self.location, exc) from exc
+            mapped = user_error(exc, self.name) if self.is_file else None
+            if mapped is not None:
+                raise mapped from exc
             raise
 
     # -- key/value settings ----------------------------------------------------------------

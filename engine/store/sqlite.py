@@ -28,6 +28,12 @@ SQLITE_MAGIC = b"SQLite format 3\x00"
 # REPEATABLE READ does, so a read needs no options here.
 READ_OPTIONS: dict = {}
 
+# How long a write waits for another process's write to end before the user is told the
+# project is busy (`engine.errors.ProjectBusy`). Our writes are short transactions (an
+# import batch, an index save: seconds even at 1M items), so 30 s means "a real
+# conflict". DUPLENS_BUSY_TIMEOUT_S changes it (tests use 1 s).
+BUSY_TIMEOUT_S = float(os.environ.get("DUPLENS_BUSY_TIMEOUT_S", "30"))
+
 
 def is_sqlite_file(path: Path) -> bool:
     """True when the file starts with SQLite's header, so we can say "not a project" early."""
@@ -49,7 +55,8 @@ def make_engine(location: Location | Path, *, read_only: bool = False) -> Engine
         url = f"sqlite:///file:{path.resolve().as_posix()}?mode=ro&uri=true"
     else:
         url = f"sqlite:///{path.resolve().as_posix()}"
-    engine = create_engine(url, connect_args={"check_same_thread": False, "timeout": 30})
+    engine = create_engine(url, connect_args={"check_same_thread": False,
+                                                "timeout": BUSY_TIMEOUT_S})
 
     @event.listens_for(engine, "connect")
     def _on_connect(dbapi_conn, _record) -> None:  # pragma: no branch - tiny
@@ -57,7 +64,7 @@ def make_engine(location: Location | Path, *, read_only: bool = False) -> Engine
         dbapi_conn.isolation_level = None
         cur = dbapi_conn.cursor()
         cur.execute("PRAGMA foreign_keys=ON")
-        cur.execute("PRAGMA busy_timeout=30000")
+        cur.execute(f"PRAGMA busy_timeout={int(BUSY_TIMEOUT_S * 1000)}")
         if not read_only:
             cur.execute("PRAGMA journal_mode=WAL")
             cur.execute("PRAGMA synchronous=NORMAL")
@@ -65,7 +72,11 @@ def make_engine(location: Location | Path, *, read_only: bool = False) -> Engine
 
     @event.listens_for(engine, "begin")
     def _on_begin(conn) -> None:
-        conn.exec_driver_sql("BEGIN")
+        # A write takes SQLite's one write lock up front, waiting up to the busy timeout for
+        # another process's write to end (see docs/architecture.md, "Two processes on one
+        # project file"); reads never wait (WAL).
+        writes = conn.get_execution_options().get("duplens_write", False)
+        conn.exec_driver_sql("BEGIN IMMEDIATE" if writes else "BEGIN")
 
     return engine
 

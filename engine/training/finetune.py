@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING
 from engine.encoding.encoder import SentenceEncoder
 from engine.encoding.model_safety import SAFE_LOAD
 from engine.encoding.models import ModelSpec, pick_device, resolve_model
-from engine.errors import ModelError
+from engine.errors import DiskFull, ModelError, user_error
 from engine.jobs import CancelToken, Progress, ProgressCallback, RateMeter, no_progress
 from engine.training.mining import NegativePool
 from engine.training.objectives import TrainingData, build_training_data, get_objective
@@ -155,8 +155,11 @@ def _save(model: SentenceTransformer, output_dir: Path, cancel: CancelToken) -> 
         if output_dir.exists():
             output_dir.rmdir()  # empty; a rename cannot replace a folder
         staging.rename(output_dir)
-    except BaseException:
+    except BaseException as exc:
         shutil.rmtree(staging, ignore_errors=True)
+        full = user_error(exc, str(output_dir)) if isinstance(exc, Exception) else None
+        if isinstance(full, DiskFull):  # torch/safetensors may wrap the OSError
+            raise full from exc
         raise
 
 
