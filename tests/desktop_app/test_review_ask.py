@@ -13,14 +13,7 @@ from engine.project import Project
 from engine.review.calibration import ENOUGH_OF_EACH
 from tests.desktop_app.conftest import SIGNAL_TIMEOUT_MS
 from tests.desktop_app.test_review import open_review, press, select_cluster_of
-
-# Paraphrase pairs of tests/data/questions.csv, and pairs of unrelated questions.
-DUPLICATES = [("q1", "q2"), ("q1", "q3"), ("q4", "q5"), ("q6", "q7"), ("q8", "q9"),
-              ("q10", "q11"), ("q12", "q13"), ("q14", "q15"), ("q16", "q17"), ("q18", "q19"),
-              ("q22", "q23")]
-NOT_DUPLICATES = [("q1", "q50"), ("q4", "q40"), ("q6", "q34"), ("q8", "q45"),
-                  ("q10", "q27"), ("q12", "q48"), ("q14", "q31"), ("q16", "q25"),
-                  ("q18", "q20"), ("q22", "q29"), ("q24", "q36")]
+from tests.engine.cli.test_cli_ask import DUPLICATES, NOT_DUPLICATES
 
 
 def label_pairs(path, pairs_and_labels) -> Project:

@@ -14,6 +14,14 @@ from tests.engine.cli.test_cli import ROOT, run
 
 DATA = ROOT / "tests" / "data" / "questions.csv"
 
+# Paraphrase pairs of tests/data/questions.csv, and pairs of unrelated questions.
+DUPLICATES = [("q1", "q2"), ("q1", "q3"), ("q4", "q5"), ("q6", "q7"), ("q8", "q9"),
+              ("q10", "q11"), ("q12", "q13"), ("q14", "q15"), ("q16", "q17"), ("q18", "q19"),
+              ("q22", "q23")]
+NOT_DUPLICATES = [("q1", "q50"), ("q4", "q40"), ("q6", "q34"), ("q8", "q45"),
+                  ("q10", "q27"), ("q12", "q48"), ("q14", "q31"), ("q16", "q25"),
+                  ("q18", "q20"), ("q22", "q29"), ("q24", "q36")]
+
 
 @pytest.fixture(scope="module")
 def project(tmp_path_factory) -> Path:
@@ -89,3 +97,26 @@ def test_label_bad_ids_are_one_line_exit_2(project, ids, message):
     proc = run("label", str(project), *ids, "dup", check_code=2)
     assert proc.stderr.strip() == f"duplens: {message}"
     assert _labels(project) == before
+
+
+def test_duplicates_cut_at_the_calibrated_threshold_once_there_are_enough_labels(tmp_path):
+    from engine.project import Project
+
+    path = tmp_path / "labelled.duplens"
+    run("import", str(path), str(DATA), "--column", "question", "--id-column", "qid")
+    plain = run("duplicates", str(path), "--json")
+    assert "calibrated" not in plain.stderr
+    with Project.open(path) as project:
+        for pairs, label in ((DUPLICATES, 1), (NOT_DUPLICATES, 0)):
+            for a, b in pairs:
+                project.labels.set_label(project.rows.by_public_id(a)["item_id"],
+                                         project.rows.by_public_id(b)["item_id"], label)
+        calibrated = project.labels.default_threshold()
+        expected = [c.as_json() for c in project.clusters.cut(calibrated)]
+    assert calibrated != 0.8
+    proc = run("duplicates", str(path), "--json")
+    labels = len(DUPLICATES) + len(NOT_DUPLICATES)
+    assert f"threshold {calibrated:.3f}, calibrated on {labels} labelled pairs" in proc.stderr
+    clusters = json.loads(proc.stdout)
+    assert clusters == json.loads(json.dumps(expected)) and clusters
+    assert json.loads(plain.stdout) != clusters     # 0.8 cuts differently
