@@ -65,6 +65,12 @@ def _stop_words() -> frozenset[str]:
     return frozenset(ENGLISH_STOP_WORDS) | _CONTRACTION_ENDS
 
 
+def warm_up() -> None:
+    """Import the tokeniser now (a second of scikit-learn), off a thread that must not wait."""
+    _analyser()
+    _stop_words()
+
+
 def words(text: str) -> list[str]:
     """The text's tokens, lower-cased, as the overlap counts them."""
     return _analyser()(text)

@@ -104,3 +104,20 @@ def test_ask_me_shows_a_pair_answers_with_keys_and_the_next_follows(qtbot, windo
 def _ordered(pair) -> tuple[int, int]:
     a, b = pair.a.item_id, pair.b.item_id
     return (min(a, b), max(a, b))
+
+
+def test_search_hits_and_the_review_pair_show_the_words_overlap(qtbot, window,
+                                                                questions_project):
+    from desktop_app.views.score_delegate import OVERLAP_ROLE
+
+    open_review(qtbot, window, questions_project)
+    select_cluster_of(window, "q7")
+    assert " · overlap " in window.review_view.pair_label.text()
+    window.tabs.setCurrentWidget(window.search_page)
+    panel = window.search_panel
+    qtbot.keyClicks(panel.query, "Which city is the capital of Austria?")
+    qtbot.waitUntil(lambda: panel.results.count() > 0, timeout=10_000)
+    top = panel.results.item(0)
+    assert top.text().startswith("q7 · ")
+    assert top.data(OVERLAP_ROLE) == "∩ 0.75"     # similarity 0.67: not close enough to mark
+    assert "overlap 0.75, differs: austria / australia" in top.toolTip()

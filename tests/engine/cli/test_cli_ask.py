@@ -120,3 +120,12 @@ def test_duplicates_cut_at_the_calibrated_threshold_once_there_are_enough_labels
     clusters = json.loads(proc.stdout)
     assert clusters == json.loads(json.dumps(expected)) and clusters
     assert json.loads(plain.stdout) != clusters     # 0.8 cuts differently
+
+
+def test_search_says_why_each_hit_matches(project):
+    proc = run("search", str(project), "Which city is the capital of Austria?", "-k", "2",
+               "--json")
+    top = json.loads(proc.stdout)[0]
+    assert top["id"] == "q7"                      # "Which city is the capital of Australia?"
+    assert top["overlap"] == 0.75                 # 6 of the 8 distinct words shared
+    assert top["differing"] == ["austria", "australia"]
