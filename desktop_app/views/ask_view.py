@@ -16,6 +16,7 @@ from desktop_app.views.compare_panel import ComparePanel
 from engine.review.overlap import overlap
 from engine.services.asking import AskedPair
 
+COMPARE_HEIGHT = 220
 ANSWERS = (("Duplicate (D)", 1), ("Not duplicate (N)", 0), ("Skip (S)", None))
 
 
@@ -47,8 +48,11 @@ class AskView(QWidget):
         layout = QVBoxLayout(self)
         layout.addWidget(self.intro)
         layout.addWidget(self.score_label)
-        layout.addWidget(self.compare, 1)
+        # Questions are short: the texts get the room of a few lines, the answers stay close.
+        self.compare.setMaximumHeight(COMPARE_HEIGHT)
+        layout.addWidget(self.compare)
         layout.addLayout(row)
+        layout.addStretch(1)
         controller.pairChanged.connect(self.show_pair)
         controller.answered.connect(
             lambda n: self.count_label.setText(f"{n:,} answered in this session"))
