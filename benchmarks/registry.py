@@ -31,5 +31,7 @@ REGISTRY = (
     Benchmark("finetune_quora", "Fine-tuning objectives on Quora pairs", quick=False,
               runner="benchmarks.external:finetune"),
     Benchmark("window_latency", "The window", quick=False, runner="benchmarks.external:window"),
+    Benchmark("ask_vs_random", "Asked pairs against random pairs", quick=False,
+              runner="benchmarks.ask_vs_random:suite"),
 )
 BY_NAME = {b.name: b for b in REGISTRY}

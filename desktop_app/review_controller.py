@@ -6,6 +6,12 @@ runs every computation on the bridge's review pool, in order, so a decision and 
 after it cannot cross. Views only render what it emits. A re-cut, a plot or a curve asked
 again makes the older request stale (`latest`): dragging the slider never ends on a stale
 cut, and a quick series of decisions draws the label curve once, not once each.
+
+The threshold starts at the one calibrated on the analyst's verdicts once there are enough
+(`engine.review.calibration`), else at 0.8; the calibration is shown and re-read after every
+verdict, but moves the slider only when the review is first cut, or when the user asks
+(`use_calibrated`): a threshold moving under the analyst would re-cut what they review. It
+also owns the "Ask me" mode's controller (`AskController`), whose answers are verdicts too.
 """
 
 from __future__ import annotations
@@ -15,9 +21,11 @@ from collections.abc import Callable
 
 from PySide6.QtCore import QObject, QTimer, Signal
 
+from desktop_app.ask_controller import AskController
 from desktop_app.bridge import EngineBridge
 from desktop_app.jobs import Job, Pool
 from engine.dedup.duplicates import DEFAULT_THRESHOLD, Cluster
+from engine.review.calibration import Calibration, default_threshold
 from engine.review.history import CanonicalChange, LabelChange, ReviewHistory
 
 log = logging.getLogger("duplens.gui")
@@ -36,6 +44,7 @@ class ReviewController(QObject):
     histogramReady = Signal(object)          # engine.review.metrics.Histogram
     curveReady = Signal(object)              # engine.review.metrics.ThresholdCurve
     mapReady = Signal(object)                # engine.review.layout.EmbeddingMap
+    calibrationReady = Signal(object)        # engine.review.calibration.Calibration | None
     exported = Signal(str, int)              # path, rows written
     busy = Signal(str)                       # what the review thread is doing ("" when idle)
 
@@ -54,6 +63,10 @@ class ReviewController(QObject):
         self._recut.setSingleShot(True)
         self._recut.setInterval(RECUT_DELAY_MS)
         self._recut.timeout.connect(self.refresh)
+        self.calibration: Calibration | None = None
+        self._threshold_chosen = False           # the user set it: calibration stays advice
+        self.ask = AskController(bridge, self)
+        self.ask.answered.connect(self._asked_answered)
 
     # -- lifecycle -------------------------------------------------------------------------
     def project_opened(self) -> None:
@@ -61,6 +74,9 @@ class ReviewController(QObject):
         self.raw, self.clusters = {}, []
         self.history = None
         self._active = True
+        self._threshold_chosen = False
+        self.calibration = None
+        self.ask.reset()
         self.index_changed()
         self.clustersChanged.emit([])
         self._emit_history("")
@@ -74,7 +90,7 @@ class ReviewController(QObject):
         Clusters and plots are computed when first looked at, not on every open."""
         if not self._clusters_current:
             self._clusters_current = True
-            self.refresh()
+            self.load_calibration(then_cut=True)
 
     def show_plots(self) -> None:
         """The plots are on screen: the cut, the histogram, the label curve and the map."""
@@ -86,14 +102,41 @@ class ReviewController(QObject):
             self.load_map()
 
     # -- threshold -------------------------------------------------------------------------
-    def set_threshold(self, value: float) -> None:
+    def set_threshold(self, value: float, *, chosen: bool = True) -> None:
         """Every widget showing the threshold calls this; each re-cut is coalesced."""
         value = round(min(max(float(value), 0.01), 1.0), 3)
+        self._threshold_chosen = self._threshold_chosen or chosen
         if value == self.threshold:
             return
         self.threshold = value
         self.thresholdChanged.emit(value)
         self._recut.start()
+
+    def use_calibrated(self) -> None:
+        """Move the threshold to the calibrated one (when there are enough labels)."""
+        if self.calibration is not None and self.calibration.enough:
+            self.set_threshold(default_threshold(self.calibration))
+
+    def load_calibration(self, then_cut: bool = False) -> None:
+        """Re-read the calibrated threshold; with `then_cut`, start the threshold there
+        (unless the user chose one) and cut the clusters after."""
+
+        def done(calibration: Calibration | None) -> None:
+            self.calibration = calibration
+            self.calibrationReady.emit(calibration)
+            if then_cut:
+                if not self._threshold_chosen:
+                    self.threshold = round(default_threshold(calibration, DEFAULT_THRESHOLD), 3)
+                    self.thresholdChanged.emit(self.threshold)
+                self.refresh()
+
+        self.bridge.run(lambda job: job.project.labels.calibration(), pool=Pool.REVIEW,
+                        on_done=done,
+                        latest=self._key("first calibration" if then_cut else "calibration"))
+
+    def _asked_answered(self, _given: int) -> None:
+        self._clusters_current = False   # verdicts the clusters shown do not carry yet
+        self.load_calibration()
 
     def set_sort(self, key: str) -> None:
         if key not in SORT_KEYS:
@@ -178,6 +221,7 @@ class ReviewController(QObject):
                     self.clusterUpdated.emit(pos, new)
             self._emit_history(getattr(change, "description", "") if change else "")
             self.load_curve()
+            self.load_calibration()
 
         self.bridge.run(work, pool=Pool.REVIEW, on_done=done)
 

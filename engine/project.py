@@ -27,6 +27,7 @@ from pathlib import Path
 from engine.dedup.rows import RowsByText
 from engine.search import SearchHit
 from engine.services.active_model import ActiveModel
+from engine.services.asking import Asking
 from engine.services.clusters import DEFAULT_NEIGHBOURS, Clusters
 from engine.services.exports import Exports
 from engine.services.labels import Labels
@@ -57,6 +58,7 @@ class Project:
         self.clusters = Clusters(store, self.vectors, kept_rows)
         self.versions = ModelVersions(store, self.model, live, self.labels)
         self.exports = Exports(store)
+        self.asking = Asking(store, self.vectors, self.clusters, self.labels)
 
     @classmethod
     def open(cls, path: str | os.PathLike, *, create: bool = False, read_only: bool = False

@@ -144,7 +144,8 @@ class DataPage(QWizardPage):
         self.remove_button.setEnabled(data.file is not None)
         summary = data.summary
         self.review_label.setText(
-            f"From Review: {data.review:,} labelled pairs." if data.review else
+            f"From Review: {data.review:,} labelled pairs, {data.asked:,} of them asked for "
+            f"by the model (Ask me)." if data.review else
             "No pairs are labelled in Review yet: mark pairs duplicate (D) or not duplicate "
             "(N) there, or add a labelled file.")
         if data.file is None:

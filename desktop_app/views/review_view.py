@@ -4,7 +4,10 @@ Left, the clusters at the threshold; right, the selected cluster's members (simi
 the canonical entry as a bar) and a side-by-side comparison of the pair under review: the
 canonical and the selected member, or any two selected members. Keys: D duplicate,
 N not duplicate, S skip, C set canonical, M move out, J/K next/previous cluster, Ctrl+Z undo,
-Ctrl+Shift+Z redo. Everything it shows comes from the `ReviewController`.
+Ctrl+Shift+Z redo. Above, the threshold calibrated on the verdicts (precision, recall, how
+many labels it rests on), and "Ask me", which swaps the clusters for one pair at a time that
+the model is unsure of (`AskView`; D, N and S answer it). Everything it shows comes from the
+`ReviewController`.
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ from PySide6.QtWidgets import (
     QPushButton,
     QSlider,
     QSplitter,
+    QStackedWidget,
     QTableWidget,
     QTableWidgetItem,
     QVBoxLayout,
@@ -30,9 +34,12 @@ from PySide6.QtWidgets import (
 
 from desktop_app.models.clusters_model import ClustersModel
 from desktop_app.review_controller import ReviewController
+from desktop_app.views.ask_view import AskView
 from desktop_app.views.compare_panel import ComparePanel
 from desktop_app.views.score_delegate import ITEM_ID_ROLE, SCORE_ROLE, ScoreDelegate
 from engine.dedup.duplicates import CANONICAL, Cluster, Member
+from engine.review.calibration import ENOUGH_OF_EACH, Calibration
+from engine.review.overlap import overlap
 
 SLIDER_STEPS = 100          # the slider works in hundredths of similarity
 SLIDER_MIN = 50
@@ -81,6 +88,13 @@ class ClusterReviewView(QWidget):
         self.export_button = QPushButton("Export…", self)
         for b in (self.undo_button, self.redo_button):
             b.setEnabled(False)
+        self.calibration_label = QLabel("", self)
+        self.use_calibrated_button = QPushButton("Use", self)
+        self.use_calibrated_button.setToolTip("Move the threshold to the calibrated one")
+        self.use_calibrated_button.setEnabled(False)
+        self.ask_button = QPushButton("Ask me", self)
+        self.ask_button.setCheckable(True)
+        self.ask_button.setToolTip("Answer the pairs the model is least sure of (D / N / S)")
         top = QHBoxLayout()
         top.addWidget(QLabel("Threshold", self))
         top.addWidget(self.slider, 2)
@@ -91,6 +105,11 @@ class ClusterReviewView(QWidget):
         top.addWidget(self.undo_button)
         top.addWidget(self.redo_button)
         top.addWidget(self.export_button)
+        top.addWidget(self.ask_button)
+        calibration_row = QHBoxLayout()
+        calibration_row.addWidget(self.calibration_label, 1)
+        calibration_row.addWidget(self.use_calibrated_button)
+        self.show_calibration(None)
 
         self.clusters_model = ClustersModel(self)
         self.cluster_list = QListView(self)
@@ -144,9 +163,14 @@ class ClusterReviewView(QWidget):
         split.setStretchFactor(0, 2)
         split.setStretchFactor(1, 3)
         split.setSizes([420, 780])
+        self.ask_view = AskView(self.controller.ask, self)
+        self.stack = QStackedWidget(self)
+        self.stack.addWidget(split)
+        self.stack.addWidget(self.ask_view)
         layout = QVBoxLayout(self)
         layout.addLayout(top)
-        layout.addWidget(split, 1)
+        layout.addLayout(calibration_row)
+        layout.addWidget(self.stack, 1)
 
     def _make_actions(self) -> None:
         self.actions_by_name: dict[str, QAction] = {}
@@ -189,6 +213,9 @@ class ClusterReviewView(QWidget):
         c.clusterUpdated.connect(self.update_cluster)
         c.historyChanged.connect(self.show_history)
         c.busy.connect(self._show_busy)
+        c.calibrationReady.connect(self.show_calibration)
+        self.use_calibrated_button.clicked.connect(c.use_calibrated)
+        self.ask_button.toggled.connect(self.set_asking)
         self.cluster_list.selectionModel().currentChanged.connect(
             lambda current, _prev: self.show_cluster(self.clusters_model.cluster(current.row())))
         self.members.itemSelectionChanged.connect(self.show_comparison)
@@ -200,6 +227,38 @@ class ClusterReviewView(QWidget):
             widget.blockSignals(True)
             widget.setValue(v)
             widget.blockSignals(False)
+
+    def show_calibration(self, calibration: Calibration | None) -> None:
+        """The calibrated threshold and what it rests on, or what it still needs."""
+        if calibration is None:
+            text = (f"Calibrated threshold: label pairs duplicate (D) and not duplicate (N); "
+                    f"from {ENOUGH_OF_EACH} of each it becomes the default.")
+        else:
+            text = (f"Calibrated threshold {calibration.threshold:.3f} · precision "
+                    f"{calibration.precision:.0%} · recall {calibration.recall:.0%} · on "
+                    f"{calibration.labels:,} labels ({calibration.positives:,} duplicate, "
+                    f"{calibration.negatives:,} not)")
+            if not calibration.enough:
+                text += f" · the default from {ENOUGH_OF_EACH} of each"
+        self.calibration_label.setText(text)
+        self.use_calibrated_button.setEnabled(calibration is not None and calibration.enough)
+
+    def set_asking(self, on: bool) -> None:
+        """Swap the clusters for "Ask me" and back (re-cut: answers are verdicts too)."""
+        self.ask_button.setChecked(on)
+        self.stack.setCurrentWidget(self.ask_view if on else self.stack.widget(0))
+        for name in ("canonical", "move_out", "next", "previous", "undo", "redo"):
+            self.actions_by_name[name].setEnabled(not on)   # their keys too
+            if name in self.action_buttons:
+                self.action_buttons[name].setEnabled(not on)
+        if on:
+            self.controller.ask.start()
+        else:
+            self.controller.show_clusters()
+
+    @property
+    def asking(self) -> bool:
+        return self.stack.currentWidget() is self.ask_view
 
     def show_clusters(self, clusters: list[Cluster]) -> None:
         current = self.cluster.cluster_id if self.cluster is not None else None
@@ -296,7 +355,12 @@ class ClusterReviewView(QWidget):
         self.compare.show_pair(f"{a.id}  (canonical)" if self._is_head(a) else a.id, a.text,
                                f"{b.id}  ·  similarity {b.score:.3f}" if self._is_head(a)
                                else b.id, b.text)
-        self.pair_label.setText(f"Reviewing {a.id} ↔ {b.id}")
+        found = overlap(a.text, b.text)
+        # The similarity shown is to the canonical entry: only then can a close pair whose
+        # content words differ be marked.
+        mark = "⚠ " if self._is_head(a) and found.marked(b.score, self.controller.threshold) \
+            else ""
+        self.pair_label.setText(f"{mark}Reviewing {a.id} ↔ {b.id} · {found.note()}")
 
     # -- selection helpers -----------------------------------------------------------------
     def select_member_row(self, row: int) -> None:
@@ -351,6 +415,9 @@ class ClusterReviewView(QWidget):
 
     # -- actions ---------------------------------------------------------------------------
     def mark_pair(self, label: int) -> None:
+        if self.asking:
+            self.controller.ask.answer(label)
+            return
         pair = self.current_pair()
         if pair is None or self.cluster is None:
             self.pair_label.setText("Select a member (or two) to mark first.")
@@ -369,6 +436,9 @@ class ClusterReviewView(QWidget):
 
     def skip(self) -> None:
         """Leave this member undecided: go to the next one, or the next cluster."""
+        if self.asking:
+            self.controller.ask.answer(None)
+            return
         selected = self.selected_members()
         row = self._row_of(selected[-1].item_id) if selected else 0
         if self.cluster is not None and row is not None and \

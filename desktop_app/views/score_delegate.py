@@ -1,4 +1,5 @@
-"""Painting a search hit as one line: its text, then a short similarity bar and the number.
+"""Painting a search hit as one line: its text, then a short similarity bar and the number,
+and where given (`OVERLAP_ROLE`) the words' overlap beside it.
 
 A bar reads faster than a column of decimals when scanning "is any of these the same
 question?"; the number stays for precision. Colours follow the default duplicate threshold
@@ -13,9 +14,11 @@ from PySide6.QtWidgets import QApplication, QStyle, QStyledItemDelegate, QStyleO
 
 SCORE_ROLE = Qt.ItemDataRole.UserRole + 10
 ITEM_ID_ROLE = Qt.ItemDataRole.UserRole + 11
+OVERLAP_ROLE = Qt.ItemDataRole.UserRole + 12   # "∩ 0.43" or "≠ ∩ 0.43": why it matches
 
 BAR_WIDTH = 72
 NUMBER_WIDTH = 44
+OVERLAP_WIDTH = 64
 PADDING = 8
 STRONG, RELATED = 0.85, 0.70
 
@@ -44,8 +47,11 @@ class ScoreDelegate(QStyledItemDelegate):
         rect = opt.rect.adjusted(PADDING, 0, -PADDING, 0)
         number_rect = QRect(rect.right() - NUMBER_WIDTH, rect.top(), NUMBER_WIDTH,
                             rect.height())
+        overlap = index.data(OVERLAP_ROLE)
+        overlap_rect = QRect(number_rect.left() - (OVERLAP_WIDTH if overlap else 0),
+                             rect.top(), OVERLAP_WIDTH if overlap else 0, rect.height())
         bar_h = max(6, rect.height() // 4)
-        bar_rect = QRect(number_rect.left() - PADDING - BAR_WIDTH,
+        bar_rect = QRect(overlap_rect.left() - PADDING - BAR_WIDTH,
                          rect.center().y() - bar_h // 2, BAR_WIDTH, bar_h)
         text_rect = QRect(rect.left(), rect.top(), bar_rect.left() - PADDING - rect.left(),
                           rect.height())
@@ -70,6 +76,10 @@ class ScoreDelegate(QStyledItemDelegate):
         painter.setPen(opt.palette.color(role))
         painter.drawText(number_rect, Qt.AlignmentFlag.AlignVCenter | Qt.AlignmentFlag.AlignRight,
                          f"{score:.2f}")
+        if overlap:
+            painter.setPen(opt.palette.color(QPalette.ColorRole.PlaceholderText))
+            painter.drawText(overlap_rect,
+                             Qt.AlignmentFlag.AlignVCenter | Qt.AlignmentFlag.AlignRight, overlap)
         painter.restore()
 
     def sizeHint(self, option: QStyleOptionViewItem,

@@ -12,7 +12,15 @@ from PySide6.QtWidgets import QLabel, QLineEdit, QListWidget, QListWidgetItem, Q
 
 from desktop_app.bridge import EngineBridge
 from desktop_app.colors import NOTE_STYLE
-from desktop_app.views.score_delegate import ITEM_ID_ROLE, SCORE_ROLE, ScoreDelegate
+from desktop_app.jobs import Pool
+from desktop_app.views.score_delegate import (
+    ITEM_ID_ROLE,
+    OVERLAP_ROLE,
+    SCORE_ROLE,
+    STRONG,
+    ScoreDelegate,
+)
+from engine.review.overlap import overlap, warm_up
 
 DEBOUNCE_MS = 50
 RESULTS = 10
@@ -57,6 +65,7 @@ class SearchPanel(QWidget):
         self.results.itemActivated.connect(self._activated)
         bridge.searchResults.connect(self.show_results)
         self.shown_seq = 0
+        self._overlap_warm = False
 
     def refresh(self) -> None:
         """Search the current text again now (e.g. after an import added rows)."""
@@ -64,6 +73,11 @@ class SearchPanel(QWidget):
         self._send()
 
     def _send(self) -> None:
+        if not self._overlap_warm:
+            # The tokeniser's first use imports scikit-learn (about a second): done once on
+            # the search thread before the first search, never on the GUI thread.
+            self._overlap_warm = True
+            self._bridge.run(lambda _job: warm_up(), pool=Pool.SEARCH)
         text = self.query.text()
         self.status.setText("Searching…" if text.strip() else "")
         self._bridge.search(text, RESULTS)
@@ -78,8 +92,13 @@ class SearchPanel(QWidget):
             item = QListWidgetItem(label)
             item.setData(SCORE_ROLE, float(hit.score))
             item.setData(ITEM_ID_ROLE, int(hit.item_id))
+            found = overlap(text, hit.text)
+            # The query is not a duplicate candidate by a threshold here, so any differing
+            # content word of a close hit is named: it is what the analyst checks first.
+            marked = found.marked(hit.score, STRONG)
+            item.setData(OVERLAP_ROLE, f"{'≠ ' if marked else ''}∩ {found.jaccard:.2f}")
             item.setToolTip(f"{hit.text}\n\nid {hit.id} · row {hit.row} · "
-                            f"similarity {hit.score:.3f}")
+                            f"similarity {hit.score:.3f} · {found.note()}")
             self.results.addItem(item)
         if not text.strip():
             self.status.setText("")

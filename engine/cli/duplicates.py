@@ -12,14 +12,18 @@ from engine.cli.common import (
     say,
     trust_option,
 )
+from engine.dedup.duplicates import DEFAULT_THRESHOLD as CLUSTER_THRESHOLD
 from engine.errors import Cancelled
 from engine.jobs import CancelToken
+from engine.review.calibration import default_threshold
 
 
 def register(sub) -> None:
     p = sub.add_parser("duplicates", help="duplicate clusters at a similarity threshold")
     p.add_argument("project")
-    p.add_argument("--threshold", type=float, default=0.85)
+    p.add_argument("--threshold", type=float, help="similarity at which rows are duplicates "
+                   "(default: the threshold calibrated on the project's labelled pairs once "
+                   "there are ten of each kind, else 0.8)")
     p.add_argument("--neighbours", type=int, default=10,
                    help="neighbours searched per entry; where an entry has more above 0.75, "
                         "all of them are found by exact search")
@@ -33,9 +37,17 @@ def cmd_duplicates(args, cancel: CancelToken) -> int:
     from engine.progress_bar import TqdmProgress
 
     with open_project(args.project, trust_models=args.trust_model_location) as project:
+        threshold = args.threshold
+        if threshold is None:
+            calibration = project.labels.calibration()
+            threshold = default_threshold(calibration, CLUSTER_THRESHOLD)
+            if calibration is not None and calibration.enough:
+                say(f"threshold {threshold:.3f}, calibrated on {calibration.labels} labelled "
+                    f"pairs (precision {calibration.precision:.0%}, recall "
+                    f"{calibration.recall:.0%}); --threshold to choose another")
         bar = TqdmProgress()
         try:
-            clusters = project.clusters.cut(args.threshold, args.neighbours, progress=bar,
+            clusters = project.clusters.cut(threshold, args.neighbours, progress=bar,
                                           cancel=cancel)
         except Cancelled:
             bar.close()

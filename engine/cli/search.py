@@ -38,10 +38,16 @@ def cmd_search(args, _cancel: CancelToken) -> int:
         hits = project.search(args.text, args.k)
         for notice in project.notices:
             say(notice)
+    from engine.review.overlap import overlap
+
+    found = [overlap(args.text, h.text) for h in hits]
     if args.json:
-        print(json.dumps([h.as_json() for h in hits], ensure_ascii=False, indent=1))
+        print(json.dumps([{**h.as_json(), "overlap": round(o.jaccard, 4),
+                           "differing": list(o.differing)} for h, o in zip(hits, found,
+                                                                           strict=True)],
+                         ensure_ascii=False, indent=1))
     else:
-        for h in hits:
+        for h, o in zip(hits, found, strict=True):
             copies = f" (+{h.copies - 1} identical)" if h.copies > 1 else ""
-            print(f"{h.score:.3f}  [{h.id}]  {one_line(h.text)}{copies}")
+            print(f"{h.score:.3f}  ∩{o.jaccard:.2f}  [{h.id}]  {one_line(h.text)}{copies}")
     return EXIT_OK

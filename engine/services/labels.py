@@ -18,6 +18,8 @@ from engine.services.vectors import Vectors
 from engine.store import decisions as decision_store
 from engine.store.database import Store
 
+ASKED = "asked"   # the origin of a verdict the model asked for
+
 
 class Labels:
     """Read and write verdicts and canonical choices; score the labelled pairs."""
@@ -32,12 +34,23 @@ class Labels:
         with self._store.read() as conn:
             return decision_store.get_label(conn, item_a, item_b)
 
-    def set_label(self, item_a: int, item_b: int, label: int | None) -> None:
-        """Store the analyst's verdict on two rows (1 duplicate, 0 not, None forget)."""
+    def set_label(self, item_a: int, item_b: int, label: int | None, *,
+                  origin: str = "review") -> None:
+        """Store the analyst's verdict on two rows (1 duplicate, 0 not, None forget).
+
+        `origin` says where the verdict was given: "review", or "asked" when the model asked
+        for it (`engine.services.asking`), so fine-tuning can tell how many were asked for."""
         if label not in (0, 1, None):
             raise InputError(f"a pair label is 0 or 1, not {label!r}")
+        if item_a == item_b:
+            raise InputError("a pair needs two different rows")
         with self._store.write() as conn:
-            decision_store.set_label(conn, item_a, item_b, label)
+            decision_store.set_label(conn, item_a, item_b, label, origin)
+
+    def asked(self) -> int:
+        """How many of the labelled pairs the model asked for (`duplens ask`, "Ask me")."""
+        with self._store.read() as conn:
+            return decision_store.count_by_origin(conn, ASKED)
 
     def pairs(self) -> list[dict]:
         """Every labelled pair of live rows (`text_a`, `text_b`, `label`, ids…): training data."""

@@ -15,6 +15,7 @@ import numpy as np
 
 from engine.browse import NUMBER_SAMPLE, SORT_IMPORT, RowQuery, looks_numeric
 from engine.dedup.rows import RowsByText
+from engine.errors import InputError
 from engine.importer import ImportReport, import_table
 from engine.services.live_index import LiveIndex
 from engine.store import items as item_store
@@ -94,6 +95,18 @@ class Rows:
             found = item_store.items_by_ids(conn, [int(i) for i in item_ids])
         return [browse_row(found[i]) for i in map(int, item_ids)
                 if i in found and not found[i]["deleted"]]
+
+    def by_public_id(self, public: str) -> dict:
+        """The one live row users call `public` (their id, else its row number), in
+        `page`'s form; InputError when no row or more than one row is called that."""
+        with self._store.read() as conn:
+            found = item_store.live_items_by_public_id(conn, str(public))
+        if not found:
+            raise InputError(f"no row has the id {public!r}")
+        if len(found) > 1:
+            raise InputError(f"{len(found)} rows have the id {public!r} (several imported "
+                             "files share it)")
+        return browse_row(found[0])
 
     def page(self, offset: int, limit: int) -> list[dict]:
         """Rows `offset`..`offset+limit` in import order: `id` (public), `row`, `text`,

@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from sqlalchemy import Connection, and_, delete, func, or_, select
 
 from engine.store.dialects import insert_missing, upsert
-from engine.store.schema import canonical_items, items, pair_labels
+from engine.store.schema import canonical_items, items, offered_pairs, pair_labels
 
 _IN_BATCH = 400
 
@@ -118,3 +118,23 @@ def count_labels(conn: Connection) -> dict[int, int]:
     """How many pairs carry each label (1 duplicate, 0 not duplicate)."""
     return dict(conn.execute(select(pair_labels.c.label, func.count())
                              .group_by(pair_labels.c.label)).all())
+
+
+def count_by_origin(conn: Connection, origin: str) -> int:
+    """How many labelled pairs came from `origin` ("asked": the model asked for them)."""
+    return conn.execute(select(func.count()).select_from(pair_labels)
+                        .where(pair_labels.c.origin == origin)).scalar_one()
+
+
+def record_offers(conn: Connection, pairs: Sequence[tuple[int, int]]) -> None:
+    """Remember that these pairs of items were offered to the analyst (`was_offered`)."""
+    now = time.time()
+    rows = {ordered(a, b): None for a, b in pairs}
+    insert_missing(conn, offered_pairs, [{"item_a": a, "item_b": b, "offered_at": now}
+                                         for a, b in rows], ["item_a", "item_b"])
+
+
+def was_offered(conn: Connection, item_a: int, item_b: int) -> bool:
+    a, b = ordered(item_a, item_b)
+    return conn.execute(select(func.count()).select_from(offered_pairs).where(
+        offered_pairs.c.item_a == a, offered_pairs.c.item_b == b)).scalar_one() > 0

@@ -262,3 +262,17 @@ def _id_array(result: Result) -> np.ndarray:
 def public_id(item: dict) -> str:
     """What users call a row: their own id when they gave an id column, else its row number."""
     return str(item["ext_id"]) if item.get("ext_id") not in (None, "") else str(item["row"])
+
+
+def live_items_by_public_id(conn: Connection, public: str) -> list[dict]:
+    """The live rows users call `public` (`public_id`): their own id, or, for rows without
+    one, a row number. More than one when several files share ids or row numbers."""
+    from sqlalchemy import or_
+
+    without_id = or_(items.c.ext_id.is_(None), items.c.ext_id == "")
+    condition = items.c.ext_id == public
+    if public.strip().isdigit():
+        condition = or_(condition, without_id & (items.c.row == int(public)))
+    rows = conn.execute(select(items).where(condition, ~items.c.deleted)
+                        .order_by(items.c.id)).mappings().all()
+    return [dict(r) for r in rows]

@@ -28,10 +28,15 @@ def _v2_canonical_items(conn: Connection) -> None:
     schema.canonical_items.create(conn, checkfirst=True)
 
 
-_ADDED_LATER = {"canonical_items"}
+def _v3_offered_pairs(conn: Connection) -> None:
+    schema.offered_pairs.create(conn, checkfirst=True)
+
+
+_ADDED_LATER = {"canonical_items", "offered_pairs"}
 
 # MIGRATIONS[i] brings a project from version i to version i + 1.
-MIGRATIONS: list[Callable[[Connection], None]] = [_v1_initial, _v2_canonical_items]
+MIGRATIONS: list[Callable[[Connection], None]] = [_v1_initial, _v2_canonical_items,
+                                                  _v3_offered_pairs]
 SCHEMA_VERSION = len(MIGRATIONS)
 
 

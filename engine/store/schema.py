@@ -150,3 +150,14 @@ canonical_items = Table(
     Column("item_id", Integer, ForeignKey("items.id", ondelete="CASCADE"), primary_key=True),
     Column("created_at", Float, nullable=False),
 )
+
+
+# Pairs the model asked the analyst to judge (schema v3, `duplens ask`, "Ask me"): a verdict
+# on one of them is stored with origin "asked", whichever way the answer comes in.
+offered_pairs = Table(
+    "offered_pairs",
+    metadata,
+    Column("item_a", Integer, ForeignKey("items.id", ondelete="CASCADE"), primary_key=True),
+    Column("item_b", Integer, ForeignKey("items.id", ondelete="CASCADE"), primary_key=True),
+    Column("offered_at", Float, nullable=False),
+)

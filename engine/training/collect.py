@@ -39,6 +39,7 @@ class TrainingInput:
     file_added: int  # of the file's pairs, those review had not judged already
     summary: PairSummary  # counts, class balance and advice on all the pairs
     problem: str  # why training would be refused ("" when it can start)
+    asked: int = 0  # of the review pairs, those the model asked for (`duplens ask`, Ask me)
 
     @property
     def can_train(self) -> bool:
@@ -90,7 +91,10 @@ def training_input(review_rows: Iterable[dict], extra_file: str | os.PathLike | 
     from engine.training.objectives import DEFAULT_OBJECTIVE
     from engine.training.session import check_pairs
 
+    review_rows = list(review_rows)
     review = review_pairs(review_rows)
+    asked = sum(1 for row in review_rows if row.get("origin") == "asked"
+                and row["text_id_a"] != row["text_id_b"])
     labelled = None
     pairs = review
     if extra_file is not None:
@@ -103,4 +107,4 @@ def training_input(review_rows: Iterable[dict], extra_file: str | os.PathLike | 
         problem = str(exc)
     return TrainingInput(pairs, len(review), labelled,
                          Path(extra_file) if extra_file is not None else None,
-                         len(pairs) - len(review), summarise(pairs), problem)
+                         len(pairs) - len(review), summarise(pairs), problem, asked)

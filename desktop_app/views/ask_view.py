@@ -1,0 +1,70 @@
+"""`AskView`: the "Ask me" mode of the review, one pair the model is unsure of at a time.
+
+The pair side by side (the review's own comparison panel, differing words highlighted), the
+model's similarity and the words' overlap (`engine.review.overlap`), and the review's
+answers: D duplicate, N not duplicate, S skip. The keys are the review screen's own
+shortcuts, which forward here while this mode is shown.
+"""
+
+from __future__ import annotations
+
+from PySide6.QtCore import Qt
+from PySide6.QtWidgets import QHBoxLayout, QLabel, QPushButton, QVBoxLayout, QWidget
+
+from desktop_app.ask_controller import AskController
+from desktop_app.views.compare_panel import ComparePanel
+from engine.review.overlap import overlap
+from engine.services.asking import AskedPair
+
+COMPARE_HEIGHT = 220
+ANSWERS = (("Duplicate (D)", 1), ("Not duplicate (N)", 0), ("Skip (S)", None))
+
+
+class AskView(QWidget):
+    """Shows `AskController.current`; the buttons answer it."""
+
+    def __init__(self, controller: AskController, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.controller = controller
+        self.intro = QLabel("The model asks about the pairs it is least sure of: those nearest "
+                            "the threshold, spread over many questions. Each answer is a "
+                            "labelled pair for the calibrated threshold and for fine-tuning.",
+                            self)
+        self.intro.setWordWrap(True)
+        self.score_label = QLabel("", self)
+        self.score_label.setTextFormat(Qt.TextFormat.PlainText)
+        self.compare = ComparePanel(self)
+        self.count_label = QLabel("", self)
+        self.buttons: dict[int | None, QPushButton] = {}
+        row = QHBoxLayout()
+        for text, label in ANSWERS:
+            button = QPushButton(text, self)
+            button.setFocusPolicy(Qt.FocusPolicy.NoFocus)
+            button.clicked.connect(lambda _=False, v=label: controller.answer(v))
+            self.buttons[label] = button
+            row.addWidget(button)
+        row.addStretch(1)
+        row.addWidget(self.count_label)
+        layout = QVBoxLayout(self)
+        layout.addWidget(self.intro)
+        layout.addWidget(self.score_label)
+        # Questions are short: the texts get the room of a few lines, the answers stay close.
+        self.compare.setMaximumHeight(COMPARE_HEIGHT)
+        layout.addWidget(self.compare)
+        layout.addLayout(row)
+        layout.addStretch(1)
+        controller.pairChanged.connect(self.show_pair)
+        controller.answered.connect(
+            lambda n: self.count_label.setText(f"{n:,} answered in this session"))
+        controller.busy.connect(lambda what: what and self.score_label.setText(what))
+
+    def show_pair(self, pair: AskedPair | None) -> None:
+        for button in self.buttons.values():
+            button.setEnabled(pair is not None)
+        if pair is None:
+            self.compare.clear()
+            self.score_label.setText("Nothing left to ask: every neighbour pair is judged.")
+            return
+        found = overlap(pair.a.text, pair.b.text)
+        self.compare.show_pair(pair.a.public_id, pair.a.text, pair.b.public_id, pair.b.text)
+        self.score_label.setText(f"Similarity {pair.score:.3f} · {found.note()}")

@@ -1,0 +1,106 @@
+"""Why two texts match: the words they share, and the content words they do not.
+
+A cosine similarity says how close two texts are in meaning but not why. Next to it, the
+share of words both texts use (token Jaccard) tells a reworded match (low overlap) from a
+near copy (high overlap), and a content word that only one text has is what a high cosine
+hides: "Add two numbers" and "Multiply two numbers" score high with all-MiniLM-L6-v2 while
+asking different things. Such a pair is marked, naming the words, for the analyst to look at.
+
+Words are scikit-learn's tokens (its `CountVectorizer` analyser, lower-cased, one-letter
+words kept so "C" and "R" count), and "content" means not one of its English stop words.
+The differing words come from the review's word diff (`engine.review.diff`), so what the
+mark names is what the side-by-side view highlights.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from functools import lru_cache
+
+from engine.review.diff import word_diff
+
+# scikit-learn's default pattern drops one-letter tokens; "C" versus "R" is a difference.
+_TOKEN_PATTERN = r"(?u)\b\w+\b"
+# What the pattern leaves of contractions ("what's", "don't", "I'll"): no content.
+_CONTRACTION_ENDS = frozenset({"s", "t", "d", "ll", "re", "ve", "m"})
+
+
+@dataclass(frozen=True)
+class Overlap:
+    """Lexical agreement of two texts."""
+
+    jaccard: float                  # shared words / words of either, 0–1
+    only_a: tuple[str, ...]         # content words of a that b lacks, in a's order
+    only_b: tuple[str, ...]
+
+    @property
+    def differing(self) -> tuple[str, ...]:
+        return self.only_a + self.only_b
+
+    def marked(self, similarity: float, threshold: float) -> bool:
+        """A pair the model calls a duplicate although a content word differs."""
+        return similarity >= threshold and bool(self.differing)
+
+    def note(self) -> str:
+        """"overlap 0.60" or "overlap 0.60, differs: add / multiply" for a label or a cell."""
+        text = f"overlap {self.jaccard:.2f}"
+        if self.differing:
+            text += f", differs: {' '.join(self.only_a) or '–'} / {' '.join(self.only_b) or '–'}"
+        return text
+
+
+@lru_cache(maxsize=1)
+def _analyser() -> Callable[[str], list[str]]:
+    # Imported here: scikit-learn takes about a second, and the window imports this module.
+    from sklearn.feature_extraction.text import CountVectorizer
+
+    return CountVectorizer(token_pattern=_TOKEN_PATTERN).build_analyzer()
+
+
+@lru_cache(maxsize=1)
+def _stop_words() -> frozenset[str]:
+    from sklearn.feature_extraction.text import ENGLISH_STOP_WORDS
+
+    return frozenset(ENGLISH_STOP_WORDS) | _CONTRACTION_ENDS
+
+
+def warm_up() -> None:
+    """Import the tokeniser now (a second of scikit-learn), off a thread that must not wait."""
+    _analyser()
+    _stop_words()
+
+
+def words(text: str) -> list[str]:
+    """The text's tokens, lower-cased, as the overlap counts them."""
+    return _analyser()(text)
+
+
+def jaccard(a: str, b: str) -> float:
+    """Shared distinct words over the distinct words of either text (1.0 for two empty)."""
+    wa, wb = set(words(a)), set(words(b))
+    union = wa | wb
+    return len(wa & wb) / len(union) if union else 1.0
+
+
+def overlap(a: str, b: str) -> Overlap:
+    """Token Jaccard and the content words that only one of the texts has."""
+    wa, wb = set(words(a)), set(words(b))
+    union = wa | wb
+    score = len(wa & wb) / len(union) if union else 1.0
+    spans_a, spans_b = word_diff(a, b)
+    return Overlap(score, _only(spans_a, wb), _only(spans_b, wa))
+
+
+def _only(spans, other_words: set[str]) -> tuple[str, ...]:
+    """Content words of the diff's changed spans that the other text nowhere has (a word
+    that moved is not a difference)."""
+    stop = _stop_words()
+    found: dict[str, None] = {}
+    for span in spans:
+        if not span.changed:
+            continue
+        for word in words(span.text):
+            if word not in stop and word not in other_words:
+                found[word] = None
+    return tuple(found)

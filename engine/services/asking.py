@@ -1,0 +1,116 @@
+"""`Asking`: the pairs the model would most like a verdict on, and the verdicts it gets.
+
+Candidates are the edges of the neighbour graph the duplicate clusters are cut from
+(`Clusters.graph`): every pair a cut could join or split. The ones offered sit nearest the
+threshold the project cuts at (calibrated on the analyst's verdicts once there are enough,
+else 0.8), spread out so that one question or one topic does not fill the list
+(`engine.review.picking`). A pair already judged is never offered again. Offers are
+remembered (schema v3), and a verdict on an offered pair is stored with origin "asked",
+however it comes in, so fine-tuning can say how many of its labels were asked for.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from engine.dedup.graph import KnnGraph
+from engine.errors import InputError
+from engine.jobs import CancelToken, ProgressCallback, no_progress
+from engine.review.picking import pair_vectors, pick_uncertain
+from engine.services.clusters import DEFAULT_NEIGHBOURS, Clusters
+from engine.services.labels import ASKED, Labels
+from engine.services.vectors import Vectors
+from engine.store import decisions as decision_store
+from engine.store import items as item_store
+from engine.store.database import Store
+
+
+@dataclass(frozen=True)
+class AskedRow:
+    item_id: int
+    public_id: str     # what the user calls the row (`engine.store.items.public_id`)
+    text: str
+
+
+@dataclass(frozen=True)
+class AskedPair:
+    a: AskedRow
+    b: AskedRow
+    score: float       # the active model's cosine similarity
+
+    def as_json(self) -> dict:
+        return {"a": {"id": self.a.public_id, "text": self.a.text},
+                "b": {"id": self.b.public_id, "text": self.b.text},
+                "score": round(self.score, 4)}
+
+
+class Asking:
+    """Offer uncertain pairs, take the answers."""
+
+    def __init__(self, store: Store, vectors: Vectors, clusters: Clusters,
+                 labels: Labels) -> None:
+        self._store = store
+        self._vectors = vectors
+        self._clusters = clusters
+        self._labels = labels
+
+    def pairs(self, n: int = 20, *, neighbours: int = DEFAULT_NEIGHBOURS,
+              progress: ProgressCallback = no_progress,
+              cancel: CancelToken | None = None) -> list[AskedPair]:
+        """Up to n unjudged pairs near the threshold, spread out, most uncertain first."""
+        if n < 1:
+            raise InputError(f"ask for at least one pair, not {n}")
+        graph = self._clusters.graph(neighbours, progress=progress, cancel=cancel)
+        a, b, scores = _edges(graph)
+        judged = {tuple(sorted((p["text_id_a"], p["text_id_b"]))) for p in self._labels.pairs()}
+        if judged:
+            keep = np.fromiter(((int(x), int(y)) not in judged for x, y in zip(a, b, strict=True)),
+                               dtype=bool, count=len(a))
+            a, b, scores = a[keep], b[keep], scores[keep]
+        if len(a) == 0:
+            return []
+        index = self._vectors.index()
+        vectors = pair_vectors(index.vectors(a), index.vectors(b))
+        chosen = pick_uncertain(scores, a, b, self._labels.default_threshold(), n,
+                                vectors=vectors)
+        wanted = sorted({int(t) for i in chosen for t in (a[i], b[i])})
+        with self._store.read() as conn:
+            rows = item_store.items_for_texts(conn, wanted)
+        out = []
+        for i in chosen:
+            row_a, row_b = rows.get(int(a[i])), rows.get(int(b[i]))
+            if row_a and row_b:   # a row deleted since the graph was built is skipped
+                out.append(AskedPair(_row(row_a[0]), _row(row_b[0]), float(scores[i])))
+        if out and not self._store.read_only:   # a shared read-only file can still be asked
+            with self._store.write() as conn:
+                decision_store.record_offers(conn, [(p.a.item_id, p.b.item_id) for p in out])
+        return out
+
+    def answer(self, item_a: int, item_b: int, label: int | None) -> None:
+        """Store the verdict on a pair (1 duplicate, 0 not, None forget): with origin
+        "asked" when the pair was offered (`pairs`), else as a review verdict."""
+        with self._store.read() as conn:
+            offered = decision_store.was_offered(conn, item_a, item_b)
+        self._labels.set_label(item_a, item_b, label, origin=ASKED if offered else "review")
+
+
+def _edges(graph: KnnGraph) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Each neighbour pair once, as text ids (smaller first) and similarity."""
+    n, k = graph.nbr.shape
+    if n == 0 or k == 0:
+        empty = np.zeros(0, dtype=np.int64)
+        return empty, empty, np.zeros(0, dtype=np.float32)
+    rows = np.repeat(np.arange(n), k)
+    cols = graph.nbr.ravel().astype(np.int64)
+    sims = graph.sim.ravel()
+    ok = cols >= 0
+    rows, cols, sims = rows[ok], cols[ok], sims[ok]
+    low, high = np.minimum(rows, cols), np.maximum(rows, cols)
+    _, first = np.unique(low * n + high, return_index=True)
+    return graph.ids[low[first]], graph.ids[high[first]], sims[first]
+
+
+def _row(item: dict) -> AskedRow:
+    return AskedRow(int(item["id"]), item_store.public_id(item), item["text"])

@@ -1,0 +1,124 @@
+"""The review's calibrated threshold (shown, the slider's default, updated after every
+verdict) and its "Ask me" mode (one uncertain pair at a time, D / N / S, stored as asked)."""
+
+from __future__ import annotations
+
+import sqlite3
+
+import pytest
+from PySide6.QtCore import Qt
+
+from desktop_app.main_window import MainWindow
+from engine.dedup.duplicates import DEFAULT_THRESHOLD as CLUSTER_THRESHOLD
+from engine.project import Project
+from engine.review.calibration import ENOUGH_OF_EACH
+from tests.desktop_app.conftest import SIGNAL_TIMEOUT_MS
+from tests.desktop_app.test_review import open_review, press, select_cluster_of
+from tests.engine.cli.test_cli_ask import DUPLICATES, NOT_DUPLICATES
+
+
+def label_pairs(path, pairs_and_labels) -> Project:
+    project = Project.open(path)
+    for (a, b), label in pairs_and_labels:
+        project.labels.set_label(project.rows.by_public_id(a)["item_id"],
+                                 project.rows.by_public_id(b)["item_id"], label)
+    return project
+
+
+def test_calibrated_threshold_is_shown_is_the_slider_default_and_follows_verdicts(
+        qtbot, window: MainWindow, questions_project, encoder):
+    labelled = [(p, 1) for p in DUPLICATES] + [(p, 0) for p in NOT_DUPLICATES]
+    with label_pairs(questions_project, labelled) as project:
+        project.model.attach(encoder, is_default=True)
+        calibration = project.labels.calibration()
+    assert calibration.enough and calibration.labels == len(labelled)
+    expected = round(calibration.threshold, 3)
+    assert expected != pytest.approx(0.8)   # else the test could not tell the two apart
+
+    open_review(qtbot, window, questions_project)
+    view = window.review_view
+    assert window.review.threshold == pytest.approx(expected)
+    assert view.spin.value() == pytest.approx(round(expected, 2))
+    text = view.calibration_label.text()
+    assert f"Calibrated threshold {calibration.threshold:.3f}" in text
+    assert f"on {len(labelled)} labels" in text
+    assert f"precision {calibration.precision:.0%}" in text
+    assert view.use_calibrated_button.isEnabled()
+
+    # One more verdict: the label says so at once; the slider stays where the analyst is.
+    select_cluster_of(window, "q2")
+    with qtbot.waitSignal(window.review.calibrationReady, timeout=SIGNAL_TIMEOUT_MS,
+                          check_params_cb=lambda c: c.labels == len(labelled) + 1):
+        press(qtbot, window, Qt.Key.Key_N)
+    assert f"on {len(labelled) + 1} labels" in view.calibration_label.text()
+    assert window.review.threshold == pytest.approx(expected)
+
+
+def test_too_few_labels_keep_the_default_and_say_what_is_needed(qtbot, window,
+                                                                 questions_project):
+    with label_pairs(questions_project, [(DUPLICATES[0], 1), (NOT_DUPLICATES[0], 0)]):
+        pass
+    open_review(qtbot, window, questions_project)
+    view = window.review_view
+    assert window.review.threshold == pytest.approx(CLUSTER_THRESHOLD)   # 0.85, as before
+    assert f"the default from {ENOUGH_OF_EACH} of each" in view.calibration_label.text()
+    assert not view.use_calibrated_button.isEnabled()
+
+
+def test_ask_me_shows_a_pair_answers_with_keys_and_the_next_follows(qtbot, window,
+                                                                    questions_project):
+    open_review(qtbot, window, questions_project)
+    view = window.review_view
+    ask = window.review.ask
+    with qtbot.waitSignal(ask.pairChanged, timeout=SIGNAL_TIMEOUT_MS):
+        view.ask_button.click()
+    assert view.asking and view.stack.currentWidget() is view.ask_view
+    first = ask.current
+    panel = view.ask_view.compare
+    assert first.a.text in panel.left.toPlainText() and first.b.text in panel.right.toPlainText()
+    assert f"Similarity {first.score:.3f} · overlap " in view.ask_view.score_label.text()
+    assert abs(first.score - 0.8) < 0.05     # no labels: nearest the default threshold
+
+    target = view.ask_view.compare.left      # keys work with focus anywhere in the mode
+    window.activateWindow()
+    target.setFocus()
+    qtbot.waitUntil(target.hasFocus, timeout=5_000)
+    with qtbot.waitSignal(ask.answered, timeout=SIGNAL_TIMEOUT_MS):
+        qtbot.keyClick(target, Qt.Key.Key_D)
+        second = ask.current            # shown at once, before the answer is written
+    assert second is not None and second != first
+    qtbot.keyClick(target, Qt.Key.Key_S)  # skip: nothing stored, the next one shown
+    third = ask.current
+    assert third is not None and third not in (first, second)
+    with qtbot.waitSignal(ask.answered, timeout=SIGNAL_TIMEOUT_MS):
+        qtbot.keyClick(target, Qt.Key.Key_N)
+    assert ask.given == 2
+    con = sqlite3.connect(f"file:{questions_project}?mode=ro", uri=True)
+    stored = set(con.execute("SELECT item_a, item_b, label, origin FROM pair_labels"))
+    con.close()
+    assert stored == {(*_ordered(first), 1, "asked"), (*_ordered(third), 0, "asked")}
+
+    view.ask_button.click()              # back to the clusters
+    assert not view.asking and view.actions_by_name["next"].isEnabled()
+
+
+def _ordered(pair) -> tuple[int, int]:
+    a, b = pair.a.item_id, pair.b.item_id
+    return (min(a, b), max(a, b))
+
+
+def test_search_hits_and_the_review_pair_show_the_words_overlap(qtbot, window,
+                                                                questions_project):
+    from desktop_app.views.score_delegate import OVERLAP_ROLE
+
+    open_review(qtbot, window, questions_project)
+    select_cluster_of(window, "q7")
+    assert " · overlap " in window.review_view.pair_label.text()
+    window.tabs.setCurrentWidget(window.search_page)
+    panel = window.search_panel
+    qtbot.keyClicks(panel.query, "Which city is the capital of Austria?")
+    qtbot.waitUntil(lambda: panel.results.count() > 0, timeout=10_000)
+    top = panel.results.item(0)
+    assert top.text().startswith("q7 · ")
+    assert top.data(OVERLAP_ROLE) == "∩ 0.75"     # similarity 0.67: not close enough to mark
+    assert "overlap 0.75, differs: austria / australia" in top.toolTip()

@@ -1,0 +1,131 @@
+"""`duplens ask` and `duplens label` as a user runs them: real processes, the real model."""
+
+from __future__ import annotations
+
+import csv
+import json
+import sqlite3
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from tests.engine.cli.test_cli import ROOT, run
+
+DATA = ROOT / "tests" / "data" / "questions.csv"
+
+# Paraphrase pairs of tests/data/questions.csv, and pairs of unrelated questions.
+DUPLICATES = [("q1", "q2"), ("q1", "q3"), ("q4", "q5"), ("q6", "q7"), ("q8", "q9"),
+              ("q10", "q11"), ("q12", "q13"), ("q14", "q15"), ("q16", "q17"), ("q18", "q19"),
+              ("q22", "q23")]
+NOT_DUPLICATES = [("q1", "q50"), ("q4", "q40"), ("q6", "q34"), ("q8", "q45"),
+                  ("q10", "q27"), ("q12", "q48"), ("q14", "q31"), ("q16", "q25"),
+                  ("q18", "q20"), ("q22", "q29"), ("q24", "q36")]
+
+
+@pytest.fixture(scope="module")
+def project(tmp_path_factory) -> Path:
+    path = tmp_path_factory.mktemp("ask") / "questions.duplens"
+    run("import", str(path), str(DATA), "--column", "question", "--id-column", "qid")
+    return path
+
+
+def _questions() -> dict[str, str]:
+    with DATA.open(encoding="utf-8", newline="") as fh:
+        return {r["qid"]: r["question"] for r in csv.DictReader(fh)}
+
+
+def _ask(project: Path, n: int = 20) -> list[dict]:
+    return json.loads(run("ask", str(project), "-n", str(n), "--json").stdout)
+
+
+def _labels(project: Path) -> dict[frozenset, tuple[int, str]]:
+    con = sqlite3.connect(f"file:{project}?mode=ro", uri=True)
+    rows = con.execute("SELECT a.ext_id, b.ext_id, l.label, l.origin FROM pair_labels l "
+                       "JOIN items a ON a.id = l.item_a JOIN items b ON b.id = l.item_b"
+                       ).fetchall()
+    con.close()
+    return {frozenset((a, b)): (label, origin) for a, b, label, origin in rows}
+
+
+def test_ask_json_shape_public_ids_and_spread(project):
+    questions = _questions()
+    pairs = _ask(project)
+    assert len(pairs) == 20
+    for p in pairs:
+        assert set(p) == {"a", "b", "score"}
+        assert set(p["a"]) == set(p["b"]) == {"id", "text"}
+        assert p["a"]["id"] != p["b"]["id"]
+        assert questions[p["a"]["id"]] == p["a"]["text"]    # the ids of the user's file
+        assert questions[p["b"]["id"]] == p["b"]["text"]
+        assert -1.0 <= p["score"] <= 1.0
+    assert len({frozenset((p["a"]["id"], p["b"]["id"])) for p in pairs}) == 20
+    uses = Counter(x for p in pairs for x in (p["a"]["id"], p["b"]["id"]))
+    assert max(uses.values()) <= 2
+    # No labels yet: the pairs sit around the default threshold 0.8, nearest first.
+    distance = [abs(p["score"] - 0.8) for p in pairs]
+    assert min(distance) == distance[0] and distance[0] < 0.05
+
+
+def test_label_stores_clears_and_answered_pairs_are_never_asked_again(project):
+    first = _ask(project, 5)
+    (a1, b1), (a2, b2) = [(p["a"]["id"], p["b"]["id"]) for p in first[:2]]
+    proc = run("label", str(project), a1, b1, "dup")
+    assert f"[{a1}] and [{b1}] labelled dup" in proc.stderr
+    run("label", str(project), b2, a2, "not")          # either order names the pair
+    assert _labels(project) == {frozenset((a1, b1)): (1, "asked"),
+                                frozenset((a2, b2)): (0, "asked")}
+    again = {frozenset((p["a"]["id"], p["b"]["id"])) for p in _ask(project, 40)}
+    assert frozenset((a1, b1)) not in again and frozenset((a2, b2)) not in again
+    assert len(again) == 40
+
+    run("label", str(project), a2, b2, "clear")
+    assert _labels(project) == {frozenset((a1, b1)): (1, "asked")}
+    # A pair the model never offered is the analyst's own verdict, not an asked one.
+    never = next((x, y) for x in _questions() for y in _questions()
+                 if x < y and frozenset((x, y)) not in again | {frozenset((a1, b1))})
+    run("label", str(project), *never, "not")
+    assert _labels(project)[frozenset(never)] == (0, "review")
+
+
+@pytest.mark.parametrize(("ids", "message"), [
+    (("q1", "nope"), "no row has the id 'nope'"),
+    (("q1", "q1"), "a pair needs two different rows"),
+])
+def test_label_bad_ids_are_one_line_exit_2(project, ids, message):
+    before = _labels(project)
+    proc = run("label", str(project), *ids, "dup", check_code=2)
+    assert proc.stderr.strip() == f"duplens: {message}"
+    assert _labels(project) == before
+
+
+def test_duplicates_cut_at_the_calibrated_threshold_once_there_are_enough_labels(tmp_path):
+    from engine.project import Project
+
+    path = tmp_path / "labelled.duplens"
+    run("import", str(path), str(DATA), "--column", "question", "--id-column", "qid")
+    plain = run("duplicates", str(path), "--json")
+    assert "calibrated" not in plain.stderr
+    with Project.open(path) as project:
+        for pairs, label in ((DUPLICATES, 1), (NOT_DUPLICATES, 0)):
+            for a, b in pairs:
+                project.labels.set_label(project.rows.by_public_id(a)["item_id"],
+                                         project.rows.by_public_id(b)["item_id"], label)
+        calibrated = project.labels.default_threshold()
+        expected = [c.as_json() for c in project.clusters.cut(calibrated)]
+    assert calibrated != 0.8
+    proc = run("duplicates", str(path), "--json")
+    labels = len(DUPLICATES) + len(NOT_DUPLICATES)
+    assert f"threshold {calibrated:.3f}, calibrated on {labels} labelled pairs" in proc.stderr
+    clusters = json.loads(proc.stdout)
+    assert clusters == json.loads(json.dumps(expected)) and clusters
+    assert json.loads(plain.stdout) != clusters     # 0.8 cuts differently
+
+
+def test_search_says_why_each_hit_matches(project):
+    proc = run("search", str(project), "Which city is the capital of Austria?", "-k", "2",
+               "--json")
+    top = json.loads(proc.stdout)[0]
+    assert top["id"] == "q7"                      # "Which city is the capital of Australia?"
+    assert top["overlap"] == 0.75                 # 6 of the 8 distinct words shared
+    assert top["differing"] == ["austria", "australia"]

@@ -1,0 +1,31 @@
+"""`project.asking`: offers from the neighbour graph, answers recorded as asked, counted for
+fine-tuning; a pair judged in review is never offered."""
+
+from __future__ import annotations
+
+from engine.training.collect import training_input
+
+
+def test_offers_skip_judged_pairs_and_answers_count_as_asked(new_project, data_dir):
+    project = new_project()
+    project.rows.import_table(data_dir / "questions.csv", ["question"], id_column="qid")
+    project.vectors.encode()
+    offered = project.asking.pairs(10)
+    assert len(offered) == 10
+    first, second = offered[0], offered[1]
+    # One judged in review before it was answered, one answered as asked.
+    project.labels.set_label(first.a.item_id, first.b.item_id, 1)
+    project.asking.answer(second.a.item_id, second.b.item_id, 0)
+    review_only = project.rows.by_public_id("q1")["item_id"], \
+        project.rows.by_public_id("q50")["item_id"]
+    project.asking.answer(*review_only, 0)          # never offered: a review verdict
+    assert project.labels.asked() == 1
+    origins = {(p["item_a"], p["item_b"]): p["origin"] for p in project.labels.pairs()}
+    assert sorted(origins.values()) == ["asked", "review", "review"]
+    assert training_input(project.labels.pairs()).asked == 1
+
+    again = {frozenset((p.a.item_id, p.b.item_id)) for p in project.asking.pairs(30)}
+    assert frozenset((first.a.item_id, first.b.item_id)) not in again
+    assert frozenset((second.a.item_id, second.b.item_id)) not in again
+    project.asking.answer(second.a.item_id, second.b.item_id, None)   # forgotten
+    assert project.labels.asked() == 0
