@@ -14,28 +14,39 @@ from engine.cli.common import (
 )
 from engine.errors import Cancelled
 from engine.jobs import CancelToken
+from engine.services.exports import ALL, DEDUPLICATED, ONLY_CLUSTERS
 
 
 def register(sub) -> None:
     p = sub.add_parser("duplicates", help="duplicate clusters at a similarity threshold")
     p.add_argument("project")
-    p.add_argument("--threshold", type=float, default=0.85)
+    p.add_argument("--threshold", type=float, default=None,
+                   help="similarity at which rows are duplicates (default: the threshold "
+                        "calibrated on the project's labelled pairs, else 0.85)")
     p.add_argument("--neighbours", type=int, default=10,
                    help="neighbours searched per entry (the most a cluster can gather "
                         "around one centre)")
-    p.add_argument("--out", help="write the clusters to a .csv or .xlsx file")
+    p.add_argument("--out", help="write every row, with its cluster, to a .csv or .xlsx file")
+    form = p.add_mutually_exclusive_group()
+    form.add_argument("--only-clusters", dest="form", action="store_const",
+                      const=ONLY_CLUSTERS, help="with --out: only rows in a cluster")
+    form.add_argument("--deduplicated", dest="form", action="store_const", const=DEDUPLICATED,
+                      help="with --out: one row per cluster (its canonical) and every row "
+                           "in none")
     p.add_argument("--json", action="store_true")
     trust_option(p)
-    p.set_defaults(run=cmd_duplicates)
+    p.set_defaults(run=cmd_duplicates, form=ALL)
 
 
 def cmd_duplicates(args, cancel: CancelToken) -> int:
     from engine.progress_bar import TqdmProgress
 
     with open_project(args.project, trust_models=args.trust_model_location) as project:
+        threshold = (args.threshold if args.threshold is not None
+                     else project.labels.default_threshold())
         bar = TqdmProgress()
         try:
-            clusters = project.clusters.cut(args.threshold, args.neighbours, progress=bar,
+            clusters = project.clusters.cut(threshold, args.neighbours, progress=bar,
                                           cancel=cancel)
         except Cancelled:
             bar.close()
@@ -45,7 +56,7 @@ def cmd_duplicates(args, cancel: CancelToken) -> int:
         for notice in project.notices:
             say(notice)
         if args.out:
-            n = project.exports.clusters(args.out, clusters)
+            n = project.exports.rows(args.out, clusters, form=args.form)
             say(f"{len(clusters)} clusters, {n} rows written to {args.out}")
     if args.json:
         print(json.dumps([c.as_json() for c in clusters], ensure_ascii=False, indent=1))
