@@ -108,3 +108,16 @@ def test_cli_exports_every_row_and_the_two_other_forms(cut, tmp_path):
                           str(tmp_path / "x.csv"), "--only-clusters", "--deduplicated"],
                          cwd=ROOT, env=env, capture_output=True, text=True)
     assert bad.returncode == 2
+
+
+def test_xlsx_holds_every_row_with_text_kept_as_text(cut, tmp_path):
+    import openpyxl
+
+    project, clusters = cut()
+    out = tmp_path / "out.xlsx"
+    assert project.exports.rows(out, clusters) == 5
+    sheet = openpyxl.load_workbook(out, read_only=True).active
+    got = list(sheet.iter_rows(values_only=True))
+    # "08123" stays text; an empty cell is no cell in XLSX, so it reads back as None
+    assert [[c or "" for c in r[:3]] for r in got[1:]] == [r[:3] for r in ROWS[1:]]
+    assert got[1][3] == ROWS[1][3]
