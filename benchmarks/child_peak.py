@@ -38,6 +38,7 @@ _WRAPPER = (
 @dataclass(frozen=True)
 class ChildRun:
     returncode: int
+    stdout: str
     stderr: str
     peak_rss_mib: int
     seconds: float
@@ -53,9 +54,9 @@ def run_python(args: list[str], *, env: dict | None = None,
         out = Path(folder) / "peak"
         started = time.perf_counter()
         done = subprocess.run([sys.executable, "-c", _WRAPPER, str(out), *args],
-                              stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env,
-                              cwd=cwd)
+                              capture_output=True, env=env, cwd=cwd)
         seconds = time.perf_counter() - started
         kb = int(out.read_text()) if out.exists() else 0
-    return ChildRun(done.returncode, done.stderr.decode(errors="replace"),
+    return ChildRun(done.returncode, done.stdout.decode(errors="replace"),
+                    done.stderr.decode(errors="replace"),
                     round(kb / 1024), round(seconds, 2))

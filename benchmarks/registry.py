@@ -21,6 +21,7 @@ REGISTRY = (
     Benchmark("quality", "Quality of the bundled model"),
     Benchmark("import_throughput", "Import throughput"),
     Benchmark("import_memory", "Import memory (rows only, growing CSVs)"),
+    Benchmark("export_rows", "Export of every row (1M rows)"),
     Benchmark("backends", "Fast CPU path (ONNX, OpenVINO)"),
     Benchmark("query_latency", "Live query latency"),
     Benchmark("mining", "Duplicate mining"),

@@ -220,6 +220,12 @@ class MainWindow(QMainWindow):
             path += ".xlsx"
         return path or None
 
+    def ask_export_form(self) -> str | None:
+        from desktop_app.views.export_form import ExportFormDialog
+
+        dialog = ExportFormDialog(self)
+        return dialog.form() if dialog.exec() == QDialog.DialogCode.Accepted else None
+
     def ask_preferences(self, current: Preferences) -> Preferences | None:
         model = self._info.get("model_location") if self._info else None
         dialog = SettingsDialog(current, model, self)
@@ -266,10 +272,11 @@ class MainWindow(QMainWindow):
     def export_clusters(self) -> None:
         if self._info is None:
             return
-        path = self.ask_export_path()
+        form = self.ask_export_form()
+        path = self.ask_export_path() if form else None
         if path:
             self.status.say(f"Exporting to {Path(path).name}…", 0)
-            self.review.export(path)
+            self.review.export(path, form)
 
     @guarded
     def show_about(self) -> None:

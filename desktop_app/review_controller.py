@@ -249,13 +249,14 @@ class ReviewController(QObject):
         self.bridge.run(lambda job: job.project.clusters.map(threshold), pool=Pool.REVIEW,
                         on_done=self.mapReady.emit, latest=self._key("map"))
 
-    def export(self, path: str) -> None:
-        """Export the clusters at the current threshold, decisions included."""
+    def export(self, path: str, form: str = "all") -> None:
+        """Export the rows in `form` (see `Exports.rows`) with the clusters at the current
+        threshold, decisions included."""
         threshold = self.threshold
 
         def work(job: Job) -> int:
             project = job.project
-            return project.exports.clusters(path, project.clusters.cut(threshold))
+            return project.exports.rows(path, project.clusters.cut(threshold), form=form)
 
         self.bridge.run(work, pool=Pool.REVIEW, on_done=lambda n: self.exported.emit(path, n))
 

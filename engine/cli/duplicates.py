@@ -16,6 +16,7 @@ from engine.dedup.duplicates import DEFAULT_THRESHOLD as CLUSTER_THRESHOLD
 from engine.errors import Cancelled
 from engine.jobs import CancelToken
 from engine.review.calibration import default_threshold
+from engine.services.exports import ALL, DEDUPLICATED, ONLY_CLUSTERS
 
 
 def register(sub) -> None:
@@ -23,14 +24,20 @@ def register(sub) -> None:
     p.add_argument("project")
     p.add_argument("--threshold", type=float, help="similarity at which rows are duplicates "
                    "(default: the threshold calibrated on the project's labelled pairs once "
-                   "there are ten of each kind, else 0.8)")
+                   "there are ten of each kind, else 0.85)")
     p.add_argument("--neighbours", type=int, default=10,
                    help="neighbours searched per entry; where an entry has more above 0.75, "
                         "all of them are found by exact search")
-    p.add_argument("--out", help="write the clusters to a .csv or .xlsx file")
+    p.add_argument("--out", help="write every row, with its cluster, to a .csv or .xlsx file")
+    form = p.add_mutually_exclusive_group()
+    form.add_argument("--only-clusters", dest="form", action="store_const",
+                      const=ONLY_CLUSTERS, help="with --out: only rows in a cluster")
+    form.add_argument("--deduplicated", dest="form", action="store_const", const=DEDUPLICATED,
+                      help="with --out: one row per cluster (its canonical) and every row "
+                           "in none")
     p.add_argument("--json", action="store_true")
     trust_option(p)
-    p.set_defaults(run=cmd_duplicates)
+    p.set_defaults(run=cmd_duplicates, form=ALL)
 
 
 def cmd_duplicates(args, cancel: CancelToken) -> int:
@@ -57,7 +64,7 @@ def cmd_duplicates(args, cancel: CancelToken) -> int:
         for notice in project.notices:
             say(notice)
         if args.out:
-            n = project.exports.clusters(args.out, clusters)
+            n = project.exports.rows(args.out, clusters, form=args.form)
             say(f"{len(clusters)} clusters, {n} rows written to {args.out}")
     if args.json:
         print(json.dumps([c.as_json() for c in clusters], ensure_ascii=False, indent=1))

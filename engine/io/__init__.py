@@ -1,6 +1,6 @@
 """Reading spreadsheets in (CSV/TSV, Excel, Parquet, JSON Lines) and writing results out."""
 
-from engine.io.export import export_table, neutralise_cell
+from engine.io.export import export_table, neutralise_cell, write_rows
 from engine.io.readers import (
     detect_format,
     iter_table,
@@ -21,4 +21,5 @@ __all__ = [
     "preview_table",
     "read_columns",
     "require_columns",
+    "write_rows",
 ]

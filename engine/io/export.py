@@ -9,9 +9,10 @@ a good one may have been.
 
 from __future__ import annotations
 
+import csv
 import os
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 
 import openpyxl
@@ -30,6 +31,53 @@ def neutralise_cell(value: object) -> object:
     if isinstance(value, str) and value.startswith(_FORMULA_STARTS):
         return "'" + value
     return value
+
+
+def write_rows(path: PathLike, header: Sequence[str], rows: Iterable[Sequence[object]]) -> int:
+    """Stream `rows` to .csv or .xlsx (by extension), one row at a time; returns rows written.
+
+    Nothing but the row in hand is held: the CSV goes through the csv module (excel dialect,
+    so embedded newlines, quotes and separators are quoted and read back exactly), the XLSX
+    through openpyxl's write-only sheet. Same BOM, neutralising and atomic replace as
+    `export_table`.
+    """
+    path = Path(path)
+    writers = {".csv": _stream_csv, ".xlsx": _stream_xlsx}
+    writer = writers.get(path.suffix.lower())
+    if writer is None:
+        raise InputError(f"{path.name}: cannot export to this file type; use .csv or .xlsx")
+    temp = path.with_name(f".{path.name}.{uuid.uuid4().hex}.tmp")
+    try:
+        written = writer(temp, header, rows)
+        os.replace(temp, path)
+    except OSError as err:
+        raise InputError(f"{path.name}: cannot write ({err.strerror or err})") from err
+    finally:
+        temp.unlink(missing_ok=True)
+    return written
+
+
+def _stream_csv(path: Path, header: Sequence[str], rows: Iterable[Sequence[object]]) -> int:
+    written = 0
+    with path.open("w", encoding="utf-8-sig", newline="") as fh:
+        out = csv.writer(fh)
+        out.writerow([neutralise_cell(str(name)) for name in header])
+        for row in rows:
+            out.writerow([neutralise_cell(value) for value in row])
+            written += 1
+    return written
+
+
+def _stream_xlsx(path: Path, header: Sequence[str], rows: Iterable[Sequence[object]]) -> int:
+    workbook = openpyxl.Workbook(write_only=True)
+    sheet = workbook.create_sheet()
+    sheet.append([_xlsx_value(str(name)) for name in header])
+    written = 0
+    for row in rows:
+        sheet.append([_xlsx_value(value) for value in row])
+        written += 1
+    workbook.save(path)
+    return written
 
 
 def export_table(df: pd.DataFrame, path: PathLike) -> None:

@@ -111,11 +111,11 @@ def test_export_has_original_columns_and_neutralises_formulas(new_project, tmp_p
     assert project.exports.clusters(out, clusters) == 2
     sheet = openpyxl.load_workbook(out).active
     rows = list(sheet.iter_rows(values_only=True))
-    assert rows[0] == ("id", "question", "note", "cluster_id", "canonical_id", "similarity",
-                       "is_canonical", "decision")
+    assert rows[0] == ("id", "question", "note", "cluster_id", "canonical_id", "duplicate_of",
+                       "similarity", "is_canonical", "decision")
     notes = {r[0]: r[2] for r in rows[1:]}
     assert notes == {"a1": "'=HYPERLINK(\"http://x\")", "a2": "'+1"}
-    assert all(isinstance(r[5], int | float) and 0.8 <= r[5] <= 1 for r in rows[1:])
+    assert all(isinstance(r[6], int | float) and 0.8 <= r[6] <= 1 for r in rows[1:])
     out_csv = tmp_path / "clusters.csv"
     project.exports.clusters(out_csv, clusters)
     with out_csv.open(encoding="utf-8-sig") as fh:

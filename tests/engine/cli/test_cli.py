@@ -84,8 +84,8 @@ def test_duplicates_json_and_export(project, tmp_path):
     ids = {m["id"] for c in clusters for m in c["members"]}
     assert {"q1", "q41", "q42", "q6", "q7"} <= ids
     header = out.read_text(encoding="utf-8-sig").splitlines()[0]
-    assert header == ("qid,question,topic,cluster_id,canonical_id,similarity,is_canonical,"
-                      "decision")
+    assert header == ("qid,question,topic,cluster_id,canonical_id,duplicate_of,similarity,"
+                      "is_canonical,decision")
 
 
 @pytest.mark.parametrize("args, message", [

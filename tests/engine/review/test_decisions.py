@@ -121,6 +121,24 @@ def test_export_carries_each_rows_decision(project, tmp_path):
     assert rows[out.id]["cluster_id"] == rows[kept.id]["cluster_id"]
     untouched = [r for r in rows.values() if r["cluster_id"] != rows[kept.id]["cluster_id"]]
     assert untouched and {r["decision"] for r in untouched} <= {"unreviewed"}
+    assert rows[kept.id]["duplicate_of"] == python.canonical.id
+    assert rows[out.id]["duplicate_of"] == ""             # moved out: not a duplicate
+
+
+def test_deduplicated_export_keeps_rows_moved_out(project, tmp_path):
+    history = ReviewHistory(project.labels)
+    python = cluster_with(project.clusters.cut(THRESHOLD), "q2")
+    out = python.members[-1]
+    history.move_out(python, out.item_id)
+    path = tmp_path / "dedup.csv"
+    clusters = project.clusters.cut(THRESHOLD)
+    written = project.exports.rows(path, clusters, form="deduplicated")
+    with path.open(encoding="utf-8-sig") as fh:
+        kept = {r["qid"] for r in csv.DictReader(fh)}
+    duplicates = sum(len(c.members) - 1 for c in clusters)
+    assert written == len(kept) == project.rows.count() - duplicates
+    assert out.id in kept and python.canonical.id in kept
+    assert not kept & {m.id for m in cluster_with(clusters, "q2").members[1:]}
 
 
 def test_label_curve_finds_the_threshold_that_separates_the_labels(project):
