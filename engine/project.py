@@ -31,6 +31,7 @@ from engine.services.clusters import DEFAULT_NEIGHBOURS, Clusters
 from engine.services.exports import Exports
 from engine.services.labels import Labels
 from engine.services.live_index import LiveIndex
+from engine.services.matching import Matching
 from engine.services.rows import Rows
 from engine.services.summary import summarize
 from engine.services.vectors import Vectors
@@ -57,6 +58,7 @@ class Project:
         self.clusters = Clusters(store, self.vectors, kept_rows)
         self.versions = ModelVersions(store, self.model, live, self.labels)
         self.exports = Exports(store)
+        self.matching = Matching(store, self.model, self.vectors, self.labels)
 
     @classmethod
     def open(cls, path: str | os.PathLike, *, create: bool = False, read_only: bool = False
