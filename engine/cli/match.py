@@ -16,7 +16,7 @@ from engine.cli.common import (
     trust_option,
 )
 from engine.cli.importing import reader_kwargs, reader_options
-from engine.errors import Cancelled
+from engine.errors import Cancelled, InputError
 from engine.jobs import CancelToken
 
 
@@ -42,6 +42,10 @@ def cmd_match(args, cancel: CancelToken) -> int:
     from engine.io.export import export_table
     from engine.progress_bar import TqdmProgress
 
+    if args.out and Path(args.out).suffix.lower() not in (".csv", ".xlsx"):
+        # Said before the file is encoded, not after.
+        raise InputError(f"{Path(args.out).name}: cannot export to this file type; use .csv "
+                         "or .xlsx")
     with open_project(args.project, trust_models=args.trust_model_location) as project:
         bar = TqdmProgress()
         try:
