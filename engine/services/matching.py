@@ -123,7 +123,7 @@ class Matching:
         if threshold is None:
             threshold = self._labels.default_threshold()
         result = MatchResult(path.name, columns, k, threshold)
-        twins = _InFileTwins(encoder.dim, threshold)
+        twins = InFileTwins(encoder.dim, threshold)
         read = ReadReport()
         meter = RateMeter()
         for batch in _batches(iter_table(path, fmt, report=read), text_columns, id_column,
@@ -165,7 +165,7 @@ def _batches(frames: Iterator[pd.DataFrame], text_columns: list[str], id_column:
         yield batch
 
 
-class _InFileTwins:
+class InFileTwins:
     """Rows of the file that repeat an earlier row of it: an hnswlib index of the rows seen
     so far, plus a brute-force look within the batch (whose rows are not indexed yet)."""
 
