@@ -29,6 +29,7 @@ REGISTRY = (
     Benchmark("team_index", "Team projects on PostgreSQL: where the index lives"),
     Benchmark("gpu_import", "GPU import"),
     Benchmark("ray_encode", "Encoding on Ray"),
+    Benchmark("match_throughput", "Checking a file against a project"),
     Benchmark("finetune_quora", "Fine-tuning objectives on Quora pairs", quick=False,
               runner="benchmarks.external:finetune"),
     Benchmark("window_latency", "The window", quick=False, runner="benchmarks.external:window"),

@@ -67,15 +67,24 @@ def search(store: Store, encoder: SentenceEncoder, index: HnswIndex, text: str, 
     """The k texts nearest to `text`, each as its first row; rows with the same text are
     folded into one hit (`copies`). Texts with no live row left are skipped."""
     text_ids, sims = index.query(encoder.encode([text]), k)
-    ids = text_ids[0].tolist()
+    return hits_for(store, text_ids, sims)[0]
+
+
+def hits_for(store: Store, text_ids, sims) -> list[list[SearchHit]]:
+    """Each query's neighbours (rows of `index.query`'s answer) as hits, exact copies
+    folded; one read of the store for the whole batch of queries."""
     with store.read() as conn:
-        rows = item_store.items_for_texts(conn, ids)
-    hits = []
-    for t, s in zip(ids, sims[0].tolist(), strict=True):
-        group = rows.get(t)
-        if not group:
-            continue
-        first = group[0]
-        hits.append(SearchHit(item_store.public_id(first), first["row"], first["text"],
-                              float(s), first["id"], first["source_id"], len(group)))
-    return hits
+        rows = item_store.items_for_texts(conn, sorted({int(t) for t in
+                                                        text_ids.ravel().tolist()}))
+    out = []
+    for ids, scores in zip(text_ids.tolist(), sims.tolist(), strict=True):
+        hits = []
+        for t, s in zip(ids, scores, strict=True):
+            group = rows.get(t)
+            if not group:
+                continue
+            first = group[0]
+            hits.append(SearchHit(item_store.public_id(first), first["row"], first["text"],
+                                  float(s), first["id"], first["source_id"], len(group)))
+        out.append(hits)
+    return out

@@ -23,6 +23,7 @@ from engine.cli import (
     importing,
     info,
     label,
+    match,
     models,
     search,
     selfcheck,
@@ -40,8 +41,8 @@ def build_parser() -> argparse.ArgumentParser:
                     "documents with Sentence-BERT. With no command, opens the window.")
     parser.add_argument("--version", action="version", version=f"duplens {__version__}")
     sub = parser.add_subparsers(dest="command", parser_class=Parser)
-    for command in (importing, search, duplicates, info, evaluate, finetune, models, ask,
-                    label):
+    for command in (importing, search, match, duplicates, info, evaluate, finetune, models,
+                    ask, label):
         command.register(sub)
     p = sub.add_parser("gui", help="open the window")
     p.add_argument("project", nargs="?")

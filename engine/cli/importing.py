@@ -25,14 +25,7 @@ def register(sub) -> None:
                        "then encode and index the new rows")
     p.add_argument("project")
     p.add_argument("file")
-    p.add_argument("--column", action="append", required=True, dest="columns",
-                   help="text column; repeat to join several")
-    p.add_argument("--id-column")
-    p.add_argument("--sheet", help="XLSX sheet (default: the first)")
-    p.add_argument("--encoding", help="force a text encoding, e.g. cp1252")
-    p.add_argument("--delimiter", help="force a delimiter, e.g. ';' or '\\t'")
-    p.add_argument("--quoting", choices=("auto", "on", "off"), default="auto",
-                   help="whether '\"' quotes fields in CSV/TSV (auto: detected)")
+    reader_options(p)
     p.add_argument("--no-encode", action="store_true", help="store the rows only")
     model_options(p)
     executor_option(p)
@@ -46,6 +39,27 @@ def register(sub) -> None:
     executor_option(p)
     trust_option(p)
     p.set_defaults(run=cmd_encode)
+
+
+def reader_options(p) -> None:
+    """Which columns of the file hold the text and how to read it: shared by `import` and
+    `match`, so a file is read the same way by both."""
+    p.add_argument("--column", action="append", required=True, dest="columns",
+                   help="text column; repeat to join several")
+    p.add_argument("--id-column")
+    p.add_argument("--sheet", help="XLSX sheet (default: the first)")
+    p.add_argument("--encoding", help="force a text encoding, e.g. cp1252")
+    p.add_argument("--delimiter", help="force a delimiter, e.g. ';' or '\\t'")
+    p.add_argument("--quoting", choices=("auto", "on", "off"), default="auto",
+                   help="whether '\"' quotes fields in CSV/TSV (auto: detected)")
+
+
+def reader_kwargs(args) -> dict:
+    """The options of `reader_options` as keyword arguments of the readers (besides the
+    file and its text columns)."""
+    return {"id_column": args.id_column, "sheet": args.sheet, "encoding": args.encoding,
+            "delimiter": unescape(args.delimiter),
+            "quoting": {"auto": None, "on": True, "off": False}[args.quoting]}
 
 
 def executor_option(p) -> None:
@@ -81,10 +95,7 @@ def _import(args, cancel: CancelToken, executor: Executor | None) -> int:
         bar = TqdmProgress()
         try:
             report = project.rows.import_table(
-                args.file, args.columns, id_column=args.id_column, sheet=args.sheet,
-                encoding=args.encoding, delimiter=unescape(args.delimiter),
-                quoting={"auto": None, "on": True, "off": False}[args.quoting], progress=bar,
-                cancel=cancel)
+                args.file, args.columns, **reader_kwargs(args), progress=bar, cancel=cancel)
         except Cancelled:
             bar.close()
             say(f"{Path(args.file).name}: import stopped; nothing from this file was added")

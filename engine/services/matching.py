@@ -1,0 +1,199 @@
+"""`Matching`: check a new file against the project without adding it (a gazetteer lookup).
+
+Each row of the file is encoded with the project's active model, in batches as the file
+streams, and looked up in the project's index: its k nearest existing entries, exact copies
+folded as in `search`. The rows are also compared with the earlier rows of the same file, so
+a file that repeats itself says so (`duplicate_in_file_of`). Nothing is written to the
+project: adding the rows is a separate, explicit step (`add`), which imports the file the
+way `import` does and encodes the new texts again. Re-encoding rather than storing the
+vectors computed here keeps one path into the store (the resumable encode job, which knows
+which texts are new and commits chunk by chunk); it costs one more pass of encoding.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import hnswlib
+import numpy as np
+import pandas as pd
+
+from engine.errors import InputError, ProjectError
+from engine.io import ReadReport, detect_format, iter_table, read_columns, require_columns
+from engine.jobs import CancelToken, Progress, ProgressCallback, RateMeter, no_progress
+from engine.search import SearchHit, hits_for
+from engine.services.active_model import ActiveModel
+from engine.services.labels import Labels
+from engine.services.summary import summarize
+from engine.services.vectors import Vectors
+from engine.store.database import Store
+from engine.text import join_cells
+
+BATCH_ROWS = 1024  # rows encoded and searched together: big enough to keep torch busy
+
+
+@dataclass
+class FileRow:
+    """One row of the checked file, its nearest existing entries, and an earlier twin."""
+
+    row: int                       # the 1-based data row number in the file
+    id: str                        # the id column's value, else the row number
+    text: str
+    cells: dict[str, str]          # the file's own columns
+    matches: list[SearchHit] = field(default_factory=list)
+    duplicate_in_file_of: str | None = None   # id of an earlier row of this file, if any
+
+    def as_json(self) -> dict:
+        return {"row": self.row, "id": self.id, "text": self.text,
+                "matches": [{"id": h.id, "text": h.text, "score": round(h.score, 6)}
+                            for h in self.matches]}
+
+    def best_score(self) -> float | None:
+        return self.matches[0].score if self.matches else None
+
+
+@dataclass
+class MatchResult:
+    """Every row of the file in file order, with the settings they were checked with."""
+
+    file_name: str
+    columns: list[str]
+    k: int
+    threshold: float
+    rows: list[FileRow] = field(default_factory=list)
+    bad_lines: list[int] = field(default_factory=list)
+
+    def likely_duplicates(self) -> int:
+        return sum(1 for r in self.rows if (r.best_score() or 0.0) >= self.threshold)
+
+    def frame(self) -> pd.DataFrame:
+        """The export: the file's columns, then `match_i_id/text/score` for i up to k, then
+        `likely_duplicate` (best score at or above the threshold) and
+        `duplicate_in_file_of`."""
+        records = []
+        for r in self.rows:
+            rec: dict[str, object] = {c: r.cells.get(c, "") for c in self.columns}
+            for i in range(self.k):
+                hit = r.matches[i] if i < len(r.matches) else None
+                rec[f"match_{i + 1}_id"] = hit.id if hit else None
+                rec[f"match_{i + 1}_text"] = hit.text if hit else None
+                rec[f"match_{i + 1}_score"] = round(hit.score, 6) if hit else None
+            rec["likely_duplicate"] = (r.best_score() or 0.0) >= self.threshold
+            rec["duplicate_in_file_of"] = r.duplicate_in_file_of
+            records.append(rec)
+        return pd.DataFrame.from_records(records)
+
+
+class Matching:
+    """Look a file's rows up in the project; add them when the user says so."""
+
+    def __init__(self, store: Store, model: ActiveModel, vectors: Vectors, labels: Labels
+                 ) -> None:
+        self._store = store
+        self._model = model
+        self._vectors = vectors
+        self._labels = labels
+
+    def check_file(self, path: str | os.PathLike, text_columns: list[str], *,
+                   id_column: str | None = None, sheet: str | None = None,
+                   encoding: str | None = None, delimiter: str | None = None,
+                   quoting: bool | None = None, k: int = 3, threshold: float | None = None,
+                   progress: ProgressCallback = no_progress, cancel: CancelToken | None = None,
+                   batch_rows: int = BATCH_ROWS) -> MatchResult:
+        """The k nearest existing entries of every row of `path`; the project is unchanged.
+        `threshold` defaults to `Labels.default_threshold()` (calibrated once enough pairs
+        are labelled, else 0.8)."""
+        path = Path(path)
+        if k < 1:
+            raise InputError(f"k must be at least 1, not {k}")
+        if not text_columns:
+            raise InputError(f"{path.name}: choose at least one text column")
+        fmt = detect_format(path, sheet=sheet, encoding=encoding, delimiter=delimiter,
+                            quoting=quoting)
+        columns = read_columns(path, fmt)
+        require_columns(path, columns,
+                        list(dict.fromkeys([*text_columns, *([id_column] if id_column else [])])))
+        if summarize(self._store, self._model.row()).get("encoded", 0) == 0:
+            raise ProjectError(f"{self._store.path.name}: has no encoded rows to match "
+                               "against; import and encode some first")
+        encoder, index, _model_id = self._vectors.serving()
+        if threshold is None:
+            threshold = self._labels.default_threshold()
+        result = MatchResult(path.name, columns, k, threshold)
+        twins = InFileTwins(encoder.dim, threshold)
+        read = ReadReport()
+        meter = RateMeter()
+        for batch in _batches(iter_table(path, fmt, report=read), text_columns, id_column,
+                              batch_rows):
+            if cancel is not None:
+                cancel.raise_if_cancelled()
+            texts = [r.text for r in batch]
+            vectors = encoder.encode(texts) if len(texts) > 1 else encoder.encode_query(
+                texts[0])
+            text_ids, sims = index.query(vectors, k)
+            for r, hits, twin in zip(batch, hits_for(self._store, text_ids, sims),
+                                     twins.add(vectors, [r.id for r in batch]), strict=True):
+                r.matches = hits[:k]
+                r.duplicate_in_file_of = twin
+            result.rows.extend(batch)
+            done = len(result.rows)
+            progress(Progress("matching", done, 0, meter.rate(done)))
+        result.bad_lines = list(read.bad_lines)
+        return result
+
+
+def _batches(frames: Iterator[pd.DataFrame], text_columns: list[str], id_column: str | None,
+             size: int) -> Iterator[list[FileRow]]:
+    """Rows with some text, `size` at a time (a row of empty text cells has nothing to
+    match and is left out, as `import` leaves it out)."""
+    batch: list[FileRow] = []
+    for frame in frames:
+        cells = frame.to_dict("records")
+        for number, row in zip(frame.index.tolist(), cells, strict=True):
+            text = join_cells([row[c] for c in text_columns])
+            if not text:
+                continue
+            ident = (row.get(id_column) if id_column else None) or str(number)
+            batch.append(FileRow(int(number), str(ident), text, row))
+            if len(batch) >= size:
+                yield batch
+                batch = []
+    if batch:
+        yield batch
+
+
+class InFileTwins:
+    """Rows of the file that repeat an earlier row of it: an hnswlib index of the rows seen
+    so far, plus a brute-force look within the batch (whose rows are not indexed yet)."""
+
+    def __init__(self, dim: int, threshold: float) -> None:
+        self._index = hnswlib.Index(space="ip", dim=dim)
+        self._index.init_index(max_elements=BATCH_ROWS, ef_construction=100, M=16)
+        self._index.set_ef(64)
+        self._ids: list[str] = []
+        self._threshold = threshold
+
+    def add(self, vectors: np.ndarray, ids: list[str]) -> list[str | None]:
+        best = np.full(len(ids), -np.inf, dtype=np.float32)
+        best_of = np.full(len(ids), -1, dtype=np.int64)
+        seen = len(self._ids)
+        if seen:
+            labels, dists = self._index.knn_query(vectors, k=1)
+            best = 1.0 - dists[:, 0]
+            best_of = labels[:, 0].astype(np.int64)
+        within = vectors @ vectors.T
+        within[np.triu_indices(len(ids))] = -np.inf   # only earlier rows of the batch
+        if len(ids) > 1:
+            j = within.argmax(axis=1)
+            s = within[np.arange(len(ids)), j]
+            better = s > best
+            best = np.where(better, s, best)
+            best_of = np.where(better, seen + j, best_of)
+        self._index.resize_index(max(self._index.get_max_elements(), seen + len(ids)))
+        self._index.add_items(vectors, np.arange(seen, seen + len(ids)))
+        self._ids.extend(ids)
+        return [self._ids[o] if s >= self._threshold else None
+                for s, o in zip(best.tolist(), best_of.tolist(), strict=True)]
