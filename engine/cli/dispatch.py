@@ -15,7 +15,17 @@ import traceback
 from collections.abc import Callable, Sequence
 
 from engine import __version__
-from engine.cli import duplicates, evaluate, finetune, importing, info, models, search, selfcheck
+from engine.cli import (
+    copy,
+    duplicates,
+    evaluate,
+    finetune,
+    importing,
+    info,
+    models,
+    search,
+    selfcheck,
+)
 from engine.cli.common import EXIT_BUG, EXIT_CANCELLED, EXIT_INPUT, TRUST_FLAG, Parser, say
 from engine.errors import DuplensError, UntrustedModelLocation
 from engine.jobs import CancelToken
@@ -29,7 +39,7 @@ def build_parser() -> argparse.ArgumentParser:
                     "documents with Sentence-BERT. With no command, opens the window.")
     parser.add_argument("--version", action="version", version=f"duplens {__version__}")
     sub = parser.add_subparsers(dest="command", parser_class=Parser)
-    for command in (importing, search, duplicates, info, evaluate, finetune, models):
+    for command in (importing, search, duplicates, info, evaluate, finetune, models, copy):
         command.register(sub)
     p = sub.add_parser("gui", help="open the window")
     p.add_argument("project", nargs="?")
