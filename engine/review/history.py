@@ -22,7 +22,12 @@ from engine.errors import ProjectError
 
 
 class Superseded(ProjectError):
-    """An undo or redo found the verdict changed by someone else since; theirs is kept."""
+    """An undo or redo found the verdict changed by someone else since; theirs is kept.
+    `change` is the change that could not be taken back (its rows show the other's)."""
+
+    def __init__(self, message: str, change: Change) -> None:
+        super().__init__(message)
+        self.change = change
 
 
 class DecisionStore(Protocol):
@@ -141,7 +146,7 @@ class ReviewHistory:
                 return
             what = "the canonical choice of that cluster"
         raise Superseded(f"{what} was changed by someone else since; "
-                         f"{'undo' if undo else 'redo'} left their change as it is")
+                         f"{'undo' if undo else 'redo'} left their change as it is", change)
 
     def _apply(self, change: Change) -> None:
         self._write(change, undo=False)
