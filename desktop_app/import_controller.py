@@ -40,10 +40,14 @@ EncodingResult = TypedDict("EncodingResult", {
     "info": dict, "device": str})
 
 
-def import_and_encode(choices: ImportChoices | None, job: Job) -> EncodingResult:
-    """The job: read `choices`' file (None: nothing to read), then encode what is missing.
+def import_and_encode(choices: ImportChoices | None, job: Job, encode_on: str = "local"
+                      ) -> EncodingResult:
+    """The job: read `choices`' file (None: nothing to read), then encode what is missing,
+    on `encode_on` (Settings → Encode on: "local", "ray" or "ray=ADDRESS").
     Stopped while reading, nothing of the file is kept (`Cancelled`); stopped while
     encoding, the rows and what was encoded stay and the result says `cancelled`."""
+    from engine.encoding.executors import close_executor, executor_for
+
     project = job.project
     report = None
     if choices is not None:
@@ -51,7 +55,12 @@ def import_and_encode(choices: ImportChoices | None, job: Job) -> EncodingResult
             choices.path, list(choices.text_columns), id_column=choices.id_column,
             sheet=choices.sheet, encoding=choices.encoding, delimiter=choices.delimiter,
             progress=job.progress, cancel=job.token)
-    encoded = project.vectors.encode(progress=job.progress, cancel=job.token)
+    executor = executor_for(encode_on) if encode_on != "local" else None
+    try:
+        encoded = project.vectors.encode(progress=job.progress, cancel=job.token,
+                                         executor=executor)
+    finally:
+        close_executor(executor)
     device = project.model.encoder().device
     job.model_ready(device)
     return {"import": report, "encode": encoded, "cancelled": encoded.cancelled,
@@ -85,6 +94,7 @@ class ImportController(QObject):
     def __init__(self, bridge: EngineBridge, parent: QObject | None = None) -> None:
         super().__init__(parent)
         self.bridge = bridge
+        self.encode_on = "local"    # Settings → Encode on
 
     def start(self, choices: ImportChoices) -> JobHandle:
         """Import `choices.path` into the open project, then encode and index its rows."""
@@ -95,7 +105,9 @@ class ImportController(QObject):
         return self._run(None)
 
     def _run(self, choices: ImportChoices | None) -> JobHandle:
-        return self.bridge.run(lambda job: import_and_encode(choices, job), pool=Pool.JOBS,
+        encode_on = self.encode_on
+        return self.bridge.run(lambda job: import_and_encode(choices, job, encode_on),
+                               pool=Pool.JOBS,
                                on_done=self.finished.emit, on_failed=self.failed.emit,
                                on_cancelled=self.stopped.emit,
                                on_progress=self.progressed.emit)

@@ -46,6 +46,7 @@ from desktop_app.recent import RecentProjects
 from desktop_app.resources import sample_questions_path, user_data_dir
 from desktop_app.review_controller import ReviewController
 from desktop_app.safety import guarded
+from desktop_app.team_servers import TeamServers
 from desktop_app.views.import_dialog import ImportDialog
 from desktop_app.views.items_view import ItemsView
 from desktop_app.views.plots_view import PlotsView
@@ -54,6 +55,7 @@ from desktop_app.views.search_panel import SearchPanel
 from desktop_app.views.settings_dialog import Preferences, SettingsDialog
 from desktop_app.views.start_page import StartPage
 from desktop_app.views.status_bar import WindowStatusBar
+from desktop_app.views.team_dialog import TeamProjectDialog
 
 log = logging.getLogger("duplens.gui")
 
@@ -111,6 +113,7 @@ class MainWindow(QMainWindow):
         self.setStatusBar(self.status)
         self.status_label, self.job_status = self.status.project, self.status.job
         self.preferences = Preferences.load(self.settings)
+        self.imports.encode_on = self.preferences.encode_on
         bridge.set_preferences(self.preferences.device, self.preferences.batch_size,
                                self.preferences.backend)
         self.setAcceptDrops(True)
@@ -127,6 +130,7 @@ class MainWindow(QMainWindow):
         self.new_action = add(file_menu, "&New project from spreadsheet…",
                               self.new_project_from_spreadsheet, keys.New)
         self.open_action = add(file_menu, "&Open project…", self.open_project_dialog, keys.Open)
+        self.team_action = add(file_menu, "Open &team project…", self.open_team_project)
         self.sample_action = add(file_menu, "Try it with &sample questions", self.try_sample)
         self.import_action = add(file_menu, "&Import spreadsheet…",
                                  lambda: self.import_spreadsheet(), "Ctrl+I", enabled=False)
@@ -323,6 +327,7 @@ class MainWindow(QMainWindow):
         old = self.preferences
         self.preferences = chosen
         chosen.save(self.settings)
+        self.imports.encode_on = chosen.encode_on
         self.bridge.set_preferences(chosen.device, chosen.batch_size, chosen.backend)
         if self._info is None:
             return
@@ -332,6 +337,15 @@ class MainWindow(QMainWindow):
         elif chosen.backend != old.backend:
             self.models.change_backend()
             self.status.say("Loading the model with the new backend", 10000)
+
+    @guarded
+    def open_team_project(self) -> None:
+        """A project in a PostgreSQL database: server remembered, password never."""
+        servers = TeamServers(self.settings)
+        dialog = TeamProjectDialog(servers.servers(), self)
+        if dialog.exec() == QDialog.DialogCode.Accepted:
+            servers.remember(dialog.server())
+            self.open_project(dialog.url())
 
     @guarded
     def open_project_dialog(self) -> None:

@@ -23,9 +23,17 @@ class RecentProjects:
         return [str(v) for v in (value or [])][:MAX_RECENT]
 
     def add(self, path: str) -> None:
-        path = os.path.abspath(path)
+        path = _key(path)
         paths = [path, *(p for p in self.paths() if p != path)]
         self._settings.setValue(KEY, paths[:MAX_RECENT])
 
     def remove(self, path: str) -> None:
-        self._settings.setValue(KEY, [p for p in self.paths() if p != os.path.abspath(path)])
+        self._settings.setValue(KEY, [p for p in self.paths() if p != _key(path)])
+
+
+def _key(location: str) -> str:
+    """A file's absolute path; a server project's URL as it is (shown without password)."""
+    from engine.store.location import looks_like_url, parse_location
+
+    return parse_location(location).display if looks_like_url(location) \
+        else os.path.abspath(location)

@@ -26,7 +26,7 @@ from desktop_app.bridge import EngineBridge
 from desktop_app.jobs import Job, Pool
 from engine.dedup.duplicates import DEFAULT_THRESHOLD, Cluster
 from engine.review.calibration import Calibration, default_threshold
-from engine.review.history import CanonicalChange, LabelChange, ReviewHistory
+from engine.review.history import CanonicalChange, LabelChange, ReviewHistory, Superseded
 
 log = logging.getLogger("duplens.gui")
 
@@ -203,7 +203,10 @@ class ReviewController(QObject):
         raw = self.raw
 
         def work(job: Job) -> tuple[object, list[Cluster]]:
-            change = action(history)
+            try:
+                change = action(history)
+            except Superseded as exc:   # another analyst's verdict stays; show it and say so
+                change = _Note(exc.change, str(exc))
             if cluster is not None:
                 touched = [raw[cluster.cluster_id]] if cluster.cluster_id in raw else []
             else:
@@ -219,7 +222,9 @@ class ReviewController(QObject):
                 if new is not None and new != shown:
                     self.clusters[pos] = new
                     self.clusterUpdated.emit(pos, new)
-            self._emit_history(getattr(change, "description", "") if change else "")
+            what = change.note if isinstance(change, _Note) else \
+                getattr(change, "description", "") if change else ""
+            self._emit_history(what)
             self.load_curve()
             self.load_calibration()
 
@@ -261,8 +266,17 @@ class ReviewController(QObject):
         self.bridge.run(work, pool=Pool.REVIEW, on_done=lambda n: self.exported.emit(path, n))
 
 
+class _Note:
+    """An undo or redo another analyst's change overrode: its change, and what to say."""
+
+    def __init__(self, change: object, note: str) -> None:
+        self.change, self.note = change, note
+
+
 def _rows_of(change: object) -> set[int]:
-    """The rows a history change wrote decisions for."""
+    """The rows a history change wrote decisions for (or, refused, would have)."""
+    if isinstance(change, _Note):
+        return _rows_of(change.change)
     if isinstance(change, LabelChange):
         return {change.item_a, change.item_b}
     if isinstance(change, CanonicalChange):

@@ -35,6 +35,7 @@ class Preferences:
     batch_size: int = 64
     model: str = ""            # "" = the bundled default model
     backend: str = "torch"     # engine.encoding.backends.BACKENDS
+    encode_on: str = "local"   # engine.encoding.executors.executor_for: local, ray, ray=ADDR
 
     @classmethod
     def load(cls, settings: QSettings) -> Preferences:
@@ -46,15 +47,18 @@ class Preferences:
         from engine.encoding.backends import BACKENDS
 
         backend = str(settings.value("engine/backend", "torch"))
+        encode_on = str(settings.value("engine/encode_on", "local"))
         return cls(device if device in dict(DEVICES) else "auto", min(max(batch, 1), 1024),
                    str(settings.value("engine/model", "")),
-                   backend if backend in BACKENDS else "torch")
+                   backend if backend in BACKENDS else "torch",
+                   encode_on if encode_on == "local" or encode_on.startswith("ray") else "local")
 
     def save(self, settings: QSettings) -> None:
         settings.setValue("engine/device", self.device)
         settings.setValue("engine/batch_size", self.batch_size)
         settings.setValue("engine/model", self.model)
         settings.setValue("engine/backend", self.backend)
+        settings.setValue("engine/encode_on", self.encode_on)
 
 
 def found_devices() -> list[str]:
@@ -93,6 +97,11 @@ class SettingsDialog(QDialog):
         form.addRow("Batch size", self.batch)
         form.addRow("Model", model_row)
         form.addRow("Backend", self.backend)
+        self.encode_on, self.ray_address = encode_on_widgets(current.encode_on, self)
+        encode_row = QHBoxLayout()
+        encode_row.addWidget(self.encode_on)
+        encode_row.addWidget(self.ray_address, 1)
+        form.addRow("Encode on", encode_row)
         note = QLabel("A sentence-transformers folder, or a hub name (downloaded once, only "
                       "when you ask for it). Empty: the bundled model."
                       + (f"\nThis project uses: {project_model}" if project_model else ""),
@@ -111,8 +120,35 @@ class SettingsDialog(QDialog):
             self.model.setText(folder)
 
     def preferences(self) -> Preferences:
+        encode_on = "local"
+        if self.encode_on.currentData() == "ray":
+            address = self.ray_address.text().strip()
+            encode_on = f"ray={address}" if address else "ray"
         return Preferences(str(self.device.currentData()), self.batch.value(),
-                           self.model.text().strip(), str(self.backend.currentData()))
+                           self.model.text().strip(), str(self.backend.currentData()),
+                           encode_on)
+
+
+def encode_on_widgets(current: str, parent: QWidget) -> tuple[QComboBox, QLineEdit]:
+    """"This computer" or "A Ray cluster" and its address; the cluster greyed out, saying
+    what to install, when Ray is not installed (the desktop installers leave it out)."""
+    from engine.encoding.executors import ray_available
+
+    combo = QComboBox(parent)
+    combo.addItem("This computer", "local")
+    usable = ray_available()
+    combo.addItem("A Ray cluster" + ("" if usable else " — needs duplens[ray]"), "ray")
+    model = combo.model()
+    if not usable and isinstance(model, QStandardItemModel):
+        model.item(1).setEnabled(False)
+    address = QLineEdit(current.partition("=")[2], parent)
+    address.setPlaceholderText("ray://head:10001 (empty: a Ray on this computer)")
+    combo.setCurrentIndex(1 if usable and current.startswith("ray") else 0)
+    address.setEnabled(combo.currentIndex() == 1)
+    combo.currentIndexChanged.connect(lambda i: address.setEnabled(i == 1))
+    combo.setToolTip("Where imports encode their rows. A Ray cluster spreads the batches "
+                     "over its workers; the rows and the index stay with the project.")
+    return combo, address
 
 
 def backend_combo(current: str, parent: QWidget) -> QComboBox:

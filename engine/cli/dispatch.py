@@ -17,6 +17,7 @@ from collections.abc import Callable, Sequence
 from engine import __version__
 from engine.cli import (
     ask,
+    copy,
     duplicates,
     evaluate,
     finetune,
@@ -42,7 +43,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"duplens {__version__}")
     sub = parser.add_subparsers(dest="command", parser_class=Parser)
     for command in (importing, search, match, duplicates, info, evaluate, finetune, models,
-                    ask, label):
+                    ask, label, copy):
         command.register(sub)
     p = sub.add_parser("gui", help="open the window")
     p.add_argument("project", nargs="?")

@@ -3,6 +3,13 @@
 Every action is recorded as the state it replaced and the state it set, so undoing writes the
 old state back (to the project file, like the action itself) and redoing writes the new one
 again. The history lives for one review session; the decisions themselves are in the project.
+
+On a team project another analyst may change the same verdict in between. A new verdict
+simply replaces the one stored (the last writer wins, and the other's window shows it when
+it reloads its clusters), but undo and redo only take back what this history set: each
+writes only while the stored state still is the one this history left (one locked
+compare-and-set, `DecisionStore.replace_label`). When it is not, the other analyst's
+verdict stays, the change leaves this history, and `Superseded` says so.
 """
 
 from __future__ import annotations
@@ -11,6 +18,16 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from engine.dedup.duplicates import Cluster
+from engine.errors import ProjectError
+
+
+class Superseded(ProjectError):
+    """An undo or redo found the verdict changed by someone else since; theirs is kept.
+    `change` is the change that could not be taken back (its rows show the other's)."""
+
+    def __init__(self, message: str, change: Change) -> None:
+        super().__init__(message)
+        self.change = change
 
 
 class DecisionStore(Protocol):
@@ -20,6 +37,10 @@ class DecisionStore(Protocol):
     def set_label(self, item_a: int, item_b: int, label: int | None) -> None: ...
     def canonical(self, item_ids: list[int]) -> set[int]: ...
     def set_canonical(self, clear: list[int], chosen: list[int]) -> None: ...
+    def replace_label(self, item_a: int, item_b: int, expected: int | None,
+                      label: int | None) -> bool: ...
+    def replace_canonical(self, item_ids: list[int], expected: list[int],
+                          chosen: list[int]) -> bool: ...
 
 
 @dataclass(frozen=True)
@@ -91,20 +112,41 @@ class ReviewHistory:
         return bool(self._undone)
 
     def undo(self) -> Change | None:
+        """Take back the last change; `Superseded` (and it leaves the history) when another
+        analyst changed the same verdict since."""
         if not self._done:
             return None
         change = self._done.pop()
-        self._write(change, undo=True)
+        self._take_back(change, undo=True)
         self._undone.append(change)
         return change
 
     def redo(self) -> Change | None:
+        """Do the last undone change again, on the same terms as `undo`."""
         if not self._undone:
             return None
         change = self._undone.pop()
-        self._write(change, undo=False)
+        self._take_back(change, undo=False)
         self._done.append(change)
         return change
+
+    def _take_back(self, change: Change, *, undo: bool) -> None:
+        """Write the state undo (or redo) asks for, only over the state this history left."""
+        if isinstance(change, LabelChange):
+            expected, value = ((change.after, change.before) if undo
+                               else (change.before, change.after))
+            if self._store.replace_label(change.item_a, change.item_b, expected, value):
+                return
+            what = f"the verdict on rows {change.item_a} and {change.item_b}"
+        else:
+            expected, chosen = ((change.after, change.before) if undo
+                                else (change.before, change.after))
+            if self._store.replace_canonical(list(change.item_ids), list(expected),
+                                             list(chosen)):
+                return
+            what = "the canonical choice of that cluster"
+        raise Superseded(f"{what} was changed by someone else since; "
+                         f"{'undo' if undo else 'redo'} left their change as it is", change)
 
     def _apply(self, change: Change) -> None:
         self._write(change, undo=False)

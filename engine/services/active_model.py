@@ -111,7 +111,7 @@ class ActiveModel:
         active = self.row()
         if self._store.read_only:
             if active is None:
-                raise ProjectError(f"{self._store.path.name}: has no encoded items yet")
+                raise ProjectError(f"{self._store.name}: has no encoded items yet")
             prefs = self.preferences
             encoder = load_stored_encoder(
                 self.source(active["location"]), active["fingerprint"], device=prefs.device,

@@ -13,6 +13,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 
 import numpy as np
+from sqlalchemy import select
 
 from engine.dedup.clusters import cut_clusters
 from engine.dedup.duplicates import DEFAULT_THRESHOLD, Cluster, expand_clusters
@@ -30,7 +31,8 @@ from engine.store import items as item_store
 from engine.store import vectors as vector_store
 from engine.store.blobs import get_blob, put_blob
 from engine.store.database import Store
-from engine.store.schema import indexes
+from engine.store.dialects import lock
+from engine.store.schema import indexes, meta
 
 DEFAULT_NEIGHBOURS = 10
 # A cut also reads the rows of texts that would join this much lower: the slider's next
@@ -90,12 +92,11 @@ class Clusters:
                 graph = KnnGraph.from_bytes(data) if data else None
             except (ValueError, KeyError, OSError):
                 graph = None
+        if graph is None and not self._store.is_file and not self._store.read_only \
+                and signature is not None:
+            graph = self._build_once_per_team(index, k, name, stamp, progress, cancel)
         if graph is None:
-            with self._store.read() as conn:
-                live = np.fromiter(item_store.live_text_ids(conn), dtype=np.int64)
-            graph = build_knn_graph(index, k, np.intersect1d(index.ids(), live),
-                                    vectors=self._stored_vectors(model_id, index.dim),
-                                    progress=progress, cancel=cancel)
+            graph = self._build(index, k, progress, cancel)
             if not self._store.read_only and signature is not None:
                 with self._store.write() as conn:
                     put_blob(conn, name, graph.to_bytes())
@@ -110,6 +111,37 @@ class Clusters:
             with self._store.read() as conn:
                 return vector_store.read_vectors(conn, model_id, dim, text_ids)
         return read
+
+    def _build(self, index, k: int, progress: ProgressCallback,
+               cancel: CancelToken | None) -> KnnGraph:
+        with self._store.read() as conn:
+            live = np.fromiter(item_store.live_text_ids(conn), dtype=np.int64)
+        return build_knn_graph(index, k, np.intersect1d(index.ids(), live),
+                               vectors=self._stored_vectors(self._vectors.model_id(),
+                                                            index.dim),
+                               progress=progress, cancel=cancel)
+
+    def _build_once_per_team(self, index, k: int, name: str, stamp: str,
+                             progress: ProgressCallback, cancel: CancelToken | None
+                             ) -> KnnGraph:
+        """On a server, several analysts opening the review after one import would each
+        build the same graph (every text's search, minutes at a million rows). The first
+        builds it holding the graph's lock; the others wait for that lock, then read the
+        graph it stored instead of building their own."""
+        with self._store.write() as conn:
+            lock(conn, f"build:{name}")
+            stored = conn.execute(select(meta.c.value).where(meta.c.key == name)).scalar()
+            if stored == stamp:
+                data = get_blob(conn, name)
+                try:
+                    if data:
+                        return KnnGraph.from_bytes(data)
+                except (ValueError, KeyError, OSError):
+                    pass
+            graph = self._build(index, k, progress, cancel)
+            put_blob(conn, name, graph.to_bytes())
+            self._store.set_meta(name, stamp, conn)
+            return graph
 
     def cut(self, threshold: float = DEFAULT_THRESHOLD, k: int = DEFAULT_NEIGHBOURS, *,
             decisions: bool = True, progress: ProgressCallback = no_progress,

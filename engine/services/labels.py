@@ -52,6 +52,13 @@ class Labels:
         with self._store.read() as conn:
             return decision_store.count_by_origin(conn, ASKED)
 
+    def replace_label(self, item_a: int, item_b: int, expected: int | None,
+                      label: int | None) -> bool:
+        """Set the verdict only if it still is `expected` (False: another analyst changed it
+        since, and it stays theirs)."""
+        with self._store.write() as conn:
+            return decision_store.replace_label(conn, item_a, item_b, expected, label)
+
     def pairs(self) -> list[dict]:
         """Every labelled pair of live rows (`text_a`, `text_b`, `label`, ids…): training data."""
         with self._store.read() as conn:
@@ -71,6 +78,13 @@ class Labels:
     def set_canonical(self, clear: list[int], chosen: list[int]) -> None:
         with self._store.write() as conn:
             decision_store.set_canonical(conn, clear, chosen)
+
+    def replace_canonical(self, item_ids: list[int], expected: list[int],
+                          chosen: list[int]) -> bool:
+        """Make `chosen` canonical among `item_ids` only if the choice there still is
+        `expected` (False: another analyst changed it since)."""
+        with self._store.write() as conn:
+            return decision_store.replace_canonical(conn, item_ids, expected, chosen)
 
     # -- scoring ---------------------------------------------------------------------------
     def curve(self) -> ThresholdCurve:

@@ -11,6 +11,7 @@ blindly; every change to what the index holds goes through here, so the bookkeep
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Callable
 
 import numpy as np
@@ -21,6 +22,11 @@ from engine.index.reconcile import reconcile
 from engine.search import QueryCache
 from engine.store import vectors as vector_store
 from engine.store.database import Store
+
+# How often a loaded index asks whether another process changed the project (one tiny read
+# of `meta`): another analyst's import shows up in this one's searches within about this
+# long, and a burst of keystrokes costs one read, not one each.
+FOLLOW_SECONDS = 1.0
 
 
 class LiveIndex:
@@ -35,6 +41,10 @@ class LiveIndex:
         # The content version the index is known to match (None: unknown); saved with it,
         # so that the next open can skip reconciling it with every embedding.
         self._version: int | None = None
+        # The content version the index was last brought up to date with, and when that
+        # was asked (`_catch_up`): what lets a long-lived process follow other writers.
+        self._seen: int | None = None
+        self._asked_at = 0.0
         self.generation = 0
         self.cache = QueryCache()
 
@@ -54,6 +64,7 @@ class LiveIndex:
         """
         with self.lock:
             if self._index is not None and self._model_id == model_id:
+                self._catch_up(self._index, model_id)
                 return self._index
             with self._store.read() as conn:
                 model = vector_store.get_model_row(conn, model_id)
@@ -62,7 +73,7 @@ class LiveIndex:
                 version = current_version(conn, model_id, index) if index is not None else None
             if index is None:
                 if why != "no saved index":
-                    self._notice(f"{self._store.path.name}: {why}; rebuilding it from the "
+                    self._notice(f"{self._store.name}: {why}; rebuilding it from the "
                                  f"stored embeddings (nothing is lost)")
                 index = HnswIndex(model["dim"])
             stamped, changed = version is not None, False
@@ -70,9 +81,10 @@ class LiveIndex:
                 result = reconcile(self._store, index, model_id)
                 changed, version = result.changed, result.version
                 if result.added and result.present:
-                    self._notice(f"{self._store.path.name}: added {result.added} encoded "
+                    self._notice(f"{self._store.name}: added {result.added} encoded "
                                  f"items missing from the saved index")
             self._index, self._model_id, self._version = index, model_id, version
+            self._seen, self._asked_at = version, time.monotonic()
             if not self._store.read_only and changed:
                 self._save(index, model_id)
             elif not self._store.read_only and not stamped and why == "":
@@ -80,6 +92,32 @@ class LiveIndex:
                     write_stamp(conn, model_id, version)
             self.changed()
             return index
+
+    def _catch_up(self, index: HnswIndex, model_id: int) -> None:
+        """Bring the loaded index up to date with what other processes wrote since.
+
+        Another analyst's import adds embeddings and bumps `content_version`; a process that
+        keeps its index in memory for hours would otherwise never answer with those rows.
+        At most once per `FOLLOW_SECONDS` it reads the counter, and when it moved past what
+        this index was last reconciled with, adds the embeddings it lacks and marks the
+        texts no longer live (`reconcile`: only the difference, never a rebuild). The index
+        is not saved here: the process that wrote the rows saves it, so two processes never
+        both write the same index for the same change.
+        """
+        now = time.monotonic()
+        if now - self._asked_at < FOLLOW_SECONDS:
+            return
+        self._asked_at = now
+        with self._store.read() as conn:
+            version = vector_store.content_version(conn)
+        if version == self._seen or version == self._version:
+            return
+        result = reconcile(self._store, index, model_id)
+        self._seen = result.version
+        if result.complete:
+            self._version = result.version
+        if result.changed:
+            self.changed()
 
     # -- changes to what the index holds ---------------------------------------------------
     def version_of(self, index: HnswIndex) -> int | None:

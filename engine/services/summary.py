@@ -19,7 +19,7 @@ def summarize(store: Store, active: dict | None) -> dict:
             index_row = conn.execute(
                 indexes.select().where(indexes.c.model_id == model_id)).mappings().first()
         return {
-            "project": str(store.path),
+            "project": store.location.display,  # a server project: its URL, no password
             "schema_version": SCHEMA_VERSION,
             "items": item_store.count_items(conn),
             "texts": item_store.count_texts(conn),

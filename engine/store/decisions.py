@@ -10,7 +10,7 @@ from collections.abc import Sequence
 
 from sqlalchemy import Connection, and_, delete, func, or_, select
 
-from engine.store.dialects import insert_missing, upsert
+from engine.store.dialects import insert_missing, lock, upsert
 from engine.store.schema import canonical_items, items, offered_pairs, pair_labels
 
 _IN_BATCH = 400
@@ -33,6 +33,7 @@ def set_label(conn: Connection, item_a: int, item_b: int, label: int | None,
     One upsert: two analysts judging the same pair at once both succeed, the later verdict
     stays (a delete then an insert would fail on the unique pair for one of them)."""
     a, b = ordered(item_a, item_b)
+    pair_lock(conn, a, b)
     if label is None:
         conn.execute(delete(pair_labels).where(pair_labels.c.item_a == a,
                                                pair_labels.c.item_b == b))
@@ -40,6 +41,24 @@ def set_label(conn: Connection, item_a: int, item_b: int, label: int | None,
     upsert(conn, pair_labels, {"item_a": a, "item_b": b, "label": int(label),
                                "origin": origin, "created_at": time.time()},
            ["item_a", "item_b"])
+
+
+def pair_lock(conn: Connection, item_a: int, item_b: int) -> None:
+    """Be the only writer of this pair's verdict until the transaction ends (all processes),
+    so that `replace_label`'s read and write are one step for every other writer."""
+    a, b = ordered(item_a, item_b)
+    lock(conn, f"pair:{a}:{b}")
+
+
+def replace_label(conn: Connection, item_a: int, item_b: int, expected: int | None,
+                  label: int | None) -> bool:
+    """Set the verdict only while it still is `expected`; False (nothing written) when
+    someone changed it since: what an undo writes, so it never undoes another's verdict."""
+    pair_lock(conn, item_a, item_b)
+    if get_label(conn, item_a, item_b) != expected:
+        return False
+    set_label(conn, item_a, item_b, label)
+    return True
 
 
 def labels_among(conn: Connection, item_ids: Sequence[int]) -> dict[tuple[int, int], int]:
@@ -103,6 +122,7 @@ def canonical_among(conn: Connection, item_ids: Sequence[int]) -> set[int]:
 
 def set_canonical(conn: Connection, clear: Sequence[int], chosen: Sequence[int]) -> None:
     """Forget the choice on `clear`, then mark `chosen` as canonical."""
+    lock(conn, "canonical")
     ids = list(clear)
     for start in range(0, len(ids), _IN_BATCH):
         conn.execute(delete(canonical_items).where(
@@ -112,6 +132,17 @@ def set_canonical(conn: Connection, clear: Sequence[int], chosen: Sequence[int])
         insert_missing(conn, canonical_items,
                        [{"item_id": i, "created_at": now} for i in dict.fromkeys(chosen)],
                        ["item_id"])
+
+
+def replace_canonical(conn: Connection, item_ids: Sequence[int], expected: Sequence[int],
+                      chosen: Sequence[int]) -> bool:
+    """Make `chosen` the canonical rows among `item_ids` only while the choice among them
+    still is `expected`; False (nothing written) when someone changed it since."""
+    lock(conn, "canonical")
+    if canonical_among(conn, item_ids) != set(expected):
+        return False
+    set_canonical(conn, item_ids, chosen)
+    return True
 
 
 def count_labels(conn: Connection) -> dict[int, int]:

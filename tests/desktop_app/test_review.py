@@ -199,3 +199,27 @@ def test_sample_questions_import_and_find_a_known_duplicate(qtbot, window, tmp_p
     qtbot.keyClicks(panel.query, "what can I use instead of eggs when baking a cake")
     qtbot.waitUntil(lambda: panel.results.count() > 0, timeout=10_000)
     assert "egg" in panel.texts()[0].lower()
+
+
+def test_undo_leaves_a_verdict_someone_else_gave_since_and_shows_it(qtbot, window,
+                                                                     questions_project):
+    open_review(qtbot, window, questions_project)
+    set_threshold(qtbot, window, 0.75)
+    select_cluster_of(window, "q2")
+    view = window.review_view
+    canonical = view.cluster.canonical
+    first = view.selected_members()[0]
+    press(qtbot, window, Qt.Key.Key_D)
+    assert decisions(window)[first.id] == "duplicate"
+    with Project.open(questions_project) as other:   # another analyst: "not duplicate"
+        other.labels.set_label(canonical.item_id, first.item_id, 0)
+    window.activateWindow()
+    view.members.setFocus()
+    qtbot.waitUntil(view.members.hasFocus, timeout=5_000)
+    with qtbot.waitSignal(window.review.historyChanged, timeout=SIGNAL_TIMEOUT_MS) as said:
+        qtbot.keyClick(view.members, Qt.Key.Key_Z, Qt.KeyboardModifier.ControlModifier)
+    can_undo, _can_redo, what = said.args
+    assert "someone else" in what and not can_undo
+    assert decisions(window)[first.id] == MOVED_OUT          # theirs, shown
+    with Project.open(questions_project, read_only=True) as project:
+        assert project.labels.label(canonical.item_id, first.item_id) == 0

@@ -97,3 +97,29 @@ def test_a_killed_driver_resumes_on_the_cluster_with_every_text_once(ray_session
     con.close()
     info = json.loads(run("info", str(path), "--json").stdout)
     assert info["encoded"] == 3000 and info["index_items"] == 3000
+
+
+@pytest.mark.slow
+def test_a_ray_import_into_a_server_project(ray_session, postgres_url):
+    """Workers of the session's cluster encode, the driver commits to PostgreSQL: every
+    text once, the index saved on the server, and search answers from it."""
+    proc = run("import", postgres_url, str(ROOT / "tests" / "data" / "questions.csv"),
+               "--column", "question", "--id-column", "qid",
+               "--executor", f"ray={ray_session.gcs_address}")
+    assert "encoded on 2 Ray worker(s)" in proc.stderr
+    from engine.store.database import Store
+
+    store = Store.open(postgres_url, read_only=True)
+    try:
+        with store.read() as conn:
+            total, distinct = conn.exec_driver_sql(
+                "SELECT count(*), count(DISTINCT text_id) FROM embeddings").one()
+            saved = conn.exec_driver_sql("SELECT count FROM indexes").scalar()
+    finally:
+        store.close()
+    assert total == distinct == saved == 46
+    info = json.loads(run("info", postgres_url, "--json").stdout)
+    assert info["encoded"] == 46 and info["index_items"] == 46
+    hits = json.loads(run("search", postgres_url, "what is australia's capital city",
+                          "-k", "3", "--json").stdout)
+    assert hits[0]["id"] in {"q6", "q7"}

@@ -1,0 +1,136 @@
+"""Copy a whole project between a `.duplens` file and a PostgreSQL database, either way.
+
+Every table is copied row for row with its ids, in one write transaction of the
+destination: rows, texts, embeddings, the saved index and neighbour graphs (blob chunks as
+they are), labels, canonical choices, models and settings, so an interrupted copy leaves
+the destination as empty as it was. The destination must be a new project (an empty file
+or database); a copy never merges into one that holds rows.
+
+Model versions are folders beside a project file (`<file>.models/v<N>`), and a server has
+no "beside". Going to a server, each version's folder travels inside the database as one
+tar blob (`model-folder/<id>`: blobs are chunked, so a 90 MB model is 90 rows of 1 MiB);
+coming back to a file, those blobs become folders beside the new file again and the
+versions' locations are rewritten to name them.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import tarfile
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+from sqlalchemy import Connection, Table, delete, func, insert, select, update
+
+from engine.errors import ProjectError
+from engine.store.blobs import get_blob, put_blob
+from engine.store.database import Store
+from engine.store.dialects import backend_of
+from engine.store.schema import blobs, items, metadata, models, texts
+from engine.training.versions import model_folder, models_folder, stored_location
+
+BATCH_ROWS = 1000            # rows per INSERT: bounded memory, few round trips
+FOLDER_BLOB = "model-folder/"
+
+
+def copy_project(source: str | os.PathLike, destination: str | os.PathLike, *,
+                 on_table: Callable[[str, int], None] = lambda name, rows: None) -> dict:
+    """Copy the project at `source` into a new project at `destination`; rows per table.
+
+    `on_table(name, rows)` is told as each table is done. Raises `ProjectError` when the
+    destination already holds a project with rows, or a model version's folder is missing.
+    """
+    src = Store.open(source, read_only=True)
+    try:
+        dst = Store.open(destination, create=True)
+        try:
+            return _copy(src, dst, on_table)
+        finally:
+            dst.close()
+    finally:
+        src.close()
+
+
+def _copy(src: Store, dst: Store, on_table: Callable[[str, int], None]) -> dict:
+    counts: dict[str, int] = {}
+    with src.read() as read, dst.write() as write:
+        for table in (texts, items, models):
+            if write.execute(select(func.count()).select_from(table)).scalar_one():
+                raise ProjectError(f"{dst.name}: already holds a project; copy into a new "
+                                   f"file or an empty database")
+        write.execute(delete(metadata.tables["meta"]))   # the new project's own settings
+        for table in metadata.sorted_tables:
+            counts[table.name] = _copy_table(read, write, table)
+            if "id" in table.c:
+                backend_of(write).follow_explicit_ids(write, table)
+            on_table(table.name, counts[table.name])
+        _move_version_folders(src, dst, read, write)
+    return counts
+
+
+def _copy_table(read: Connection, write: Connection, table: Table) -> int:
+    done = 0
+    for batch in _batches(read, table):
+        write.execute(insert(table), batch)
+        done += len(batch)
+    return done
+
+
+def _batches(read: Connection, table: Table) -> Iterator[list[dict]]:
+    """The table's rows in primary-key order, `BATCH_ROWS` at a time, streamed."""
+    result = read.execution_options(yield_per=BATCH_ROWS).execute(
+        select(table).order_by(*table.primary_key.columns))
+    for part in result.mappings().partitions(BATCH_ROWS):
+        yield [dict(row) for row in part]
+
+
+def _versions(conn: Connection) -> list[tuple[int, str]]:
+    """(id, location) of the models that are folders of the project's own versions."""
+    return [(model_id, location) for model_id, location in conn.execute(
+        select(models.c.id, models.c.location).where(models.c.parent_id.is_not(None)))]
+
+
+def _move_version_folders(src: Store, dst: Store, read: Connection, write: Connection
+                          ) -> None:
+    for model_id, location in _versions(read):
+        if src.is_file and dst.is_file:
+            data = _tar(_own_folder(src, location, model_id))
+        elif src.is_file:
+            put_blob(write, f"{FOLDER_BLOB}{model_id}", _tar(_own_folder(src, location,
+                                                                          model_id)))
+            continue
+        else:
+            data = get_blob(read, f"{FOLDER_BLOB}{model_id}")
+        if not dst.is_file:
+            continue          # server to server: the blob rows were copied with the rest
+        if data is None:
+            raise ProjectError(f"{src.name}: model version {model_id} has no stored folder")
+        folder = models_folder(dst.path) / Path(location).name
+        _untar(data, folder)
+        write.execute(update(models).where(models.c.id == model_id).values(
+            location=stored_location(dst.path, folder)))
+        write.execute(delete(blobs).where(blobs.c.name == f"{FOLDER_BLOB}{model_id}"))
+
+
+def _own_folder(store: Store, location: str, model_id: int) -> Path:
+    folder = model_folder(store.path, location)
+    if folder is None or not folder.is_dir():
+        raise ProjectError(f"{store.name}: the folder of model version {model_id} "
+                           f"({location}) is missing; it cannot be copied")
+    return folder
+
+
+def _tar(folder: Path) -> bytes:
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w") as tar:
+        tar.add(folder, arcname=".")
+    return buffer.getvalue()
+
+
+def _untar(data: bytes, folder: Path) -> None:
+    if folder.exists():
+        raise ProjectError(f"{folder}: already exists; copy to a new place")
+    folder.mkdir(parents=True)
+    with tarfile.open(fileobj=io.BytesIO(data), mode="r") as tar:
+        tar.extractall(folder, filter="data")   # no links out, no absolute paths
