@@ -36,6 +36,7 @@ from desktop_app.import_controller import (
     summary,
 )
 from desktop_app.jobs import JobHandle
+from desktop_app.match_controller import MatchController
 from desktop_app.model_controller import (
     ActivationResult,
     ModelController,
@@ -49,6 +50,7 @@ from desktop_app.safety import guarded
 from desktop_app.team_servers import TeamServers
 from desktop_app.views.import_dialog import ImportDialog
 from desktop_app.views.items_view import ItemsView
+from desktop_app.views.match_results import MatchResultsDialog
 from desktop_app.views.plots_view import PlotsView
 from desktop_app.views.review_view import ClusterReviewView
 from desktop_app.views.search_panel import SearchPanel
@@ -82,6 +84,8 @@ class MainWindow(QMainWindow):
         self.error_box: QMessageBox | None = None
         self.imports = ImportController(bridge, self)
         self.models = ModelController(bridge, self)
+        self.matches = MatchController(bridge, self)
+        self.match_dialog: MatchResultsDialog | None = None
 
         self.start_page = StartPage(self)
         self.search_panel = SearchPanel(bridge, self)
@@ -113,7 +117,7 @@ class MainWindow(QMainWindow):
         self.setStatusBar(self.status)
         self.status_label, self.job_status = self.status.project, self.status.job
         self.preferences = Preferences.load(self.settings)
-        self.imports.encode_on = self.preferences.encode_on
+        self.imports.encode_on = self.matches.encode_on = self.preferences.encode_on
         bridge.set_preferences(self.preferences.device, self.preferences.batch_size,
                                self.preferences.backend)
         self.setAcceptDrops(True)
@@ -134,6 +138,8 @@ class MainWindow(QMainWindow):
         self.sample_action = add(file_menu, "Try it with &sample questions", self.try_sample)
         self.import_action = add(file_menu, "&Import spreadsheet…",
                                  lambda: self.import_spreadsheet(), "Ctrl+I", enabled=False)
+        self.check_action = add(file_menu, "&Check a file against this project…",
+                                lambda: self.check_file(), enabled=False)
         self.export_action = add(file_menu, "&Export clusters…", self.export_clusters,
                                  "Ctrl+E", enabled=False)
         file_menu.addSeparator()
@@ -169,11 +175,16 @@ class MainWindow(QMainWindow):
         b.modelReady.connect(self.on_model_ready)
         b.modelFailed.connect(self.on_model_failed)
         b.modelNeedsConsent.connect(self.on_model_needs_consent)
-        for progressed in (self.imports.progressed, self.models.progressed):
+        for progressed in (self.imports.progressed, self.models.progressed,
+                           self.matches.progressed):
             progressed.connect(self.job_status.update_progress)
         self.imports.finished.connect(self._encoded)
         self.imports.stopped.connect(self._import_stopped)
         self.imports.failed.connect(self._job_failed)
+        self.matches.checked.connect(self._file_checked)
+        self.matches.added.connect(self._checked_rows_added)
+        self.matches.failed.connect(self._job_failed)
+        self.matches.exported.connect(lambda path: self.status.say(f"Exported to {path}"))
         self.models.changed.connect(self._model_changed)
         self.models.activated.connect(self._activated)
         self.models.activationFailed.connect(self._job_failed)
@@ -327,7 +338,7 @@ class MainWindow(QMainWindow):
         old = self.preferences
         self.preferences = chosen
         chosen.save(self.settings)
-        self.imports.encode_on = chosen.encode_on
+        self.imports.encode_on = self.matches.encode_on = chosen.encode_on
         self.bridge.set_preferences(chosen.device, chosen.batch_size, chosen.backend)
         if self._info is None:
             return
@@ -366,6 +377,37 @@ class MainWindow(QMainWindow):
         choices = self.ask_import_choices(sheet) if sheet else None
         if choices is not None:
             self.start_import(choices)
+
+    @guarded
+    def check_file(self, sheet: str | None = None) -> None:
+        """File → Check a file against this project: the import dialog's choices, then the
+        check with progress and Cancel, then the results (`views.match_results`)."""
+        sheet = sheet or self.ask_spreadsheet()
+        choices = self.ask_import_choices(sheet) if sheet else None
+        if choices is not None:
+            self._follow(MatchController.title(choices), self.matches.check(choices))
+
+    @guarded
+    def _file_checked(self, result) -> None:
+        self._set_busy(False)
+        dialog = MatchResultsDialog(result, self)
+        dialog.verdictGiven.connect(self.matches.set_verdict)
+        dialog.exportRequested.connect(self.matches.export)
+        dialog.addRequested.connect(
+            lambda: self._follow(ImportController.title(self.matches.choices),
+                                 self.matches.add()))
+        dialog.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
+        self.match_dialog = dialog
+        dialog.destroyed.connect(lambda: setattr(self, "match_dialog", None))
+        dialog.show()
+
+    @guarded
+    def _checked_rows_added(self, result: dict) -> None:
+        self._encoded(result)
+        self.status.say(f"{summary(result)}; {result['verdicts_stored']} verdicts stored as "
+                        f"labelled pairs")
+        if self.match_dialog is not None:
+            self.match_dialog.rows_added()
 
     @guarded
     def start_import(self, choices: ImportChoices) -> None:
@@ -551,7 +593,8 @@ class MainWindow(QMainWindow):
         is_open = self._info is not None
         for widget in (self.new_action, self.open_action, self.sample_action, self.start_page):
             widget.setEnabled(not busy)
-        for action in (self.import_action, self.improve_action, self.versions_action):
+        for action in (self.import_action, self.check_action, self.improve_action,
+                       self.versions_action):
             action.setEnabled(not busy and is_open)
         self.export_action.setEnabled(is_open)
         if not busy:

@@ -13,13 +13,14 @@ which texts are new and commits chunk by chunk); it costs one more pass of encod
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import hnswlib
 import numpy as np
 import pandas as pd
+from sqlalchemy import select
 
 from engine.errors import InputError, ProjectError
 from engine.io import ReadReport, detect_format, iter_table, read_columns, require_columns
@@ -30,6 +31,7 @@ from engine.services.labels import Labels
 from engine.services.summary import summarize
 from engine.services.vectors import Vectors
 from engine.store.database import Store
+from engine.store.schema import items
 from engine.text import join_cells
 
 BATCH_ROWS = 1024  # rows encoded and searched together: big enough to keep torch busy
@@ -143,6 +145,27 @@ class Matching:
             progress(Progress("matching", done, 0, meter.rate(done)))
         result.bad_lines = list(read.bad_lines)
         return result
+
+    def store_verdicts(self, source_id: int, verdicts: Sequence[tuple[int, int, int]]
+                       ) -> int:
+        """The analyst's verdicts from checking a file, once its rows are in the project
+        (`source_id`: the file's import): each (file row number, matched item id, 1
+        duplicate / 0 new) becomes a labelled pair, origin "match", training data like any
+        other verdict. A row of the file is not a project item until it is added, so the
+        verdicts wait for that. Returns how many pairs were stored."""
+        rows = [row for row, _, _ in verdicts]
+        with self._store.read() as conn:
+            found = dict(conn.execute(
+                select(items.c.row, items.c.id).where(items.c.source_id == source_id,
+                                                      items.c.row.in_(rows),
+                                                      items.c.deleted.is_(False))).all())
+        stored = 0
+        for row, matched, label in verdicts:
+            item = found.get(row)
+            if item is not None and item != matched:
+                self._labels.set_label(item, matched, label, origin="match")
+                stored += 1
+        return stored
 
 
 def _batches(frames: Iterator[pd.DataFrame], text_columns: list[str], id_column: str | None,

@@ -1,0 +1,141 @@
+"""The results of checking a file against the project: each new row beside its best match.
+
+A sortable table (row, id, the new row's text, its best existing match, the score, an
+earlier row of the same file it repeats, the analyst's verdict). D / N or the buttons answer
+"Duplicate of this" / "New" for the selected rows; Export writes the file with its matches;
+"Add the new rows" imports it (and stores the verdicts as labelled pairs).
+"""
+
+from __future__ import annotations
+
+from PySide6.QtCore import Qt, Signal
+from PySide6.QtGui import QKeySequence, QShortcut, QStandardItem, QStandardItemModel
+from PySide6.QtWidgets import (
+    QAbstractItemView,
+    QDialog,
+    QFileDialog,
+    QHBoxLayout,
+    QHeaderView,
+    QLabel,
+    QPushButton,
+    QTableView,
+    QVBoxLayout,
+    QWidget,
+)
+
+COLUMNS = ("Row", "Id", "New row", "Best match", "Score", "Repeats row", "Verdict")
+ROW, ID, TEXT, MATCH, SCORE, REPEATS, VERDICT = range(len(COLUMNS))
+VERDICT_TEXT = {1: "Duplicate", 0: "New", None: ""}
+EXPORT_FILTER = "Spreadsheets (*.csv *.xlsx)"
+
+
+class MatchResultsDialog(QDialog):
+    """Shows a `MatchResult`; says what the analyst decided through its signals."""
+
+    verdictGiven = Signal(int, object)    # file row number, 1 / 0 / None
+    exportRequested = Signal(str)         # the path chosen
+    addRequested = Signal()
+
+    def __init__(self, result, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setObjectName("matchResults")
+        self.setWindowTitle(f"{result.file_name} checked against the project")
+        self.resize(1100, 600)
+        self.result = result
+        repeats = sum(1 for r in result.rows if r.duplicate_in_file_of)
+        self.summary = QLabel(
+            f"{len(result.rows):,} rows checked: {result.likely_duplicates():,} likely "
+            f"duplicates of existing entries (score ≥ {result.threshold:.2f}), {repeats:,} "
+            f"repeat an earlier row of the file. Nothing was added to the project.")
+        self.summary.setWordWrap(True)
+        self.model = QStandardItemModel(0, len(COLUMNS), self)
+        self.model.setHorizontalHeaderLabels(list(COLUMNS))
+        for r in result.rows:
+            self.model.appendRow(self._cells(r))
+        self.table = QTableView()
+        self.table.setModel(self.model)
+        self.table.setSortingEnabled(True)
+        self.table.sortByColumn(SCORE, Qt.SortOrder.DescendingOrder)
+        self.table.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
+        self.table.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
+        self.table.setWordWrap(True)
+        header = self.table.horizontalHeader()
+        for column in (TEXT, MATCH):
+            header.setSectionResizeMode(column, QHeaderView.ResizeMode.Stretch)
+        self.duplicate_button = QPushButton("&Duplicate of this (D)")
+        self.new_button = QPushButton("&New (N)")
+        self.export_button = QPushButton("&Export…")
+        self.add_button = QPushButton("&Add the new rows to the project")
+        close = QPushButton("Close")
+        self.duplicate_button.clicked.connect(lambda: self._answer(1))
+        self.new_button.clicked.connect(lambda: self._answer(0))
+        self.export_button.clicked.connect(self._export)
+        self.add_button.clicked.connect(self.addRequested.emit)
+        close.clicked.connect(self.close)
+        for key, label in (("D", 1), ("N", 0)):
+            QShortcut(QKeySequence(key), self, lambda label=label: self._answer(label))
+        buttons = QHBoxLayout()
+        for button in (self.duplicate_button, self.new_button):
+            buttons.addWidget(button)
+        buttons.addStretch(1)
+        for button in (self.export_button, self.add_button, close):
+            buttons.addWidget(button)
+        layout = QVBoxLayout(self)
+        layout.addWidget(self.summary)
+        layout.addWidget(self.table, 1)
+        layout.addLayout(buttons)
+        if self.model.rowCount():
+            self.table.selectRow(0)
+
+    @staticmethod
+    def _cells(r) -> list[QStandardItem]:
+        best = r.matches[0] if r.matches else None
+
+        def cell(value, tip: str | None = None) -> QStandardItem:
+            item = QStandardItem()
+            item.setData(value, Qt.ItemDataRole.DisplayRole)
+            if tip:
+                item.setToolTip(tip)
+            return item
+
+        cells = [cell(r.row), cell(r.id), cell(r.text, r.text),
+                 cell(best.text if best else "", best.text if best else None),
+                 cell(round(best.score, 3) if best else None), cell(r.duplicate_in_file_of or ""),
+                 cell("")]
+        cells[ROW].setData(r.row, Qt.ItemDataRole.UserRole)
+        return cells
+
+    def file_row(self, table_row: int) -> int:
+        return int(self.model.item(table_row, ROW).data(Qt.ItemDataRole.UserRole))
+
+    def verdict_of(self, file_row: int) -> str:
+        for i in range(self.model.rowCount()):
+            if self.file_row(i) == file_row:
+                return self.model.item(i, VERDICT).text()
+        raise KeyError(file_row)
+
+    def _answer(self, label: int) -> None:
+        """Answer for every selected row, then move to the row after the last one."""
+        rows = sorted({index.row() for index in self.table.selectionModel().selectedRows()})
+        for i in rows:
+            if self.model.item(i, MATCH).text():
+                self.model.item(i, VERDICT).setText(VERDICT_TEXT[label])
+                self.verdictGiven.emit(self.file_row(i), label)
+        if rows and rows[-1] + 1 < self.model.rowCount():
+            self.table.selectRow(rows[-1] + 1)
+
+    def ask_export_path(self) -> str | None:
+        path, _ = QFileDialog.getSaveFileName(self, "Export the checked rows",
+                                              f"{self.result.file_name}-matches.xlsx",
+                                              EXPORT_FILTER)
+        return path or None
+
+    def _export(self) -> None:
+        path = self.ask_export_path()
+        if path:
+            self.exportRequested.emit(path)
+
+    def rows_added(self) -> None:
+        """The file is in the project now: adding it again would do nothing."""
+        self.add_button.setEnabled(False)
+        self.add_button.setText("Added to the project")
