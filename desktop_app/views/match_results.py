@@ -23,10 +23,11 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-COLUMNS = ("Row", "Id", "New row", "Best match", "Score", "Repeats row", "Verdict")
-ROW, ID, TEXT, MATCH, SCORE, REPEATS, VERDICT = range(len(COLUMNS))
+COLUMNS = ("Row", "Id", "New row", "Best match", "Score", "Overlap", "Repeats row", "Verdict")
+ROW, ID, TEXT, MATCH, SCORE, OVERLAP, REPEATS, VERDICT = range(len(COLUMNS))
 VERDICT_TEXT = {1: "Duplicate", 0: "New", None: ""}
 EXPORT_FILTER = "Spreadsheets (*.csv *.xlsx)"
+SORT_ROLE = Qt.ItemDataRole.UserRole + 1
 
 
 class MatchResultsDialog(QDialog):
@@ -50,6 +51,7 @@ class MatchResultsDialog(QDialog):
         self.summary.setWordWrap(True)
         self.model = QStandardItemModel(0, len(COLUMNS), self)
         self.model.setHorizontalHeaderLabels(list(COLUMNS))
+        self.model.setSortRole(SORT_ROLE)   # numbers sort as numbers, "⚠ 0.45" as 0.45
         for r in result.rows:
             self.model.appendRow(self._cells(r))
         self.table = QTableView()
@@ -59,9 +61,12 @@ class MatchResultsDialog(QDialog):
         self.table.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
         self.table.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
         self.table.setWordWrap(True)
+        self.table.verticalHeader().hide()
         header = self.table.horizontalHeader()
-        for column in (TEXT, MATCH):
-            header.setSectionResizeMode(column, QHeaderView.ResizeMode.Stretch)
+        for column in range(len(COLUMNS)):
+            header.setSectionResizeMode(column, QHeaderView.ResizeMode.Stretch
+                                        if column in (TEXT, MATCH) else
+                                        QHeaderView.ResizeMode.ResizeToContents)
         self.duplicate_button = QPushButton("&Duplicate of this (D)")
         self.new_button = QPushButton("&New (N)")
         self.export_button = QPushButton("&Export…")
@@ -87,21 +92,28 @@ class MatchResultsDialog(QDialog):
         if self.model.rowCount():
             self.table.selectRow(0)
 
-    @staticmethod
-    def _cells(r) -> list[QStandardItem]:
+    def _cells(self, r) -> list[QStandardItem]:
         best = r.matches[0] if r.matches else None
+        words = r.overlaps[0] if r.overlaps else None
 
-        def cell(value, tip: str | None = None) -> QStandardItem:
+        def cell(value, tip: str | None = None, shown: str | None = None) -> QStandardItem:
             item = QStandardItem()
-            item.setData(value, Qt.ItemDataRole.DisplayRole)
+            item.setData(value if shown is None else shown, Qt.ItemDataRole.DisplayRole)
+            item.setData(value, SORT_ROLE)
             if tip:
                 item.setToolTip(tip)
             return item
 
         cells = [cell(r.row), cell(r.id), cell(r.text, r.text),
                  cell(best.text if best else "", best.text if best else None),
-                 cell(round(best.score, 3) if best else None), cell(r.duplicate_in_file_of or ""),
-                 cell("")]
+                 cell(best.score if best else None, None,
+                      f"{best.score:.3f}" if best else ""),
+                 cell(words.jaccard if words else None, words.note() if words else None,
+                      f"{words.jaccard:.2f}" if words else ""),
+                 cell(r.duplicate_in_file_of or ""), cell("")]
+        if words is not None and words.marked(best.score, self.result.threshold):
+            # a likely duplicate whose content words differ ("tomatoes" / "vegetables")
+            cells[OVERLAP].setData(f"⚠ {words.jaccard:.2f}", Qt.ItemDataRole.DisplayRole)
         cells[ROW].setData(r.row, Qt.ItemDataRole.UserRole)
         return cells
 

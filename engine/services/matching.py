@@ -25,6 +25,7 @@ from sqlalchemy import select
 from engine.errors import InputError, ProjectError
 from engine.io import ReadReport, detect_format, iter_table, read_columns, require_columns
 from engine.jobs import CancelToken, Progress, ProgressCallback, RateMeter, no_progress
+from engine.review.overlap import Overlap, overlap
 from engine.search import SearchHit, hits_for
 from engine.services.active_model import ActiveModel
 from engine.services.labels import Labels
@@ -46,12 +47,14 @@ class FileRow:
     text: str
     cells: dict[str, str]          # the file's own columns
     matches: list[SearchHit] = field(default_factory=list)
+    overlaps: list[Overlap] = field(default_factory=list)   # words shared with each match
     duplicate_in_file_of: str | None = None   # id of an earlier row of this file, if any
 
     def as_json(self) -> dict:
         return {"row": self.row, "id": self.id, "text": self.text,
-                "matches": [{"id": h.id, "text": h.text, "score": round(h.score, 6)}
-                            for h in self.matches]}
+                "matches": [{"id": h.id, "text": h.text, "score": round(h.score, 6),
+                             "overlap": round(o.jaccard, 4), "differing": list(o.differing)}
+                            for h, o in zip(self.matches, self.overlaps, strict=True)]}
 
     def best_score(self) -> float | None:
         return self.matches[0].score if self.matches else None
@@ -72,7 +75,8 @@ class MatchResult:
         return sum(1 for r in self.rows if (r.best_score() or 0.0) >= self.threshold)
 
     def frame(self) -> pd.DataFrame:
-        """The export: the file's columns, then `match_i_id/text/score` for i up to k, then
+        """The export: the file's columns, then `match_i_id/text/score/overlap` for i up to
+        k (the overlap beside the score: the share of words both texts use), then
         `likely_duplicate` (best score at or above the threshold) and
         `duplicate_in_file_of`."""
         records = []
@@ -83,6 +87,7 @@ class MatchResult:
                 rec[f"match_{i + 1}_id"] = hit.id if hit else None
                 rec[f"match_{i + 1}_text"] = hit.text if hit else None
                 rec[f"match_{i + 1}_score"] = round(hit.score, 6) if hit else None
+                rec[f"match_{i + 1}_overlap"] = round(r.overlaps[i].jaccard, 4) if hit else None
             rec["likely_duplicate"] = (r.best_score() or 0.0) >= self.threshold
             rec["duplicate_in_file_of"] = r.duplicate_in_file_of
             records.append(rec)
@@ -139,6 +144,7 @@ class Matching:
             for r, hits, twin in zip(batch, hits_for(self._store, text_ids, sims),
                                      twins.add(vectors, [r.id for r in batch]), strict=True):
                 r.matches = hits[:k]
+                r.overlaps = [overlap(r.text, h.text) for h in r.matches]
                 r.duplicate_in_file_of = twin
             result.rows.extend(batch)
             done = len(result.rows)

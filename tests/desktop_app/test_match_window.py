@@ -8,7 +8,7 @@ import csv
 from PySide6.QtCore import Qt
 
 from desktop_app.import_controller import ImportChoices
-from desktop_app.views.match_results import MATCH, SCORE, TEXT
+from desktop_app.views.match_results import MATCH, OVERLAP, SCORE, SORT_ROLE, TEXT
 from tests.desktop_app.conftest import QUESTIONS_ITEMS, SIGNAL_TIMEOUT_MS
 
 NEW_ROWS = [("n1", "How do I learn Python quickly?"),          # an existing question, word for word
@@ -39,9 +39,12 @@ def test_checking_a_file_shows_each_row_beside_its_best_match_and_adds_nothing(
     assert "1 repeat an earlier row of the file" in dialog.summary.text()
     assert "Nothing was added" in dialog.summary.text()
     # sorted by score, best first: the word-for-word copies lead, the new question is last
-    scores = [dialog.model.item(i, SCORE).data(Qt.ItemDataRole.DisplayRole) for i in range(3)]
+    scores = [dialog.model.item(i, SCORE).data(SORT_ROLE) for i in range(3)]
     assert scores == sorted(scores, reverse=True) and scores[0] > 0.99 > scores[2]
+    assert dialog.model.item(0, SCORE).text() == f"{scores[0]:.3f}"
     assert dialog.model.item(0, MATCH).text() == "How do I learn Python quickly?"
+    assert dialog.model.item(0, OVERLAP).data(SORT_ROLE) == 1.0     # the same words
+    assert dialog.model.item(2, OVERLAP).data(SORT_ROLE) < 0.5
     assert dialog.model.item(2, TEXT).text() == NEW_ROWS[1][1]
     assert window.bridge.current_project().rows.count() == QUESTIONS_ITEMS
 

@@ -45,7 +45,11 @@ def test_json_one_entry_per_row_in_file_order_and_nothing_added(project, new_fil
     assert [(r["row"], r["id"]) for r in rows] == [(1, "n1"), (2, "n2"), (3, "n3"), (4, "n4")]
     assert set(rows[0]) == {"row", "id", "text", "matches"}
     first = rows[0]["matches"]
-    assert len(first) == 3 and set(first[0]) == {"id", "text", "score"}
+    assert len(first) == 3
+    assert set(first[0]) == {"id", "text", "score", "overlap", "differing"}
+    # the same words as its best match: overlap 1, no differing word
+    assert (first[0]["overlap"], first[0]["differing"]) == (1.0, [])
+    assert all(0 <= m["overlap"] < 1 for m in first[1:])
     assert [m["score"] for m in first] == sorted((m["score"] for m in first), reverse=True)
     # q1, q41 and q42 hold the same text: folded into one match, the first row (q1).
     assert first[0]["id"] == "q1" and first[0]["score"] == pytest.approx(1.0, abs=1e-4)
@@ -75,8 +79,9 @@ def test_out_has_the_file_columns_matches_and_verdicts(project, new_file, tmp_pa
         table = [["" if v is None else str(v) for v in row]
                  for row in sheet.iter_rows(values_only=True)]
     assert table[0] == ["ref", "question", "note", "match_1_id", "match_1_text",
-                        "match_1_score", "match_2_id", "match_2_text", "match_2_score",
-                        "likely_duplicate", "duplicate_in_file_of"]
+                        "match_1_score", "match_1_overlap", "match_2_id", "match_2_text",
+                        "match_2_score", "match_2_overlap", "likely_duplicate",
+                        "duplicate_in_file_of"]
     body = {r[0]: dict(zip(table[0], r, strict=True)) for r in table[1:]}
     assert list(body) == ["n1", "n2", "n3", "n4"]
     assert body["n1"]["match_1_id"] == "q1" and body["n1"]["likely_duplicate"] == "True"
