@@ -10,6 +10,7 @@ a good one may have been.
 from __future__ import annotations
 
 import csv
+import errno
 import os
 import uuid
 from collections.abc import Callable, Iterable, Sequence
@@ -19,7 +20,7 @@ import openpyxl
 import pandas as pd
 from openpyxl.cell.cell import ILLEGAL_CHARACTERS_RE
 
-from engine.errors import InputError
+from engine.errors import DiskFull, DuplensError, InputError
 
 _FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
 
@@ -51,7 +52,7 @@ def write_rows(path: PathLike, header: Sequence[str], rows: Iterable[Sequence[ob
         written = writer(temp, header, rows)
         os.replace(temp, path)
     except OSError as err:
-        raise InputError(f"{path.name}: cannot write ({err.strerror or err})") from err
+        raise _write_error(path, err) from err
     finally:
         temp.unlink(missing_ok=True)
     return written
@@ -99,7 +100,7 @@ def export_table(df: pd.DataFrame, path: PathLike) -> None:
         writer(df, temp)
         os.replace(temp, path)
     except OSError as err:
-        raise InputError(f"{path.name}: cannot write ({err.strerror or err})") from err
+        raise _write_error(path, err) from err
     finally:
         temp.unlink(missing_ok=True)
 
@@ -128,3 +129,11 @@ def _xlsx_value(value: object) -> object:
     if value is None or (pd.api.types.is_scalar(value) and pd.isna(value)):
         return None
     return value
+
+
+def _write_error(path: Path, err: OSError) -> DuplensError:
+    """A full disk says so and names the file (`DiskFull`); any other refusal (a folder
+    that does not exist, no permission) is the user's one-line `InputError`."""
+    if err.errno == errno.ENOSPC:
+        return DiskFull(path.name)
+    return InputError(f"{path.name}: cannot write ({err.strerror or err})")
