@@ -113,15 +113,10 @@ def model_source(project_path: Path, location: str) -> str | None:
 def check_consent(project_path: Path, location: str) -> None:
     """Raise `UntrustedModelLocation` unless the project may load `location` as it is: the
     default, one of its own versions, or a location the user approved for it."""
-    if location == DEFAULT_MODEL:
-        return
-    folder = model_folder(project_path, location)
-    if _needs_no_consent(project_path, folder):
-        return
-    key = model_trust.location_key(location if folder is None else folder,
-                                   is_hub=folder is None)
-    if not model_trust.is_approved(project_path, key):
-        raise UntrustedModelLocation(project_path, key, is_hub=folder is None)
+    key = _consent_key(project_path, location)
+    if key is not None and not model_trust.is_approved(project_path, key):
+        raise UntrustedModelLocation(project_path, key,
+                                     is_hub=model_folder(project_path, location) is None)
 
 
 def approve_locations(store: Store, project_path: Path) -> list[str]:
@@ -131,16 +126,22 @@ def approve_locations(store: Store, project_path: Path) -> list[str]:
         locations = [row["location"] for row in vector_store.list_models(conn)]
     added = []
     for location in locations:
-        if location == DEFAULT_MODEL:
-            continue
-        folder = model_folder(project_path, location)
-        if _needs_no_consent(project_path, folder):
-            continue
-        key = model_trust.location_key(location if folder is None else folder,
-                                       is_hub=folder is None)
-        if model_trust.approve(project_path, key):
+        key = _consent_key(project_path, location)
+        if key is not None and model_trust.approve(project_path, key):
             added.append(key)
     return added
+
+
+def _consent_key(project_path: Path, location: str) -> str | None:
+    """How a consent to load `location` for this project is keyed (`model_trust`), or None
+    when it needs none: the default model, or a folder inside the project's own versions."""
+    if location == DEFAULT_MODEL:
+        return None
+    folder = model_folder(project_path, location)
+    if _needs_no_consent(project_path, folder):
+        return None
+    return model_trust.location_key(location if folder is None else folder,
+                                    is_hub=folder is None)
 
 
 def _needs_no_consent(project_path: Path, folder: Path | None) -> bool:
