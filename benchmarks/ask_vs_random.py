@@ -32,8 +32,7 @@ from pathlib import Path
 
 import numpy as np
 
-from benchmarks.data import QUORA
-from benchmarks.finetune_quora import _hardware, _versions, read_quora_pairs
+from benchmarks.finetune_quora import _hardware, _versions, quora_split
 
 RESULTS = Path(__file__).resolve().parent / "results" / "ask_vs_random.json"
 CALIBRATION_SIZES = (10, 20, 30, 50, 100, 200, 500, 1000)
@@ -53,17 +52,10 @@ def main(argv: list[str] | None = None) -> None:
     sizes = sorted(args.sizes)
 
     from engine.encoding.models import load_model, resolve_model
-    from engine.training import TrainingOptions, finetune, metrics_from_scores, split_pairs
+    from engine.training import TrainingOptions, finetune, metrics_from_scores
 
     # The same split, measured sample and training order as benchmarks.finetune_quora.
-    pairs = read_quora_pairs(QUORA)
-    split = split_pairs(pairs, held_out=0.5, seed=args.seed)
-    rng = np.random.default_rng(args.seed)
-    held = split.held_out
-    if args.held_out_limit and args.held_out_limit < len(held):
-        held = [held[i] for i in sorted(rng.choice(len(held), args.held_out_limit,
-                                                   replace=False))]
-    pool = [split.train[i] for i in rng.permutation(len(split.train))]
+    _pairs, _split, held, pool = quora_split(args.seed, args.held_out_limit)
     pool_labels = np.asarray([p.is_duplicate for p in pool], dtype=np.int64)
     held_labels = np.asarray([p.is_duplicate for p in held], dtype=np.int64)
     keys = {k: i for i, k in enumerate(dict.fromkeys(

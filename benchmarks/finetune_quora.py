@@ -46,6 +46,22 @@ ALL_OBJECTIVES = ["contrastive", "mnrl", "cosine", "softmax", "triplet"]
 GAIN_GOALS = {1000: 2.5, 4000: 5.0}
 
 
+def quora_split(seed: int, held_out_limit: int | None):
+    """The Quora pairs, split by question groups into training and held-out halves, the
+    held-out sample that is measured (`held_out_limit` pairs, or all) and the training half
+    in a seeded random order: what every fine-tuning benchmark compares on."""
+    from engine.training import split_pairs
+
+    pairs = read_quora_pairs(QUORA)
+    split = split_pairs(pairs, held_out=0.5, seed=seed)
+    rng = np.random.default_rng(seed)
+    held = split.held_out
+    if held_out_limit and held_out_limit < len(held):
+        held = [held[i] for i in sorted(rng.choice(len(held), held_out_limit, replace=False))]
+    pool = [split.train[i] for i in rng.permutation(len(split.train))]
+    return pairs, split, held, pool
+
+
 def read_quora_pairs(path: Path) -> list:
     """Every pair of the file as a `LabelledPair` keyed by its qids."""
     from engine.training.pairs import LabelledPair
@@ -99,19 +115,11 @@ def main() -> None:
         TrainingOptions,
         finetune,
         held_out_metrics,
-        split_pairs,
     )
     from engine.training.mining import NegativePool
 
     overrides = _overrides(args)
-    pairs = read_quora_pairs(QUORA)
-    split = split_pairs(pairs, held_out=0.5, seed=args.seed)
-    rng = np.random.default_rng(args.seed)
-    held = split.held_out
-    if args.held_out_limit and args.held_out_limit < len(held):
-        held = [held[i] for i in sorted(rng.choice(len(held), args.held_out_limit,
-                                                   replace=False))]
-    pool = [split.train[i] for i in rng.permutation(len(split.train))]
+    pairs, split, held, pool = quora_split(args.seed, args.held_out_limit)
     _say(f"{len(pairs)} pairs: {len(split.train)} for training, {len(split.held_out)} held out "
          f"({len(held)} measured), {len(split.dropped)} dropped")
 
