@@ -33,3 +33,14 @@ class TqdmProgress:
         for bar in self._bars.values():
             bar.close()
         self._bars.clear()
+
+
+def close_open_bars() -> None:
+    """Close every tqdm bar still open in this process, so what is printed next starts a line.
+
+    A command that fails mid-stage leaves its bar drawn without a newline (tqdm ends the line
+    only on close), and the one-line error would land after the bar's text. tqdm keeps its
+    live bars in `tqdm._instances`; closing them draws each bar's last state and ends its line.
+    """
+    for bar in list(getattr(tqdm, "_instances", ())):
+        bar.close()

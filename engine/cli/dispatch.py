@@ -33,6 +33,7 @@ from engine.cli.common import EXIT_BUG, EXIT_CANCELLED, EXIT_INPUT, TRUST_FLAG, 
 from engine.errors import DuplensError, UntrustedModelLocation, user_error
 from engine.jobs import CancelToken
 from engine.logfile import setup_logging
+from engine.progress_bar import close_open_bars
 
 log = logging.getLogger("duplens")
 
@@ -80,7 +81,7 @@ def main(argv: Sequence[str] | None = None,
     cancel = CancelToken()
     _install_interrupt(cancel)
     try:
-        return args.run(args, cancel)
+        return _run(args, cancel)
     except UntrustedModelLocation as exc:
         log.info("input error: %s", exc)
         say(f"duplens: {exc} (run again with {TRUST_FLAG} to load it)")
@@ -102,3 +103,12 @@ def main(argv: Sequence[str] | None = None,
         where = f"; details in {log_path}" if log_path else ""
         say(f"duplens: unexpected error ({sys.exc_info()[1]!r}){where}")
         return EXIT_BUG
+
+
+def _run(args: argparse.Namespace, cancel: CancelToken) -> int:
+    """The command, with any progress bar it left open closed, so an error line that follows
+    starts a line of its own."""
+    try:
+        return args.run(args, cancel)
+    finally:
+        close_open_bars()
