@@ -128,9 +128,9 @@ class LiveIndex:
         keeps its index in memory for hours would otherwise never answer with those rows.
         `reconcile` adds the embeddings the index lacks and marks the texts no longer live
         (only the difference, never a rebuild). It runs without `lock`, so searches meanwhile
-        wait at most for one batch of 500 additions (hnswlib adds and searches are not safe
-        together; `HnswIndex` serialises them per slice), not for a whole import; they see
-        the rows added so far. The index is claimed to match the new version only once every
+        interleave with its batches of 500 additions instead of waiting for a whole import
+        (hnswlib's add_items is not safe beside knn_query; `HnswIndex` takes its own lock
+        per slice of 512) and see the rows added so far. The index is claimed to match the new version only once every
         addition and deletion is in, and only if nothing else changed what the index holds
         meanwhile (an older claim than the truth only costs a reconcile on the next open).
         The index is not saved here: the process that wrote the rows saves it, so two
