@@ -130,9 +130,10 @@ class LiveIndex:
         (only the difference, never a rebuild). It runs without `lock`, so searches meanwhile
         interleave with its batches of 500 additions instead of waiting for a whole import
         (hnswlib's add_items is not safe beside knn_query; `HnswIndex` takes its own lock
-        per slice of 512) and see the rows added so far. The index is claimed to match the new version only once every
-        addition and deletion is in, and only if nothing else changed what the index holds
-        meanwhile (an older claim than the truth only costs a reconcile on the next open).
+        per slice of 512) and see the rows added so far. The index is claimed to match the
+        new version only once every addition and deletion is in, and only if nothing else
+        changed what the index holds meanwhile (an older claim than the truth only costs a
+        reconcile on the next open).
         The index is not saved here: the process that wrote the rows saves it, so two
         processes never both write the same index for the same change.
         """
