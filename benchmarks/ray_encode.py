@@ -10,9 +10,15 @@ size 64, one process driving everything, one configuration after the other:
 - the same pipeline on a local Ray (`RayExecutor`, started once with every core) with N CPU
   actors of one CPU and one torch thread each, for each N of `--workers`, and (with CUDA)
   one or more GPU actors (fp16, as local CUDA encoding);
-- the writer: the same pipeline fed precomputed vectors (planning, SQLite commits of
-  2,048 rows, HNSW indexing on the job's one indexing thread), i.e. what the driver
-  sustains when encoders are not the limit; the same without indexing; the commits alone.
+- the same Ray import into a PostgreSQL project (a team's), with 1 and 2 workers, on a
+  private server (`devtools/postgres_server.py`; left out where none can start);
+- the writer, on SQLite and on PostgreSQL: the same pipeline fed precomputed vectors
+  (planning, commits of 2,048 rows, HNSW indexing on the job's one indexing thread), i.e.
+  what the driver sustains when encoders are not the limit; the same without indexing; the
+  commits alone; and hnswlib's indexing alone on one thread, so the notes can say which of
+  the database and the indexing thread bounds each writer.
+Each Ray job's CPU is read from /proc while it runs (`benchmarks/ray_cpu.py`): each
+worker's share of a core and rows per CPU second, and the driver's share.
 Each Ray run reports the job's rows/s (actor start and model loads included) and the
 steady rate (from its first result to its last). The goal: each added worker adds at least
 0.8x one worker's steady rate until the writer or the cores bound it; the notes say which.
@@ -21,6 +27,7 @@ steady rate (from its first result to its last). The goal: each added worker add
 from __future__ import annotations
 
 import argparse
+import contextlib
 import csv
 import json
 import os
@@ -59,6 +66,7 @@ def measure(texts: list[str], workers: list[int], gpu_workers: int = 0) -> dict:
     import torch
     from sentence_transformers import SentenceTransformer
 
+    from benchmarks.ray_cpu import CpuSampler, supported
     from engine.encoding.encoder import SentenceEncoder
     from engine.encoding.models import default_model_path, load_model, resolve_model
     from engine.encoding.ray_cluster import connect
@@ -78,7 +86,8 @@ def measure(texts: list[str], workers: list[int], gpu_workers: int = 0) -> dict:
     torch.set_num_threads(threads)
 
     encoder = SentenceEncoder(load_model(spec, "cpu"), spec, "cpu", BATCH)
-    with tempfile.TemporaryDirectory(prefix="duplens-ray-bench-") as tmp:
+    with tempfile.TemporaryDirectory(prefix="duplens-ray-bench-") as tmp, \
+            _postgres() as server:
         src = _csv(Path(tmp), texts)
         local = _pipeline(Path(tmp) / "local.duplens", src, encoder, None)
         rows.append(_row(f"Duplens pipeline, this thread ({threads} torch threads)",
@@ -88,13 +97,24 @@ def measure(texts: list[str], workers: list[int], gpu_workers: int = 0) -> dict:
         session = connect(None, num_cpus=os.cpu_count())
         try:
             ray_rows = []
-            for n in workers:
-                executor = RayExecutor(workers=n, use_gpus=False)
-                got = _pipeline(Path(tmp) / f"ray{n}.duplens", src, encoder, executor)
-                got.pop("vectors")
-                ray_rows.append({**_row(f"Duplens on Ray, {n} CPU worker(s) x 1 thread",
-                                        len(texts), got["seconds"], got["steady"]),
-                                 "workers": n, "device": "cpu"})
+            stores = [("SQLite", lambda n: Path(tmp) / f"ray{n}.duplens", workers)]
+            if server is not None:     # the team project: 1 and 2 workers suffice to compare
+                stores.append(("PostgreSQL", server.new_project,
+                               [n for n in workers if n <= 2]))
+            for store, location, counts in stores:
+                for n in counts:
+                    executor = RayExecutor(workers=n, use_gpus=False)
+                    with CpuSampler() as cpu:
+                        got = _pipeline(location(n), src, encoder, executor)
+                    got.pop("vectors")
+                    name = f"Duplens on Ray, {n} CPU worker(s) x 1 thread"
+                    ray_rows.append({**_row(name if store == "SQLite" else
+                                            f"{name}, into PostgreSQL", len(texts),
+                                            got["seconds"], got["steady"]),
+                                     "workers": n, "device": "cpu", "store": store,
+                                     **({"cpu": cpu.summary(got["window"][2],
+                                                            *got["window"][:2])}
+                                        if supported() else {})})
             if gpu_workers:
                 gpu_encoder = SentenceEncoder(encoder.model, spec, "cpu", 256)
                 executor = RayExecutor(workers=gpu_workers, use_gpus=True)
@@ -103,20 +123,81 @@ def measure(texts: list[str], workers: list[int], gpu_workers: int = 0) -> dict:
                 ray_rows.append({**_row(f"Duplens on Ray, {gpu_workers} GPU worker(s), fp16, "
                                         f"batch 256", len(texts), got["seconds"],
                                         got["steady"]),
-                                 "workers": gpu_workers, "device": "cuda"})
+                                 "workers": gpu_workers, "device": "cuda", "store": "SQLite"})
         finally:
             session.close()
         rows += ray_rows
-        writer = _pipeline(Path(tmp) / "writer.duplens", src, encoder, _Precomputed(vectors))
-        # The whole job's rate: without encoding, planning is most of what is left.
-        rows.append(_row("the writer: pipeline fed precomputed vectors (plan, commit, index)",
-                         len(texts), writer["seconds"]))
-        planned = _without_index(Path(tmp) / "plan.duplens", src, encoder, vectors)
-        rows.append(_row("the same without indexing (plan, commit)", len(texts), planned))
-        commits = _commit_only(Path(tmp) / "commit.duplens", src, encoder, vectors)
-        rows.append(_row("SQLite commits alone (2,048 rows per transaction)", len(texts),
-                         commits))
+        targets = [("SQLite", lambda what: Path(tmp) / f"{what}.duplens")]
+        if server is not None:
+            targets.append(("PostgreSQL", lambda _what: server.new_project()))
+        for store, location in targets:
+            rows += _writer_rows(store, location, src, encoder, vectors, len(texts))
+        seconds = _index_only(vectors, encoder.dim)
+        rows.append(_row("hnswlib indexing alone (the job's one indexing thread)",
+                         len(texts), seconds))
     return _report(texts, rows, ray_rows, threads)
+
+
+def _writer_rows(store: str, location, src: Path, encoder, vectors: dict, n: int
+                 ) -> list[dict]:
+    """The writer's ceiling on one store: the pipeline fed precomputed vectors (the whole
+    job without encoding: plan, commit, index), the same without indexing, the commits
+    alone. `location(what)` gives a new project's path or URL."""
+    writer = _pipeline(location("writer"), src, encoder, _Precomputed(vectors))
+    rows = [_row(f"{store} writer: pipeline fed precomputed vectors (plan, commit, index)",
+                 n, writer["seconds"])]
+    planned = _without_index(location("plan"), src, encoder, vectors)
+    rows.append(_row(f"{store} writer without indexing (plan, commit)", n, planned))
+    commits = _commit_only(location("commit"), src, encoder, vectors)
+    rows.append(_row(f"{store} commits alone (2,048 rows per transaction)", n, commits))
+    return rows
+
+
+def _index_only(by_text: dict[str, np.ndarray], dim: int) -> float:
+    """Seconds for the job's indexing alone: every vector added to an empty index on one
+    hnswlib thread, in chunks of one commit, as the job's indexing thread adds them."""
+    from engine.encoding.job import CHUNK_TEXTS
+    from engine.index.hnsw import HnswIndex
+    from engine.services.vectors import INDEX_THREADS
+
+    vectors = np.stack(list(by_text.values()))
+    ids = np.arange(len(vectors), dtype=np.int64)
+    index = HnswIndex(dim)
+    t0 = time.perf_counter()
+    for start in range(0, len(ids), CHUNK_TEXTS):
+        index.add(ids[start:start + CHUNK_TEXTS], vectors[start:start + CHUNK_TEXTS],
+                  threads=INDEX_THREADS)
+    return time.perf_counter() - t0
+
+
+class _Server:
+    """A private PostgreSQL server (`devtools.postgres_server`) handing out empty team
+    projects, one database each."""
+
+    def __init__(self, server) -> None:
+        self.server = server
+
+    def new_project(self, _what=None) -> str:
+        from devtools.postgres_server import ANALYST_PASSWORD
+
+        return self.server.url(self.server.create_database(), password=ANALYST_PASSWORD)
+
+
+@contextlib.contextmanager
+def _postgres():
+    """A `_Server`, or None (the PostgreSQL rows are left out) where none can start."""
+    from devtools.postgres_server import NoServer, PostgresServer
+
+    try:
+        server = PostgresServer().start()
+    except NoServer as exc:
+        print(f"ray_encode: no PostgreSQL rows: {exc}", flush=True)
+        yield None
+        return
+    try:
+        yield _Server(server)
+    finally:
+        server.stop()
 
 
 def _row(name: str, n: int, seconds: float, steady: float | None = None) -> dict:
@@ -146,7 +227,7 @@ def _csv(folder: Path, texts: list[str]) -> Path:
     return src
 
 
-def _pipeline(path: Path, src: Path, encoder, executor) -> dict:
+def _pipeline(location: Path | str, src: Path, encoder, executor) -> dict:
     """Import (not timed), then `project.vectors.encode` on `executor` (timed): seconds, the steady
     rate from the first result to the last, and the stored vectors by text."""
     from engine.project import Project
@@ -159,7 +240,7 @@ def _pipeline(path: Path, src: Path, encoder, executor) -> dict:
         if p.done:
             marks.append((time.perf_counter(), p.done))
 
-    with Project.open(path, create=True) as project:
+    with Project.open(location, create=True) as project:
         project.model.attach(encoder, is_default=True)
         project.rows.import_table(src, ["question"])
         t0 = time.perf_counter()
@@ -177,7 +258,8 @@ def _pipeline(path: Path, src: Path, encoder, executor) -> dict:
                 by_text.update({texts[int(t)]: v for t, v in zip(ids, vecs, strict=True)})
     (t_first, n_first), (t_last, n_last) = marks[0], marks[-1]
     steady = (n_last - n_first) / (t_last - t_first) if t_last > t_first else None
-    return {"seconds": seconds, "steady": steady, "vectors": by_text}
+    return {"seconds": seconds, "steady": steady, "vectors": by_text,
+            "window": (t_first, t_last, n_last - n_first)}
 
 
 class _Precomputed:
@@ -197,13 +279,14 @@ class _Precomputed:
         pass
 
 
-def _without_index(path: Path, src: Path, encoder, by_text: dict[str, np.ndarray]) -> float:
+def _without_index(location: Path | str, src: Path, encoder,
+                   by_text: dict[str, np.ndarray]) -> float:
     """Seconds for the job fed precomputed vectors with no index to feed: planning
-    (tokenising for the sort) and the chunk commits, which is what one SQLite writer does."""
+    (tokenising for the sort) and the chunk commits, which is what one database writer does."""
     from engine.encoding.job import encode_missing
     from engine.project import Project
 
-    with Project.open(path, create=True) as project:
+    with Project.open(location, create=True) as project:
         project.model.attach(encoder, is_default=True)
         project.rows.import_table(src, ["question"])
         model_id = project.model.id()
@@ -211,14 +294,15 @@ def _without_index(path: Path, src: Path, encoder, by_text: dict[str, np.ndarray
                                              executor=_Precomputed(by_text)))
 
 
-def _commit_only(path: Path, src: Path, encoder, by_text: dict[str, np.ndarray]) -> float:
+def _commit_only(location: Path | str, src: Path, encoder,
+                 by_text: dict[str, np.ndarray]) -> float:
     """Seconds to store every vector in transactions of one chunk each, nothing else."""
     from engine.encoding.job import CHUNK_TEXTS
     from engine.project import Project
     from engine.store.items import texts_by_id
     from engine.store.vectors import add_embeddings, missing_text_ids
 
-    with Project.open(path, create=True) as project:
+    with Project.open(location, create=True) as project:
         project.model.attach(encoder, is_default=True)
         project.rows.import_table(src, ["question"])
         model_id = project.model.id()
@@ -238,8 +322,9 @@ def _commit_only(path: Path, src: Path, encoder, by_text: dict[str, np.ndarray])
 def _report(texts: list[str], rows: list[dict], ray_rows: list[dict], threads: int) -> dict:
     cores = os.cpu_count() or 1
     plain = rows[0]["rows_per_s"]
-    writer = next(r for r in rows if r["name"].startswith("the writer"))["rows_per_s"]
-    cpu_rows = [r for r in ray_rows if r["device"] == "cpu"]
+    rate = {r["name"]: r["rows_per_s"] for r in rows}
+    writer = rate["SQLite writer: pipeline fed precomputed vectors (plan, commit, index)"]
+    cpu_rows = [r for r in ray_rows if r["device"] == "cpu" and r["store"] == "SQLite"]
     one = next((r["steady_rows_per_s"] for r in cpu_rows if r["workers"] == 1), None)
     gains = []
     for prev, cur in zip(cpu_rows, cpu_rows[1:] if one else [], strict=False):
@@ -249,8 +334,8 @@ def _report(texts: list[str], rows: list[dict], ray_rows: list[dict], threads: i
     notes = [f"{len(texts)} distinct Quora questions, batch {BATCH}, {cores} cores; the "
              f"local Ray was started with {cores} CPUs; the driver (planning, commits, "
              f"indexing) shares the machine with the workers.",
-             f"The writer sustains {writer:,.0f} rows/s; plain encode with {threads} torch "
-             f"threads {plain:,.0f} rows/s."]
+             f"Plain encode with {threads} torch threads: {plain:,.0f} rows/s."]
+    notes += _writer_notes(rate)
     for g in gains:
         bound = ""
         if g["gain"] < GOAL_GAIN:
@@ -262,6 +347,7 @@ def _report(texts: list[str], rows: list[dict], ray_rows: list[dict], threads: i
                          f"{cores} cores)")
         notes.append(f"{g['from']} -> {g['to']} workers: each added worker adds "
                      f"{g['gain']:.2f}x one worker's steady rate{bound}.")
+    notes += _cpu_notes(ray_rows, cores)
     headline = []
     best = max(cpu_rows, key=lambda r: r["steady_rows_per_s"], default=None)
     if best is not None:
@@ -275,6 +361,20 @@ def _report(texts: list[str], rows: list[dict], ray_rows: list[dict], threads: i
     table = [[r["name"], f"{r['rows_per_s']:,.0f}",
               f"{r['steady_rows_per_s']:,.0f}" if "steady_rows_per_s" in r else "",
               " ".join(f"{x:.2f}" for x in r["load_average"])] for r in rows]
+    tables = [{"title": "Encoding on Ray (same texts, one after the other)",
+               "columns": columns, "rows": table}]
+    with_cpu = [r for r in ray_rows if "cpu" in r]
+    if with_cpu:
+        tables.append({"title": "Where the CPU went during each Ray job (/proc)",
+                       "columns": ["configuration", "wall s", "driver: share of a core",
+                                   "each worker: share of a core",
+                                   "each worker: rows per CPU second"],
+                       "rows": [[r["name"], f"{r['cpu']['wall_s']:.1f}",
+                                 f"{r['cpu']['driver_core_share']:.2f}",
+                                 " ".join(f"{w['core_share']:.2f}" for w in r["cpu"]["workers"]),
+                                 " ".join(f"{w['rows_per_cpu_s'] or 0:,.0f}"
+                                          for w in r["cpu"]["workers"])]
+                                for r in with_cpu]})
     plots = [{"file": "ray_encode.png", "title": "Encoding on Ray: rows/s against workers",
               "xlabel": "CPU workers (1 thread each)", "ylabel": "rows/s (steady)",
               "series": [{"label": "Ray CPU workers", "x": [r["workers"] for r in cpu_rows],
@@ -282,9 +382,68 @@ def _report(texts: list[str], rows: list[dict], ray_rows: list[dict], threads: i
                          {"label": "the writer", "x": [r["workers"] for r in cpu_rows],
                           "y": [writer] * len(cpu_rows)}]}] if cpu_rows else []
     return {"rows": len(texts), "configurations": rows, "scaling": gains,
-            "headline": headline, "plots": plots, "notes": notes,
-            "tables": [{"title": "Encoding on Ray (same texts, one after the other)",
-                        "columns": columns, "rows": table}]}
+            "headline": headline, "plots": plots, "notes": notes, "tables": tables}
+
+
+def _writer_notes(rate: dict[str, float]) -> list[str]:
+    """Each store's writer ceiling, and what bounds it: the database (planning and commits)
+    or the one indexing thread (hnswlib alone). The job overlaps indexing with the next
+    chunk's commit, so the slower of the two sets its pace (on busy cores the two also
+    compete, and the whole runs below either alone)."""
+    index_alone = rate["hnswlib indexing alone (the job's one indexing thread)"]
+    notes = []
+    for store in ("SQLite", "PostgreSQL"):
+        whole = rate.get(f"{store} writer: pipeline fed precomputed vectors (plan, commit, "
+                         f"index)")
+        if whole is None:
+            continue
+        planned = rate[f"{store} writer without indexing (plan, commit)"]
+        commits = rate[f"{store} commits alone (2,048 rows per transaction)"]
+        slower, faster = sorted((index_alone, planned))
+        if faster < 1.15 * slower:
+            bound = (f"the database and the single hnswlib indexing thread about equally "
+                     f"(each alone {planned:,.0f} and {index_alone:,.0f} rows/s)")
+        elif index_alone < planned:
+            bound = "the single hnswlib indexing thread"
+        else:
+            bound = "the database (planning and commits)"
+        notes.append(f"The {store} writer sustains {whole:,.0f} rows/s (without indexing "
+                     f"{planned:,.0f}, commits alone {commits:,.0f}; hnswlib indexing alone "
+                     f"{index_alone:,.0f}): bound by {bound}.")
+    return notes
+
+
+def _cpu_notes(ray_rows: list[dict], cores: int) -> list[str]:
+    """The scaling explained by where the CPU went: each worker's share of a core and its
+    rows per CPU second, per job."""
+    notes = []
+    for r in ray_rows:
+        if "cpu" not in r:
+            continue
+        cpu, workers = r["cpu"], r["cpu"]["workers"]
+        shares = sum(w["core_share"] for w in workers) + cpu["driver_core_share"]
+        each = ", ".join(f"{w['core_share']:.2f}" for w in workers)
+        speed = ", ".join(f"{w['rows_per_cpu_s'] or 0:,.0f}" for w in workers)
+        notes.append(f"{r['name']}, steady part: the driver used "
+                     f"{cpu['driver_core_share']:.2f} of a core, each worker {each} ({speed} "
+                     f"rows per CPU second); {shares:.2f} of the {cores} cores in all.")
+    by_count = {r["workers"]: r["cpu"] for r in ray_rows
+                if "cpu" in r and r["store"] == "SQLite" and r["cpu"]["workers"]}
+    if 1 in by_count and 2 in by_count:
+        total = {n: sum(w["core_share"] for w in c["workers"]) for n, c in by_count.items()}
+        speed = {n: sum(w["rows_per_cpu_s"] for w in c["workers"]) / len(c["workers"])
+                 for n, c in by_count.items()}
+        load = next(r["load_average"][0] for r in ray_rows if r["workers"] == 2)
+        verdict = ("the workers did not get slower per CPU second, so a job's steady rate is "
+                   "the CPU its workers get times that speed, and the cores bound the scaling"
+                   if speed[2] >= 0.8 * speed[1] else
+                   "the workers got slower per CPU second as well as getting less CPU")
+        notes.append(f"Why 1 -> 2 workers adds less than a worker: the workers' CPU went from "
+                     f"{total[1]:.2f} to {total[2]:.2f} of a core in all (not 2x), their rows "
+                     f"per CPU second from {speed[1]:,.0f} to {speed[2]:,.0f}: {verdict}. On "
+                     f"{cores} cores the workers share them with the driver and with whatever "
+                     f"else runs (load average {load:.1f} here).")
+    return notes
 
 
 def main() -> None:

@@ -3,7 +3,7 @@
     python -m benchmarks --only team_index [--quick]
 
 Two designs, on the same 100k-item project (`--quick`: 20k) on a private server on
-127.0.0.1 (`tests/postgres_server.py`; PostgreSQL 16 with pgvector from the `pgserver`
+127.0.0.1 (`devtools/postgres_server.py`; PostgreSQL 16 with pgvector from the `pgserver`
 package when it is installed, else the machine's own PostgreSQL and the local cache only):
 
 - **local cache** (what file projects do): the HNSW index is saved in the project's `blobs`
@@ -51,8 +51,8 @@ PGVECTOR_DEFAULT_EF = 40
 
 
 def run(quick: bool) -> dict:
+    from devtools.postgres_server import ANALYST_PASSWORD, NoServer, PostgresServer
     from engine.encoding.loading import load_encoder
-    from tests.postgres_server import ANALYST_PASSWORD, NoServer, PostgresServer
 
     n = N_QUICK if quick else N_FULL
     queries, pool = corpus.query_and_pool()

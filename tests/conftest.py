@@ -85,13 +85,13 @@ def ray_session():
 # -- projects on PostgreSQL (team projects) ---------------------------------------------------
 @pytest.fixture(scope="session")
 def postgres_server():
-    """A private PostgreSQL server on 127.0.0.1 for the session (`tests/postgres_server.py`).
+    """A private PostgreSQL server on 127.0.0.1 for the session (`devtools/postgres_server.py`).
 
     Skipped, with the reason, where none can start (no PostgreSQL binaries, no psycopg);
     with DUPLENS_REQUIRE_POSTGRES=1 (CI sets it) that is a failure instead."""
     import importlib.util
 
-    from tests.postgres_server import NoServer, PostgresServer
+    from devtools.postgres_server import NoServer, PostgresServer
 
     def unavailable(why: str):
         if os.environ.get("DUPLENS_REQUIRE_POSTGRES") == "1":
@@ -112,7 +112,7 @@ def postgres_server():
 def postgres_url(postgres_server):
     """The URL of a fresh, empty database owned by the `analyst` role (password in the
     URL), dropped after the test."""
-    from tests.postgres_server import ANALYST_PASSWORD
+    from devtools.postgres_server import ANALYST_PASSWORD
 
     name = postgres_server.create_database()
     yield postgres_server.url(name, password=ANALYST_PASSWORD)

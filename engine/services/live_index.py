@@ -45,6 +45,10 @@ class LiveIndex:
         # was asked (`_catch_up`): what lets a long-lived process follow other writers.
         self._seen: int | None = None
         self._asked_at = 0.0
+        self._following = False   # a catch-up is running (`_catch_up`)
+        # Bumped whenever the version the index matches is set, so that a catch-up that ran
+        # without the lock does not overwrite what a change meanwhile decided.
+        self._edits = 0
         self.generation = 0
         self.cache = QueryCache()
 
@@ -57,15 +61,21 @@ class LiveIndex:
         return self._index
 
     def get(self, model_id: int) -> HnswIndex:
-        """`model_id`'s index, loaded and checked against the embeddings once.
-
-        A damaged or missing saved index is rebuilt from the stored embeddings (with a
-        notice) and saved; a saved index whose stamp still holds is used as it is.
-        """
+        """`model_id`'s index, loaded and checked against the embeddings once, then kept up
+        to date with what other processes write (`_catch_up`)."""
         with self.lock:
             if self._index is not None and self._model_id == model_id:
-                self._catch_up(self._index, model_id)
-                return self._index
+                index, behind = self._index, self._behind()
+            else:
+                return self._load(model_id)
+        if behind:
+            self._catch_up(index, model_id)
+        return index
+
+    def _load(self, model_id: int) -> HnswIndex:
+        """Load `model_id`'s saved index. A damaged or missing one is rebuilt from the stored
+        embeddings (with a notice) and saved; one whose stamp still holds is used as it is."""
+        with self.lock:
             with self._store.read() as conn:
                 model = vector_store.get_model_row(conn, model_id)
                 index, why = load_index(conn, model_id, model["dim"])
@@ -93,31 +103,55 @@ class LiveIndex:
             self.changed()
             return index
 
+    def _behind(self) -> bool:
+        """Whether another process changed the project since the index was last brought up
+        to date; True claims the catch-up for the caller (`_catch_up`). Under `lock`.
+
+        At most once per `FOLLOW_SECONDS` it reads the counter (one tiny read of `meta`);
+        while a catch-up runs, others do not start another one and search what is there.
+        """
+        now = time.monotonic()
+        if self._following or now - self._asked_at < FOLLOW_SECONDS:
+            return False
+        self._asked_at = now
+        with self._store.read() as conn:
+            version = vector_store.content_version(conn)
+        if version == self._seen or version == self._version:
+            return False
+        self._following = True
+        return True
+
     def _catch_up(self, index: HnswIndex, model_id: int) -> None:
         """Bring the loaded index up to date with what other processes wrote since.
 
         Another analyst's import adds embeddings and bumps `content_version`; a process that
         keeps its index in memory for hours would otherwise never answer with those rows.
-        At most once per `FOLLOW_SECONDS` it reads the counter, and when it moved past what
-        this index was last reconciled with, adds the embeddings it lacks and marks the
-        texts no longer live (`reconcile`: only the difference, never a rebuild). The index
-        is not saved here: the process that wrote the rows saves it, so two processes never
-        both write the same index for the same change.
+        `reconcile` adds the embeddings the index lacks and marks the texts no longer live
+        (only the difference, never a rebuild). It runs without `lock`, so searches meanwhile
+        interleave with its batches of 500 additions instead of waiting for a whole import
+        (hnswlib's add_items is not safe beside knn_query; `HnswIndex` takes its own lock
+        per slice of 512) and see the rows added so far. The index is claimed to match the
+        new version only once every addition and deletion is in, and only if nothing else
+        changed what the index holds meanwhile (an older claim than the truth only costs a
+        reconcile on the next open).
+        The index is not saved here: the process that wrote the rows saves it, so two
+        processes never both write the same index for the same change.
         """
-        now = time.monotonic()
-        if now - self._asked_at < FOLLOW_SECONDS:
-            return
-        self._asked_at = now
-        with self._store.read() as conn:
-            version = vector_store.content_version(conn)
-        if version == self._seen or version == self._version:
-            return
-        result = reconcile(self._store, index, model_id)
-        self._seen = result.version
-        if result.complete:
-            self._version = result.version
-        if result.changed:
-            self.changed()
+        with self.lock:
+            edits = self._edits
+        result = None
+        try:
+            # Each batch is searchable at once: cached answers without it are stale.
+            result = reconcile(self._store, index, model_id,
+                               progress=lambda _p: self.changed())
+        finally:
+            with self.lock:
+                self._following = False
+                if result is not None:
+                    self._seen = result.version
+                    if result.complete and self._index is index and self._edits == edits:
+                        self._version = result.version
+                self.changed()
 
     # -- changes to what the index holds ---------------------------------------------------
     def version_of(self, index: HnswIndex) -> int | None:
@@ -133,6 +167,7 @@ class LiveIndex:
                 with self._store.read() as conn:
                     now = vector_store.content_version(conn)
                 self._version = self._follow(known, commits, now)
+                self._edits += 1
 
     def revive(self, text_ids: list[int], version: int | None) -> None:
         """Texts that had no live row come back (a re-import): add them again."""
@@ -145,6 +180,7 @@ class LiveIndex:
                                                               text_ids=text_ids):
                     index.add(ids, vecs)
             self._version = self._follow(self._version, 1, version)
+            self._edits += 1
             self.changed()
 
     def forget(self, text_ids: set[int], version: int | None) -> None:
@@ -153,6 +189,7 @@ class LiveIndex:
             if self._index is not None and text_ids:
                 self._index.mark_deleted(np.fromiter(text_ids, np.int64))
                 self._version = self._follow(self._version, 1, version)
+                self._edits += 1
                 self._save(self._index, self._model_id)
             self.changed()
 

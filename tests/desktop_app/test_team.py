@@ -13,10 +13,10 @@ from PySide6.QtWidgets import QDialogButtonBox
 from desktop_app.team_servers import Server, TeamServers
 from desktop_app.views.settings_dialog import Preferences, SettingsDialog
 from desktop_app.views.team_dialog import TeamProjectDialog
+from devtools.postgres_server import ANALYST_PASSWORD
 from engine.encoding.executors import ray_available
 from engine.store.location import parse_location
 from tests.desktop_app.conftest import SIGNAL_TIMEOUT_MS
-from tests.postgres_server import ANALYST_PASSWORD
 
 
 @pytest.fixture

@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 from sqlalchemy import select
 
+from devtools.postgres_server import ANALYST_PASSWORD
 from engine.copy_project import FOLDER_BLOB
 from engine.project import Project
 from engine.review.history import ReviewHistory
@@ -19,7 +20,6 @@ from engine.store.database import Store
 from engine.store.schema import metadata
 from engine.training.versions import model_folder
 from tests.engine.training.test_project_versions import QUERY, QUICK, make_project
-from tests.postgres_server import ANALYST_PASSWORD
 
 pytestmark = pytest.mark.slow
 ROOT = Path(__file__).resolve().parents[2]

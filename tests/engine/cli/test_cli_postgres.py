@@ -7,8 +7,8 @@ import json
 
 import pytest
 
+from devtools.postgres_server import ANALYST_PASSWORD
 from tests.engine.cli.test_cli import ROOT, run
-from tests.postgres_server import ANALYST_PASSWORD
 
 pytestmark = pytest.mark.slow
 

@@ -6,12 +6,12 @@ from __future__ import annotations
 import pytest
 from sqlalchemy import insert, text
 
+from devtools.postgres_server import ANALYST, ANALYST_PASSWORD
 from engine.errors import InputError, ProjectError
 from engine.store.database import Store
 from engine.store.location import parse_location
 from engine.store.migrations import SCHEMA_VERSION
 from engine.store.schema import meta
-from tests.postgres_server import ANALYST, ANALYST_PASSWORD
 
 
 @pytest.fixture
