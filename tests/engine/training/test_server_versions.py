@@ -93,7 +93,7 @@ def test_a_tampered_cached_folder_is_unpacked_again(postgres_url, encoder):
         cached = Path(row["folder"])
         good = weights_sha(cached)
         weights = bytearray((cached / "model.safetensors").read_bytes())
-        weights[-1] ^= 0xFF                      # one flipped bit in the last weight
+        weights[-1] ^= 0xFF                      # the last weight's last byte changed
         (cached / "model.safetensors").write_bytes(bytes(weights))
         assert weights_sha(cached) != good
 
@@ -102,10 +102,6 @@ def test_a_tampered_cached_folder_is_unpacked_again(postgres_url, encoder):
         assert served.spec.fingerprint == good and weights_sha(cached) == good
         # A blob that does not hold what its row recorded is refused, never loaded.
         with again.store.write() as conn:
-            from engine.encoding.models import default_model_path
-            from engine.store.blobs import put_blob
-            from engine.store.folder_blobs import tar_folder
-
             put_blob(conn, folder_blob_name(version), tar_folder(default_model_path()))
         server_versions.forget(again.store, version)
         model_row = {"id": version, "name": row["name"], "fingerprint": good}
