@@ -22,6 +22,7 @@ from engine.index.reconcile import reconcile
 from engine.search import QueryCache
 from engine.store import vectors as vector_store
 from engine.store.database import Store
+from engine.store.model_versions import active_model_id
 
 # How often a loaded index asks whether another process changed the project (one tiny read
 # of `meta`): another analyst's import shows up in this one's searches within about this
@@ -45,6 +46,7 @@ class LiveIndex:
         # was asked (`_catch_up`): what lets a long-lived process follow other writers.
         self._seen: int | None = None
         self._asked_at = 0.0
+        self._told_active: int | None = None   # another's activation, said once
         self.generation = 0
         self.cache = QueryCache()
 
@@ -110,6 +112,8 @@ class LiveIndex:
         self._asked_at = now
         with self._store.read() as conn:
             version = vector_store.content_version(conn)
+            active = active_model_id(conn)
+        self._note_other_model(active, model_id)
         if version == self._seen or version == self._version:
             return
         result = reconcile(self._store, index, model_id)
@@ -118,6 +122,18 @@ class LiveIndex:
             self._version = result.version
         if result.changed:
             self.changed()
+
+    def _note_other_model(self, active: str | None, model_id: int) -> None:
+        """Another process made another model active: say so, once. This one goes on with
+        the model and index it has (they match each other); following the switch would
+        load a model and its index (seconds) inside someone's keystroke, so opening the
+        project again is what switches."""
+        if active is None or int(active) in (model_id, self._told_active):
+            return
+        self._told_active = int(active)
+        self._notice(f"{self._store.name}: someone else made model version {active} the "
+                     f"active one; searches here use version {model_id} until the project "
+                     f"is opened again")
 
     # -- changes to what the index holds ---------------------------------------------------
     def version_of(self, index: HnswIndex) -> int | None:

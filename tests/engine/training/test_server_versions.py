@@ -13,6 +13,7 @@ import pytest
 from engine.encoding.models import default_model_path, resolve_model
 from engine.errors import ModelError
 from engine.project import Project
+from engine.services import live_index
 from engine.store.blobs import put_blob
 from engine.store.folder_blobs import folder_blob_name, stored_folder_ids, tar_folder
 from engine.store.vectors import get_model_row
@@ -47,9 +48,21 @@ def test_a_version_is_trained_activated_reopened_exported_and_deleted(
         assert folder_blobs(project) == ({version} if on_server else set())
         expected = load(trained).encode(TEXTS, normalize_embeddings=True)
 
+        other = Project.open(store_location)      # an analyst searching meanwhile
+        default_hits = other.search(QUERY, 5)
         project.versions.activate(version)
         assert project.model.id() == version
         hits = [(h.text, round(h.score, 5)) for h in project.search(QUERY, 5)]
+        assert hits != [(h.text, round(h.score, 5)) for h in default_hits]
+        # The other process keeps its model and index, and is told once.
+        monkeypatch.setattr(live_index, "FOLLOW_SECONDS", 0.0)
+        assert other.search(QUERY, 5) == default_hits
+        other.search(QUERY, 5)
+        told = [n for n in other.notices if "made model version" in n]
+        assert told == [f"{other.store.name}: someone else made model version {version} the "
+                        f"active one; searches here use version 1 until the project is "
+                        f"opened again"]
+        other.close()
     finally:
         project.close()
 
