@@ -1,9 +1,11 @@
 """`ModelVersions`: fine-tuning the active model into new versions, and switching between them.
 
 A version is a plain sentence-transformers folder beside the project with its `models` row
-(`engine.training.versions`). Training never touches the active model; activating encodes
-and indexes every text with the version while search keeps using the active one, and only
-then switches, in one step, under the live index's lock.
+(`engine.training.versions`); a server project keeps the folder in its database and each
+computer a checked copy (`engine.training.server_versions`). Training never touches the
+active model; activating encodes and indexes every text with the version while search
+keeps using the active one, and only then switches, in one step, under the live index's
+lock.
 """
 
 from __future__ import annotations

@@ -12,6 +12,10 @@ A version appears all at once: its folder is renamed into place and its row inse
 same write transaction, and the folder is removed again if the transaction fails. Rows keep
 their folder's fingerprint (the weights' sha256), as any model folder's does, so opening the
 project loads the version and finds its embeddings under the same id.
+
+A server project has no "beside": its versions' folders are kept in the database and
+unpacked per computer (`engine.training.server_versions`); the functions here take the
+`Store` and send a server project's cases there.
 """
 
 from __future__ import annotations
