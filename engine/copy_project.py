@@ -8,30 +8,33 @@ or database); a copy never merges into one that holds rows.
 
 Model versions are folders beside a project file (`<file>.models/v<N>`), and a server has
 no "beside". Going to a server, each version's folder travels inside the database as one
-tar blob (`model-folder/<id>`: blobs are chunked, so a 90 MB model is 90 rows of 1 MiB);
+tar blob (`store.folder_blobs`, the form a server project keeps its own versions in);
 coming back to a file, those blobs become folders beside the new file again and the
 versions' locations are rewritten to name them.
 """
 
 from __future__ import annotations
 
-import io
 import os
-import tarfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from sqlalchemy import Connection, Table, delete, func, insert, select, update
 
 from engine.errors import ProjectError
-from engine.store.blobs import get_blob, put_blob
 from engine.store.database import Store
 from engine.store.dialects import backend_of
+from engine.store.folder_blobs import (
+    folder_blob_name,
+    get_folder,
+    put_folder,
+    tar_folder,
+    untar_folder,
+)
 from engine.store.schema import blobs, items, metadata, models, texts
 from engine.training.versions import model_folder, models_folder, stored_location
 
 BATCH_ROWS = 1000            # rows per INSERT: bounded memory, few round trips
-FOLDER_BLOB = "model-folder/"
 
 
 def copy_project(source: str | os.PathLike, destination: str | os.PathLike, *,
@@ -95,22 +98,21 @@ def _move_version_folders(src: Store, dst: Store, read: Connection, write: Conne
                           ) -> None:
     for model_id, location in _versions(read):
         if src.is_file and dst.is_file:
-            data = _tar(_own_folder(src, location, model_id))
+            data = tar_folder(_own_folder(src, location, model_id))
         elif src.is_file:
-            put_blob(write, f"{FOLDER_BLOB}{model_id}", _tar(_own_folder(src, location,
-                                                                          model_id)))
+            put_folder(write, model_id, _own_folder(src, location, model_id))
             continue
         else:
-            data = get_blob(read, f"{FOLDER_BLOB}{model_id}")
+            data = get_folder(read, model_id)
         if not dst.is_file:
             continue          # server to server: the blob rows were copied with the rest
         if data is None:
             raise ProjectError(f"{src.name}: model version {model_id} has no stored folder")
         folder = models_folder(dst.path) / Path(location).name
-        _untar(data, folder)
+        untar_folder(data, folder)
         write.execute(update(models).where(models.c.id == model_id).values(
             location=stored_location(dst.path, folder)))
-        write.execute(delete(blobs).where(blobs.c.name == f"{FOLDER_BLOB}{model_id}"))
+        write.execute(delete(blobs).where(blobs.c.name == folder_blob_name(model_id)))
 
 
 def _own_folder(store: Store, location: str, model_id: int) -> Path:
@@ -120,17 +122,3 @@ def _own_folder(store: Store, location: str, model_id: int) -> Path:
                            f"({location}) is missing; it cannot be copied")
     return folder
 
-
-def _tar(folder: Path) -> bytes:
-    buffer = io.BytesIO()
-    with tarfile.open(fileobj=buffer, mode="w") as tar:
-        tar.add(folder, arcname=".")
-    return buffer.getvalue()
-
-
-def _untar(data: bytes, folder: Path) -> None:
-    if folder.exists():
-        raise ProjectError(f"{folder}: already exists; copy to a new place")
-    folder.mkdir(parents=True)
-    with tarfile.open(fileobj=io.BytesIO(data), mode="r") as tar:
-        tar.extractall(folder, filter="data")   # no links out, no absolute paths

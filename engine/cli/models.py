@@ -1,4 +1,4 @@
-"""`duplens models`: list a project's model versions; activate or export one."""
+"""`duplens models`: list a project's model versions; activate, export or delete one."""
 
 from __future__ import annotations
 
@@ -18,12 +18,15 @@ from engine.jobs import CancelToken
 
 
 def register(sub) -> None:
-    p = sub.add_parser("models", help="the project's model versions; activate or export one")
+    p = sub.add_parser("models", help="the project's model versions; activate, export or "
+                       "delete one")
     p.add_argument("project")
     p.add_argument("--activate", type=int, metavar="VERSION",
                    help="serve search with this version (encodes what it has not yet)")
     p.add_argument("--export", nargs=2, metavar=("VERSION", "FOLDER"),
                    help="copy a version to a new folder sentence-transformers loads")
+    p.add_argument("--delete", type=int, metavar="VERSION", help="delete a fine-tuned version "
+                   "that is not active and no other version was trained from")
     p.add_argument("--device", default="auto")
     p.add_argument("--json", action="store_true")
     trust_option(p)
@@ -49,6 +52,8 @@ def cmd_models(args, cancel: CancelToken) -> int:
                 raise InputError(f"--export: VERSION must be a version number, not {version!r}")
             out = project.versions.export(int(version), folder)
             say(f"version {version} exported to {out}")
+        if args.delete is not None:
+            say(f"deleted {project.versions.delete(args.delete)}")
         versions = project.versions.list()
     if args.json:
         print(json.dumps(versions, ensure_ascii=False, indent=1))

@@ -80,8 +80,11 @@ class ActiveModel:
     def source(self, location: str) -> str | None:
         """A stored model location as `load_encoder` takes it: the project's own versions
         are stored relative to the project file, so they are found wherever it moved."""
+        from engine.training import server_versions
         from engine.training.versions import model_source
 
+        if not self._store.is_file:   # a version's folder comes from the database
+            return server_versions.model_source(self._store, location)
         return model_source(self._store.path, location)
 
     def serving_backend(self, row: dict, preferred: str | None = None) -> str:
@@ -147,11 +150,16 @@ class ActiveModel:
     def attach(self, encoder: SentenceEncoder, *, is_default: bool) -> int:
         """Make an already loaded encoder the active model (tests and the window share one
         loaded model between projects); returns its model id."""
+        from engine.training.server_versions import location_of
         from engine.training.versions import location_for
 
         spec = encoder.spec
-        location = DEFAULT_MODEL if is_default else location_for(self._store.path,
-                                                                 spec.location)
+        if is_default:
+            location = DEFAULT_MODEL
+        elif self._store.is_file:
+            location = location_for(self._store.path, spec.location)
+        else:
+            location = location_of(self._store, spec.fingerprint)
         with self._store.write() as conn:
             model_id = vector_store.get_or_add_model(
                 conn, name=spec.name, location=location, fingerprint=spec.fingerprint,

@@ -22,6 +22,7 @@ from engine.index.reconcile import reconcile
 from engine.search import QueryCache
 from engine.store import vectors as vector_store
 from engine.store.database import Store
+from engine.store.model_versions import active_model_id
 
 # How often a loaded index asks whether another process changed the project (one tiny read
 # of `meta`): another analyst's import shows up in this one's searches within about this
@@ -49,6 +50,7 @@ class LiveIndex:
         # Bumped whenever the version the index matches is set, so that a catch-up that ran
         # without the lock does not overwrite what a change meanwhile decided.
         self._edits = 0
+        self._told_active: int | None = None   # another's activation, said once
         self.generation = 0
         self.cache = QueryCache()
 
@@ -116,6 +118,8 @@ class LiveIndex:
         self._asked_at = now
         with self._store.read() as conn:
             version = vector_store.content_version(conn)
+            active = active_model_id(conn)
+        self._note_other_model(active, self._model_id)
         if version == self._seen or version == self._version:
             return False
         self._following = True
@@ -152,6 +156,18 @@ class LiveIndex:
                     if result.complete and self._index is index and self._edits == edits:
                         self._version = result.version
                 self.changed()
+
+    def _note_other_model(self, active: str | None, model_id: int) -> None:
+        """Another process made another model active: say so, once. This one goes on with
+        the model and index it has (they match each other); following the switch would
+        load a model and its index (seconds) inside someone's keystroke, so opening the
+        project again is what switches."""
+        if active is None or int(active) in (model_id, self._told_active):
+            return
+        self._told_active = int(active)
+        self._notice(f"{self._store.name}: someone else made model version {active} the "
+                     f"active one; searches here use version {model_id} until the project "
+                     f"is opened again")
 
     # -- changes to what the index holds ---------------------------------------------------
     def version_of(self, index: HnswIndex) -> int | None:

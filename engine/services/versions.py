@@ -1,9 +1,11 @@
 """`ModelVersions`: fine-tuning the active model into new versions, and switching between them.
 
 A version is a plain sentence-transformers folder beside the project with its `models` row
-(`engine.training.versions`). Training never touches the active model; activating encodes
-and indexes every text with the version while search keeps using the active one, and only
-then switches, in one step, under the live index's lock.
+(`engine.training.versions`); a server project keeps the folder in its database and each
+computer a checked copy (`engine.training.server_versions`). Training never touches the
+active model; activating encodes and indexes every text with the version while search
+keeps using the active one, and only then switches, in one step, under the live index's
+lock.
 """
 
 from __future__ import annotations
@@ -54,18 +56,18 @@ class ModelVersions:
         self._activation_lock = threading.Lock()  # one activation at a time
 
     @property
-    def _path(self) -> Path:
-        return self._store.path
+    def _path(self) -> Path | None:
+        return self._store.path   # None on a server project
 
     def _writable(self) -> None:
         if self._store.read_only:
-            raise ProjectError(f"{self._path.name}: the project is open read-only")
+            raise ProjectError(f"{self._store.name}: the project is open read-only")
 
     def _row(self, version_id: int) -> dict:
         with self._store.read() as conn:
             row = vector_store.get_model_row(conn, int(version_id))
         if row is None:
-            raise InputError(f"{self._path.name}: has no model version {version_id} "
+            raise InputError(f"{self._store.name}: has no model version {version_id} "
                              f"(see 'duplens models')")
         return row
 
@@ -115,7 +117,7 @@ class ModelVersions:
         check_pairs(pairs, objective, min_pairs)  # before the slow model load
         encoder = self._model.encoder()
         report, trained = run_finetune(
-            self._store, self._path, encoder, self._model.row(), pairs, objective,
+            self._store, encoder, self._model.row(), pairs, objective,
             options=options, held_out=held_out, seed=seed, min_pairs=min_pairs,
             progress=progress, cancel=cancel, pool=self._negative_pool(objective, options))
         self._keep_trained(report.version_id, trained, encoder)
@@ -146,10 +148,12 @@ class ModelVersions:
 
     def _keep_trained(self, model_id: int, model, like: SentenceEncoder) -> None:
         """Keep a just-trained model loaded, served as the active one is (fp16 on CUDA)."""
+        from engine.training.versions import version_path
+
         row = self._row(model_id)
         if like.device.startswith("cuda"):
             model.half()
-        spec = ModelSpec(row["name"], str(self._path.parent / row["location"]),
+        spec = ModelSpec(row["name"], str(version_path(self._store, row)),
                          row["fingerprint"], True)
         self._model.keep_spare(model_id, SentenceEncoder(model, spec, like.device,
                                                          like.batch_size))
@@ -163,7 +167,7 @@ class ModelVersions:
         from engine.training.versions import list_versions
 
         active = self._model.row()
-        return list_versions(self._store, self._path, active["id"] if active else None)
+        return list_versions(self._store, active["id"] if active else None)
 
     def activate(self, version_id: int, *, progress: ProgressCallback = no_progress,
                  cancel: CancelToken | None = None, chunk_texts: int = CHUNK_TEXTS
@@ -216,7 +220,8 @@ class ModelVersions:
         spare = self._model.spare(row["id"])
         if spare is not None:
             return spare
-        folder = model_folder(self._path, row["location"])
+        # (a server project's version is checked, and unpacked if need be, by `source`)
+        folder = model_folder(self._path, row["location"]) if self._store.is_file else None
         if folder is not None and not folder.is_dir():
             raise ModelError(f"{row['name']}: its folder {folder} is missing")
         progress(Progress(STAGE_LOADING, 0, 1))
@@ -229,11 +234,16 @@ class ModelVersions:
 
     def export(self, version_id: int, folder: str | os.PathLike) -> Path:
         """Copy a version's model folder to `folder` (new or empty), loadable with plain
-        `SentenceTransformer(folder)`; the bundled default model is copied from its package."""
+        `SentenceTransformer(folder)`; the bundled default model is copied from its package,
+        a server project's version from this computer's checked copy of its stored folder."""
+        from engine.training.server_versions import version_folder
         from engine.training.versions import export_folder, model_folder
 
         row = self._row(version_id)
-        source = model_folder(self._path, row["location"])
+        if self._store.is_file or row["parent_id"] is None:
+            source = model_folder(self._path, row["location"])
+        else:
+            source = version_folder(self._store, row)
         if source is None:
             raise ModelError(f"{row['name']}: is a Hugging Face Hub model, not stored on this "
                              f"computer; there is no folder to export")
@@ -246,6 +256,6 @@ class ModelVersions:
 
         self._writable()
         with self._activation_lock:  # never while that version is being activated
-            name = delete_version(self._store, self._path, int(version_id))
+            name = delete_version(self._store, int(version_id))
             self._model.forget_spare(int(version_id))
         return name

@@ -50,6 +50,7 @@ from engine.training.versions import (
     new_staging_folder,
     register_version,
     root_name,
+    version_path,
 )
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -146,7 +147,7 @@ def check_pairs(pairs: Sequence[LabelledPair], objective: str, min_pairs: int = 
     return summary
 
 
-def run_finetune(store: Store, project_path: Path, encoder: SentenceEncoder,
+def run_finetune(store: Store, encoder: SentenceEncoder,
                  parent: dict | None, pairs: Sequence[LabelledPair], objective: str, *,
                  options: TrainingOptions | None = None,
                  held_out: float = DEFAULT_HELD_OUT, seed: int = 0,
@@ -169,7 +170,7 @@ def run_finetune(store: Store, project_path: Path, encoder: SentenceEncoder,
     _check_held_out(split)
     before = held_out_metrics(encoder, split.held_out, progress=progress, cancel=cancel,
                               stage=STAGE_BEFORE)
-    staging = new_staging_folder(project_path)
+    staging = new_staging_folder(store)
     try:
         if pool is not None:
             pool = pool.without([t for p in split.held_out for t in (p.text_a, p.text_b)])
@@ -191,7 +192,7 @@ def run_finetune(store: Store, project_path: Path, encoder: SentenceEncoder,
         record = _record(parent, objective, digest, summary, split, before, after, result,
                          options, seed)
         version_id = register_version(
-            store, project_path, staging / "model", name_root=name_root,
+            store, staging / "model", name_root=name_root,
             parent_id=parent["id"] if parent else None, objective=objective,
             metrics=metrics, record=record, dim=int(trained.get_embedding_dimension()),
             max_seq_length=int(trained.max_seq_length))
@@ -204,7 +205,7 @@ def run_finetune(store: Store, project_path: Path, encoder: SentenceEncoder,
         row = get_model_row(conn, version_id)
     notes = [n for n in (split.note, *result.notes, *summary.warnings) if n]
     report = FinetuneReport(
-        version_id, row["name"], project_path.parent / row["location"], row["location"],
+        version_id, row["name"], version_path(store, row), row["location"],
         row["parent_id"], objective, summary, split, before, after, changes[:CHANGES_SHOWN],
         sum(c.fixed for c in changes), sum(not c.fixed for c in changes),
         dataclasses.replace(result, model=None), digest, options, notes)

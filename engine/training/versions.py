@@ -12,6 +12,10 @@ A version appears all at once: its folder is renamed into place and its row inse
 same write transaction, and the folder is removed again if the transaction fails. Rows keep
 their folder's fingerprint (the weights' sha256), as any model folder's does, so opening the
 project loads the version and finds its embeddings under the same id.
+
+A server project has no "beside": its versions' folders are kept in the database and
+unpacked per computer (`engine.training.server_versions`); the functions here take the
+`Store` and send a server project's cases there.
 """
 
 from __future__ import annotations
@@ -36,6 +40,8 @@ from engine.store import items as item_store
 from engine.store import model_versions as version_store
 from engine.store import vectors as vector_store
 from engine.store.database import Store
+from engine.store.folder_blobs import folder_blob_name, put_folder, stored_folder_ids
+from engine.training import server_versions
 from engine.training.pairs import LabelledPair
 
 VERSION_FILE = "duplens_version.json"
@@ -75,7 +81,7 @@ def location_for(project_path: Path, source: str) -> str:
     return stored_location(project_path, folder)
 
 
-def model_folder(project_path: Path, location: str) -> Path | None:
+def model_folder(project_path: Path | None, location: str) -> Path | None:
     """The folder a model row's location names, or None for a Hub model.
 
     Relative locations (the project's own versions) are read against the project's folder,
@@ -88,6 +94,8 @@ def model_folder(project_path: Path, location: str) -> Path | None:
     path = Path(location)
     if path.is_absolute():
         return path
+    if project_path is None:    # a server project: nothing is "beside" it
+        return None
     inside = project_path.parent / path
     if inside.exists() or _OWN_VERSION.search(location):
         return inside
@@ -169,10 +177,13 @@ def data_hash(pairs: Sequence[LabelledPair]) -> str:
     return hashlib.sha256("\n".join(lines).encode("utf-8")).hexdigest()
 
 
-def new_staging_folder(project_path: Path) -> Path:
+def new_staging_folder(store: Store) -> Path:
     """A fresh hidden folder inside the models folder, on the same disk as the versions,
-    so that finishing a version is a rename and not a copy."""
-    parent = models_folder(project_path)
+    so that finishing a version is a rename and not a copy (a server project's: in this
+    computer's cache of its versions)."""
+    if not store.is_file:
+        return server_versions.staging_folder(store)
+    parent = models_folder(store.path)
     parent.mkdir(exist_ok=True)
     return Path(tempfile.mkdtemp(prefix=STAGING_PREFIX, dir=parent))
 
@@ -189,14 +200,25 @@ def _next_number(conn: Connection, project_path: Path) -> int:
     return highest + 1
 
 
-def register_version(store: Store, project_path: Path, trained: Path, *, name_root: str,
+def version_path(store: Store, row: dict) -> Path:
+    """Where version `row`'s folder is on this computer: beside the project file, or a
+    server project's cached copy (`server_versions.cached_path`)."""
+    if store.is_file:
+        return store.path.parent / row["location"]
+    return server_versions.cached_path(store, row)
+
+
+def register_version(store: Store, trained: Path, *, name_root: str,
                      parent_id: int | None, objective: str, metrics: dict, record: dict,
                      dim: int, max_seq_length: int) -> int:
     """Move the finished folder `trained` into place as `v<N>` and add its row; returns N.
 
     `record` is written into the folder as `duplens_version.json`, with the version number
-    added. Either both the folder and the row exist afterwards, or neither does.
+    added. Either both the folder and the row exist afterwards, or neither does. On a server
+    the folder goes into the database as its tar blob in the row's transaction, and then
+    into this computer's cache.
     """
+    project_path = store.path
     fingerprint = resolve_model(str(trained)).fingerprint
     if not fingerprint.startswith("sha256:"):
         raise ModelError(f"{trained.name}: the trained model has no weights file")
@@ -208,40 +230,53 @@ def register_version(store: Store, project_path: Path, trained: Path, *, name_ro
             if clash is not None:
                 raise ModelError(f"training left the weights exactly as they were (the same as "
                                  f"version {clash}); train for more steps")
-            number = _next_number(conn, project_path)
-            folder = models_folder(project_path) / f"v{number}"
+            if store.is_file:
+                number = _next_number(conn, project_path)
+                folder = models_folder(project_path) / f"v{number}"
+                location = stored_location(project_path, folder)
+            else:
+                number = version_store.highest_model_id(conn) + 1
+                location = server_versions.server_location(store, number)
             (trained / VERSION_FILE).write_text(
                 json.dumps({"version": number, **record}, indent=1, ensure_ascii=False),
                 encoding="utf-8")
-            trained.rename(folder)
-            renamed = folder
+            if store.is_file:
+                trained.rename(folder)
+                renamed = folder
+            else:
+                put_folder(conn, number, trained)
             version_store.add_model_version(
                 conn, number, name=f"{name_root} v{number}",
-                location=stored_location(project_path, folder), fingerprint=fingerprint,
+                location=location, fingerprint=fingerprint,
                 dim=dim, max_seq_length=max_seq_length, parent_id=parent_id,
                 objective=objective, metrics=metrics, created_at=time.time())
     except BaseException:
         if renamed is not None:
             shutil.rmtree(renamed, ignore_errors=True)
         raise
+    if not store.is_file:
+        server_versions.keep_trained(store, {"id": number, "fingerprint": fingerprint},
+                                     trained)
     return number
 
 
-def delete_version(store: Store, project_path: Path, model_id: int) -> str:
+def delete_version(store: Store, model_id: int) -> str:
     """Remove a trained version nobody uses: its row, embeddings, index, cached neighbour
     graphs and folder; returns its name. What "Discard" in the wizard does.
 
     Only the project's own versions (folders in `<project>.models/`) can go, never the active
     one, one that other versions were trained from (their record names it), or a model the
     user pointed at (that folder is theirs). The folder is moved aside inside the transaction
-    and deleted after it commits, so a failure leaves the version whole.
+    and deleted after it commits, so a failure leaves the version whole. On a server its
+    folder blob goes in the same transaction, and this computer's cached copy after it.
     """
+    project_path = store.path
     moved: tuple[Path, Path] | None = None
     try:
         with store.write() as conn:
             row = vector_store.get_model_row(conn, model_id)
             if row is None:
-                raise InputError(f"{project_path.name}: has no model version {model_id}")
+                raise InputError(f"{store.name}: has no model version {model_id}")
             active = version_store.active_model_id(conn)
             if active == str(model_id):
                 raise InputError(f"{row['name']}: is the active model; make another version "
@@ -253,9 +288,10 @@ def delete_version(store: Store, project_path: Path, model_id: int) -> str:
             if children:
                 raise InputError(f"{row['name']}: {', '.join(children)} was trained from it; "
                                  f"it is kept as their parent")
-            version_store.delete_model(conn, model_id, blob_names=[blob_name(model_id)],
-                                       prefix=f"knn/{model_id}/")
-            folder = model_folder(project_path, row["location"])
+            version_store.delete_model(
+                conn, model_id, blob_names=[blob_name(model_id), folder_blob_name(model_id)],
+                prefix=f"knn/{model_id}/")
+            folder = model_folder(project_path, row["location"]) if store.is_file else None
             if folder is not None and folder.exists():
                 aside = Path(tempfile.mkdtemp(prefix=STAGING_PREFIX, dir=folder.parent))
                 folder.rename(aside / folder.name)
@@ -267,6 +303,8 @@ def delete_version(store: Store, project_path: Path, model_id: int) -> str:
         raise
     if moved is not None:
         shutil.rmtree(moved[1], ignore_errors=True)
+    if not store.is_file:
+        server_versions.forget(store, model_id)
     return row["name"]
 
 
@@ -286,24 +324,33 @@ def root_name(conn: Connection, model_id: int | None) -> str:
     return re.sub(r" v\d+$", "", name)
 
 
-def list_versions(store: Store, project_path: Path, active_id: int | None) -> list[dict]:
+def list_versions(store: Store, active_id: int | None) -> list[dict]:
     """Every model the project has used, oldest first, for a versions table.
 
     Each: id, name, location, folder (absolute, None for Hub models), available (its folder
     is there), parent_id, objective, metrics, created_at, active, encoded (live texts it has
-    embedded), texts (live texts in all) and indexed (a saved index exists).
+    embedded), texts (live texts in all) and indexed (a saved index exists). A server
+    project's version is available when the database holds its folder; `folder` is where
+    this computer unpacks it.
     """
     with store.read() as conn:
         rows = vector_store.list_models(conn)
         texts = item_store.count_texts(conn)
         indexed = version_store.indexed_model_ids(conn)
+        stored = set() if store.is_file else stored_folder_ids(conn)
         out = []
         for row in rows:
-            folder = model_folder(project_path, row["location"])
+            if store.is_file or row["location"] == DEFAULT_MODEL:
+                folder = model_folder(store.path, row["location"])
+                available = folder is None or folder.is_dir()
+            else:
+                folder = server_versions.cached_path(store, row) if row["id"] in stored \
+                    else None
+                available = row["id"] in stored
             out.append({
                 "id": row["id"], "name": row["name"], "location": row["location"],
                 "folder": str(folder) if folder is not None else None,
-                "available": folder is None or folder.is_dir(),
+                "available": available,
                 "parent_id": row["parent_id"], "objective": row["objective"],
                 "metrics": row["metrics"] or {}, "created_at": row["created_at"],
                 "active": row["id"] == active_id,

@@ -264,3 +264,35 @@ def test_cancel_saves_nothing_and_discard_deletes_the_version(qtbot, window, tmp
     assert not report.folder.exists()
     assert project.model.row()["id"] == 1
     assert "Deleted" in window.statusBar().currentMessage()
+
+
+def test_the_wizard_and_versions_dialog_on_a_server_project(qtbot, window, postgres_url,
+                                                            tmp_path, encoder, data_dir):
+    """A team project has no folder beside it: the version goes into the database, the
+    window uses it, and the versions dialog exports it from this computer's copy."""
+    labelled_project(postgres_url, encoder, data_dir)
+    wizard = open_wizard(qtbot, window, postgres_url)
+    bridge = window.bridge
+    project = bridge.current_project()
+    assert project.path is None
+    go_to_objectives(qtbot, wizard)
+    before_scores = search_scores(qtbot, bridge, QUERY)
+    report = train(qtbot, wizard, DEFAULT_OBJECTIVE, steps=2)
+    assert [v["id"] for v in project.versions.list()] == [1, report.version_id]
+    finish = wizard.button(QWizard.WizardButton.FinishButton)
+    result = activate_from(qtbot, window, finish.click)
+    assert result["report"].activated and project.model.row()["id"] == report.version_id
+    assert search_scores(qtbot, bridge, QUERY) != before_scores
+
+    window.versions_action.trigger()
+    dialog = window.versions_dialog
+    qtbot.waitUntil(lambda: len(dialog.versions) == 2, timeout=SIGNAL_TIMEOUT_MS)
+    assert dialog.versions[1]["available"]
+    exported = tmp_path / "exported"
+    exported.mkdir()
+    dialog.select_version(report.version_id)
+    assert dialog.export_button.isEnabled()
+    dialog.ask_export_folder = lambda _v: str(exported)
+    with qtbot.waitSignal(dialog.exported, timeout=SIGNAL_TIMEOUT_MS):
+        dialog.export_button.click()
+    assert (exported / "model.safetensors").is_file() and "Exported to" in dialog.status.text()

@@ -13,10 +13,10 @@ import pytest
 from sqlalchemy import select
 
 from devtools.postgres_server import ANALYST_PASSWORD
-from engine.copy_project import FOLDER_BLOB
 from engine.project import Project
 from engine.review.history import ReviewHistory
 from engine.store.database import Store
+from engine.store.folder_blobs import FOLDER_BLOB
 from engine.store.schema import metadata
 from engine.training.versions import model_folder
 from tests.engine.training.test_project_versions import QUERY, QUICK, make_project
