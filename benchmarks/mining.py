@@ -20,7 +20,8 @@ recall: the share whose two texts end in one cluster.
 
 10k: the first 10,000 distinct Quora questions. 100k: all 43,944 plus noisy copies of their
 embeddings (benchmarks/corpus.py) imported as rows "question [copy k]"; the copies make the
-100k set far denser in duplicates than real data. `--quick`: 10k only.
+100k set far denser in duplicates than real data. `--quick`: 10k only. The 1M run is its own
+benchmark, benchmarks/mining_1m.py (full runs only).
 """
 
 from __future__ import annotations

@@ -25,6 +25,7 @@ REGISTRY = (
     Benchmark("backends", "Fast CPU path (ONNX, OpenVINO)"),
     Benchmark("query_latency", "Live query latency"),
     Benchmark("mining", "Duplicate mining"),
+    Benchmark("mining_1m", "Duplicate mining at 1M items", quick=False),
     Benchmark("scale_1m", "Scale and footprint (1M items)"),
     Benchmark("team_index", "Team projects on PostgreSQL: where the index lives"),
     Benchmark("gpu_import", "GPU import"),

@@ -148,12 +148,17 @@ def build_project(path: Path, n: int, *, block: int = 50_000) -> dict:
     return timings
 
 
-def cached_project(n: int) -> tuple[Path, dict | None]:
-    """The built N-item project (built now unless cached); its build timings when built."""
+def project_path(n: int) -> Path:
+    """Where the built N-item project is cached (it may not be there yet)."""
     from engine.encoding.models import resolve_model
 
     tag = resolve_model(None).fingerprint.split(":")[-1][:10]
-    path = corpus.CACHE / f"scale-{n}-v{BUILDER_VERSION}-{tag}.duplens"
+    return corpus.CACHE / f"scale-{n}-v{BUILDER_VERSION}-{tag}.duplens"
+
+
+def cached_project(n: int) -> tuple[Path, dict | None]:
+    """The built N-item project (built now unless cached); its build timings when built."""
+    path = project_path(n)
     info = path.with_suffix(".build.json")
     if path.exists() and info.exists():
         return path, json.loads(info.read_text())

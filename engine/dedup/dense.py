@@ -28,6 +28,7 @@ _VECTORS_AT_ONCE = 32_768
 # Normalised float32 vectors of the given text ids, in that order.
 VectorReader = Callable[[np.ndarray], np.ndarray]
 _BLOCK = 2048
+_SCORES_AT_ONCE = 32_000_000
 
 
 def complete_dense(vectors: VectorReader, ids: np.ndarray, rows: np.ndarray, cols: np.ndarray,
@@ -81,8 +82,11 @@ def complete_dense(vectors: VectorReader, ids: np.ndarray, rows: np.ndarray, col
 
 def _pairs_within(nodes: np.ndarray, vectors: np.ndarray, floor: float):
     """Every pair (a < b) of one component at `floor` or above, a block of rows at a time."""
-    for lo in range(0, len(nodes), _BLOCK):
-        scores = vectors[lo:lo + _BLOCK] @ vectors[lo:].T
+    # Fewer rows per block in a big component: a block's scores stay within _SCORES_AT_ONCE
+    # (128 MB), whatever size a component reaches at a million texts.
+    block = max(1, min(_BLOCK, _SCORES_AT_ONCE // max(len(nodes), 1)))
+    for lo in range(0, len(nodes), block):
+        scores = vectors[lo:lo + block] @ vectors[lo:].T
         i, j = np.nonzero(scores >= floor)
         keep = j > i   # the block's own diagonal and below are the other half
         i, j = i[keep], j[keep]

@@ -132,14 +132,17 @@ def items_for_texts(conn: Connection, text_ids: Sequence[int]) -> dict[int, list
     out: dict[int, list[dict]] = {}
     cols = (items.c.id, items.c.text_id, items.c.source_id, items.c.row, items.c.ext_id,
             items.c.text)
+    names = [c.name for c in cols]
     for start in range(0, len(text_ids), _IN_BATCH):
         batch = list(text_ids[start:start + _IN_BATCH])
         rows = conn.execute(
             select(*cols).where(items.c.text_id.in_(batch), ~items.c.deleted)
             .order_by(items.c.id)
-        ).mappings().all()
+        ).all()
+        # Plain tuples zipped into dicts: a RowMapping per row, then a dict of it, took
+        # twice as long (a first cut at 100k rows reads about 80k texts' rows).
         for r in rows:
-            out.setdefault(r["text_id"], []).append(dict(r))
+            out.setdefault(r[1], []).append(dict(zip(names, r, strict=True)))
     return out
 
 

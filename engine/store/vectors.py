@@ -12,7 +12,7 @@ import time
 from collections.abc import Iterator, Sequence
 
 import numpy as np
-from sqlalchemy import BigInteger, Connection, Text, cast, exists, func, select
+from sqlalchemy import BigInteger, Connection, Text, cast, exists, func, select, text
 
 from engine.errors import ProjectError
 from engine.store.dialects import conflict_insert, insert_missing
@@ -154,6 +154,10 @@ def iter_embeddings(conn: Connection, model_id: int, dim: int, *,
         yield from _decode_rows(part, dim)
 
 
+_RANGE = text("SELECT text_id, vector FROM embeddings"
+              " WHERE model_id = :model AND text_id BETWEEN :lo AND :hi")
+
+
 def read_vectors(conn: Connection, model_id: int, dim: int,
                  text_ids: Sequence[int] | np.ndarray) -> np.ndarray:
     """The stored vectors of `text_ids` (no repeats), in that order, as one (len, dim)
@@ -171,10 +175,11 @@ def read_vectors(conn: Connection, model_id: int, dim: int,
     if len(ordered) and ordered[-1] - ordered[0] < 2 * len(ordered):
         # Dense ids (a batch of the graph's sorted ids): one range scan of the primary key
         # instead of an IN list per 500, about 3 times faster; ids between are dropped.
-        query = select(embeddings.c.text_id, embeddings.c.vector).where(
-            embeddings.c.model_id == model_id,
-            embeddings.c.text_id.between(int(ordered[0]), int(ordered[-1])))
-        batches = _decode_rows(conn.execute(query).all(), dim)
+        # Plain SQL text: the blobs come as the driver gives them, not each copied again by
+        # the LargeBinary column's result processor (100k vectors in 4k batches: 2.9 s
+        # against 4.2 s on 2 busy cores, load 16).
+        batches = _decode_rows(conn.execute(_RANGE, {
+            "model": model_id, "lo": int(ordered[0]), "hi": int(ordered[-1])}).all(), dim)
     else:
         batches = iter_embeddings(conn, model_id, dim, text_ids=ordered.tolist())
     for ids, vecs in batches:

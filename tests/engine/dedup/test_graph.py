@@ -184,3 +184,34 @@ def test_duplens_duplicates_gathers_more_than_its_neighbours(eggs_project, tmp_p
     sizes = [sum("boil an egg? (question" in m["text"] for m in c["members"])
              for c in clusters]
     assert max(sizes) == GROUP
+
+
+def test_a_component_bigger_than_the_score_budget_is_searched_in_smaller_blocks(
+        dense_set, monkeypatch):
+    """A budget of 100 scores leaves blocks of 3 rows in the 30-text group: the same pairs."""
+    from engine.dedup import dense
+
+    index, ids, vectors = dense_set
+    monkeypatch.setattr(dense, "_SCORES_AT_ONCE", 100)
+    graph = build_knn_graph(index, K, floor=0.75)
+    assert _pairs_above(graph, THRESHOLD) == _exact_pairs(ids, vectors, THRESHOLD)
+
+
+def test_the_stored_vectors_come_back_by_id_in_the_order_asked(eggs_project):
+    """The graph's reader: a dense run of ids (one range read) and scattered ids (IN lists)
+    give the vectors the model stored, in the order asked; an unknown id is an error."""
+    from engine.errors import ProjectError
+    from engine.store.vectors import read_vectors
+
+    project = eggs_project
+    ids = np.sort(project.vectors.index().ids())
+    model_id, dim = project.vectors.model_id(), project.vectors.index().dim
+    expected = project.vectors.vectors(ids)
+    with project.store.read() as conn:
+        got = read_vectors(conn, model_id, dim, ids[::-1])          # dense, reversed
+        scattered = read_vectors(conn, model_id, dim, ids[[0, -1]])  # span ≫ count
+        with pytest.raises(ProjectError):
+            read_vectors(conn, model_id, dim, np.r_[ids[:3], ids.max() + 1000])
+    unit = got / np.linalg.norm(got, axis=1, keepdims=True)
+    np.testing.assert_allclose(unit, expected[::-1], atol=1e-5)
+    np.testing.assert_allclose(scattered, got[[-1, 0]])
