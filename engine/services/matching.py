@@ -8,6 +8,11 @@ project: adding the rows is a separate, explicit step (`add`), which imports the
 way `import` does and encodes the new texts again. Re-encoding rather than storing the
 vectors computed here keeps one path into the store (the resumable encode job, which knows
 which texts are new and commits chunk by chunk); it costs one more pass of encoding.
+
+`stream` hands the rows on as each batch is matched, so `duplens match --out` writes them
+as they come (`write_matches`) and holds one batch, not the file; `check_file` keeps them
+all for the window, which shows them. A batch's searches run as one hnswlib call on every
+core (hnswlib releases the GIL), so they cost a small share of encoding the batch.
 """
 
 from __future__ import annotations
@@ -44,8 +49,10 @@ from engine.store.schema import items
 from engine.text import join_cells
 
 BATCH_ROWS = 1024  # rows encoded and searched together: big enough to keep torch busy
-# The search beam for a match's top k (see `match_ef`).
-MATCH_EF = 128
+# A cap on the search beam for a match's top k (see `match_ef`); None: the index's own
+# beam. A narrower beam is cheaper, but its recall@3 at 1M items is not measured yet
+# (benchmarks/match_throughput.py measures it by beam).
+MATCH_EF: int | None = None
 
 
 @dataclass
@@ -237,8 +244,9 @@ def write_matches(stream: MatchStream, path: str | os.PathLike) -> int:
 
 def match_ef(index: HnswIndex, k: int) -> int:
     """The beam for a match's k nearest: the index's own beam (set for recall@10, 512 at
-    1M items) capped at MATCH_EF, never below k."""
-    return max(k, min(index.query_ef(), MATCH_EF))
+    1M items), capped at MATCH_EF when set, never below k."""
+    ef = index.query_ef() if MATCH_EF is None else min(index.query_ef(), MATCH_EF)
+    return max(k, ef)
 
 
 def _batches(frames: Iterator[pd.DataFrame], text_columns: list[str], id_column: str | None,
