@@ -4,7 +4,11 @@ entries — without adding it, unless `--add`."""
 from __future__ import annotations
 
 import json
+import sys
+import textwrap
+from collections.abc import Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING, TextIO
 
 from engine.cli.common import (
     EXIT_CANCELLED,
@@ -18,6 +22,9 @@ from engine.cli.common import (
 from engine.cli.importing import reader_kwargs, reader_options
 from engine.errors import Cancelled, InputError
 from engine.jobs import CancelToken
+
+if TYPE_CHECKING:
+    from engine.services.matching import FileRow
 
 
 def register(sub) -> None:
@@ -39,8 +46,8 @@ def register(sub) -> None:
 
 
 def cmd_match(args, cancel: CancelToken) -> int:
-    from engine.io.export import export_table
     from engine.progress_bar import TqdmProgress
+    from engine.services.matching import write_matches
 
     if args.out and Path(args.out).suffix.lower() not in (".csv", ".xlsx"):
         # Said before the file is encoded, not after.
@@ -48,35 +55,85 @@ def cmd_match(args, cancel: CancelToken) -> int:
                          "or .xlsx")
     with open_project(args.project, trust_models=args.trust_model_location) as project:
         bar = TqdmProgress()
+        json_out = _JsonList(sys.stdout) if args.json else None
         try:
-            result = project.matching.check_file(
+            stream = project.matching.stream(
                 args.file, args.columns, **reader_kwargs(args), k=args.k,
                 threshold=args.threshold, progress=bar, cancel=cancel)
+            tally = _Tally(stream.threshold)
+            # Each row is written (and printed) as its batch is matched, then let go: the
+            # memory held does not grow with the file.
+            stream.rows = _shown(tally.count(stream.rows), json_out, quiet=bool(args.out))
+            if args.out:
+                write_matches(stream, args.out)
+            else:
+                for _ in stream.rows:
+                    pass
         except Cancelled:
             bar.close()
-            say(f"{Path(args.file).name}: stopped; nothing was written")
+            say(f"{Path(args.file).name}: stopped; nothing was written"
+                + (" (the JSON printed so far is incomplete)" if json_out else ""))
             return EXIT_CANCELLED
         bar.close()
+        if json_out is not None:
+            json_out.close()
         for notice in project.notices:
             say(notice)
-        in_file = sum(1 for r in result.rows if r.duplicate_in_file_of is not None)
-        say(f"{result.file_name}: {len(result.rows)} rows checked, "
-            f"{result.likely_duplicates()} likely duplicates of existing entries (score ≥ "
-            f"{result.threshold:.3f}), {in_file} repeat an earlier row of the file")
+        say(f"{stream.file_name}: {tally.rows} rows checked, {tally.likely} likely "
+            f"duplicates of existing entries (score ≥ {stream.threshold:.3f}), "
+            f"{tally.in_file} repeat an earlier row of the file")
         if args.out:
-            export_table(result.frame(), args.out)
             say(f"wrote {args.out}")
-        if args.json:
-            print(json.dumps([r.as_json() for r in result.rows], ensure_ascii=False, indent=1))
-        elif not args.out:
-            for r in result.rows:
-                best = r.matches[0] if r.matches else None
-                shown = f"{best.score:.3f}  [{best.id}]  {one_line(best.text, 60)}" if best \
-                    else "-"
-                print(f"[{r.id}]  {one_line(r.text, 60)}  →  {shown}")
         if args.add:
             return _add(project, args, cancel)
     return EXIT_OK
+
+
+class _Tally:
+    """The summary's counts, taken as the rows pass."""
+
+    def __init__(self, threshold: float) -> None:
+        self.threshold = threshold
+        self.rows = self.likely = self.in_file = 0
+
+    def count(self, rows: Iterator[FileRow]) -> Iterator[FileRow]:
+        for r in rows:
+            self.rows += 1
+            self.likely += (r.best_score() or 0.0) >= self.threshold
+            self.in_file += r.duplicate_in_file_of is not None
+            yield r
+
+
+class _JsonList:
+    """A JSON list printed one entry at a time, as `json.dumps(entries, indent=1)` would."""
+
+    def __init__(self, out: TextIO) -> None:
+        self._out = out
+        self._started = False
+
+    def add(self, entry: dict) -> None:
+        self._out.write(",\n" if self._started else "[\n")
+        self._out.write(textwrap.indent(json.dumps(entry, ensure_ascii=False, indent=1), " "))
+        self._started = True
+
+    def close(self) -> None:
+        self._out.write("\n]\n" if self._started else "[]\n")
+        self._out.flush()
+
+
+def _shown(rows: Iterator[FileRow], json_out: _JsonList | None, *, quiet: bool
+           ) -> Iterator[FileRow]:
+    """Print each row as it passes: a JSON entry with --json, else one line unless the
+    rows go to --out."""
+    for r in rows:
+        if json_out is not None:
+            json_out.add(r.as_json())
+        elif not quiet:
+            best = r.matches[0] if r.matches else None
+            shown = f"{best.score:.3f}  [{best.id}]  {one_line(best.text, 60)}" if best \
+                else "-"
+            print(f"[{r.id}]  {one_line(r.text, 60)}  →  {shown}")
+        yield r
 
 
 def _add(project, args, cancel: CancelToken) -> int:

@@ -8,6 +8,11 @@ project: adding the rows is a separate, explicit step (`add`), which imports the
 way `import` does and encodes the new texts again. Re-encoding rather than storing the
 vectors computed here keeps one path into the store (the resumable encode job, which knows
 which texts are new and commits chunk by chunk); it costs one more pass of encoding.
+
+`stream` hands the rows on as each batch is matched, so `duplens match --out` writes them
+as they come (`write_matches`) and holds one batch, not the file; `check_file` keeps them
+all for the window, which shows them. A batch's searches run as one hnswlib call on every
+core (hnswlib releases the GIL), so they cost a small share of encoding the batch.
 """
 
 from __future__ import annotations
@@ -23,7 +28,15 @@ import pandas as pd
 from sqlalchemy import select
 
 from engine.errors import InputError, ProjectError
-from engine.io import ReadReport, detect_format, iter_table, read_columns, require_columns
+from engine.index.hnsw import HnswIndex
+from engine.io import (
+    ReadReport,
+    detect_format,
+    iter_table,
+    read_columns,
+    require_columns,
+    write_rows,
+)
 from engine.jobs import CancelToken, Progress, ProgressCallback, RateMeter, no_progress
 from engine.review.overlap import Overlap, overlap
 from engine.search import SearchHit, hits_for
@@ -36,6 +49,11 @@ from engine.store.schema import items
 from engine.text import join_cells
 
 BATCH_ROWS = 1024  # rows encoded and searched together: big enough to keep torch busy
+# A cap on the search beam for a match's top k (see `match_ef`); None: the index's own.
+# At 1M items (benchmarks/match_throughput.py, scale_1m's project, 500 Quora questions that
+# are in it, load average ~7-13) recall@3 against exact search was 1.0 at ef 64, 128 and
+# 512 and 0.998 at 32; 1,024 searches on 2 cores took 537 ms at 128 against 1,608 at 512.
+MATCH_EF: int | None = 128
 
 
 @dataclass
@@ -75,23 +93,44 @@ class MatchResult:
         return sum(1 for r in self.rows if (r.best_score() or 0.0) >= self.threshold)
 
     def frame(self) -> pd.DataFrame:
-        """The export: the file's columns, then `match_i_id/text/score/overlap` for i up to
-        k (the overlap beside the score: the share of words both texts use), then
-        `likely_duplicate` (best score at or above the threshold) and
-        `duplicate_in_file_of`."""
-        records = []
-        for r in self.rows:
-            rec: dict[str, object] = {c: r.cells.get(c, "") for c in self.columns}
-            for i in range(self.k):
-                hit = r.matches[i] if i < len(r.matches) else None
-                rec[f"match_{i + 1}_id"] = hit.id if hit else None
-                rec[f"match_{i + 1}_text"] = hit.text if hit else None
-                rec[f"match_{i + 1}_score"] = round(hit.score, 6) if hit else None
-                rec[f"match_{i + 1}_overlap"] = round(r.overlaps[i].jaccard, 4) if hit else None
-            rec["likely_duplicate"] = (r.best_score() or 0.0) >= self.threshold
-            rec["duplicate_in_file_of"] = r.duplicate_in_file_of
-            records.append(rec)
-        return pd.DataFrame.from_records(records)
+        """The export as a table (`export_header` / `export_record`, the same cells the
+        streamed `--out` writes)."""
+        return pd.DataFrame.from_records(
+            [export_record(r, self.columns, self.k, self.threshold) for r in self.rows],
+            columns=export_header(self.columns, self.k))
+
+
+@dataclass
+class MatchStream:
+    """A check in progress: the settings up front, then `rows` as each batch is done, so a
+    writer holds one batch, not the file. `bad_lines` is complete once `rows` is spent."""
+
+    file_name: str
+    columns: list[str]
+    k: int
+    threshold: float
+    rows: Iterator[FileRow]
+    bad_lines: list[int] = field(default_factory=list)
+
+
+def export_header(columns: list[str], k: int) -> list[str]:
+    """The export's columns: the file's columns, then `match_i_id/text/score/overlap` for i
+    up to k (the overlap beside the score: the share of words both texts use), then
+    `likely_duplicate` (best score at or above the threshold) and `duplicate_in_file_of`."""
+    matches = [f"match_{i + 1}_{part}" for i in range(k)
+               for part in ("id", "text", "score", "overlap")]
+    return [*columns, *matches, "likely_duplicate", "duplicate_in_file_of"]
+
+
+def export_record(r: FileRow, columns: list[str], k: int, threshold: float) -> list[object]:
+    """One row of the export, in `export_header`'s order."""
+    rec: list[object] = [r.cells.get(c, "") for c in columns]
+    for i in range(k):
+        hit = r.matches[i] if i < len(r.matches) else None
+        rec += ([hit.id, hit.text, round(hit.score, 6), round(r.overlaps[i].jaccard, 4)]
+                if hit else [None, None, None, None])
+    rec += [(r.best_score() or 0.0) >= threshold, r.duplicate_in_file_of]
+    return rec
 
 
 class Matching:
@@ -104,13 +143,25 @@ class Matching:
         self._vectors = vectors
         self._labels = labels
 
-    def check_file(self, path: str | os.PathLike, text_columns: list[str], *,
-                   id_column: str | None = None, sheet: str | None = None,
-                   encoding: str | None = None, delimiter: str | None = None,
-                   quoting: bool | None = None, k: int = 3, threshold: float | None = None,
-                   progress: ProgressCallback = no_progress, cancel: CancelToken | None = None,
-                   batch_rows: int = BATCH_ROWS) -> MatchResult:
-        """The k nearest existing entries of every row of `path`; the project is unchanged.
+    def check_file(self, path: str | os.PathLike, text_columns: list[str], **kwargs
+                   ) -> MatchResult:
+        """The k nearest existing entries of every row of `path`, all held in memory (the
+        window shows them as a table); the project is unchanged. Takes `stream`'s
+        arguments."""
+        stream = self.stream(path, text_columns, **kwargs)
+        result = MatchResult(stream.file_name, stream.columns, stream.k, stream.threshold)
+        result.rows.extend(stream.rows)
+        result.bad_lines = list(stream.bad_lines)
+        return result
+
+    def stream(self, path: str | os.PathLike, text_columns: list[str], *,
+               id_column: str | None = None, sheet: str | None = None,
+               encoding: str | None = None, delimiter: str | None = None,
+               quoting: bool | None = None, k: int = 3, threshold: float | None = None,
+               progress: ProgressCallback = no_progress, cancel: CancelToken | None = None,
+               batch_rows: int = BATCH_ROWS) -> MatchStream:
+        """Check `path` batch by batch: the file's columns and settings now (a bad file or
+        column is refused here, before any encoding), its rows as they are matched.
         `threshold` defaults to `Labels.default_threshold()` (calibrated once enough pairs
         are labelled, else 0.8)."""
         path = Path(path)
@@ -126,31 +177,40 @@ class Matching:
         if summarize(self._store, self._model.row()).get("encoded", 0) == 0:
             raise ProjectError(f"{self._store.path.name}: has no encoded rows to match "
                                "against; import and encode some first")
-        encoder, index, _model_id = self._vectors.serving()
         if threshold is None:
             threshold = self._labels.default_threshold()
-        result = MatchResult(path.name, columns, k, threshold)
-        twins = InFileTwins(encoder.dim, threshold)
         read = ReadReport()
+        batches = _batches(iter_table(path, fmt, report=read), text_columns, id_column,
+                           batch_rows)
+        stream = MatchStream(path.name, columns, k, threshold, iter(()))
+        stream.rows = self._matched(batches, k, threshold, read, stream, progress, cancel)
+        return stream
+
+    def _matched(self, batches: Iterator[list[FileRow]], k: int, threshold: float,
+                 read: ReadReport, stream: MatchStream, progress: ProgressCallback,
+                 cancel: CancelToken | None) -> Iterator[FileRow]:
+        encoder, index, _model_id = self._vectors.serving()
+        twins = InFileTwins(encoder.dim, threshold)
         meter = RateMeter()
-        for batch in _batches(iter_table(path, fmt, report=read), text_columns, id_column,
-                              batch_rows):
+        ef = match_ef(index, k)
+        threads = os.cpu_count() or 1
+        done = 0
+        for batch in batches:
             if cancel is not None:
                 cancel.raise_if_cancelled()
             texts = [r.text for r in batch]
             vectors = encoder.encode(texts) if len(texts) > 1 else encoder.encode_query(
                 texts[0])
-            text_ids, sims = index.query(vectors, k)
+            text_ids, sims = index.query(vectors, k, ef=ef, threads=threads)
             for r, hits, twin in zip(batch, hits_for(self._store, text_ids, sims),
                                      twins.add(vectors, [r.id for r in batch]), strict=True):
                 r.matches = hits[:k]
                 r.overlaps = [overlap(r.text, h.text) for h in r.matches]
                 r.duplicate_in_file_of = twin
-            result.rows.extend(batch)
-            done = len(result.rows)
+            yield from batch
+            done += len(batch)
             progress(Progress("matching", done, 0, meter.rate(done)))
-        result.bad_lines = list(read.bad_lines)
-        return result
+        stream.bad_lines = list(read.bad_lines)
 
     def store_verdicts(self, source_id: int, verdicts: Sequence[tuple[int, int, int]]
                        ) -> int:
@@ -172,6 +232,22 @@ class Matching:
                 self._labels.set_label(item, matched, label, origin="match")
                 stored += 1
         return stored
+
+
+def write_matches(stream: MatchStream, path: str | os.PathLike) -> int:
+    """Write the export (.csv or .xlsx) row by row as `stream` is matched; returns rows
+    written. The file appears whole at the end (`write_rows` replaces it in one step), so
+    a cancelled or failed check leaves no partial file and an earlier one untouched."""
+    return write_rows(path, export_header(stream.columns, stream.k),
+                      (export_record(r, stream.columns, stream.k, stream.threshold)
+                       for r in stream.rows))
+
+
+def match_ef(index: HnswIndex, k: int) -> int:
+    """The beam for a match's k nearest: the index's own beam (set for recall@10, 512 at
+    1M items), capped at MATCH_EF when set, never below k."""
+    ef = index.query_ef() if MATCH_EF is None else min(index.query_ef(), MATCH_EF)
+    return max(k, ef)
 
 
 def _batches(frames: Iterator[pd.DataFrame], text_columns: list[str], id_column: str | None,

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import codecs
+import csv
+
 import numpy as np
 import pytest
 
@@ -58,3 +61,82 @@ def test_cancel_stops_between_batches(imported, new_file):
     cancel.cancel()
     with pytest.raises(Cancelled):
         imported.matching.check_file(new_file, ["body"], cancel=cancel)
+
+
+def _unstreamed(result, path):
+    """The export as it was written before streaming: the whole result, then one table."""
+    from engine.io import export_table
+
+    export_table(result.frame(), path)
+
+
+@pytest.mark.parametrize("suffix", [".csv", ".xlsx"])
+def test_streamed_export_over_several_batches_is_the_whole_table(imported, new_file,
+                                                                  tmp_path, suffix):
+    import openpyxl
+
+    from engine.services.matching import export_header, write_matches
+
+    streamed, whole = tmp_path / f"streamed{suffix}", tmp_path / f"whole{suffix}"
+    stream = imported.matching.stream(new_file, ["title", "body"], k=2, batch_rows=2)
+    assert write_matches(stream, streamed) == 4
+    assert stream.bad_lines == []
+    result = imported.matching.check_file(new_file, ["title", "body"], k=2, batch_rows=2)
+    assert list(result.frame().columns) == export_header(["title", "body"], 2)
+    _unstreamed(result, whole)
+    if suffix == ".csv":
+        # The same cells; the csv module ends lines with CRLF (RFC 4180) where pandas wrote
+        # the platform's line ending, which every CSV reader takes alike.
+        def cells(path):
+            with path.open(encoding="utf-8-sig", newline="") as fh:
+                return list(csv.reader(fh))
+        assert cells(streamed) == cells(whole)
+        assert len(cells(streamed)) == 5
+        assert streamed.read_bytes().startswith(codecs.BOM_UTF8)
+    else:
+        def cells(path):
+            return [list(r) for r in openpyxl.load_workbook(path).active.iter_rows(
+                values_only=True)]
+        assert cells(streamed) == cells(whole)
+        assert len(cells(streamed)) == 5
+
+
+def test_a_check_stopped_mid_file_leaves_no_partial_export(imported, new_file, tmp_path):
+    from engine.services.matching import write_matches
+
+    out = tmp_path / "out" / "matches.csv"
+    out.parent.mkdir()
+    out.write_text("an earlier export\n", encoding="utf-8")
+    cancel = CancelToken()
+    seen = []
+
+    def progress(p):
+        seen.append(p.done)
+        cancel.cancel()                       # after the first batch is written
+
+    stream = imported.matching.stream(new_file, ["body"], batch_rows=2, progress=progress,
+                                      cancel=cancel)
+    with pytest.raises(Cancelled):
+        write_matches(stream, out)
+    assert seen == [2]
+    assert out.read_text(encoding="utf-8") == "an earlier export\n"
+    assert [p.name for p in out.parent.iterdir()] == ["matches.csv"]
+
+
+def test_a_failing_write_leaves_no_partial_export(imported, new_file, tmp_path):
+    from engine.errors import InputError
+    from engine.services.matching import write_matches
+
+    out = tmp_path / "out" / "matches.csv"
+    out.parent.mkdir()
+    stream = imported.matching.stream(new_file, ["body"], batch_rows=2)
+    rows = stream.rows
+
+    def failing():
+        yield next(rows)
+        raise OSError(5, "Input/output error")   # the disk fails after the first row
+
+    stream.rows = failing()
+    with pytest.raises(InputError, match="cannot write"):
+        write_matches(stream, out)
+    assert list(out.parent.iterdir()) == []
