@@ -6,7 +6,10 @@ SQLite's blob chunks into a scratch file and hashing it before hnswlib could loa
 project 0.73-0.80 s, and hashing that file first 1.26-1.28 s: the copy and the hash cost,
 not SQLite. So a file project keeps the same bytes twice: the blob (the source of truth,
 copied by `duplens copy`, the only form a server project has) and this file, which opening
-loads straight with hnswlib when it is provably the same saved index.
+loads straight with hnswlib when it is provably the same saved index. Measured again with
+`benchmarks.scale_1m` on 100k items (173 MB index), the two routes alternated on a shared
+machine (load 11-22): open to first search, median of 3, 2.19 s against 4.62 s warm and
+3.04 s against 7.64 s cold (after drop_caches).
 
 The rule (docs/architecture.md, "The index beside a project file"): the store records, in
 `meta` under `index_file/<model id>`, the blob's sha256 the file was written with and the
