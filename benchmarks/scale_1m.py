@@ -17,10 +17,19 @@ under benchmarks/results/tmp/ (ignored by git) and reused by the next run.
 
 What is measured, each in a fresh process so memory figures are the product's alone:
 - open: the model is loaded first (the window loads it before any project opens), then the
-  clock runs over `Project.open`, loading the saved index (checksum, hnswlib load, the
-  stamp check) and the first search (one real question not in the project, top 10).
-  Repeated `OPENS` times; the project file is in the OS page cache after the first.
-- reconcile: in the same process, the full check of the index against every embedding id
+  clock runs over `Project.open`, loading the saved index (the side file beside the project,
+  or the blobs: checksum, hnswlib load; then the stamp check) and the first search (one
+  real question not in the project, top 10).
+- two routes, timed alternately in the same minutes so their ratio holds on a shared
+  machine: "side file" (the product: `index.side_file`) and "blobs" (the route before it,
+  still taken when the side file does not match: the child turns side files off for this
+  process by making `side_file.side_path` answer None, as for a server project). The very
+  first open after the side file is missing (an old project) is timed on its own: it takes
+  the blob route and writes the side file.
+- cold and warm: cold opens run right after `sync; echo 3 > /proc/sys/vm/drop_caches`
+  (root only; otherwise none are reported), warm ones right after an open of the same route.
+  Each figure carries the load average (`os.getloadavg`) at its start.
+- reconcile: in one process, the full check of the index against every embedding id
   that a matching stamp lets opening skip (`engine.index.reconcile`), and the stamp check.
 - peak RSS (VmHWM from /proc/self/status) while open, after the first search.
 - save: in the last open's process, the index is saved again while a thread ticks every
@@ -35,6 +44,7 @@ from __future__ import annotations
 import argparse
 import csv
 import json
+import os
 import resource
 import statistics
 import subprocess
@@ -101,7 +111,7 @@ def row_vectors(real: np.ndarray, start: int, stop: int, seed: int = 0) -> np.nd
 
 def build_project(path: Path, n: int, *, block: int = 50_000) -> dict:
     """Write an N-row project at `path` (see the module docstring); returns build timings."""
-    from sqlalchemy import func, select
+    from sqlalchemy import select
 
     from engine.project import Project
     from engine.store.schema import texts as texts_table
@@ -127,18 +137,18 @@ def build_project(path: Path, n: int, *, block: int = 50_000) -> dict:
             raise SystemExit(f"expected {n} distinct texts, got {report.new_texts}")
         model_id = int(project.model.row()["id"])
         with project.store.read() as conn:
-            # A new project: texts get ids 1..N in row order (checked at both ends).
-            first, last = (conn.execute(select(texts_table.c.text).where(
-                texts_table.c.id == i)).scalar() for i in (1, n))
-            top = conn.execute(select(func.max(texts_table.c.id))).scalar()
-        if (first, last, top) != (texts[0], texts[-1], n):
-            raise SystemExit("text ids are not in row order; the builder needs a new project")
+            # The importer need not give texts ids in row order: each row's vector goes to
+            # its own text's id.
+            id_of = dict(conn.execute(select(texts_table.c.text, texts_table.c.id)).all())
+        if len(id_of) != n:
+            raise SystemExit(f"expected {n} texts in the project, found {len(id_of)}")
         t0 = time.perf_counter()
         for start in range(0, n, block):
             stop = min(start + block, n)
             with project.store.write() as conn:
-                add_embeddings(conn, model_id, range(start + 1, stop + 1),
+                add_embeddings(conn, model_id, [id_of[t] for t in texts[start:stop]],
                                row_vectors(real, start, stop), [False] * (stop - start))
+        del id_of
         timings["store_vectors_s"] = round(time.perf_counter() - t0, 1)
         t0 = time.perf_counter()
         project.vectors.index()                  # built from the stored vectors, then saved
@@ -170,18 +180,25 @@ def cached_project(n: int) -> tuple[Path, dict | None]:
 
 
 # -- measuring, each in its own process -----------------------------------------------------
-def measure_open(path: Path, save: bool = False) -> dict:
-    """Open `path`, load its index and answer one search; then time a full reconcile (and,
-    with `save`, saving the index again)."""
+def measure_open(path: Path, save: bool = False, blobs: bool = False,
+                 reconcile_too: bool = False) -> dict:
+    """Open `path`, load its index and answer one search; then, with `reconcile_too`, time a
+    full reconcile (and, with `save`, saving the index again). `blobs`: this process never
+    uses a side file (the route before side files)."""
     from engine.encoding.loading import load_encoder
     from engine.index.persist import current_version
     from engine.index.reconcile import reconcile
     from engine.project import Project
 
+    if blobs:
+        from engine.index import side_file
+
+        side_file.side_path = lambda conn, model_id: None
     queries, _ = corpus.query_and_pool()
     encoder = load_encoder(None, device="cpu", batch_size=64)
     encoder.encode_query("warm-up")
     rss_model = current_rss_mib()
+    load = os.getloadavg()[0]
     t0 = time.perf_counter()
     project = Project.open(path)
     project.model.attach(encoder, is_default=True)
@@ -193,7 +210,11 @@ def measure_open(path: Path, save: bool = False) -> dict:
     out = {"open_s": round(t1 - t0, 3), "index_load_s": round(t2 - t1, 3),
            "first_search_s": round(t3 - t2, 3), "total_s": round(t3 - t0, 3),
            "hits": len(hits), "items": len(index), "reconciled_on_open": bool(project.notices),
+           "route": project.vectors.index_source(), "load_avg_1m": round(load, 2),
            "rss_after_model_mib": rss_model, "peak_rss_open_mib": peak_rss_mib()}
+    if not reconcile_too:
+        project.close()
+        return out
     model_id = project.model.id()
     t0 = time.perf_counter()
     with project.store.read() as conn:
@@ -311,53 +332,102 @@ def _file_sizes(path: Path) -> dict:
 
 
 # -- the benchmark --------------------------------------------------------------------------
+def _drop_caches() -> bool:
+    """Empty the OS page cache (root only): the next open reads the disk."""
+    try:
+        os.sync()
+        Path("/proc/sys/vm/drop_caches").write_text("3\n")
+        return True
+    except OSError:
+        return False
+
+
+def _open_child(path: Path, route: str, *extra: str) -> dict:
+    return _child(["--measure-open", str(path), *(["--blobs"] if route == "blobs" else []),
+                   *extra])
+
+
 def run(quick: bool, items: int | None = None, import_rows: int = IMPORT_ROWS) -> dict:
+    from engine.index.side_file import folder_for
+
     n = items or (ITEMS_QUICK if quick else ITEMS_FULL)
     path, built = cached_project(n)
     sizes = _file_sizes(path)
-    opens = []
+    first = None
+    if not any(folder_for(path).glob("hnsw-*.bin")):
+        _say("  first open without a side file (blob route, writes it)…")
+        first = _open_child(path, "side file")
+    opens: list[dict] = []
     for i in range(OPENS):
-        _say(f"  open {i + 1}/{OPENS} of the {n:,}-item project…")
-        last = ["--save"] if i == OPENS - 1 else []
-        opens.append(_child(["--measure-open", str(path), *last]))
+        for route in ("side file", "blobs"):
+            for temp in ("cold", "warm"):
+                if temp == "cold" and not _drop_caches():
+                    continue
+                _say(f"  round {i + 1}/{OPENS}: {route}, {temp}…")
+                opens.append({"round": i + 1, "cache": temp, "asked": route,
+                              **_open_child(path, route)})
+    _say("  reconcile and save, in one more warm open…")
+    last = _open_child(path, "side file", "--reconcile", "--save")
     _say(f"  importing {import_rows:,} real questions to measure its memory…")
     imported = _child(["--measure-import", str(import_rows)])
-    total = [o["total_s"] for o in opens]
-    rss = max(o["peak_rss_open_mib"] for o in opens)
-    median = statistics.median(total)
+
+    def median(route: str, temp: str) -> float | None:
+        got = [o["total_s"] for o in opens if o["asked"] == route and o["cache"] == temp]
+        return round(statistics.median(got), 3) if got else None
+
+    med = {(r, t): median(r, t) for r in ("side file", "blobs") for t in ("cold", "warm")}
+    rss = max(o["peak_rss_open_mib"] for o in [*opens, last])
+    warm, cold = med[("side file", "warm")], med[("side file", "cold")]
     headline = [
-        {"figure": f"open a {n:,}-item project and answer the first search",
-         "duplens": f"{median:.2f} s (median of {OPENS})", "baseline": "—",
-         "ratio": "—", "goal": f"< {GOAL_OPEN_S:.0f} s", "met": median < GOAL_OPEN_S},
+        {"figure": f"open a {n:,}-item project and answer the first search (warm cache)",
+         "duplens": f"{warm:.2f} s (median of {OPENS})",
+         "baseline": f"{med[('blobs', 'warm')]:.2f} s (index from the blobs)",
+         "ratio": f"{med[('blobs', 'warm')] / warm:.1f}× faster",
+         "goal": f"< {GOAL_OPEN_S:.0f} s", "met": warm < GOAL_OPEN_S},
         {"figure": f"peak memory while a {n:,}-item project is open (model loaded)",
          "duplens": f"{rss:,} MiB", "baseline": "—", "ratio": "—",
          "goal": f"< {GOAL_RSS_GIB:.0f} GiB", "met": rss < GOAL_RSS_GIB * 1024},
     ]
-    rows = [[f"open {i + 1}", o["open_s"], o["index_load_s"], o["first_search_s"],
-             o["total_s"], o["peak_rss_open_mib"]] for i, o in enumerate(opens)]
+    if cold is not None:
+        headline.insert(1, {
+            "figure": f"open a {n:,}-item project and answer the first search (cold cache)",
+            "duplens": f"{cold:.2f} s (median of {OPENS})",
+            "baseline": f"{med[('blobs', 'cold')]:.2f} s (index from the blobs)",
+            "ratio": f"{med[('blobs', 'cold')] / cold:.1f}× faster",
+            "goal": f"< {GOAL_OPEN_S:.0f} s", "met": cold < GOAL_OPEN_S})
+    rows = [[o["round"], o["asked"], o["cache"], o["route"], o["index_load_s"],
+             o["first_search_s"], o["total_s"], o["peak_rss_open_mib"], o["load_avg_1m"]]
+            for o in opens]
+    if first is not None:
+        rows.insert(0, ["first", "side file (none yet)", "as found", first["route"],
+                        first["index_load_s"], first["first_search_s"], first["total_s"],
+                        first["peak_rss_open_mib"], first["load_avg_1m"]])
     return {
         "items": n, "data": f"{corpus.NOISE_NOTE}; rows are the real questions repeated with "
                             f"a row suffix; {ENCODE_NOTE}",
-        "file": sizes, "build": built, "opens": opens,
-        "open_total_s_median": median, "peak_rss_open_mib": rss,
-        "full_reconcile_s": opens[-1]["full_reconcile_s"],
-        "stamp_check_s": opens[-1]["stamp_check_s"],
+        "file": sizes, "build": built, "first_open": first, "opens": opens, "last": last,
+        "open_total_s_median": warm, "open_total_s_median_cold": cold,
+        "medians": {f"{r}, {t}": v for (r, t), v in med.items()},
+        "peak_rss_open_mib": rss,
+        "full_reconcile_s": last["full_reconcile_s"],
+        "stamp_check_s": last["stamp_check_s"],
         "import": imported,
         "headline": headline,
         "tables": [{"title": f"{n:,}-item project ({sizes['file_mib']:,} MiB file, index "
-                             f"{sizes['index_blob_mib']:,} MiB)",
-                    "columns": ["run", "Project.open s", "index load s", "first search s",
-                                "total s", "peak RSS MiB"], "rows": rows},
+                             f"{sizes['index_blob_mib']:,} MiB); routes alternated",
+                    "columns": ["round", "route asked", "cache", "route taken",
+                                "index load s", "first search s", "total s",
+                                "peak RSS MiB", "load avg"], "rows": rows},
                    {"title": "what a matching stamp saves on open",
                     "columns": ["check", "seconds"],
                     "rows": [["stamp check (content version, embedding count)",
-                              opens[-1]["stamp_check_s"]],
+                              last["stamp_check_s"]],
                              ["full reconcile with every embedding id (skipped)",
-                              opens[-1]["full_reconcile_s"]]]},
-                   {"title": "saving the index (after an import or a deletion)",
+                              last["full_reconcile_s"]]]},
+                   {"title": "saving the index (after an import or a deletion; blob and "
+                             "side file)",
                     "columns": ["seconds", "longest stall of a 1 ms ticker thread, ms"],
-                    "rows": [[opens[-1].get("save_s"),
-                              opens[-1].get("save_longest_stall_ms")]]},
+                    "rows": [[last.get("save_s"), last.get("save_longest_stall_ms")]]},
                    {"title": "memory during an import (parse + store + encode + index)",
                     "columns": ["what", "rows", "peak RSS MiB"],
                     "rows": [[f"real import of {imported['rows']:,} questions (not the 1M "
@@ -366,7 +436,8 @@ def run(quick: bool, items: int | None = None, import_rows: int = IMPORT_ROWS) -
                               f"index built and saved; no encoding)", n,
                               (built or {}).get("build_peak_rss_mib", "?")]]}],
         "notes": [ENCODE_NOTE + "; the built project is cached between runs.",
-                  "Opens after the first find the project file in the OS page cache."],
+                  "Cold: after sync and drop_caches; warm: right after an open of the same "
+                  "route. Load average (1 min) beside each open: the machine is shared."],
     }
 
 
@@ -379,12 +450,15 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--measure-open", help=argparse.SUPPRESS)
     ap.add_argument("--measure-import", type=int, help=argparse.SUPPRESS)
     ap.add_argument("--save", action="store_true", help=argparse.SUPPRESS)
+    ap.add_argument("--blobs", action="store_true", help=argparse.SUPPRESS)
+    ap.add_argument("--reconcile", action="store_true", help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     if args.build:
         print(json.dumps(build_project(Path(args.build), args.items)))
         return
     if args.measure_open:
-        print(json.dumps(measure_open(Path(args.measure_open), save=args.save)))
+        print(json.dumps(measure_open(Path(args.measure_open), save=args.save,
+                                      blobs=args.blobs, reconcile_too=args.reconcile)))
         return
     if args.measure_import:
         print(json.dumps(measure_import(args.measure_import)))

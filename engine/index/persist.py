@@ -13,6 +13,10 @@ Beside the blob, a stamp (in `meta`) records the content version the index match
 how many embeddings the model had then. When both still hold on load, the index is
 exactly what a full reconcile with the embeddings would produce, and that reconcile (a
 few seconds at 1M items) is skipped.
+
+A file project also keeps the saved bytes in a file beside it (`index.side_file`), written
+while the blob is, and loaded straight by hnswlib when the store's record says it is the
+saved index: the blob route's copy and hash were most of a 1M-item project's open.
 """
 
 from __future__ import annotations
@@ -27,11 +31,13 @@ from collections import deque
 from collections.abc import Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
 
 from sqlalchemy import Connection, delete, select
 
+from engine.index import side_file
 from engine.index.hnsw import HnswIndex, HnswParams
 from engine.store.blobs import blob_lock, chunk_bytes, delete_blob, iter_blob, put_blob_chunks
 from engine.store.dialects import upsert
@@ -65,21 +71,39 @@ def save_index(conn: Connection, model_id: int, index: HnswIndex, *,
         return
     size = 0
     step = chunk_bytes(conn)
-    with _scratch_file(_expected_bytes(index)) as (path, fh), _Digest() as digest:
-        index.save(path)
+    # hnswlib saves to RAM (it does not report a short write); the side file is written from
+    # the same chunks by Python, which does.
+    side = side_file.SideWriter(side_file.side_path(conn, model_id))
+    try:
+        with _scratch_file(_expected_bytes(index)) as (path, fh), _Digest() as digest:
+            index.save(path)
 
-        def chunks() -> Iterator[bytes]:
-            nonlocal size
-            while chunk := fh.read(step):
-                digest.update(chunk)
-                size += len(chunk)
-                yield chunk
+            def chunks() -> Iterator[bytes]:
+                nonlocal size
+                while chunk := fh.read(step):
+                    digest.update(chunk)
+                    side.write(chunk)
+                    size += len(chunk)
+                    yield chunk
 
-        put_blob_chunks(conn, blob_name(model_id), chunks())
+            put_blob_chunks(conn, blob_name(model_id), chunks())
+    except BaseException:
+        side.discard()
+        raise
+    _record_saved(conn, model_id, index, digest.hexdigest(), size, version)
+    finished = side.finish()
+    if finished is not None:
+        side_file.publish(conn, model_id, finished, digest.hexdigest())
+    elif side.target is not None:
+        side_file.forget(conn, model_id)   # the old file no longer matches: free its space
+
+
+def _record_saved(conn: Connection, model_id: int, index: HnswIndex, sha256: str, size: int,
+                  version: int | None) -> None:
     upsert(conn, indexes, dict(
         model_id=model_id, dim=index.dim, params=index.params_dict(),
         deleted=sorted(index.deleted), count=len(index),
-        sha256=digest.hexdigest(), size=size, saved_at=time.time(),
+        sha256=sha256, size=size, saved_at=time.time(),
     ), ["model_id"])
     write_stamp(conn, model_id, version)
 
@@ -141,22 +165,85 @@ def current_version(conn: Connection, model_id: int, index: HnswIndex) -> int | 
 
 def drop_index(conn: Connection, model_id: int) -> None:
     delete_blob(conn, blob_name(model_id))
+    side_file.forget(conn, model_id)
     conn.execute(delete(indexes).where(indexes.c.model_id == model_id))
     conn.execute(delete(meta).where(meta.c.key == stamp_key(model_id)))
 
 
 def load_index(conn: Connection, model_id: int, dim: int) -> tuple[HnswIndex | None, str]:
     """The stored index, or (None, why not) when it is absent, damaged or mismatched."""
+    loaded = load_saved(conn, model_id, dim)
+    if loaded.pending is not None:
+        loaded.pending.unlink(missing_ok=True)
+    return loaded.index, loaded.why
+
+
+@dataclass
+class Loaded:
+    """What `load_saved` found. `route`: "side file", "blobs" or "" (nothing loaded).
+    `pending`: with `refresh`, a fresh copy of the blob's bytes for `adopt_side_file`."""
+
+    index: HnswIndex | None
+    why: str
+    route: str = ""
+    sha256: str = ""
+    pending: Path | None = None
+
+
+def load_saved(conn: Connection, model_id: int, dim: int, *, refresh: bool = False) -> Loaded:
+    """The stored index, from the side file when it matches the store's record, else from
+    the blobs (checked by sha256). With `refresh` (a writable file project), the blobs'
+    bytes are also written to a temporary side file, handed back as `pending`: a project
+    that had no matching side file gets one without saving the index again."""
     row = conn.execute(select(indexes).where(indexes.c.model_id == model_id)).mappings().first()
     if row is None:
-        return None, "no saved index"
+        return Loaded(None, "no saved index")
     if row["dim"] != dim:
-        return None, f"saved index has dimension {row['dim']}, the model has {dim}"
+        return Loaded(None, f"saved index has dimension {row['dim']}, the model has {dim}")
+    try:
+        params = HnswParams(**row["params"])
+    except TypeError as exc:
+        return Loaded(None, f"the saved index cannot be read ({exc})")
+    with side_file.open_matching(conn, model_id, row["sha256"]) as side:
+        if side is not None:
+            try:
+                index = HnswIndex.load(side, dim, params, set(row["deleted"]))
+                return Loaded(index, "", "side file", row["sha256"])
+            except ValueError:
+                pass   # unreadable after all: the blobs decide
+    writer = side_file.SideWriter(side_file.side_path(conn, model_id) if refresh else None)
+    try:
+        index, why = _load_blob(conn, model_id, dim, row, params, writer)
+    except BaseException:
+        writer.discard()
+        raise
+    pending = writer.finish() if index is not None else None
+    if index is None:
+        writer.discard()
+    return Loaded(index, why, "blobs", row["sha256"], pending)
+
+
+def adopt_side_file(conn: Connection, model_id: int, loaded: Loaded) -> None:
+    """Make `loaded.pending` the side file, inside a write transaction, unless the index was
+    saved again since it was read (then the save wrote its own)."""
+    if loaded.pending is None:
+        return
+    blob_lock(conn, blob_name(model_id))
+    now = conn.execute(select(indexes.c.sha256).where(indexes.c.model_id == model_id)).scalar()
+    if now != loaded.sha256:
+        loaded.pending.unlink(missing_ok=True)
+        return
+    side_file.publish(conn, model_id, loaded.pending, loaded.sha256)
+
+
+def _load_blob(conn: Connection, model_id: int, dim: int, row, params: HnswParams,
+               writer: side_file.SideWriter) -> tuple[HnswIndex | None, str]:
     with _scratch_file(row["size"]) as (path, fh):
         size = 0
         with _Digest() as digest:
             for chunk in iter_blob(conn, blob_name(model_id)):
                 digest.update(chunk)
+                writer.write(chunk)
                 size += len(chunk)
                 fh.write(chunk)
         fh.flush()
@@ -165,9 +252,8 @@ def load_index(conn: Connection, model_id: int, dim: int) -> tuple[HnswIndex | N
         if digest.hexdigest() != row["sha256"]:
             return None, "the saved index is damaged (checksum mismatch)"
         try:
-            params = HnswParams(**row["params"])
             return HnswIndex.load(path, dim, params, set(row["deleted"])), ""
-        except (ValueError, TypeError) as exc:
+        except ValueError as exc:
             return None, f"the saved index cannot be read ({exc})"
 
 

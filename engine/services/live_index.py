@@ -16,8 +16,16 @@ from collections.abc import Callable
 
 import numpy as np
 
+from engine.errors import ProjectError
 from engine.index.hnsw import HnswIndex
-from engine.index.persist import current_version, load_index, save_index, write_stamp
+from engine.index.persist import (
+    Loaded,
+    adopt_side_file,
+    current_version,
+    load_saved,
+    save_index,
+    write_stamp,
+)
 from engine.index.reconcile import reconcile
 from engine.search import QueryCache
 from engine.store import vectors as vector_store
@@ -53,6 +61,9 @@ class LiveIndex:
         self._told_active: int | None = None   # another's activation, said once
         self.generation = 0
         self.cache = QueryCache()
+        # Where the last load came from ("side file", "blobs", "" when built): what tells
+        # a slow open (the blob route) from a fast one.
+        self.route = ""
 
     @property
     def model_id(self) -> int | None:
@@ -80,9 +91,13 @@ class LiveIndex:
         with self.lock:
             with self._store.read() as conn:
                 model = vector_store.get_model_row(conn, model_id)
-                index, why = load_index(conn, model_id, model["dim"])
+                loaded = load_saved(conn, model_id, model["dim"],
+                                    refresh=not self._store.read_only)
+                index, why = loaded.index, loaded.why
+                self.route = loaded.route if index is not None else ""
                 # Same snapshot as the load: a matching stamp means nothing to reconcile.
                 version = current_version(conn, model_id, index) if index is not None else None
+            self._adopt(model_id, loaded)
             if index is None:
                 if why != "no saved index":
                     self._notice(f"{self._store.name}: {why}; rebuilding it from the "
@@ -124,6 +139,19 @@ class LiveIndex:
             return False
         self._following = True
         return True
+
+    def _adopt(self, model_id: int, loaded: Loaded) -> None:
+        """The blob route also wrote the bytes beside the project: make that the side file
+        the next open loads. A busy or full disk only costs the next open its speed."""
+        if loaded.pending is None:
+            return
+        try:
+            with self._store.write() as conn:
+                adopt_side_file(conn, model_id, loaded)
+        except ProjectError:
+            pass
+        finally:
+            loaded.pending.unlink(missing_ok=True)   # gone already when it was adopted
 
     def _catch_up(self, index: HnswIndex, model_id: int) -> None:
         """Bring the loaded index up to date with what other processes wrote since.

@@ -36,6 +36,11 @@ class Vectors:
         damaged one is rebuilt from them and saved)."""
         return self._live.get(self._model.id())
 
+    def index_source(self) -> str:
+        """Where the index in memory was loaded from: "side file" (the copy beside a project
+        file, the fast route), "blobs" (the project itself) or "" (built, or not loaded)."""
+        return self._live.route
+
     def model_id(self) -> int:
         """The id of the model whose vectors these are (the active one)."""
         return self._model.id()

@@ -35,6 +35,7 @@ from sqlalchemy import Connection
 from engine import model_trust
 from engine.encoding.models import DEFAULT_MODEL, default_model_path, resolve_model
 from engine.errors import InputError, ModelError, UntrustedModelLocation
+from engine.index import side_file
 from engine.index.persist import blob_name
 from engine.store import items as item_store
 from engine.store import model_versions as version_store
@@ -291,6 +292,7 @@ def delete_version(store: Store, model_id: int) -> str:
             version_store.delete_model(
                 conn, model_id, blob_names=[blob_name(model_id), folder_blob_name(model_id)],
                 prefix=f"knn/{model_id}/")
+            side_file.forget(conn, model_id)   # its index's copy beside the project
             folder = model_folder(project_path, row["location"]) if store.is_file else None
             if folder is not None and folder.exists():
                 aside = Path(tempfile.mkdtemp(prefix=STAGING_PREFIX, dir=folder.parent))

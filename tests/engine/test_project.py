@@ -1,10 +1,12 @@
 import csv
+import shutil
 
 import numpy as np
 import openpyxl
 import pytest
 
 from engine.errors import InputError
+from engine.index.side_file import folder_for
 from engine.project import Project
 from engine.store.schema import blobs, indexes
 
@@ -135,6 +137,7 @@ def test_corrupt_index_blob_is_rebuilt_from_embeddings(imported):
         conn.execute(blobs.update().where(blobs.c.name == data["name"],
                                           blobs.c.seq == data["seq"]).values(data=bytes(damaged)))
     project.close()
+    shutil.rmtree(folder_for(path))   # without the copy beside it, the blob decides
     reopened = Project.open(path)
     reopened.model.attach(project.model.encoder(), is_default=True)
     assert [h.id for h in reopened.search("how do I fix a flat tire", k=3)] == expected
