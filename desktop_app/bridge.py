@@ -16,8 +16,9 @@ Four thread pools of one thread each, on purpose:
   skipped, and results older than the newest shown are dropped, so the list never flips
   back to an older query;
 - `Pool.REVIEW`: re-cutting clusters, decisions, plots, export, what fine-tuning would
-  learn from, the list of model versions, in order, so a decision and the re-cut after it
-  cannot cross and moving the threshold never waits behind an import;
+  learn from, the list of model versions, the counts of a project just opened, in order,
+  so a decision and the re-cut after it cannot cross and moving the threshold never
+  waits behind an import;
 - `Pool.TABLE`: sorting and filtering the table of rows, and the import dialog's preview,
   so a slow sort of a million rows delays neither the review nor the search.
 
