@@ -422,6 +422,8 @@ class MainWindow(QMainWindow):
         if not self.items_view.select_item(item_id):
             hidden = "hidden by the filter" if self.items_view.query.text_filter else \
                 "no longer in the table"
+            if self.items_view.reading:   # a million ids take seconds to read
+                hidden = "not in the table yet: its rows are still being read"
             self.status.say(f"That entry is {hidden}", 5000)
 
     # -- bridge signals --------------------------------------------------------------------

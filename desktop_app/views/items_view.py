@@ -84,6 +84,7 @@ class ItemsView(QWidget):
         self._label_sort: tuple[int, bool] | None = None   # (column, descending)
         self._shown = False      # an answer is on screen
         self._streamed = False   # the newest request's first ids are on screen
+        self.reading = False     # the newest request's answer is still being read
         self._total = 0
         self._rows_key = f"table rows {id(self)}"
 
@@ -172,6 +173,7 @@ class ItemsView(QWidget):
 
     def _request(self, query: RowQuery) -> None:
         self.query = query
+        self.reading = True
         busy = "Filtering…" if query.text_filter else "Sorting…"
         if self._shown:
             self.count_label.setText(busy)
@@ -193,6 +195,7 @@ class ItemsView(QWidget):
 
     def _show(self, rows: RowSet) -> None:
         self._shown = True
+        self.reading = False
         self._total = rows.total
         order = rows.order
         if self._label_sort is not None:

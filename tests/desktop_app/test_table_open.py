@@ -10,6 +10,7 @@ from PySide6.QtCore import Qt
 from desktop_app.counts_controller import with_counts
 from desktop_app.jobs import Pool
 from desktop_app.main_window import MainWindow
+from desktop_app.models.items_model import ITEM_ID_ROLE
 from desktop_app.views.status_bar import COUNTING
 from engine.store import items as item_store
 from tests.desktop_app.conftest import QUESTIONS_ITEMS, SIGNAL_TIMEOUT_MS
@@ -92,6 +93,31 @@ def test_rows_show_a_slice_at_a_time_and_still_sort_and_filter(qtbot, window,
     wanted = [q for q in questions if "how" in q.lower()]
     assert len(wanted) > SLICE and sorted(_column(window, 1)) == sorted(wanted)
     assert view.count_label.text() == f"{len(wanted)} of {QUESTIONS_ITEMS} rows"
+
+
+def test_a_hit_whose_row_is_not_read_yet_says_so(qtbot, window, questions_project):
+    """While the table's ids are still being read (seconds at a million rows), a search
+    hit whose row has not come yet is not called gone."""
+    with qtbot.waitSignals([window.bridge.projectOpened, window.items_view.rowsShown],
+                           timeout=SIGNAL_TIMEOUT_MS):
+        window.open_project(str(questions_project))
+    last = int(window.items_model.order[-1])   # not a question about python
+    view = window.items_view
+    with qtbot.waitSignal(view.rowsShown, timeout=SIGNAL_TIMEOUT_MS):
+        view.set_filter("python")
+    gate = threading.Event()
+    window.bridge.run(lambda _job: gate.wait(SIGNAL_TIMEOUT_MS / 1000), pool=Pool.TABLE)
+    try:
+        view.set_filter("")   # queued behind the gate: every row, still being read
+        window.select_item(last)
+        assert "still being read" in window.statusBar().currentMessage()
+    finally:
+        gate.set()
+    with qtbot.waitSignal(view.rowsShown, timeout=SIGNAL_TIMEOUT_MS):
+        pass
+    window.select_item(last)
+    selected = window.table.selectionModel().selectedRows()
+    assert [window.items_model.data(i, ITEM_ID_ROLE) for i in selected] == [last]
 
 
 def test_counts_fill_in_only_the_project_they_were_read_from():
