@@ -16,8 +16,9 @@ Four thread pools of one thread each, on purpose:
   skipped, and results older than the newest shown are dropped, so the list never flips
   back to an older query;
 - `Pool.REVIEW`: re-cutting clusters, decisions, plots, export, what fine-tuning would
-  learn from, the list of model versions, in order, so a decision and the re-cut after it
-  cannot cross and moving the threshold never waits behind an import;
+  learn from, the list of model versions, the counts of a project just opened, in order,
+  so a decision and the re-cut after it cannot cross and moving the threshold never
+  waits behind an import;
 - `Pool.TABLE`: sorting and filtering the table of rows, and the import dialog's preview,
   so a slow sort of a million rows delays neither the review nor the search.
 
@@ -50,7 +51,7 @@ log = logging.getLogger("duplens.gui")
 class EngineBridge(JobRunner):
     """Owns the open `Project` and runs jobs on it in the background (`run`)."""
 
-    projectOpened = Signal(dict)                 # project_info() of the project now open
+    projectOpened = Signal(dict)                 # project_info(counts=False) of the one open
     searchResults = Signal(int, str, list)       # sequence number, query, [SearchHit]
     modelReady = Signal(str)                     # device
     modelFailed = Signal(str, str)               # message, details: the warm-up failed
@@ -117,7 +118,7 @@ class EngineBridge(JobRunner):
                 project.model.attach(self._encoder, is_default=True)
             elif self._preloaded is not None and project.model.is_default():
                 project.model.attach(self._preloaded, is_default=True)
-            info = project_info(project)
+            info = project_info(project, counts=False)   # the counts come later: seconds
         except BaseException:
             project.close()
             raise
@@ -288,10 +289,13 @@ class EngineBridge(JobRunner):
         return project.rows.by_ids(item_ids) if project is not None else []
 
 
-def project_info(project: Project) -> dict:
+def project_info(project: Project, *, counts: bool = True) -> dict:
     """`project.info()` plus whether it uses the default model and the notices the user
-    should read (index rebuilt…), which are cleared once read."""
-    info = dict(project.info())
+    should read (index rebuilt…), which are cleared once read. Without `counts`, no row
+    or vector is counted (`CountsController` does that once the project shows)."""
+    from engine.services.summary import describe
+
+    info = dict(project.info() if counts else describe(project.store, project.model.row()))
     info["default_model"] = project.model.is_default()
     info["notices"] = list(project.notices)
     project.notices.clear()

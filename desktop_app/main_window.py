@@ -29,6 +29,7 @@ from PySide6.QtWidgets import (
 )
 
 from desktop_app.bridge import EngineBridge
+from desktop_app.counts_controller import CountsController, with_counts
 from desktop_app.import_controller import (
     EncodingResult,
     ImportChoices,
@@ -85,6 +86,7 @@ class MainWindow(QMainWindow):
         self.imports = ImportController(bridge, self)
         self.models = ModelController(bridge, self)
         self.matches = MatchController(bridge, self)
+        self.counts = CountsController(bridge, self)
         self.match_dialog: MatchResultsDialog | None = None
 
         self.start_page = StartPage(self)
@@ -170,6 +172,7 @@ class MainWindow(QMainWindow):
     def _connect(self) -> None:
         b = self.bridge
         b.projectOpened.connect(self.on_project_opened)
+        self.counts.counted.connect(self._counted)
         b.failed.connect(self.show_error)
         b.modelLoading.connect(self.on_model_loading)
         b.modelReady.connect(self.on_model_ready)
@@ -419,6 +422,8 @@ class MainWindow(QMainWindow):
         if not self.items_view.select_item(item_id):
             hidden = "hidden by the filter" if self.items_view.query.text_filter else \
                 "no longer in the table"
+            if self.items_view.reading:   # a million ids take seconds to read
+                hidden = "not in the table yet: its rows are still being read"
             self.status.say(f"That entry is {hidden}", 5000)
 
     # -- bridge signals --------------------------------------------------------------------
@@ -431,6 +436,7 @@ class MainWindow(QMainWindow):
         self.start_page.set_recent(self.recent.paths())
         self.setWindowTitle(f"{Path(info['project']).name} — Duplens")
         self.items_view.reload()
+        self.counts.count()
         self.pages.setCurrentWidget(self.project_page)
         self.tabs.setCurrentWidget(self.search_page)
         self.review.project_opened()
@@ -442,6 +448,13 @@ class MainWindow(QMainWindow):
         pending, self._pending_import = self._pending_import, None
         if pending is not None:
             self.start_import(pending)
+
+    @guarded
+    def _counted(self, counted: dict) -> None:
+        info = with_counts(self._info, counted)
+        if info is not None:
+            self._set_info(info)
+            self._tab_shown(self.tabs.currentIndex())   # the review waited for "encoded"
 
     def _follow(self, title: str, job: JobHandle) -> None:
         """Show `job` in the status bar, its Cancel stopping it, until it ends."""

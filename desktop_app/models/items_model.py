@@ -2,7 +2,8 @@
 
 A project can hold millions of rows; reading them all would freeze the window and eat the
 memory. The model keeps only the ids of the rows to show, in order (`engine.browse`: 8 bytes
-a row, sorted and filtered by the engine off the GUI thread), and an LRU of a few 200-row
+a row, sorted and filtered by the engine off the GUI thread, and shown as they are read:
+`append_rows`), and an LRU of a few 200-row
 pages read by id as the view scrolls: one small primary-key query each, a few milliseconds,
 cheaper than a round trip through a thread, and as cheap at the end of the table as at
 its start.
@@ -56,6 +57,16 @@ class ItemsTableModel(QAbstractTableModel):
         self._columns = list(columns)
         self._pages.clear()
         self.endResetModel()
+
+    def append_rows(self, ids: np.ndarray) -> None:
+        """Show these rows after those shown: the rest of an order still being read."""
+        if not len(ids):
+            return
+        start = len(self._order)
+        self.beginInsertRows(QModelIndex(), start, start + len(ids) - 1)
+        self._order = np.concatenate([self._order, np.asarray(ids, dtype=np.int64)])
+        self._pages.pop(start // PAGE_SIZE, None)   # read short, before these rows came
+        self.endInsertRows()
 
     def clear(self) -> None:
         self.set_rows(np.zeros(0, dtype=np.int64), [])

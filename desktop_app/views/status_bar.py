@@ -22,13 +22,14 @@ if TYPE_CHECKING:
 NO_PROJECT = "Open a project, or create one from a spreadsheet."
 SEPARATOR = "  ·  "
 MESSAGE_MS = 15_000
+COUNTING = "Counting rows…"   # a project just opened: its counts come a little later
 
 
 def describe_project(info: dict | None) -> str:
     """The counts of `info` (`bridge.project_info`) in words; a hint when none is open."""
     if info is None:
         return NO_PROJECT
-    parts = [f"{info['items']:,} items"]
+    parts = [f"{info['items']:,} items" if "items" in info else COUNTING]
     if info.get("model"):
         device = f" on {info['device']}" if info.get("device") else ""
         parts.append(f"{info['model']}{device}")

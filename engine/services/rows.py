@@ -21,6 +21,7 @@ from engine.services.live_index import LiveIndex
 from engine.store import items as item_store
 from engine.store import vectors as vector_store
 from engine.store.database import Store
+from engine.store.items import IdSink
 
 
 class Rows:
@@ -73,20 +74,24 @@ class Rows:
         used = {c for s in sources for c in (*s["text_columns"], s["id_column"]) if c}
         return [c for c in source_columns(sources) if c not in used]
 
-    def order(self, query: RowQuery | None = None) -> np.ndarray:
+    def order(self, query: RowQuery | None = None, *,
+              on_part: IdSink | None = None) -> np.ndarray:
         """Ids of the live rows `query` keeps, in its order (`engine.browse`); the default
-        is every row in import order. Reads one or two columns, never whole rows."""
+        is every row in import order. Reads one or two columns, never whole rows.
+        `on_part(ids)` gets the ids a slice at a time as they are read, in order, so a
+        table can show its first rows long before a million ids are read."""
         query = query or RowQuery()
         with self._store.read() as conn:
             condition = item_store.row_filter(
                 query.text_filter, query.filter_columns(self.columns()))
             if query.sort == SORT_IMPORT:
-                ids = item_store.filtered_item_ids(conn, condition)
-                return ids[::-1].copy() if query.descending else ids
+                return item_store.filtered_item_ids(conn, condition,
+                                                    descending=query.descending,
+                                                    on_part=on_part)
             sample = item_store.sample_sort_values(conn, query.sort, condition, NUMBER_SAMPLE)
             return item_store.sorted_item_ids(conn, query.sort, condition,
                                               numeric=looks_numeric(sample),
-                                              descending=query.descending)
+                                              descending=query.descending, on_part=on_part)
 
     def by_ids(self, item_ids: Sequence[int]) -> list[dict]:
         """The rows with these ids, in this order, in `page`'s form; ids of deleted or

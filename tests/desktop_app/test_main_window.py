@@ -18,9 +18,10 @@ from tests.desktop_app.conftest import (
 
 
 def _open(qtbot, window: MainWindow, path: Path) -> None:
-    """Open `path` and wait until the table shows its rows (they are ordered off-thread)."""
-    with qtbot.waitSignals([window.bridge.projectOpened, window.items_view.rowsShown],
-                           timeout=SIGNAL_TIMEOUT_MS):
+    """Open `path` and wait until the table shows its rows (they are ordered off-thread)
+    and the status bar its counts (they are read after the project opens)."""
+    with qtbot.waitSignals([window.bridge.projectOpened, window.items_view.rowsShown,
+                            window.counts.counted], timeout=SIGNAL_TIMEOUT_MS):
         window.open_project(str(path))
 
 

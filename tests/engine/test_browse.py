@@ -86,6 +86,21 @@ def test_deleted_rows_are_neither_ordered_nor_read(project):
     assert [r["id"] for r in project.rows.by_ids(first)] == ["r10", "r100", "r2", "r1", "r3"]
 
 
+@pytest.mark.parametrize("query", [RowQuery(), RowQuery(descending=True),
+                                   RowQuery(sort="views", text_filter="e")])
+def test_ids_come_a_slice_at_a_time_in_order(project, monkeypatch, query):
+    """A table shows its first rows while the rest are read: each slice is handed over as
+    it is read, and together they are the order, whatever the query."""
+    from engine.store import items as item_store
+
+    monkeypatch.setattr(item_store, "_ID_SLICE", 2)
+    parts: list[np.ndarray] = []
+    order = project.rows.order(query, on_part=parts.append)
+    assert [len(p) for p in parts] == [2] * (len(order) // 2) + [1] * (len(order) % 2)
+    assert np.concatenate(parts).tolist() == order.tolist() == project.rows.order(query).tolist()
+    assert len(order) >= 4
+
+
 def test_in_memory_helpers():
     ids = np.array([5, 6, 7, 8], dtype=np.int64)
     assert sorted_ids(ids, ["10", "9", "100", "9"]).tolist() == [6, 8, 5, 7]

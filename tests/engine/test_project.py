@@ -8,6 +8,7 @@ import pytest
 from engine.errors import InputError
 from engine.index.side_file import folder_for
 from engine.project import Project
+from engine.services.summary import COUNTS, describe
 from engine.store.schema import blobs, indexes
 
 
@@ -29,6 +30,10 @@ def test_import_counts_empty_and_exact_duplicates(imported):
     assert info["items"] == 48 and info["texts"] == 46
     assert info["encoded"] == 46 and info["index_items"] == 46   # encoded once per text
     assert info["model"] == "all-MiniLM-L6-v2" and info["device"] == "cpu"
+    # what a window opens with: the same, less the counts that scan every row
+    described = describe(project.store, project.model.row())
+    assert described == {k: v for k, v in info.items() if k not in COUNTS}
+    assert list(info)[:6] == ["project", "schema_version", *COUNTS]   # `info --json`
 
 
 def test_search_finds_the_near_duplicate_first(imported):
