@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from engine.review.overlap import jaccard, overlap, words
 
@@ -40,3 +42,25 @@ def test_one_sided_difference_is_shown_with_a_dash() -> None:
     found = overlap("How do I reset my password", "How do I reset my router password")
     assert found.only_a == () and found.only_b == ("router",)
     assert found.note().endswith("differs: – / router")
+
+
+_WORDS = ["add", "Add", "two", "numbers", "multiply", "Python?", "python,", "don't", "C",
+          "c++", "e-mail", "the", "a", "is", "of", "learn", "Learn!", "(copy", "3)", "_x_",
+          "Straße", "STRASSE", "über", "naïve", "ΣΟΦΟΣ", "σοφος", "—", "...", "42"]
+
+
+@given(st.lists(st.sampled_from(_WORDS), max_size=12),
+       st.lists(st.sampled_from(_WORDS), max_size=12),
+       st.sampled_from([" ", "  ", "\t", " \n"]))
+@settings(max_examples=400, deadline=None)
+def test_the_differing_words_equal_what_the_word_diff_names(a_words, b_words, gap) -> None:
+    """The overlap skips the word diff where case folding cannot make a diff key and a word
+    disagree; it must name exactly what the diff-based rule names, casefold texts included."""
+    from engine.review.diff import word_diff
+    from engine.review.overlap import _only
+
+    a, b = gap.join(a_words), gap.join(b_words)
+    wa, wb = set(words(a)), set(words(b))
+    spans_a, spans_b = word_diff(a, b)
+    got = overlap(a, b)
+    assert (got.only_a, got.only_b) == (_only(spans_a, wb), _only(spans_b, wa))
