@@ -60,3 +60,15 @@ def run_python(args: list[str], *, env: dict | None = None,
     return ChildRun(done.returncode, done.stdout.decode(errors="replace"),
                     done.stderr.decode(errors="replace"),
                     round(kb / 1024), round(seconds, 2))
+
+
+def json_child(module: str, args: list[str]) -> dict:
+    """Run `python -m MODULE ARGS...` in a fresh process (so what it measures, memory
+    included, is its own) and return the JSON it prints as its last stdout line."""
+    import json
+
+    done = subprocess.run([sys.executable, "-m", module, *args],
+                          capture_output=True, text=True, check=False)
+    if done.returncode != 0:
+        raise SystemExit(f"{module} {' '.join(args)} failed:\n{done.stderr[-4000:]}")
+    return json.loads(done.stdout.strip().splitlines()[-1])

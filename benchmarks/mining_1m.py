@@ -31,7 +31,6 @@ import argparse
 import json
 import os
 import shutil
-import subprocess
 import sys
 import tempfile
 import time
@@ -40,10 +39,10 @@ from pathlib import Path
 import numpy as np
 
 from benchmarks import corpus, scale_1m
+from benchmarks.child_peak import json_child
+from benchmarks.mining import THRESHOLD, time_graph_and_cuts
 
 ITEMS = 1_000_000
-THRESHOLD = 0.8
-RECUT_THRESHOLDS = (0.75, 0.85, 0.9, 0.95)
 SAMPLE = 2000
 BASELINE_SIZES = (20_000, 40_000, 80_000)
 GOAL_RECALL = 0.95
@@ -103,18 +102,9 @@ def measure(path: Path, sample: int, sample_file: Path) -> dict:
         project.vectors.index()
         load_s = time.perf_counter() - t0
         rss_index = scale_1m.current_rss_mib()
-        t0 = time.perf_counter()
-        graph = project.clusters.graph(DEFAULT_NEIGHBOURS)
-        graph_s = time.perf_counter() - t0
+        graph, clusters, graph_s, cut_s, recut = time_graph_and_cuts(project,
+                                                                     DEFAULT_NEIGHBOURS)
         load_graph = _load()
-        t0 = time.perf_counter()
-        clusters = project.clusters.cut(THRESHOLD, DEFAULT_NEIGHBOURS, decisions=True)
-        cut_s = time.perf_counter() - t0
-        recut = {}
-        for threshold in RECUT_THRESHOLDS:
-            t0 = time.perf_counter()
-            project.clusters.cut(threshold, DEFAULT_NEIGHBOURS, decisions=True)
-            recut[str(threshold)] = round(time.perf_counter() - t0, 3)
         rng = np.random.default_rng(0)
         rows = np.sort(rng.choice(len(graph.ids), size=min(sample, len(graph.ids)),
                                   replace=False))
@@ -272,11 +262,7 @@ def _presentation(result: dict) -> dict:
 
 def _child(args: list[str]) -> dict:
     """Run this module with `args` in a fresh process; its last stdout line is JSON."""
-    done = subprocess.run([sys.executable, "-m", "benchmarks.mining_1m", *args],
-                          capture_output=True, text=True, check=False)
-    if done.returncode != 0:
-        raise SystemExit(f"mining_1m {' '.join(args)} failed:\n{done.stderr[-4000:]}")
-    return json.loads(done.stdout.strip().splitlines()[-1])
+    return json_child("benchmarks.mining_1m", args)
 
 
 def _load() -> list[float]:

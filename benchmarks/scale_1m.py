@@ -47,7 +47,6 @@ import json
 import os
 import resource
 import statistics
-import subprocess
 import sys
 import time
 from datetime import UTC, datetime
@@ -56,6 +55,7 @@ from pathlib import Path
 import numpy as np
 
 from benchmarks import corpus
+from benchmarks.child_peak import json_child
 
 ITEMS_FULL = 1_000_000
 ITEMS_QUICK = 100_000
@@ -309,11 +309,7 @@ def _status_kib(key: str) -> int | None:
 
 def _child(args: list[str]) -> dict:
     """Run this module with `args` in a fresh process; its last stdout line is JSON."""
-    done = subprocess.run([sys.executable, "-m", "benchmarks.scale_1m", *args],
-                          capture_output=True, text=True, check=False)
-    if done.returncode != 0:
-        raise SystemExit(f"scale_1m {' '.join(args)} failed:\n{done.stderr[-4000:]}")
-    return json.loads(done.stdout.strip().splitlines()[-1])
+    return json_child("benchmarks.scale_1m", args)
 
 
 def _file_sizes(path: Path) -> dict:
