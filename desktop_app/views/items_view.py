@@ -84,6 +84,7 @@ class ItemsView(QWidget):
         self._label_sort: tuple[int, bool] | None = None   # (column, descending)
         self._shown = False      # an answer is on screen
         self._streamed = False   # the newest request's first ids are on screen
+        self._laid_out = False   # column widths set for the columns shown
         self.reading = False     # the newest request's answer is still being read
         self._total = 0
         self._rows_key = f"table rows {id(self)}"
@@ -206,9 +207,12 @@ class ItemsView(QWidget):
         self._show_count()
 
     def _set_rows(self, order: np.ndarray, columns: list[str]) -> None:
-        first = self.model.columnCount() == 0 or columns != self.model.original_columns
+        # The fixed columns are there before any rows, so "no columns yet" cannot tell the
+        # first rows: a project with no columns of its own kept Qt's default widths.
+        first = not self._laid_out or columns != self.model.original_columns
         self.model.set_rows(order, columns)
         if first:
+            self._laid_out = True
             self._layout_columns()
             self._set_filter_columns(columns)
 

@@ -129,3 +129,28 @@ def test_counts_fill_in_only_the_project_they_were_read_from():
     assert with_counts({**shown, "project": "/b.duplens"}, counted) is None   # another one
     assert with_counts({**shown, "items": 4}, counted) is None   # newer, from an import
     assert with_counts(None, counted) is None
+
+
+def test_a_project_with_no_columns_of_its_own_gets_the_table_layout(qtbot, window, tmp_path,
+                                                                     encoder, questions_csv):
+    """A file with just the text column gives the table only its fixed columns, which exist
+    before any rows; the text must still take the width left (it kept Qt's 100 px)."""
+    from PySide6.QtWidgets import QHeaderView
+
+    from engine.project import Project
+
+    only_text = tmp_path / "only_text.csv"
+    with only_text.open("w", encoding="utf-8", newline="") as fh:
+        out = csv.writer(fh)
+        out.writerow(["question"])
+        out.writerows([q] for q in _questions(questions_csv))
+    path = tmp_path / "only_text.duplens"
+    with Project.open(path, create=True) as project:
+        project.model.attach(encoder, is_default=True)
+        project.rows.import_table(only_text, ["question"])
+    with qtbot.waitSignal(window.items_view.rowsShown, timeout=SIGNAL_TIMEOUT_MS):
+        window.open_project(str(path))
+    header = window.items_view.table.horizontalHeader()
+    assert window.items_model.original_columns == []
+    assert header.sectionResizeMode(1) == QHeaderView.ResizeMode.Stretch
+    assert header.sectionSize(0) == 110
