@@ -11,6 +11,7 @@ from pathlib import Path
 from engine.encoding.backends import BACKENDS
 
 EXIT_OK, EXIT_BUG, EXIT_INPUT, EXIT_CANCELLED = 0, 1, 2, 130
+EXIT_BROKEN_PIPE = 141   # 128 + SIGPIPE: what a shell reports for a tool cut off by `head`
 
 
 class Parser(argparse.ArgumentParser):

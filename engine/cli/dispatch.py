@@ -1,7 +1,8 @@
 """Parsing a `duplens` command line and running it with the promised exit status.
 
 Exit status: 0 done, 2 bad input or usage (one line on stderr), 1 a bug (details in the log
-file named on stderr), 130 stopped by Ctrl-C after keeping what was done. Each command
+file named on stderr), 130 stopped by Ctrl-C after keeping what was done, 141 the reader
+of the output went away (a pipe into `head`). Each command
 lives in a module of its own that adds its parser (`register`) and its `run` function.
 """
 
@@ -9,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+import os
 import signal
 import sys
 import traceback
@@ -29,7 +31,15 @@ from engine.cli import (
     search,
     selfcheck,
 )
-from engine.cli.common import EXIT_BUG, EXIT_CANCELLED, EXIT_INPUT, TRUST_FLAG, Parser, say
+from engine.cli.common import (
+    EXIT_BROKEN_PIPE,
+    EXIT_BUG,
+    EXIT_CANCELLED,
+    EXIT_INPUT,
+    TRUST_FLAG,
+    Parser,
+    say,
+)
 from engine.errors import DuplensError, UntrustedModelLocation, user_error
 from engine.jobs import CancelToken
 from engine.logfile import setup_logging
@@ -93,6 +103,13 @@ def main(argv: Sequence[str] | None = None,
     except KeyboardInterrupt:
         say("duplens: aborted")
         return EXIT_CANCELLED
+    except BrokenPipeError:
+        # The reader went away (`duplens match --json | head`): nothing is wrong and nobody
+        # is left to tell; end as a tool killed by SIGPIPE would, without Python's second
+        # complaint when it flushes stdout at exit.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return EXIT_BROKEN_PIPE
     except Exception as exc:  # noqa: BLE001 - the last line of defence: log it, say where
         mapped = user_error(exc, getattr(args, "project", None))
         if mapped is not None:  # a full disk or a busy project, reached below the store

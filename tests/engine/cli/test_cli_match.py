@@ -122,3 +122,24 @@ def test_bad_input_is_one_line_exit_2(project, new_file, tmp_path, args, message
     lines = proc.stderr.strip().splitlines()
     assert len(lines) == 1 and message in lines[0] and "Traceback" not in proc.stderr, proc.stderr
     assert items(project) == before
+
+
+def test_a_reader_that_goes_away_ends_it_quietly(project, tmp_path):
+    """`duplens match … --json | head`: the JSON streams, so the reader can close the pipe
+    long before the end; that is no bug to report (it was 'unexpected error', exit 1)."""
+    import os
+    import subprocess
+    import sys
+
+    many = tmp_path / "many.csv"
+    many.write_text("question\n" + "".join(f"How do I learn language number {i} fast?\n"
+                                            for i in range(1500)), encoding="utf-8")
+    proc = subprocess.Popen([sys.executable, "-m", "engine.cli", "match", str(project),
+                             str(many), "--column", "question", "--json"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert proc.stdout.read(100).startswith(b"[")   # the first entry came
+    proc.stdout.close()                              # and the reader left
+    err = proc.stderr.read().decode()
+    assert proc.wait(timeout=300) == 141, err
+    assert "unexpected error" not in err and "Traceback" not in err
