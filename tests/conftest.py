@@ -66,6 +66,16 @@ def new_project(tmp_path, encoder):
         project.close()
 
 
+@pytest.fixture
+def questions_project(new_project, data_dir):
+    """tests/data/questions.csv imported (ids from its qid column) and encoded: the project
+    most engine tests start from."""
+    project = new_project()
+    project.rows.import_table(data_dir / "questions.csv", ["question"], id_column="qid")
+    project.vectors.encode()
+    return project
+
+
 @pytest.fixture(scope="session")
 def ray_session():
     """One local Ray for the whole test session (starting one takes seconds), started by the

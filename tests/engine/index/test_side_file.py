@@ -30,14 +30,6 @@ from tests.engine.store.project_checks import ROOT, fill, small_disk
 QUERY = "how do I fix a flat tire"
 
 
-@pytest.fixture
-def saved(new_project, data_dir):
-    project = new_project()
-    project.rows.import_table(data_dir / "questions.csv", ["question"], id_column="qid")
-    project.vectors.encode()
-    return project
-
-
 def _open(path, encoder) -> Project:
     project = Project.open(path)
     project.model.attach(encoder, is_default=True)
@@ -71,9 +63,9 @@ def _assert_side_file_is_the_saved_index(path) -> None:
     assert [p.name for p in folder_for(path).iterdir()] == [side.name]  # no temporary left
 
 
-def test_a_matching_side_file_is_loaded_instead_of_the_blobs(saved, encoder):
-    expected, path = _answers(saved), saved.path
-    saved.close()
+def test_a_matching_side_file_is_loaded_instead_of_the_blobs(questions_project, encoder):
+    expected, path = _answers(questions_project), questions_project.path
+    questions_project.close()
     _assert_side_file_is_the_saved_index(path)
     reopened = _open(path, encoder)
     try:
@@ -104,14 +96,14 @@ def _delete(side, _old) -> None:
 @pytest.mark.parametrize("spoil", [_truncate, _restore_old_copy, _write_into, _delete],
                          ids=["truncated", "old-copy-restored", "written-into", "missing"])
 def test_a_side_file_that_is_not_the_saved_index_falls_back_to_the_blobs(
-        saved, encoder, tmp_path, spoil):
+        questions_project, encoder, tmp_path, spoil):
     old = tmp_path / "old.bin"
-    shutil.copy2(_side(saved.path), old)
-    gone = saved.search(QUERY, k=1)[0]
-    assert saved.rows.delete([gone.item_id]) == 1   # saved again: a newer side file
-    expected, path = _answers(saved), saved.path
+    shutil.copy2(_side(questions_project.path), old)
+    gone = questions_project.search(QUERY, k=1)[0]
+    assert questions_project.rows.delete([gone.item_id]) == 1   # saved again: a newer side file
+    expected, path = _answers(questions_project), questions_project.path
     assert gone.id not in [i for i, _ in expected]
-    saved.close()
+    questions_project.close()
     spoil(_side(path), old)
 
     reopened = _open(path, encoder)
@@ -129,9 +121,9 @@ def test_a_side_file_that_is_not_the_saved_index_falls_back_to_the_blobs(
         again.close()
 
 
-def test_a_project_copied_without_its_side_file_opens(saved, encoder, tmp_path):
-    expected, path = _answers(saved), saved.path
-    saved.close()
+def test_a_project_copied_without_its_side_file_opens(questions_project, encoder, tmp_path):
+    expected, path = _answers(questions_project), questions_project.path
+    questions_project.close()
     plain, copied = tmp_path / "plain-copy.duplens", tmp_path / "copied.duplens"
     shutil.copy2(path, plain)                    # the file alone, as a user copies it
     copy_project(path, copied)                   # duplens copy
@@ -146,9 +138,9 @@ def test_a_project_copied_without_its_side_file_opens(saved, encoder, tmp_path):
         _assert_side_file_is_the_saved_index(other)
 
 
-def test_a_read_only_open_uses_a_matching_side_file_and_writes_none(saved, tmp_path):
-    path = saved.path
-    saved.close()
+def test_a_read_only_open_uses_a_matching_side_file_and_writes_none(questions_project, tmp_path):
+    path = questions_project.path
+    questions_project.close()
     plain = tmp_path / "plain-copy.duplens"
     shutil.copy2(path, plain)
     for target, route in ((path, "side file"), (plain, "blobs")):

@@ -13,11 +13,9 @@ THRESHOLD = 0.75
 
 
 @pytest.fixture
-def project(new_project, data_dir):
-    project = new_project()
-    project.rows.import_table(data_dir / "questions.csv", ["question"], id_column="qid")
-    project.vectors.encode()
-    return project
+def project(questions_project):
+    """The shared questions project, under the name every decision test reads best with."""
+    return questions_project
 
 
 def cluster_with(clusters, public_id):
