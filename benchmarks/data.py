@@ -1,7 +1,9 @@
-"""Loading the evaluation data that lives beside the repository (never inside it)."""
+"""Loading the evaluation data that lives beside the repository (never inside it), and writing
+the one-column question files the import benchmarks feed the real importer."""
 
 from __future__ import annotations
 
+import csv
 import gzip
 import os
 from pathlib import Path
@@ -25,3 +27,13 @@ def quora_questions(limit: int | None = None) -> list[str]:
             if limit and len(seen) >= limit:
                 break
     return list(seen)[:limit] if limit else list(seen)
+
+
+def write_questions_csv(path: Path, texts: list[str]) -> Path:
+    """`texts` as a one-column CSV headed "question": the benchmarks time Duplens' own
+    importer reading a real file, so they need one on disk."""
+    with path.open("w", newline="", encoding="utf-8") as fh:
+        writer = csv.writer(fh)
+        writer.writerow(["question"])
+        writer.writerows([t] for t in texts)
+    return path

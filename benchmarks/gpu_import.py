@@ -19,12 +19,13 @@ same code on a CPU, which is how the tests check its logic (those figures are no
 
 from __future__ import annotations
 
-import csv
 import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
+
+from benchmarks.data import write_questions_csv
 
 GOAL_RATIO = 2.0
 ROWS_QUICK = 20_000
@@ -128,10 +129,7 @@ def _import(encoder, texts: list[str], device: str) -> float:
 
     with tempfile.TemporaryDirectory(prefix="duplens-gpu-") as tmp:
         src = Path(tmp) / "questions.csv"
-        with src.open("w", newline="", encoding="utf-8") as fh:
-            writer = csv.writer(fh)
-            writer.writerow(["question"])
-            writer.writerows([t] for t in texts)
+        write_questions_csv(src, texts)
 
         def work() -> None:
             with Project.open(Path(tmp) / "gpu.duplens", create=True) as project:

@@ -13,14 +13,13 @@ encoding + storing the vectors + indexing + saving the index.
 from __future__ import annotations
 
 import argparse
-import csv
 import json
 import platform
 import tempfile
 import time
 from pathlib import Path
 
-from benchmarks.data import quora_questions
+from benchmarks.data import quora_questions, write_questions_csv
 
 
 def main() -> None:
@@ -46,10 +45,7 @@ def main() -> None:
 
     with tempfile.TemporaryDirectory() as tmp:
         src = Path(tmp) / "questions.csv"
-        with src.open("w", newline="", encoding="utf-8") as fh:
-            writer = csv.writer(fh)
-            writer.writerow(["question"])
-            writer.writerows([t] for t in texts)
+        write_questions_csv(src, texts)
         t0 = time.perf_counter()
         with Project.open(Path(tmp) / "bench.duplens", create=True) as project:
             project.model.attach(SentenceEncoder(model, spec, args.device, args.batch_size),

@@ -26,7 +26,6 @@ the checked rows, beside the time one batch of 1,024 searches takes at that beam
 
 from __future__ import annotations
 
-import csv
 import os
 import tempfile
 import time
@@ -36,6 +35,7 @@ from pathlib import Path
 import numpy as np
 
 from benchmarks import corpus
+from benchmarks.data import write_questions_csv
 
 K = 3
 ITEMS = 1_000_000
@@ -129,10 +129,7 @@ def run(quick: bool) -> dict:
     matching.InFileTwins.add = lambda self, *a: twins(self, *a)
     with tempfile.TemporaryDirectory(prefix="duplens-match-") as tmp:
         src = Path(tmp) / "new.csv"
-        with src.open("w", newline="", encoding="utf-8") as fh:
-            writer = csv.writer(fh)
-            writer.writerow(["question"])
-            writer.writerows([t] for t in texts)
+        write_questions_csv(src, texts)
         started = time.perf_counter()
         result = project.matching.check_file(src, ["question"], k=K)
         match_s = time.perf_counter() - started

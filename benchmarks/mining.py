@@ -27,7 +27,6 @@ benchmark, benchmarks/mining_1m.py (full runs only).
 from __future__ import annotations
 
 import cProfile
-import csv
 import os
 import pstats
 import sys
@@ -38,6 +37,7 @@ from pathlib import Path
 import numpy as np
 
 from benchmarks import corpus, exact
+from benchmarks.data import write_questions_csv
 
 THRESHOLD = 0.8
 RECUT_THRESHOLDS = (0.75, 0.85, 0.9, 0.95)
@@ -111,10 +111,7 @@ def _duplens(texts: list[str], vectors: np.ndarray, truth: np.ndarray) -> dict:
     measured = {}
     with tempfile.TemporaryDirectory(prefix="duplens-mining-") as tmp:
         src = Path(tmp) / "rows.csv"
-        with src.open("w", newline="", encoding="utf-8") as fh:
-            writer = csv.writer(fh)
-            writer.writerow(["question"])
-            writer.writerows([t] for t in texts)
+        write_questions_csv(src, texts)
         with Project.open(Path(tmp) / "mining.duplens", create=True) as project:
             project.model.attach(corpus.encoder(), is_default=True)
             project.rows.import_table(src, ["question"])

@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import csv
 import json
 import os
 import tempfile
@@ -36,6 +35,8 @@ import time
 from pathlib import Path
 
 import numpy as np
+
+from benchmarks.data import write_questions_csv
 
 BATCH = 64
 ROWS_QUICK, ROWS_FULL = 3_000, 10_000
@@ -220,10 +221,7 @@ def _timed(fn) -> float:
 
 def _csv(folder: Path, texts: list[str]) -> Path:
     src = folder / "questions.csv"
-    with src.open("w", newline="", encoding="utf-8") as fh:
-        writer = csv.writer(fh)
-        writer.writerow(["question"])
-        writer.writerows([t] for t in texts)
+    write_questions_csv(src, texts)
     return src
 
 

@@ -42,7 +42,6 @@ What is measured, each in a fresh process so memory figures are the product's al
 from __future__ import annotations
 
 import argparse
-import csv
 import json
 import os
 import resource
@@ -56,6 +55,7 @@ import numpy as np
 
 from benchmarks import corpus
 from benchmarks.child_peak import json_child
+from benchmarks.data import write_questions_csv
 
 ITEMS_FULL = 1_000_000
 ITEMS_QUICK = 100_000
@@ -123,10 +123,7 @@ def build_project(path: Path, n: int, *, block: int = 50_000) -> dict:
     real = np.concatenate([corpus.embed(pool), corpus.embed(queries)])[base]
     timings = {}
     src = path.with_suffix(".csv")
-    with src.open("w", newline="", encoding="utf-8") as fh:
-        writer = csv.writer(fh)
-        writer.writerow(["question"])
-        writer.writerows([t] for t in texts)
+    write_questions_csv(src, texts)
     path.unlink(missing_ok=True)
     with Project.open(path, create=True) as project:
         project.model.attach(corpus.encoder(), is_default=True)
@@ -270,10 +267,7 @@ def measure_import(rows: int) -> dict:
     rss_model = current_rss_mib()
     with tempfile.TemporaryDirectory(prefix="duplens-scale-") as tmp:
         src = Path(tmp) / "rows.csv"
-        with src.open("w", newline="", encoding="utf-8") as fh:
-            writer = csv.writer(fh)
-            writer.writerow(["question"])
-            writer.writerows([t] for t in texts)
+        write_questions_csv(src, texts)
         t0 = time.perf_counter()
         with Project.open(Path(tmp) / "import.duplens", create=True) as project:
             project.model.attach(encoder, is_default=True)
