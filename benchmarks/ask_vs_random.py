@@ -54,6 +54,9 @@ def main(argv: list[str] | None = None) -> None:
                     help="training seeds, both arms once each (default: --seed)")
     ap.add_argument("--device", default="cpu")
     ap.add_argument("--out", type=Path, default=RESULTS)
+    ap.add_argument("--merge", action="store_true",
+                    help="keep the runs already in --out for other training seeds (same split, "
+                         "measured pairs and default model only)")
     args = ap.parse_args(argv)
     sizes = sorted(args.sizes)
 
@@ -103,6 +106,8 @@ def main(argv: list[str] | None = None) -> None:
         return entry, result.model
 
     runs: list[dict] = []
+    earlier = (json.loads(args.out.read_text(encoding="utf-8"))
+               if args.merge and args.out.exists() else None)
     base_vectors = _vectors(base, pool)
     calibration = _calibration_study(np.einsum("ij,ij->i", *base_vectors), pool_labels,
                                      held_base, held_labels, args.seed)
@@ -110,6 +115,8 @@ def main(argv: list[str] | None = None) -> None:
 
     def write() -> None:
         report = _report(args, before, runs, calibration, started, time.perf_counter() - wall)
+        if earlier is not None:
+            report = _merged(earlier, report, args, before)
         args.out.parent.mkdir(parents=True, exist_ok=True)
         args.out.write_text(json.dumps(report, indent=1, ensure_ascii=False) + "\n",
                             encoding="utf-8")
@@ -277,8 +284,29 @@ def _report(args, before, runs: list[dict], calibration: list[dict], started: da
                       "model and add pairs to the earlier ones; each run trains the default "
                       "model afresh with the default options (learning rate included)."],
             "runs": runs, "calibration": calibration,
+            "setup": {"split_seed": args.seed, "held_out_limit": args.held_out_limit,
+                      "objective": args.objective,
+                      "default_model_ap": round(base_ap, 2)},
         },
     }
+
+
+def _merged(earlier: dict, report: dict, args, before) -> dict:
+    """`report` with the `earlier` report's runs of the training seeds it did not run again,
+    when both measured the same held-out pairs of the same split from the same default
+    model; else `report` alone. The tables are made again from all the runs."""
+    if earlier["result"].get("setup") != report["result"]["setup"]:
+        _say("the earlier results were measured on other pairs; not merged")
+        return report
+    redone = {r["seed"] for r in report["result"]["runs"]}
+    runs = [r for r in earlier["result"]["runs"] if r["seed"] not in redone]
+    runs += report["result"]["runs"]
+    merged = _report(args, before, runs, report["result"]["calibration"],
+                     datetime.fromisoformat(report["date"]), report["wall_seconds"])
+    merged["earlier_commands"] = [*earlier.get("earlier_commands", []), earlier["command"]]
+    merged["earlier_wall_seconds"] = (earlier.get("earlier_wall_seconds", 0)
+                                      + earlier["wall_seconds"])
+    return merged
 
 
 def _means(runs: list[dict], base_ap: float) -> list[dict]:
