@@ -11,8 +11,9 @@ name, so a copy and a server project read each other's blobs. Blobs are chunked
 from __future__ import annotations
 
 import io
+import shutil
 import tarfile
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 
 from sqlalchemy import Connection, select
 
@@ -36,14 +37,45 @@ def tar_folder(folder: Path) -> bytes:
 
 
 def untar_folder(data: bytes, folder: Path) -> None:
-    """Unpack a `tar_folder` result into `folder`, which must not exist yet. Links out of
-    the folder, absolute paths and device files are refused (tarfile's "data" filter): the
-    blob came from a database other people write to."""
+    """Unpack a `tar_folder` result into `folder`, which must not exist yet.
+
+    The blob came from a database other people write to, so only plain files and folders
+    whose names stay inside `folder` are unpacked; a link, a device, an absolute path, a
+    `..`, a backslash or a drive colon is refused before anything is written. Done here
+    rather than with tarfile's "data" filter because Python 3.11 before 3.11.4 (Debian 12's
+    python3) has no filter argument, and a model folder holds nothing else.
+    """
     if folder.exists():
         raise ProjectError(f"{folder}: already exists; copy to a new place")
-    folder.mkdir(parents=True)
     with tarfile.open(fileobj=io.BytesIO(data), mode="r") as tar:
-        tar.extractall(folder, filter="data")
+        members = tar.getmembers()
+        targets = [_target(folder, m) for m in members]
+        folder.mkdir(parents=True)
+        for member, target in zip(members, targets, strict=True):
+            if member.isdir():
+                target.mkdir(parents=True, exist_ok=True)
+                continue
+            target.parent.mkdir(parents=True, exist_ok=True)
+            source = tar.extractfile(member)
+            assert source is not None     # a regular file, checked by _target
+            with source, target.open("wb") as out:
+                shutil.copyfileobj(source, out, _COPY_CHUNK)
+
+
+_COPY_CHUNK = 1 << 20
+
+
+def _target(folder: Path, member: tarfile.TarInfo) -> Path:
+    """Where `member` goes inside `folder`; ProjectError for anything but a plain file or
+    folder whose name stays inside it."""
+    name = PurePosixPath(member.name)
+    if not (member.isfile() or member.isdir()):
+        raise ProjectError(f"a stored model folder holds {member.name!r}, which is not a "
+                           f"plain file or folder; refusing to unpack it")
+    if name.is_absolute() or ".." in name.parts or "\\" in member.name or ":" in member.name:
+        raise ProjectError(f"a stored model folder names {member.name!r}, outside itself; "
+                           f"refusing to unpack it")
+    return folder.joinpath(*[part for part in name.parts if part != "."])
 
 
 def put_folder(conn: Connection, model_id: int, folder: Path) -> None:
