@@ -67,12 +67,9 @@ def test_a_matching_side_file_is_loaded_instead_of_the_blobs(questions_project, 
     expected, path = _answers(questions_project), questions_project.path
     questions_project.close()
     _assert_side_file_is_the_saved_index(path)
-    reopened = _open(path, encoder)
-    try:
+    with _open(path, encoder) as reopened:
         assert _answers(reopened) == expected
         assert reopened.vectors.index_source() == "side file"
-    finally:
-        reopened.close()
 
 
 def _truncate(side, _old) -> None:
@@ -106,19 +103,13 @@ def test_a_side_file_that_is_not_the_saved_index_falls_back_to_the_blobs(
     questions_project.close()
     spoil(_side(path), old)
 
-    reopened = _open(path, encoder)
-    try:
+    with _open(path, encoder) as reopened:
         assert _answers(reopened) == expected
         assert reopened.vectors.index_source() == "blobs"
-    finally:
-        reopened.close()
     _assert_side_file_is_the_saved_index(path)   # written again by that open
-    again = _open(path, encoder)
-    try:
+    with _open(path, encoder) as again:
         assert _answers(again) == expected
         assert again.vectors.index_source() == "side file"
-    finally:
-        again.close()
 
 
 def test_a_project_copied_without_its_side_file_opens(questions_project, encoder, tmp_path):
@@ -129,12 +120,9 @@ def test_a_project_copied_without_its_side_file_opens(questions_project, encoder
     copy_project(path, copied)                   # duplens copy
     for other in (plain, copied):
         assert not folder_for(other).exists()
-        project = _open(other, encoder)
-        try:
+        with _open(other, encoder) as project:
             assert _answers(project) == expected
             assert project.vectors.index_source() == "blobs"
-        finally:
-            project.close()
         _assert_side_file_is_the_saved_index(other)
 
 
@@ -225,12 +213,9 @@ def test_a_full_disk_while_saving_keeps_the_project_and_its_side_file_right(
         filler.unlink()
         if any(folder_for(path).glob("*")):
             _assert_side_file_is_the_saved_index(path)
-        reopened = _open(path, encoder)
-        try:
+        with _open(path, encoder) as reopened:
             index = reopened.vectors.index()
             live = set(index.ids().tolist()) - index.deleted
             deleted = reopened.rows.count() == 47
             assert len(live) == (45 if deleted else 46)
             assert (gone.id in [h.id for h in reopened.search(QUERY, k=5)]) is not deleted
-        finally:
-            reopened.close()
