@@ -67,9 +67,10 @@ def new_project(tmp_path, encoder):
 
 
 @pytest.fixture
-def questions_project(new_project, data_dir):
-    """tests/data/questions.csv imported (ids from its qid column) and encoded: the project
-    most engine tests start from."""
+def open_questions(new_project, data_dir):
+    """An open project holding tests/data/questions.csv (ids from its qid column), encoded:
+    the project most engine tests start from. (The window's tests use a closed file of the
+    same rows, `questions_project` in tests/desktop_app/conftest.py.)"""
     project = new_project()
     project.rows.import_table(data_dir / "questions.csv", ["question"], id_column="qid")
     project.vectors.encode()

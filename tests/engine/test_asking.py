@@ -6,8 +6,8 @@ from __future__ import annotations
 from engine.training.collect import training_input
 
 
-def test_offers_skip_judged_pairs_and_answers_count_as_asked(questions_project):
-    project = questions_project
+def test_offers_skip_judged_pairs_and_answers_count_as_asked(open_questions):
+    project = open_questions
     offered = project.asking.pairs(10)
     assert len(offered) == 10
     first, second = offered[0], offered[1]

@@ -24,10 +24,10 @@ def new_file(tmp_path):
     return path
 
 
-def test_scores_are_exact_cosines_and_repeats_are_found_across_batches(questions_project, new_file,
+def test_scores_are_exact_cosines_and_repeats_are_found_across_batches(open_questions, new_file,
                                                                        encoder):
-    before = questions_project.info()
-    result = questions_project.matching.check_file(new_file, ["title", "body"], k=2, batch_rows=2)
+    before = open_questions.info()
+    result = open_questions.matching.check_file(new_file, ["title", "body"], k=2, batch_rows=2)
     assert result.threshold == 0.8                      # no labels yet: the default
     # The empty row 2 has nothing to match and is left out; the rest keep their numbers.
     assert [r.row for r in result.rows] == [1, 3, 4, 5]
@@ -38,7 +38,7 @@ def test_scores_are_exact_cosines_and_repeats_are_found_across_batches(questions
     assert first.matches[0].score == pytest.approx(float(np.dot(query, stored)), abs=1e-4)
     # Row 4 repeats row 1 (an earlier batch), row 5 repeats row 3 (the same batch).
     assert [r.duplicate_in_file_of for r in result.rows] == [None, None, "1", "3"]
-    assert questions_project.info() == before
+    assert open_questions.info() == before
 
 
 def test_a_project_without_encoded_rows_is_refused(new_project, data_dir, new_file):
@@ -48,11 +48,11 @@ def test_a_project_without_encoded_rows_is_refused(new_project, data_dir, new_fi
         project.matching.check_file(new_file, ["body"])
 
 
-def test_cancel_stops_between_batches(questions_project, new_file):
+def test_cancel_stops_between_batches(open_questions, new_file):
     cancel = CancelToken()
     cancel.cancel()
     with pytest.raises(Cancelled):
-        questions_project.matching.check_file(new_file, ["body"], cancel=cancel)
+        open_questions.matching.check_file(new_file, ["body"], cancel=cancel)
 
 
 def _unstreamed(result, path):
@@ -63,17 +63,17 @@ def _unstreamed(result, path):
 
 
 @pytest.mark.parametrize("suffix", [".csv", ".xlsx"])
-def test_streamed_export_over_several_batches_is_the_whole_table(questions_project, new_file,
+def test_streamed_export_over_several_batches_is_the_whole_table(open_questions, new_file,
                                                                   tmp_path, suffix):
     import openpyxl
 
     from engine.services.matching import export_header, write_matches
 
     streamed, whole = tmp_path / f"streamed{suffix}", tmp_path / f"whole{suffix}"
-    stream = questions_project.matching.stream(new_file, ["title", "body"], k=2, batch_rows=2)
+    stream = open_questions.matching.stream(new_file, ["title", "body"], k=2, batch_rows=2)
     assert write_matches(stream, streamed) == 4
     assert stream.bad_lines == []
-    result = questions_project.matching.check_file(new_file, ["title", "body"], k=2, batch_rows=2)
+    result = open_questions.matching.check_file(new_file, ["title", "body"], k=2, batch_rows=2)
     assert list(result.frame().columns) == export_header(["title", "body"], 2)
     _unstreamed(result, whole)
     if suffix == ".csv":
@@ -93,7 +93,7 @@ def test_streamed_export_over_several_batches_is_the_whole_table(questions_proje
         assert len(cells(streamed)) == 5
 
 
-def test_a_check_stopped_mid_file_leaves_no_partial_export(questions_project, new_file, tmp_path):
+def test_a_check_stopped_mid_file_leaves_no_partial_export(open_questions, new_file, tmp_path):
     from engine.services.matching import write_matches
 
     out = tmp_path / "out" / "matches.csv"
@@ -106,7 +106,7 @@ def test_a_check_stopped_mid_file_leaves_no_partial_export(questions_project, ne
         seen.append(p.done)
         cancel.cancel()                       # after the first batch is written
 
-    stream = questions_project.matching.stream(new_file, ["body"], batch_rows=2, progress=progress,
+    stream = open_questions.matching.stream(new_file, ["body"], batch_rows=2, progress=progress,
                                       cancel=cancel)
     with pytest.raises(Cancelled):
         write_matches(stream, out)
@@ -115,13 +115,13 @@ def test_a_check_stopped_mid_file_leaves_no_partial_export(questions_project, ne
     assert [p.name for p in out.parent.iterdir()] == ["matches.csv"]
 
 
-def test_a_failing_write_leaves_no_partial_export(questions_project, new_file, tmp_path):
+def test_a_failing_write_leaves_no_partial_export(open_questions, new_file, tmp_path):
     from engine.errors import InputError
     from engine.services.matching import write_matches
 
     out = tmp_path / "out" / "matches.csv"
     out.parent.mkdir()
-    stream = questions_project.matching.stream(new_file, ["body"], batch_rows=2)
+    stream = open_questions.matching.stream(new_file, ["body"], batch_rows=2)
     rows = stream.rows
 
     def failing():

@@ -36,9 +36,9 @@ def _stamp(project) -> dict:
     return json.loads(raw) if raw else {}
 
 
-def test_a_matching_stamp_skips_the_reconcile(questions_project, encoder, monkeypatch):
-    expected = [h.id for h in questions_project.search("how do I fix a flat tire", k=3)]
-    reopened, calls = _reopen(questions_project, encoder, monkeypatch)
+def test_a_matching_stamp_skips_the_reconcile(open_questions, encoder, monkeypatch):
+    expected = [h.id for h in open_questions.search("how do I fix a flat tire", k=3)]
+    reopened, calls = _reopen(open_questions, encoder, monkeypatch)
     try:
         assert [h.id for h in reopened.search("how do I fix a flat tire", k=3)] == expected
         assert calls == [] and len(reopened.vectors.index()) == 46
@@ -46,11 +46,11 @@ def test_a_matching_stamp_skips_the_reconcile(questions_project, encoder, monkey
         reopened.close()
 
 
-def test_another_content_version_reconciles_and_then_stamps(questions_project, encoder,
+def test_another_content_version_reconciles_and_then_stamps(open_questions, encoder,
                                                             monkeypatch):
-    with questions_project.store.write() as conn:
+    with open_questions.store.write() as conn:
         vector_store.bump_content_version(conn)
-    reopened, calls = _reopen(questions_project, encoder, monkeypatch)
+    reopened, calls = _reopen(open_questions, encoder, monkeypatch)
     try:
         assert len(reopened.vectors.index()) == 46 and len(calls) == 1
         with reopened.store.read() as conn:
@@ -65,37 +65,37 @@ def test_another_content_version_reconciles_and_then_stamps(questions_project, e
 
 
 @pytest.mark.parametrize("tamper", ["stamp_embeddings", "index_count", "no_stamp"])
-def test_a_tampered_record_reconciles(questions_project, encoder, monkeypatch, tamper):
-    model_id = questions_project.model.id()
-    with questions_project.store.write() as conn:
+def test_a_tampered_record_reconciles(open_questions, encoder, monkeypatch, tamper):
+    model_id = open_questions.model.id()
+    with open_questions.store.write() as conn:
         if tamper == "stamp_embeddings":
-            stamp = _stamp(questions_project)
+            stamp = _stamp(open_questions)
             stamp["embeddings"] += 1
-            questions_project.store.set_meta(stamp_key(model_id), json.dumps(stamp), conn)
+            open_questions.store.set_meta(stamp_key(model_id), json.dumps(stamp), conn)
         elif tamper == "index_count":
             conn.execute(indexes.update().where(indexes.c.model_id == model_id)
                          .values(count=45))
         else:
             conn.execute(meta.delete().where(meta.c.key == stamp_key(model_id)))
-    reopened, calls = _reopen(questions_project, encoder, monkeypatch)
+    reopened, calls = _reopen(open_questions, encoder, monkeypatch)
     try:
         assert len(reopened.vectors.index()) == 46 and calls == [model_id]
     finally:
         reopened.close()
 
 
-def test_embeddings_written_behind_the_index_are_found_on_open(questions_project, encoder,
+def test_embeddings_written_behind_the_index_are_found_on_open(open_questions, encoder,
                                                               monkeypatch, tmp_path):
     src = tmp_path / "more.csv"
     src.write_text("question\nHow do penguins keep warm in Antarctica?\n", encoding="utf-8")
-    questions_project.rows.import_table(src, ["question"])
-    model_id = questions_project.model.id()
-    with questions_project.store.read() as conn:
+    open_questions.rows.import_table(src, ["question"])
+    model_id = open_questions.model.id()
+    with open_questions.store.read() as conn:
         (text_id,) = vector_store.missing_text_ids(conn, model_id)
-    with questions_project.store.write() as conn:     # stored, but the saved index never saw it
+    with open_questions.store.write() as conn:     # stored, but the saved index never saw it
         vector_store.add_embeddings(conn, model_id, [text_id],
                                     encoder.encode(["How do penguins keep warm?"]), [False])
-    reopened, calls = _reopen(questions_project, encoder, monkeypatch)
+    reopened, calls = _reopen(open_questions, encoder, monkeypatch)
     try:
         assert len(reopened.vectors.index()) == 47 and len(calls) == 1
         assert reopened.search("penguins in the cold", k=1)[0].text.startswith("How do pen")
@@ -103,12 +103,12 @@ def test_embeddings_written_behind_the_index_are_found_on_open(questions_project
         reopened.close()
 
 
-def test_deleting_rows_keeps_the_stamp_exact(questions_project, encoder, monkeypatch):
-    hit = questions_project.search("which city is the capital of australia", k=1)[0]
-    before = questions_project.store.get_meta("content_version")
-    assert questions_project.rows.delete([hit.item_id]) == 1
-    assert int(questions_project.store.get_meta("content_version")) == int(before) + 1
-    reopened, calls = _reopen(questions_project, encoder, monkeypatch)
+def test_deleting_rows_keeps_the_stamp_exact(open_questions, encoder, monkeypatch):
+    hit = open_questions.search("which city is the capital of australia", k=1)[0]
+    before = open_questions.store.get_meta("content_version")
+    assert open_questions.rows.delete([hit.item_id]) == 1
+    assert int(open_questions.store.get_meta("content_version")) == int(before) + 1
+    reopened, calls = _reopen(open_questions, encoder, monkeypatch)
     try:
         assert calls == [] and len(reopened.vectors.index()) == 45
         assert hit.item_id not in [h.item_id for h in reopened.search(hit.text, k=5)]
@@ -116,19 +116,19 @@ def test_deleting_rows_keeps_the_stamp_exact(questions_project, encoder, monkeyp
         reopened.close()
 
 
-def test_reimporting_a_deleted_rows_text_brings_it_back_at_once(questions_project, encoder,
+def test_reimporting_a_deleted_rows_text_brings_it_back_at_once(open_questions, encoder,
                                                                 monkeypatch, tmp_path):
-    hit = questions_project.search("which city is the capital of australia", k=1)[0]
-    questions_project.rows.delete([hit.item_id])
-    assert hit.text not in [h.text for h in questions_project.search(hit.text, k=3)]
+    hit = open_questions.search("which city is the capital of australia", k=1)[0]
+    open_questions.rows.delete([hit.item_id])
+    assert hit.text not in [h.text for h in open_questions.search(hit.text, k=3)]
     src = tmp_path / "again.csv"
     src.write_text(f"question\n{hit.text}\n", encoding="utf-8")
-    report = questions_project.rows.import_table(src, ["question"])
+    report = open_questions.rows.import_table(src, ["question"])
     assert len(report.revived_texts) == 1
-    assert questions_project.search(hit.text, k=1)[0].text == hit.text  # no encode, no reopen
-    questions_project.vectors.encode()  # nothing new: the revived text is already embedded
-    questions_project.vectors.save_index()
-    reopened, calls = _reopen(questions_project, encoder, monkeypatch)
+    assert open_questions.search(hit.text, k=1)[0].text == hit.text  # no encode, no reopen
+    open_questions.vectors.encode()  # nothing new: the revived text is already embedded
+    open_questions.vectors.save_index()
+    reopened, calls = _reopen(open_questions, encoder, monkeypatch)
     try:
         assert calls == [] and len(reopened.vectors.index()) == 46
         assert reopened.search(hit.text, k=1)[0].text == hit.text
@@ -136,8 +136,8 @@ def test_reimporting_a_deleted_rows_text_brings_it_back_at_once(questions_projec
         reopened.close()
 
 
-def test_loaded_index_is_what_a_full_reconcile_gives(questions_project, encoder, monkeypatch):
-    reopened, calls = _reopen(questions_project, encoder, monkeypatch)
+def test_loaded_index_is_what_a_full_reconcile_gives(open_questions, encoder, monkeypatch):
+    reopened, calls = _reopen(open_questions, encoder, monkeypatch)
     try:
         index = reopened.vectors.index()
         assert calls == []

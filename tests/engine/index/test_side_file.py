@@ -63,9 +63,9 @@ def _assert_side_file_is_the_saved_index(path) -> None:
     assert [p.name for p in folder_for(path).iterdir()] == [side.name]  # no temporary left
 
 
-def test_a_matching_side_file_is_loaded_instead_of_the_blobs(questions_project, encoder):
-    expected, path = _answers(questions_project), questions_project.path
-    questions_project.close()
+def test_a_matching_side_file_is_loaded_instead_of_the_blobs(open_questions, encoder):
+    expected, path = _answers(open_questions), open_questions.path
+    open_questions.close()
     _assert_side_file_is_the_saved_index(path)
     with _open(path, encoder) as reopened:
         assert _answers(reopened) == expected
@@ -93,14 +93,14 @@ def _delete(side, _old) -> None:
 @pytest.mark.parametrize("spoil", [_truncate, _restore_old_copy, _write_into, _delete],
                          ids=["truncated", "old-copy-restored", "written-into", "missing"])
 def test_a_side_file_that_is_not_the_saved_index_falls_back_to_the_blobs(
-        questions_project, encoder, tmp_path, spoil):
+        open_questions, encoder, tmp_path, spoil):
     old = tmp_path / "old.bin"
-    shutil.copy2(_side(questions_project.path), old)
-    gone = questions_project.search(QUERY, k=1)[0]
-    assert questions_project.rows.delete([gone.item_id]) == 1   # saved again: a newer side file
-    expected, path = _answers(questions_project), questions_project.path
+    shutil.copy2(_side(open_questions.path), old)
+    gone = open_questions.search(QUERY, k=1)[0]
+    assert open_questions.rows.delete([gone.item_id]) == 1   # saved again: a newer side file
+    expected, path = _answers(open_questions), open_questions.path
     assert gone.id not in [i for i, _ in expected]
-    questions_project.close()
+    open_questions.close()
     spoil(_side(path), old)
 
     with _open(path, encoder) as reopened:
@@ -112,9 +112,9 @@ def test_a_side_file_that_is_not_the_saved_index_falls_back_to_the_blobs(
         assert again.vectors.index_source() == "side file"
 
 
-def test_a_project_copied_without_its_side_file_opens(questions_project, encoder, tmp_path):
-    expected, path = _answers(questions_project), questions_project.path
-    questions_project.close()
+def test_a_project_copied_without_its_side_file_opens(open_questions, encoder, tmp_path):
+    expected, path = _answers(open_questions), open_questions.path
+    open_questions.close()
     plain, copied = tmp_path / "plain-copy.duplens", tmp_path / "copied.duplens"
     shutil.copy2(path, plain)                    # the file alone, as a user copies it
     copy_project(path, copied)                   # duplens copy
@@ -126,9 +126,9 @@ def test_a_project_copied_without_its_side_file_opens(questions_project, encoder
         _assert_side_file_is_the_saved_index(other)
 
 
-def test_a_read_only_open_uses_a_matching_side_file_and_writes_none(questions_project, tmp_path):
-    path = questions_project.path
-    questions_project.close()
+def test_a_read_only_open_uses_a_matching_side_file_and_writes_none(open_questions, tmp_path):
+    path = open_questions.path
+    open_questions.close()
     plain = tmp_path / "plain-copy.duplens"
     shutil.copy2(path, plain)
     for target, route in ((path, "side file"), (plain, "blobs")):

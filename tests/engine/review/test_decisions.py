@@ -13,9 +13,9 @@ THRESHOLD = 0.75
 
 
 @pytest.fixture
-def project(questions_project):
+def project(open_questions):
     """The shared questions project, under the name every decision test reads best with."""
-    return questions_project
+    return open_questions
 
 
 def cluster_with(clusters, public_id):
