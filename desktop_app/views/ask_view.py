@@ -2,8 +2,9 @@
 
 The pair side by side (the review's own comparison panel, differing words highlighted), the
 model's similarity and the words' overlap (`engine.review.overlap`), and the review's
-answers: D duplicate, N not duplicate, S skip. The keys are the review screen's own
-shortcuts, which forward here while this mode is shown.
+answers: D duplicate, N not duplicate, S skip, and the review's Undo (Ctrl+Z) to take the
+last answer back. The keys are the review screen's own shortcuts, which forward here while
+this mode is shown.
 """
 
 from __future__ import annotations

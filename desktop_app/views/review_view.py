@@ -6,8 +6,8 @@ canonical and the selected member, or any two selected members. Keys: D duplicat
 N not duplicate, S skip, C set canonical, M move out, J/K next/previous cluster, Ctrl+Z undo,
 Ctrl+Shift+Z redo. Above, the threshold calibrated on the verdicts (precision, recall, how
 many labels it rests on), and "Ask me", which swaps the clusters for one pair at a time that
-the model is unsure of (`AskView`; D, N and S answer it). Everything it shows comes from the
-`ReviewController`.
+the model is unsure of (`AskView`; D, N and S answer it, Ctrl+Z takes an answer back).
+Everything it shows comes from the `ReviewController`.
 """
 
 from __future__ import annotations
@@ -88,6 +88,8 @@ class ClusterReviewView(QWidget):
         self.export_button = QPushButton("Export…", self)
         for b in (self.undo_button, self.redo_button):
             b.setEnabled(False)
+        self._history: tuple[bool, bool, str] = (False, False, "")   # the clusters' undo
+        self._ask_undo: tuple[bool, str] = (False, "")                 # Ask me's
         self.calibration_label = QLabel("", self)
         self.use_calibrated_button = QPushButton("Use", self)
         self.use_calibrated_button.setToolTip("Move the threshold to the calibrated one")
@@ -182,7 +184,7 @@ class ClusterReviewView(QWidget):
             "move_out": self.move_out,
             "next": lambda: self.step_cluster(1),
             "previous": lambda: self.step_cluster(-1),
-            "undo": self.controller.undo,
+            "undo": self.undo,
             "redo": self.controller.redo,
         }
         keys = {name: [QKeySequence(key)] for name, (key, _) in KEYS.items()}
@@ -212,6 +214,7 @@ class ClusterReviewView(QWidget):
         c.clustersChanged.connect(self.show_clusters)
         c.clusterUpdated.connect(self.update_cluster)
         c.historyChanged.connect(self.show_history)
+        c.ask.undoChanged.connect(self._ask_undo_changed)
         c.busy.connect(self._show_busy)
         c.calibrationReady.connect(self.show_calibration)
         self.use_calibrated_button.clicked.connect(c.use_calibrated)
@@ -247,10 +250,11 @@ class ClusterReviewView(QWidget):
         """Swap the clusters for "Ask me" and back (re-cut: answers are verdicts too)."""
         self.ask_button.setChecked(on)
         self.stack.setCurrentWidget(self.ask_view if on else self.stack.widget(0))
-        for name in ("canonical", "move_out", "next", "previous", "undo", "redo"):
+        for name in ("canonical", "move_out", "next", "previous", "redo"):
             self.actions_by_name[name].setEnabled(not on)   # their keys too
             if name in self.action_buttons:
                 self.action_buttons[name].setEnabled(not on)
+        self._show_undo()
         if on:
             self.controller.ask.start()
         else:
@@ -337,9 +341,29 @@ class ClusterReviewView(QWidget):
             self.members.setItem(row, col, cell)
 
     def show_history(self, can_undo: bool, can_redo: bool, what: str) -> None:
+        self._history = (can_undo, can_redo, what)
+        self._show_undo()
+
+    def _ask_undo_changed(self, can_undo: bool, what: str) -> None:
+        self._ask_undo = (can_undo, what)
+        self._show_undo()
+
+    def _show_undo(self) -> None:
+        """Undo and Redo act on what is on screen: the clusters' history, or in Ask me this
+        session's answers (taken back last first; there is no redo of those)."""
+        if self.asking:
+            (can_undo, what), can_redo = self._ask_undo, False
+        else:
+            can_undo, can_redo, what = self._history
         self.undo_button.setEnabled(can_undo)
         self.redo_button.setEnabled(can_redo)
         self.undo_button.setToolTip(f"Undo: {what}" if what else "")
+
+    def undo(self) -> None:
+        if self.asking:
+            self.controller.ask.undo()
+        else:
+            self.controller.undo()
 
     def _show_busy(self, what: str) -> None:
         if what:

@@ -102,6 +102,80 @@ def test_ask_me_shows_a_pair_answers_with_keys_and_the_next_follows(qtbot, windo
     assert not view.asking and view.actions_by_name["next"].isEnabled()
 
 
+def _stored(path) -> set[tuple[int, int, int]]:
+    con = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+    try:
+        return {tuple(r) for r in con.execute("SELECT item_a, item_b, label FROM pair_labels")}
+    finally:
+        con.close()
+
+
+def _start_asking(qtbot, window, path):
+    open_review(qtbot, window, path)
+    view = window.review_view
+    with qtbot.waitSignal(window.review.ask.pairChanged, timeout=SIGNAL_TIMEOUT_MS):
+        view.ask_button.click()
+    target = view.ask_view.compare.left
+    window.activateWindow()
+    target.setFocus()
+    qtbot.waitUntil(target.hasFocus, timeout=5_000)
+    return view, window.review.ask, target
+
+
+def test_ctrl_z_in_ask_me_takes_answers_back_last_first(qtbot, window, questions_project):
+    view, ask, target = _start_asking(qtbot, window, questions_project)
+    assert not view.undo_button.isEnabled()
+    first = ask.current
+    with qtbot.waitSignal(ask.answered, timeout=SIGNAL_TIMEOUT_MS):
+        qtbot.keyClick(target, Qt.Key.Key_D)
+    second = ask.current
+    with qtbot.waitSignal(ask.answered, timeout=SIGNAL_TIMEOUT_MS):
+        qtbot.keyClick(target, Qt.Key.Key_N)
+    third = ask.current
+    assert view.undo_button.isEnabled() and not view.redo_button.isEnabled()
+    assert second.b.public_id in view.undo_button.toolTip()
+    assert _stored(questions_project) == {(*_ordered(first), 1), (*_ordered(second), 0)}
+
+    # Ctrl+Z: the last answer's pair is back on screen and its verdict gone.
+    with qtbot.waitSignal(ask.answered, timeout=SIGNAL_TIMEOUT_MS,
+                          check_params_cb=lambda given: given == 1):
+        qtbot.keyClick(target, Qt.Key.Key_Z, Qt.KeyboardModifier.ControlModifier)
+    assert ask.current == second
+    assert second.a.text in view.ask_view.compare.left.toPlainText()
+    assert _stored(questions_project) == {(*_ordered(first), 1)}
+    with qtbot.waitSignal(ask.answered, timeout=SIGNAL_TIMEOUT_MS,
+                          check_params_cb=lambda given: given == 0):
+        view.undo_button.click()
+    assert ask.current == first and _stored(questions_project) == set()
+    assert not view.undo_button.isEnabled()
+
+    # Answered again, differently; the pair that was on screen comes after it, as before.
+    with qtbot.waitSignal(ask.answered, timeout=SIGNAL_TIMEOUT_MS):
+        qtbot.keyClick(target, Qt.Key.Key_N)
+    assert ask.current == second
+    assert _stored(questions_project) == {(*_ordered(first), 0)}
+    qtbot.keyClick(target, Qt.Key.Key_S)
+    assert ask.current == third
+
+    # Back to the clusters: Undo is the clusters' own again (nothing done there yet).
+    view.ask_button.click()
+    assert not view.undo_button.isEnabled()
+
+
+def test_undo_leaves_a_verdict_another_analyst_gave_since(qtbot, window, questions_project):
+    view, ask, target = _start_asking(qtbot, window, questions_project)
+    first = ask.current
+    with qtbot.waitSignal(ask.answered, timeout=SIGNAL_TIMEOUT_MS):
+        qtbot.keyClick(target, Qt.Key.Key_D)
+    with Project.open(questions_project) as other:     # another analyst, another connection
+        other.labels.set_label(first.a.item_id, first.b.item_id, 0)
+    with qtbot.waitSignal(ask.busy, timeout=SIGNAL_TIMEOUT_MS):
+        qtbot.keyClick(target, Qt.Key.Key_Z, Qt.KeyboardModifier.ControlModifier)
+    assert "it stays theirs" in view.ask_view.score_label.text()
+    assert ask.given == 1
+    assert _stored(questions_project) == {(*_ordered(first), 0)}
+
+
 def _ordered(pair) -> tuple[int, int]:
     a, b = pair.a.item_id, pair.b.item_id
     return (min(a, b), max(a, b))
