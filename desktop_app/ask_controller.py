@@ -35,7 +35,7 @@ class AskController(QObject):
         self.queue: list[AskedPair] = []
         self.given = 0
         self._seen: set[frozenset[int]] = set()   # shown (answered or skipped) this session
-        self._given: list[tuple[AskedPair, int]] = []   # answers to take back, last last
+        self._given: list[tuple[AskedPair, int]] = []   # answers to take back, newest last
         self._fetching = False
 
     def start(self) -> None:
@@ -62,10 +62,6 @@ class AskController(QObject):
             self._given.append((pair, label))
             self._emit_undo()
         self._advance()
-
-    @property
-    def can_undo(self) -> bool:
-        return bool(self._given)
 
     def undo(self) -> None:
         """Take back the last answer: its pair is shown again (the one on screen goes back
