@@ -89,7 +89,7 @@ def measure(texts: list[str], workers: list[int], gpu_workers: int = 0) -> dict:
     encoder = SentenceEncoder(load_model(spec, "cpu"), spec, "cpu", BATCH)
     with tempfile.TemporaryDirectory(prefix="duplens-ray-bench-") as tmp, \
             _postgres() as server:
-        src = _csv(Path(tmp), texts)
+        src = write_questions_csv(Path(tmp) / "questions.csv", texts)
         local = _pipeline(Path(tmp) / "local.duplens", src, encoder, None)
         rows.append(_row(f"Duplens pipeline, this thread ({threads} torch threads)",
                          len(texts), local["seconds"], local["steady"]))
@@ -217,12 +217,6 @@ def _timed(fn) -> float:
     t0 = time.perf_counter()
     fn()
     return time.perf_counter() - t0
-
-
-def _csv(folder: Path, texts: list[str]) -> Path:
-    src = folder / "questions.csv"
-    write_questions_csv(src, texts)
-    return src
 
 
 def _pipeline(location: Path | str, src: Path, encoder, executor) -> dict:

@@ -22,6 +22,7 @@ from engine.store.blobs import get_blob, put_blob
 from engine.store.schema import blobs
 
 FOLDER_BLOB = "model-folder/"
+_COPY_CHUNK = 1 << 20        # a weights file is copied out of the tar a MiB at a time
 
 
 def folder_blob_name(model_id: int) -> str:
@@ -57,12 +58,10 @@ def untar_folder(data: bytes, folder: Path) -> None:
                 continue
             target.parent.mkdir(parents=True, exist_ok=True)
             source = tar.extractfile(member)
-            assert source is not None     # a regular file, checked by _target
+            if source is None:        # cannot happen: _target let only plain files through
+                raise ProjectError(f"a stored model folder's {member.name!r} has no data")
             with source, target.open("wb") as out:
                 shutil.copyfileobj(source, out, _COPY_CHUNK)
-
-
-_COPY_CHUNK = 1 << 20
 
 
 def _target(folder: Path, member: tarfile.TarInfo) -> Path:
