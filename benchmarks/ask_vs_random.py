@@ -60,7 +60,7 @@ def main(argv: list[str] | None = None) -> None:
     args = ap.parse_args(argv)
     sizes = sorted(args.sizes)
 
-    from engine.encoding.models import load_model, resolve_model
+    from engine.encoding.model_spec import load_model, resolve_model
     from engine.training import TrainingOptions, finetune, metrics_from_scores
 
     # The same split, measured sample and training order as benchmarks.finetune_quora.
@@ -169,16 +169,16 @@ def _vectors(model, pairs) -> tuple[np.ndarray, np.ndarray]:
 
 
 def _calibrated(scores: np.ndarray, labels: np.ndarray) -> float | None:
+    from engine.pair_metrics import threshold_curve
     from engine.review.calibration import calibrate
-    from engine.review.metrics import threshold_curve
 
     found = calibrate(threshold_curve(scores, labels))
     return None if found is None else found.threshold
 
 
 def _default(scores: np.ndarray, labels: np.ndarray, default_threshold) -> float:
+    from engine.pair_metrics import threshold_curve
     from engine.review.calibration import calibrate
-    from engine.review.metrics import threshold_curve
 
     return default_threshold(calibrate(threshold_curve(scores, labels)))
 

@@ -62,7 +62,7 @@ def variants(quick: bool) -> list:
 
 
 def cpu_summary() -> dict:
-    from engine.encoding.export import cpu_flags, cpu_isa
+    from engine.encoding.conversion import cpu_flags, cpu_isa
 
     flags = cpu_flags()
     wanted = ("avx2", "fma", "avx512f", "avx512bw", "avx512_vnni", "avx_vnni", "avx512_bf16",
@@ -89,7 +89,7 @@ def _encode(model, texts: list[str]) -> np.ndarray:
 
 def _load(spec, backend, cache: Path) -> tuple[object, float]:
     """The model with `backend`, exported into `cache`; (model, seconds to export + load)."""
-    from engine.encoding.models import load_model
+    from engine.encoding.model_spec import load_model
 
     os.environ["DUPLENS_CACHE_DIR"] = str(cache)
     t0 = time.perf_counter()
@@ -110,7 +110,7 @@ def run(quick: bool) -> dict:
     from scipy.stats import spearmanr
 
     from engine.encoding.backends import missing_modules
-    from engine.encoding.models import resolve_model
+    from engine.encoding.model_spec import resolve_model
 
     if not STSB_TEST.exists():
         raise SystemExit(f"benchmark data not found: {STSB_TEST} (set DUPLENS_SHARED)")

@@ -64,7 +64,7 @@ def _child(args: list[str]) -> dict:
 
 
 def _export(project_path: str, out: str) -> None:
-    from engine.dedup.duplicates import Cluster, Member
+    from engine.dedup.row_clusters import Cluster, Member
     from engine.project import Project
 
     with Project.open(project_path) as project:

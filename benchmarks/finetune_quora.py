@@ -109,14 +109,14 @@ def main() -> None:
         _relabel(args.out)
         return
 
-    from engine.encoding.models import load_model, resolve_model
+    from engine.encoding.model_spec import load_model, resolve_model
     from engine.training import (
         DEFAULT_OBJECTIVE,
         TrainingOptions,
         finetune,
         held_out_metrics,
     )
-    from engine.training.mining import NegativePool
+    from engine.training.hard_negatives import NegativePool
 
     overrides = _overrides(args)
     pairs, split, held, pool = quora_split(args.seed, args.held_out_limit)

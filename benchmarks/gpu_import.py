@@ -8,7 +8,7 @@ one process, one after the other:
   sorts by length itself), normalised;
 - Duplens import (CSV parse + store + encode + index, `project.rows.import_table` +
   `project.vectors.encode`, length-sorted batches) with the model in fp32, and with fp16 as
-  `engine.encoding.models.load_model` loads it on CUDA, at the product's batch size (64) and
+  `engine.encoding.model_spec.load_model` loads it on CUDA, at the product's batch size (64) and
   at 256;
 - bare fp16 `encode` at 256, to show what the pipeline costs on a GPU.
 Each row is labelled with the dtype its model really has, read from its weights. The GPU
@@ -69,7 +69,7 @@ def measure(texts: list[str], device: str, warm_up: int = 2048) -> dict:
     from sentence_transformers import SentenceTransformer
 
     from engine.encoding.encoder import SentenceEncoder
-    from engine.encoding.models import default_model_path, load_model, resolve_model
+    from engine.encoding.model_spec import default_model_path, load_model, resolve_model
 
     spec = resolve_model(None)
     plain = SentenceTransformer(str(default_model_path()), device=device)

@@ -6,7 +6,7 @@ Both runs use the same texts, the same model, device and batch size, in the same
 one after the other; the ratio is pipeline rows/s divided by bare encode rows/s. The bare run
 is `SentenceTransformer.encode` with its defaults (batches sorted by characters); Duplens
 sorts batches by token count and indexes each committed chunk while the next one encodes
-(engine/encoding/job.py). `stages_s` splits the pipeline: reading + storing the rows, then
+(engine/encoding/encode_job.py). `stages_s` splits the pipeline: reading + storing the rows, then
 encoding + storing the vectors + indexing + saving the index.
 """
 
@@ -30,7 +30,7 @@ def main() -> None:
     args = ap.parse_args()
 
     from engine.encoding.encoder import SentenceEncoder
-    from engine.encoding.models import load_model, resolve_model
+    from engine.encoding.model_spec import load_model, resolve_model
     from engine.project import Project
 
     texts = quora_questions(args.rows)

@@ -70,7 +70,7 @@ class _Timer:
 
 def exact_top(project, queries: np.ndarray, k: int) -> np.ndarray:
     """The exact k nearest text ids of each query over every stored vector."""
-    from engine.store.vectors import iter_embeddings
+    from engine.store.embeddings import iter_embeddings
 
     best_ids = np.zeros((len(queries), 0), dtype=np.int64)
     best_sims = np.zeros((len(queries), 0), dtype=np.float32)
@@ -96,7 +96,7 @@ def run(quick: bool) -> dict:
     from sentence_transformers import SentenceTransformer
 
     import engine.services.matching as matching
-    from engine.encoding.models import default_model_path
+    from engine.encoding.model_spec import default_model_path
     from engine.project import Project
 
     rows = 2_000 if quick else 10_000

@@ -103,8 +103,8 @@ def _real_corpus() -> tuple[list[str], np.ndarray]:
 def _duplens(texts: list[str], vectors: np.ndarray, truth: np.ndarray) -> dict:
     """The product's path at its default k, then at the k knob's larger value (same index)."""
     from engine.project import DEFAULT_NEIGHBOURS, Project
+    from engine.store.embeddings import add_embeddings
     from engine.store.items import text_ids_for_keys
-    from engine.store.vectors import add_embeddings
     from engine.text import norm_key
 
     n = len(texts)
@@ -182,7 +182,7 @@ def _curve(project, position: np.ndarray, truth: np.ndarray, n: int) -> list[dic
     k-NN graph (search only, what the product built before) and the completed one (search,
     then exact search in the dense neighbourhoods) at several k."""
     from engine.dedup.graph import DEFAULT_FLOOR, build_knn_graph
-    from engine.store.vectors import read_vectors
+    from engine.store.embeddings import read_vectors
 
     index = project.vectors.index()
     model_id = project.vectors.model_id()
@@ -220,7 +220,7 @@ def _exact_knn_bound(vectors: np.ndarray, truth: np.ndarray, k: int) -> float:
 
 # Where a graph build's time goes: these functions' cumulative seconds (cProfile).
 PROFILED = {"hnswlib knn_query": ("hnsw.py", "query"),
-            "vectors read from the store": ("vectors.py", "read_vectors"),
+            "vectors read from the store": ("embeddings.py", "read_vectors"),
             "dense neighbourhoods (exact)": ("dense.py", "complete_dense"),
             "rows sorted into the graph": ("graph.py", "from_rows")}
 

@@ -131,7 +131,7 @@ def measure(path: Path, sample: int, sample_file: Path) -> dict:
 def _sample_recall(path: Path, sample_file: Path) -> dict:
     """Pair recall on the sampled texts against exact search over all stored vectors."""
     from engine.project import Project
-    from engine.store.vectors import iter_embeddings
+    from engine.store.embeddings import iter_embeddings
 
     with np.load(sample_file) as z:
         sample_ids, found_sample, found_ids = z["sample_ids"], z["found_sample"], z["found_ids"]
@@ -167,7 +167,7 @@ def _sample_recall(path: Path, sample_file: Path) -> dict:
 
 
 def scale_1m_vectors(conn, model_id: int, dim: int, text_ids: np.ndarray) -> np.ndarray:
-    from engine.store.vectors import read_vectors
+    from engine.store.embeddings import read_vectors
 
     v = read_vectors(conn, model_id, dim, text_ids)
     return v / np.linalg.norm(v, axis=1, keepdims=True)
@@ -179,7 +179,7 @@ def _baselines(path: Path, sizes: tuple[int, ...]) -> dict:
     from sentence_transformers.util import community_detection, paraphrase_mining_embeddings
 
     from engine.project import Project
-    from engine.store.vectors import read_vectors
+    from engine.store.embeddings import read_vectors
 
     rng = np.random.default_rng(1)
     drawn = np.sort(rng.choice(np.arange(1, ITEMS + 1), size=max(sizes), replace=False))

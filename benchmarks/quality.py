@@ -37,7 +37,7 @@ def run(quick: bool) -> dict:
     )
 
     from engine.encoding.loading import load_encoder
-    from engine.encoding.models import default_model_path
+    from engine.encoding.model_spec import default_model_path
     from engine.evaluation import evaluate_sts
 
     if not STSB_TEST.exists():

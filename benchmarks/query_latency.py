@@ -37,7 +37,7 @@ def run(quick: bool) -> dict:
     from sentence_transformers import SentenceTransformer
 
     from engine.encoding.encoder import SentenceEncoder
-    from engine.encoding.models import default_model_path
+    from engine.encoding.model_spec import default_model_path
     from engine.index.hnsw import HnswIndex, HnswParams
 
     queries, pool = corpus.query_and_pool()

@@ -69,7 +69,7 @@ def measure(texts: list[str], workers: list[int], gpu_workers: int = 0) -> dict:
 
     from benchmarks.ray_cpu import CpuSampler, supported
     from engine.encoding.encoder import SentenceEncoder
-    from engine.encoding.models import default_model_path, load_model, resolve_model
+    from engine.encoding.model_spec import default_model_path, load_model, resolve_model
     from engine.encoding.ray_cluster import connect
     from engine.encoding.ray_executor import RayExecutor
 
@@ -157,7 +157,7 @@ def _writer_rows(store: str, location, src: Path, encoder, vectors: dict, n: int
 def _index_only(by_text: dict[str, np.ndarray], dim: int) -> float:
     """Seconds for the job's indexing alone: every vector added to an empty index on one
     hnswlib thread, in chunks of one commit, as the job's indexing thread adds them."""
-    from engine.encoding.job import CHUNK_TEXTS
+    from engine.encoding.encode_job import CHUNK_TEXTS
     from engine.index.hnsw import HnswIndex
     from engine.services.vectors import INDEX_THREADS
 
@@ -223,7 +223,7 @@ def _pipeline(location: Path | str, src: Path, encoder, executor) -> dict:
     """Import (not timed), then `project.vectors.encode` on `executor` (timed): seconds, the steady
     rate from the first result to the last, and the stored vectors by text."""
     from engine.project import Project
-    from engine.store import vectors as vector_store
+    from engine.store import embeddings as embedding_store
     from engine.store.items import texts_by_id
 
     marks: list[tuple[float, int]] = []
@@ -245,7 +245,7 @@ def _pipeline(location: Path | str, src: Path, encoder, executor) -> dict:
         with project.store.read() as conn:
             model_id = project.model.id()
             by_text = {}
-            for ids, vecs in vector_store.iter_embeddings(conn, model_id, encoder.dim):
+            for ids, vecs in embedding_store.iter_embeddings(conn, model_id, encoder.dim):
                 texts = texts_by_id(conn, ids.tolist())
                 by_text.update({texts[int(t)]: v for t, v in zip(ids, vecs, strict=True)})
     (t_first, n_first), (t_last, n_last) = marks[0], marks[-1]
@@ -275,7 +275,7 @@ def _without_index(location: Path | str, src: Path, encoder,
                    by_text: dict[str, np.ndarray]) -> float:
     """Seconds for the job fed precomputed vectors with no index to feed: planning
     (tokenising for the sort) and the chunk commits, which is what one database writer does."""
-    from engine.encoding.job import encode_missing
+    from engine.encoding.encode_job import encode_missing
     from engine.project import Project
 
     with Project.open(location, create=True) as project:
@@ -289,10 +289,10 @@ def _without_index(location: Path | str, src: Path, encoder,
 def _commit_only(location: Path | str, src: Path, encoder,
                  by_text: dict[str, np.ndarray]) -> float:
     """Seconds to store every vector in transactions of one chunk each, nothing else."""
-    from engine.encoding.job import CHUNK_TEXTS
+    from engine.encoding.encode_job import CHUNK_TEXTS
     from engine.project import Project
+    from engine.store.embeddings import add_embeddings, missing_text_ids
     from engine.store.items import texts_by_id
-    from engine.store.vectors import add_embeddings, missing_text_ids
 
     with Project.open(location, create=True) as project:
         project.model.attach(encoder, is_default=True)

@@ -114,8 +114,8 @@ def build_project(path: Path, n: int, *, block: int = 50_000) -> dict:
     from sqlalchemy import select
 
     from engine.project import Project
+    from engine.store.embeddings import add_embeddings
     from engine.store.schema import texts as texts_table
-    from engine.store.vectors import add_embeddings
 
     base = base_rows()
     texts = row_texts(n, base)
@@ -157,7 +157,7 @@ def build_project(path: Path, n: int, *, block: int = 50_000) -> dict:
 
 def project_path(n: int) -> Path:
     """Where the built N-item project is cached (it may not be there yet)."""
-    from engine.encoding.models import resolve_model
+    from engine.encoding.model_spec import resolve_model
 
     tag = resolve_model(None).fingerprint.split(":")[-1][:10]
     return corpus.CACHE / f"scale-{n}-v{BUILDER_VERSION}-{tag}.duplens"

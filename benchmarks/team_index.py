@@ -155,8 +155,8 @@ def _row_texts(pool: list[str], n: int) -> list[str]:
 
 
 def _fill(location, texts: list[str], base: np.ndarray) -> dict:
+    from engine.store import embeddings as embedding_store
     from engine.store import items as item_store
-    from engine.store import vectors as vector_store
     from engine.store.database import Store
     from engine.text import norm_key
 
@@ -171,12 +171,12 @@ def _fill(location, texts: list[str], base: np.ndarray) -> dict:
         keys = item_store.text_ids_for_keys(conn, [r.norm_key for r in rows])
     text_ids = np.array([keys[r.norm_key] for r in rows], dtype=np.int64)
     with store.write() as conn:
-        model = vector_store.get_or_add_model(conn, name="all-MiniLM-L6-v2",
+        model = embedding_store.get_or_add_model(conn, name="all-MiniLM-L6-v2",
                                               location="default", fingerprint="bench",
                                               dim=base.shape[1], max_seq_length=256)
     for start in range(0, len(base), 2048):   # one commit per chunk, as encoding does
         with store.write() as conn:
-            vector_store.add_embeddings(conn, model, text_ids[start:start + 2048],
+            embedding_store.add_embeddings(conn, model, text_ids[start:start + 2048],
                                         base[start:start + 2048], [False] * 2048)
     return {"store": store, "model": model, "text_ids": text_ids,
             "fill_s": round(time.perf_counter() - t0, 1)}
@@ -204,11 +204,11 @@ def _index(base: np.ndarray, ids: np.ndarray):
 
 def _save(store, model: int, index) -> float:
     from engine.index.persist import save_index
-    from engine.store import vectors as vector_store
+    from engine.store import embeddings as embedding_store
 
     t0 = time.perf_counter()
     with store.write() as conn:
-        save_index(conn, model, index, version=vector_store.content_version(conn))
+        save_index(conn, model, index, version=embedding_store.content_version(conn))
     return round(time.perf_counter() - t0, 2)
 
 

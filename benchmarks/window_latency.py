@@ -156,7 +156,7 @@ def in_window(project: str, queries: list[str], import_csv: str | None) -> dict:
         timer.timeout.connect(tick)
         clock.start()
         timer.start()
-        from desktop_app.import_controller import ImportChoices
+        from desktop_app.controllers.import_controller import ImportChoices
 
         done: list[object] = []
         window.imports.finished.connect(done.append)

@@ -1,7 +1,7 @@
 """`EngineBridge`: the open project, its model, the keystroke search, and the job runner.
 
 The bridge does not mirror the engine. Controllers and views run their own engine calls with
-`bridge.run(fn, pool=..., on_done=...)` (`desktop_app.jobs`: the threading is written once
+`bridge.run(fn, pool=..., on_done=...)` (`desktop_app.job_runner`: the threading is written once
 there). The bridge keeps only what they all share: the open project's lifecycle, the model
 warm-up and readiness (with the search held until then), the preferences new models are
 loaded with, the keystroke search, and the table's page reads.
@@ -35,15 +35,15 @@ from typing import TYPE_CHECKING
 
 from PySide6.QtCore import QObject, Signal
 
-from desktop_app.jobs import Job, JobHandle, JobRunner, Pool
+from desktop_app.job_runner import Job, JobHandle, JobRunner, Pool
 from engine.errors import ProjectError
 
 if TYPE_CHECKING:
     # Imported where used, in pool threads: the facade pulls in pandas, SQLAlchemy and
     # hnswlib (about half a second), which must not delay the window appearing.
     from engine.encoding.encoder import SentenceEncoder
+    from engine.keystroke_search import SearchHit
     from engine.project import Project
-    from engine.search import SearchHit
 
 log = logging.getLogger("duplens.gui")
 

@@ -19,7 +19,7 @@ def _open_window(project: str | None) -> int:
 
 
 def _check_window(*args) -> None:
-    from desktop_app.selfcheck import check_window
+    from desktop_app.window_check import check_window
 
     check_window(*args)
 

@@ -11,16 +11,14 @@ without a modal dialog.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
 from pathlib import Path
 
 from PySide6.QtCore import QSettings, Qt
-from PySide6.QtGui import QAction, QCloseEvent, QKeySequence
+from PySide6.QtGui import QCloseEvent
 from PySide6.QtWidgets import (
     QDialog,
     QFileDialog,
     QMainWindow,
-    QMenu,
     QMessageBox,
     QSplitter,
     QStackedWidget,
@@ -29,28 +27,29 @@ from PySide6.QtWidgets import (
 )
 
 from desktop_app.bridge import EngineBridge
-from desktop_app.counts_controller import CountsController, with_counts
-from desktop_app.import_controller import (
+from desktop_app.controllers.counts_controller import CountsController, with_counts
+from desktop_app.controllers.import_controller import (
     EncodingResult,
     ImportChoices,
     ImportController,
     summary,
 )
-from desktop_app.jobs import JobHandle
-from desktop_app.match_controller import MatchController
-from desktop_app.model_controller import (
+from desktop_app.controllers.match_controller import MatchController
+from desktop_app.controllers.model_controller import (
     ActivationResult,
     ModelController,
     ModelResult,
     activation_summary,
 )
+from desktop_app.controllers.review_controller import ReviewController
+from desktop_app.job_runner import JobHandle
 from desktop_app.recent import RecentProjects
 from desktop_app.resources import sample_questions_path, user_data_dir
-from desktop_app.review_controller import ReviewController
 from desktop_app.safety import guarded
 from desktop_app.team_servers import TeamServers
 from desktop_app.views.import_dialog import ImportDialog
 from desktop_app.views.items_view import ItemsView
+from desktop_app.views.main_menu import MainMenu
 from desktop_app.views.match_results import MatchResultsDialog
 from desktop_app.views.plots_view import PlotsView
 from desktop_app.views.review_view import ClusterReviewView
@@ -130,44 +129,11 @@ class MainWindow(QMainWindow):
 
     # -- construction ----------------------------------------------------------------------
     def _make_menu(self) -> None:
-        keys = QKeySequence.StandardKey
-        file_menu = self.menuBar().addMenu("&File")
-        add = self._add_action
-        self.new_action = add(file_menu, "&New project from spreadsheet…",
-                              self.new_project_from_spreadsheet, keys.New)
-        self.open_action = add(file_menu, "&Open project…", self.open_project_dialog, keys.Open)
-        self.team_action = add(file_menu, "Open &team project…", self.open_team_project)
-        self.sample_action = add(file_menu, "Try it with &sample questions", self.try_sample)
-        self.import_action = add(file_menu, "&Import spreadsheet…",
-                                 lambda: self.import_spreadsheet(), "Ctrl+I", enabled=False)
-        self.check_action = add(file_menu, "&Check a file against this project…",
-                                lambda: self.check_file(), enabled=False)
-        self.export_action = add(file_menu, "&Export clusters…", self.export_clusters,
-                                 "Ctrl+E", enabled=False)
-        file_menu.addSeparator()
-        self.settings_action = add(file_menu, "&Settings…", self.open_settings,
-                                   keys.Preferences)
-        file_menu.addSeparator()
-        add(file_menu, "&Quit", self.close, keys.Quit)
-        model_menu = self.menuBar().addMenu("&Model")
-        self.improve_action = add(model_menu, "&Improve the model…", self.improve_model,
-                                  enabled=False)
-        self.versions_action = add(model_menu, "Model &versions…", self.show_model_versions,
-                                   enabled=False)
-        self.about_action = add(self.menuBar().addMenu("&Help"), "&About Duplens",
-                                self.show_about)
-        self.about_action.setMenuRole(QAction.MenuRole.AboutRole)
-
-    def _add_action(self, menu: QMenu, text: str, slot: Callable[[], object],
-                    shortcut: QKeySequence.StandardKey | str | None = None, *,
-                    enabled: bool = True) -> QAction:
-        action = QAction(text, self)
-        if shortcut is not None:
-            action.setShortcut(QKeySequence(shortcut))
-        action.setEnabled(enabled)
-        action.triggered.connect(slot)
-        menu.addAction(action)
-        return action
+        """The menus come from one table (`views.main_menu`); each action is kept as
+        `<name>_action` so tests and the self-check can trigger it."""
+        self.menu = MainMenu(self)
+        for name, action in self.menu.actions.items():
+            setattr(self, f"{name}_action", action)
 
     def _connect(self) -> None:
         b = self.bridge
@@ -603,13 +569,8 @@ class MainWindow(QMainWindow):
 
     def _set_busy(self, busy: bool) -> None:
         """One import at a time: the job pool is serial, a second would only queue."""
-        is_open = self._info is not None
-        for widget in (self.new_action, self.open_action, self.sample_action, self.start_page):
-            widget.setEnabled(not busy)
-        for action in (self.import_action, self.check_action, self.improve_action,
-                       self.versions_action):
-            action.setEnabled(not busy and is_open)
-        self.export_action.setEnabled(is_open)
+        self.menu.set_state(busy=busy, project_open=self._info is not None)
+        self.start_page.setEnabled(not busy)
         if not busy:
             self.status.idle()
 

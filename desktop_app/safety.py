@@ -16,7 +16,7 @@ from collections.abc import Callable
 from types import TracebackType
 from typing import Any, TypeVar
 
-from desktop_app.jobs import UNEXPECTED
+from desktop_app.job_runner import UNEXPECTED
 
 log = logging.getLogger("duplens.gui")
 

@@ -32,7 +32,7 @@ from engine.store.folder_blobs import (
     untar_folder,
 )
 from engine.store.schema import blobs, items, metadata, models, texts
-from engine.training.versions import model_folder, models_folder, stored_location
+from engine.training.version_folders import model_folder, models_folder, stored_location
 
 BATCH_ROWS = 1000            # rows per INSERT: bounded memory, few round trips
 

@@ -1,8 +1,10 @@
-"""Quality measurements with sentence-transformers' own evaluators.
+"""`duplens eval`: quality measurements of a model on a labelled file.
 
 `eval sts`: Spearman correlation (x100) between cosine similarity and gold scores, the STS
-benchmark's metric. `eval pairs`: average precision and best F1 of cosine similarity as a
-duplicate detector on labelled pairs.
+benchmark's metric, with sentence-transformers' own evaluator. `eval pairs`: average precision
+and best F1 of cosine similarity as a duplicate detector on labelled pairs, from
+`engine.pair_metrics` like every other AP and F1 in Duplens, so the figure printed here is
+the one the fine-tuning wizard and the review's plot give for the same pairs.
 """
 
 from __future__ import annotations
@@ -11,7 +13,6 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-import numpy as np
 import pandas as pd
 
 from engine.encoding.encoder import SentenceEncoder
@@ -72,29 +73,17 @@ def evaluate_sts(encoder: SentenceEncoder, path: str | os.PathLike,
 def evaluate_pairs(encoder: SentenceEncoder, path: str | os.PathLike,
                    columns: tuple[str, str, str] = PAIR_COLUMNS) -> dict[str, float]:
     """Average precision, best F1 and its cosine threshold on labelled duplicate pairs."""
-    from sentence_transformers.sentence_transformer.evaluation import (
-        BinaryClassificationEvaluator,
-    )
+    from engine.training.held_out import metrics_from_scores, pair_scores
+    from engine.training.pairs import LabelledPair
 
     data = read_pairs(path, columns)
     labels = [int(v) for v in data.values]
     if set(labels) - {0, 1} or len(set(labels)) < 2:
         raise InputError(f"{Path(path).name}: column {columns[2]!r} must hold 0 and 1 labels, "
                          f"both present")
-    evaluator = BinaryClassificationEvaluator(
-        data.sentences1, data.sentences2, labels, batch_size=encoder.batch_size,
-        similarity_fn_names=["cosine"], write_csv=False,
-    )
-    metrics = evaluator(encoder.model)
-    return {
-        "average_precision": 100 * _metric(metrics, "cosine_ap"),
-        "f1": 100 * _metric(metrics, "cosine_f1"),
-        "threshold": _metric(metrics, "cosine_f1_threshold"),
-        "precision": 100 * _metric(metrics, "cosine_precision"),
-        "recall": 100 * _metric(metrics, "cosine_recall"),
-        "pairs": len(labels),
-        "positives": int(np.sum(labels)),
-    }
+    pairs = [LabelledPair(a, b, float(label))
+             for a, b, label in zip(data.sentences1, data.sentences2, labels, strict=True)]
+    return metrics_from_scores(pair_scores(encoder, pairs), labels).as_dict()
 
 
 def _metric(metrics: dict[str, float], suffix: str) -> float:

@@ -24,11 +24,11 @@ from engine.io import (
     read_columns,
     require_columns,
 )
-from engine.jobs import CancelToken, Progress, ProgressCallback, RateMeter, no_progress
+from engine.progress import CancelToken, Progress, ProgressCallback, RateMeter, no_progress
 from engine.store.database import Store
+from engine.store.embeddings import bump_content_version
 from engine.store.items import NewRow, add_rows, add_source, find_source, update_source
 from engine.store.schema import items, texts
-from engine.store.vectors import bump_content_version
 from engine.text import join_cells, norm_key
 
 

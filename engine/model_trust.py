@@ -6,7 +6,7 @@ a download) could have been written there by whoever made the file, so loading i
 the user's consent, once per project. Consents are kept in the user's config folder
 (`approved_models.json`), never in the project file, which its sender controls. A model
 this user chose themselves is approved as their Duplens records it in the project
-(`engine.training.versions.location_for`), so their own projects never ask.
+(`engine.training.version_folders.location_for`), so their own projects never ask.
 """
 
 from __future__ import annotations

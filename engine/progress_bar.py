@@ -6,7 +6,7 @@ import sys
 
 from tqdm import tqdm
 
-from engine.jobs import Progress
+from engine.progress import Progress
 
 
 class TqdmProgress:

@@ -26,8 +26,8 @@ import logging
 import os
 from pathlib import Path
 
-from engine.dedup.rows import RowsByText
-from engine.search import SearchHit
+from engine.dedup.clustered_rows import RowsByText
+from engine.keystroke_search import SearchHit
 from engine.services.active_model import ActiveModel
 from engine.services.asking import Asking
 from engine.services.clusters import DEFAULT_NEIGHBOURS, Clusters

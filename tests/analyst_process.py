@@ -13,7 +13,7 @@ import sys
 import time
 
 from engine.errors import DuplensError
-from engine.jobs import Progress
+from engine.progress import Progress
 from engine.project import Project
 from engine.review.history import ReviewHistory
 

@@ -37,7 +37,7 @@ def private_folders(tmp_path_factory):
 def encoder():
     """The bundled all-MiniLM-L6-v2 on CPU: loading it once keeps the suite fast."""
     from engine.encoding.encoder import SentenceEncoder
-    from engine.encoding.models import load_model, resolve_model
+    from engine.encoding.model_spec import load_model, resolve_model
 
     spec = resolve_model(None)
     return SentenceEncoder(load_model(spec, "cpu"), spec, "cpu", batch_size=32)

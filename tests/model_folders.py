@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from engine.encoding.models import default_model_path
+from engine.encoding.model_spec import default_model_path
 
 
 def model_copy(folder: Path, *, weights: bool = True) -> Path:

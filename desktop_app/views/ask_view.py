@@ -12,7 +12,7 @@ from __future__ import annotations
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QHBoxLayout, QLabel, QPushButton, QVBoxLayout, QWidget
 
-from desktop_app.ask_controller import AskController
+from desktop_app.controllers.ask_controller import AskController
 from desktop_app.views.compare_panel import ComparePanel
 from engine.review.overlap import overlap
 from engine.services.asking import AskedPair

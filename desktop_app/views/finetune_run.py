@@ -26,7 +26,7 @@ from PySide6.QtWidgets import (
 )
 
 from desktop_app.colors import ERROR_STYLE, GOOD_STYLE, NOTE_STYLE
-from desktop_app.finetune_controller import (
+from desktop_app.controllers.finetune_controller import (
     TRAINING_STAGE,
     FinetuneController,
     RunState,
@@ -36,7 +36,7 @@ from desktop_app.views.job_status import format_eta
 from desktop_app.views.training_plots import LossPlot, PrecisionRecallPlot
 
 if TYPE_CHECKING:
-    from engine.jobs import Progress
+    from engine.progress import Progress
     from engine.training.session import FinetuneReport
 
 STAGE_TEXT = {

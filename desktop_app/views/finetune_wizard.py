@@ -34,7 +34,11 @@ from PySide6.QtWidgets import (
 
 from desktop_app.bridge import EngineBridge
 from desktop_app.colors import ERROR_STYLE, NOTE_STYLE, WARNING_STYLE
-from desktop_app.finetune_controller import FinetuneController, RunState, TrainingRequest
+from desktop_app.controllers.finetune_controller import (
+    FinetuneController,
+    RunState,
+    TrainingRequest,
+)
 from desktop_app.views.finetune_run import ResultsPage, TrainPage
 
 LABELLED_FILTER = ("Labelled pairs (*.csv *.tsv *.txt *.xlsx *.xlsm *.parquet *.jsonl);;"
@@ -215,9 +219,9 @@ class ObjectivePage(QWizardPage):
     def _build(self) -> None:
         """Made on first view: the first page's work on the review thread has imported the
         engine's training modules by then, so reading their defaults here costs nothing."""
-        from engine.training.finetune import TrainingOptions
         from engine.training.objectives import DEFAULT_OBJECTIVE, OBJECTIVES
         from engine.training.split import DEFAULT_HELD_OUT
+        from engine.training.trainer import TrainingOptions
 
         self.defaults = TrainingOptions()
         self.default_held_out = DEFAULT_HELD_OUT

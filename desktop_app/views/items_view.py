@@ -29,8 +29,8 @@ from PySide6.QtWidgets import (
 )
 
 from desktop_app.bridge import EngineBridge
-from desktop_app.jobs import Job, Pool
-from desktop_app.models.items_model import (
+from desktop_app.job_runner import Job, Pool
+from desktop_app.table_models.items_model import (
     CLUSTER_COLUMN,
     DECISION_COLUMN,
     FIXED_COLUMNS,

@@ -12,8 +12,8 @@ from PySide6.QtCore import Signal
 from PySide6.QtWidgets import QHBoxLayout, QLabel, QProgressBar, QPushButton, QWidget
 
 if TYPE_CHECKING:
-    from desktop_app.jobs import JobHandle
-    from engine.jobs import Progress
+    from desktop_app.job_runner import JobHandle
+    from engine.progress import Progress
 
 STAGES = {"reading": "Reading", "encoding": "Encoding"}
 

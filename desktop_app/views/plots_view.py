@@ -24,9 +24,10 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from desktop_app.review_controller import ReviewController
+from desktop_app.controllers.review_controller import ReviewController
+from engine.pair_metrics import ThresholdCurve
+from engine.review.histogram import Histogram
 from engine.review.layout import EmbeddingMap
-from engine.review.metrics import Histogram, ThresholdCurve
 
 THRESHOLD_PEN = pg.mkPen("#d9480f", width=2)
 BEST_PEN = pg.mkPen("#2e9d4f", width=2, style=Qt.PenStyle.DashLine)

@@ -7,53 +7,27 @@ N not duplicate, S skip, C set canonical, M move out, J/K next/previous cluster,
 Ctrl+Shift+Z redo. Above, the threshold calibrated on the verdicts (precision, recall, how
 many labels it rests on), and "Ask me", which swaps the clusters for one pair at a time that
 the model is unsure of (`AskView`; D, N and S answer it, Ctrl+Z takes an answer back).
-Everything it shows comes from the `ReviewController`.
+Everything it shows comes from the `ReviewController`. The parts are widgets of their own:
+`ThresholdBar` (the top rows), the cluster list, `ClusterPane` (members, comparison,
+buttons) and `AskView`; this view lays them out, owns the keys and sends each key to the
+mode on screen.
 """
 
 from __future__ import annotations
 
 from PySide6.QtCore import QItemSelectionModel, Qt, Signal
-from PySide6.QtGui import QAction, QColor, QKeySequence
-from PySide6.QtWidgets import (
-    QAbstractItemView,
-    QComboBox,
-    QDoubleSpinBox,
-    QHBoxLayout,
-    QHeaderView,
-    QLabel,
-    QListView,
-    QPushButton,
-    QSlider,
-    QSplitter,
-    QStackedWidget,
-    QTableWidget,
-    QTableWidgetItem,
-    QVBoxLayout,
-    QWidget,
-)
+from PySide6.QtGui import QAction, QKeySequence
+from PySide6.QtWidgets import QListView, QSplitter, QStackedWidget, QVBoxLayout, QWidget
 
-from desktop_app.models.clusters_model import ClustersModel
-from desktop_app.review_controller import ReviewController
+from desktop_app.controllers.review_controller import ReviewController
+from desktop_app.table_models.clusters_model import ClustersModel
 from desktop_app.views.ask_view import AskView
-from desktop_app.views.compare_panel import ComparePanel
-from desktop_app.views.score_delegate import ITEM_ID_ROLE, SCORE_ROLE, ScoreDelegate
-from engine.dedup.duplicates import CANONICAL, Cluster, Member
-from engine.review.calibration import ENOUGH_OF_EACH, Calibration
-from engine.review.overlap import overlap
+from desktop_app.views.cluster_pane import KEYS, MOVED_OUT, ClusterPane
+from desktop_app.views.threshold_bar import SLIDER_MIN, SLIDER_STEPS, ThresholdBar
+from engine.dedup.row_clusters import Cluster, Member
+from engine.review.calibration import Calibration
 
-SLIDER_STEPS = 100          # the slider works in hundredths of similarity
-SLIDER_MIN = 50
-MOVED_OUT = "moved out"
-
-KEYS = {
-    "duplicate": ("D", "Duplicate"),
-    "not_duplicate": ("N", "Not duplicate"),
-    "skip": ("S", "Skip"),
-    "canonical": ("C", "Set canonical"),
-    "move_out": ("M", "Move out"),
-    "next": ("J", "Next cluster"),
-    "previous": ("K", "Previous cluster"),
-}
+__all__ = ["KEYS", "MOVED_OUT", "SLIDER_MIN", "SLIDER_STEPS", "ClusterReviewView"]
 
 
 class ClusterReviewView(QWidget):
@@ -64,7 +38,8 @@ class ClusterReviewView(QWidget):
     def __init__(self, controller: ReviewController, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.controller = controller
-        self.cluster: Cluster | None = None
+        self._history: tuple[bool, bool, str] = (False, False, "")   # the clusters' undo
+        self._ask_undo: tuple[bool, str] = (False, "")                 # Ask me's
         self._build()
         self._make_actions()
         self._connect()
@@ -72,46 +47,14 @@ class ClusterReviewView(QWidget):
 
     # -- construction ----------------------------------------------------------------------
     def _build(self) -> None:
-        self.slider = QSlider(Qt.Orientation.Horizontal, self)
-        self.slider.setRange(SLIDER_MIN, SLIDER_STEPS)
-        self.slider.setPageStep(5)
-        self.spin = QDoubleSpinBox(self)
-        self.spin.setRange(SLIDER_MIN / SLIDER_STEPS, 1.0)
-        self.spin.setSingleStep(0.01)
-        self.spin.setDecimals(2)
-        self.sort = QComboBox(self)
-        self.sort.addItem("Largest first", "size")
-        self.sort.addItem("Most similar first", "score")
-        self.summary = QLabel("", self)
-        self.undo_button = QPushButton("Undo", self)
-        self.redo_button = QPushButton("Redo", self)
-        self.export_button = QPushButton("Export…", self)
-        for b in (self.undo_button, self.redo_button):
-            b.setEnabled(False)
-        self._history: tuple[bool, bool, str] = (False, False, "")   # the clusters' undo
-        self._ask_undo: tuple[bool, str] = (False, "")                 # Ask me's
-        self.calibration_label = QLabel("", self)
-        self.use_calibrated_button = QPushButton("Use", self)
-        self.use_calibrated_button.setToolTip("Move the threshold to the calibrated one")
-        self.use_calibrated_button.setEnabled(False)
-        self.ask_button = QPushButton("Ask me", self)
-        self.ask_button.setCheckable(True)
-        self.ask_button.setToolTip("Answer the pairs the model is least sure of (D / N / S)")
-        top = QHBoxLayout()
-        top.addWidget(QLabel("Threshold", self))
-        top.addWidget(self.slider, 2)
-        top.addWidget(self.spin)
-        top.addSpacing(12)
-        top.addWidget(self.sort)
-        top.addWidget(self.summary, 3)
-        top.addWidget(self.undo_button)
-        top.addWidget(self.redo_button)
-        top.addWidget(self.export_button)
-        top.addWidget(self.ask_button)
-        calibration_row = QHBoxLayout()
-        calibration_row.addWidget(self.calibration_label, 1)
-        calibration_row.addWidget(self.use_calibrated_button)
-        self.show_calibration(None)
+        self.bar = ThresholdBar(self)
+        # The bar's widgets by their old names: tests and the screenshots drive them.
+        self.slider, self.spin, self.sort = self.bar.slider, self.bar.spin, self.bar.sort
+        self.summary = self.bar.summary
+        self.undo_button, self.redo_button = self.bar.undo_button, self.bar.redo_button
+        self.export_button, self.ask_button = self.bar.export_button, self.bar.ask_button
+        self.calibration_label = self.bar.calibration_label
+        self.use_calibrated_button = self.bar.use_calibrated_button
 
         self.clusters_model = ClustersModel(self)
         self.cluster_list = QListView(self)
@@ -122,46 +65,13 @@ class ClusterReviewView(QWidget):
         self.cluster_list.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
         self.cluster_list.setMinimumWidth(280)
 
-        self.members = QTableWidget(0, 3, self)
-        self.members.setHorizontalHeaderLabels(["ID", "Text  ·  similarity to canonical",
-                                                "Decision"])
-        self.members.setItemDelegateForColumn(1, ScoreDelegate(self.members))
-        self.members.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
-        self.members.setSelectionMode(QAbstractItemView.SelectionMode.ExtendedSelection)
-        self.members.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
-        self.members.verticalHeader().hide()
-        self.members.setWordWrap(False)
-        header = self.members.horizontalHeader()
-        header.setSectionResizeMode(1, QHeaderView.ResizeMode.Stretch)
-        header.resizeSection(0, 90)
-        header.resizeSection(2, 130)
-
-        self.compare = ComparePanel(self)
-        self.action_buttons: dict[str, QPushButton] = {}
-        buttons = QHBoxLayout()
-        for name, (key, label) in KEYS.items():
-            button = QPushButton(f"{label} ({key})", self)
-            button.setFocusPolicy(Qt.FocusPolicy.NoFocus)
-            self.action_buttons[name] = button
-            buttons.addWidget(button)
-        buttons.addStretch(1)
-        self.pair_label = QLabel("", self)
-
-        right = QWidget(self)
-        right_layout = QVBoxLayout(right)
-        right_layout.setContentsMargins(0, 0, 0, 0)
-        right_split = QSplitter(Qt.Orientation.Vertical, right)
-        right_split.addWidget(self.members)
-        right_split.addWidget(self.compare)
-        right_split.setStretchFactor(0, 3)
-        right_split.setStretchFactor(1, 2)
-        right_layout.addWidget(right_split, 1)
-        right_layout.addWidget(self.pair_label)
-        right_layout.addLayout(buttons)
+        self.pane = ClusterPane(lambda: self.controller.threshold, self)
+        self.members, self.compare = self.pane.members, self.pane.compare
+        self.pair_label, self.action_buttons = self.pane.pair_label, self.pane.action_buttons
 
         split = QSplitter(Qt.Orientation.Horizontal, self)
         split.addWidget(self.cluster_list)
-        split.addWidget(right)
+        split.addWidget(self.pane)
         split.setStretchFactor(0, 2)
         split.setStretchFactor(1, 3)
         split.setSizes([420, 780])
@@ -170,8 +80,7 @@ class ClusterReviewView(QWidget):
         self.stack.addWidget(split)
         self.stack.addWidget(self.ask_view)
         layout = QVBoxLayout(self)
-        layout.addLayout(top)
-        layout.addLayout(calibration_row)
+        layout.addWidget(self.bar)
         layout.addWidget(self.stack, 1)
 
     def _make_actions(self) -> None:
@@ -206,9 +115,8 @@ class ClusterReviewView(QWidget):
 
     def _connect(self) -> None:
         c = self.controller
-        self.slider.valueChanged.connect(lambda v: c.set_threshold(v / SLIDER_STEPS))
-        self.spin.valueChanged.connect(c.set_threshold)
-        self.sort.currentIndexChanged.connect(lambda _: c.set_sort(self.sort.currentData()))
+        self.bar.thresholdChosen.connect(c.set_threshold)
+        self.bar.sortChosen.connect(c.set_sort)
         self.export_button.clicked.connect(self.exportRequested)
         c.thresholdChanged.connect(self.show_threshold)
         c.clustersChanged.connect(self.show_clusters)
@@ -221,30 +129,18 @@ class ClusterReviewView(QWidget):
         self.ask_button.toggled.connect(self.set_asking)
         self.cluster_list.selectionModel().currentChanged.connect(
             lambda current, _prev: self.show_cluster(self.clusters_model.cluster(current.row())))
-        self.members.itemSelectionChanged.connect(self.show_comparison)
 
     # -- rendering -------------------------------------------------------------------------
+    @property
+    def cluster(self) -> Cluster | None:
+        """The cluster on screen."""
+        return self.pane.cluster
+
     def show_threshold(self, value: float) -> None:
-        """Move the slider and spin box to `value` without echoing it back."""
-        for widget, v in ((self.slider, round(value * SLIDER_STEPS)), (self.spin, value)):
-            widget.blockSignals(True)
-            widget.setValue(v)
-            widget.blockSignals(False)
+        self.bar.show_threshold(value)
 
     def show_calibration(self, calibration: Calibration | None) -> None:
-        """The calibrated threshold and what it rests on, or what it still needs."""
-        if calibration is None:
-            text = (f"Calibrated threshold: label pairs duplicate (D) and not duplicate (N); "
-                    f"from {ENOUGH_OF_EACH} of each it becomes the default.")
-        else:
-            text = (f"Calibrated threshold {calibration.threshold:.3f} · precision "
-                    f"{calibration.precision:.0%} · recall {calibration.recall:.0%} · on "
-                    f"{calibration.labels:,} labels ({calibration.positives:,} duplicate, "
-                    f"{calibration.negatives:,} not)")
-            if not calibration.enough:
-                text += f" · the default from {ENOUGH_OF_EACH} of each"
-        self.calibration_label.setText(text)
-        self.use_calibrated_button.setEnabled(calibration is not None and calibration.enough)
+        self.bar.show_calibration(calibration)
 
     def set_asking(self, on: bool) -> None:
         """Swap the clusters for "Ask me" and back (re-cut: answers are verdicts too)."""
@@ -296,49 +192,7 @@ class ClusterReviewView(QWidget):
 
     def show_cluster(self, cluster: Cluster | None, select: int | None = None,
                      advance: bool = False) -> None:
-        """List the members; select `select` (or, with `advance`, the next unreviewed)."""
-        if cluster is not None and self.cluster is not None and \
-                cluster.cluster_id != self.cluster.cluster_id:
-            select, advance = None, False
-        self.cluster = cluster
-        self.members.blockSignals(True)
-        self.members.setRowCount(0)
-        if cluster is None:
-            self.members.blockSignals(False)
-            self.compare.clear()
-            self.pair_label.setText("No clusters at this threshold.")
-            return
-        rows = [(m, m.decision or ("canonical (auto)" if i == 0 else ""))
-                for i, m in enumerate(cluster.members)]
-        rows += [(m, MOVED_OUT) for m in cluster.rejected]
-        self.members.setRowCount(len(rows))
-        for r, (m, decision) in enumerate(rows):
-            self._set_member_row(r, m, decision)
-        self.members.blockSignals(False)
-        target = self._row_of(select) if select is not None else None
-        if advance or target is None:
-            target = self._next_pending(after=target if advance else None)
-        self.select_member_row(target if target is not None else 0)
-        self.show_comparison()
-
-    def _set_member_row(self, row: int, m: Member, decision: str) -> None:
-        id_item = QTableWidgetItem(m.id)
-        id_item.setData(ITEM_ID_ROLE, m.item_id)
-        text_item = QTableWidgetItem(" ".join(m.text.split()))
-        text_item.setData(SCORE_ROLE, float(m.score))
-        text_item.setToolTip(m.text)
-        decision_item = QTableWidgetItem(decision)
-        cells = (id_item, text_item, decision_item)
-        if decision == MOVED_OUT:
-            for cell in cells:
-                cell.setForeground(QColor(140, 140, 140))
-        if m.decision == CANONICAL or row == 0:
-            for cell in cells:
-                font = cell.font()
-                font.setBold(True)
-                cell.setFont(font)
-        for col, cell in enumerate(cells):
-            self.members.setItem(row, col, cell)
+        self.pane.show_cluster(cluster, select, advance)
 
     def show_history(self, can_undo: bool, can_redo: bool, what: str) -> None:
         self._history = (can_undo, can_redo, what)
@@ -355,9 +209,7 @@ class ClusterReviewView(QWidget):
             (can_undo, what), can_redo = self._ask_undo, False
         else:
             can_undo, can_redo, what = self._history
-        self.undo_button.setEnabled(can_undo)
-        self.redo_button.setEnabled(can_redo)
-        self.undo_button.setToolTip(f"Undo: {what}" if what else "")
+        self.bar.show_history(can_undo, can_redo, what)
 
     def undo(self) -> None:
         if self.asking:
@@ -370,72 +222,17 @@ class ClusterReviewView(QWidget):
             self.summary.setText(what)
 
     def show_comparison(self) -> None:
-        pair = self.current_pair()
-        if pair is None:
-            self.compare.clear()
-            self.pair_label.setText("")
-            return
-        a, b = pair
-        self.compare.show_pair(f"{a.id}  (canonical)" if self._is_head(a) else a.id, a.text,
-                               f"{b.id}  ·  similarity {b.score:.3f}" if self._is_head(a)
-                               else b.id, b.text)
-        found = overlap(a.text, b.text)
-        # The similarity shown is to the canonical entry: only then can a close pair whose
-        # content words differ be marked.
-        mark = "⚠ " if self._is_head(a) and found.marked(b.score, self.controller.threshold) \
-            else ""
-        self.pair_label.setText(f"{mark}Reviewing {a.id} ↔ {b.id} · {found.note()}")
+        self.pane.show_comparison()
 
-    # -- selection helpers -----------------------------------------------------------------
+    # -- selection (the pane's) ------------------------------------------------------------
     def select_member_row(self, row: int) -> None:
-        """Select exactly this row. (`selectRow` follows the keyboard modifiers held at that
-        moment, so with Ctrl down it would toggle the row instead.)"""
-        model = self.members.model()
-        if not 0 <= row < model.rowCount():
-            return
-        flags = (QItemSelectionModel.SelectionFlag.ClearAndSelect
-                 | QItemSelectionModel.SelectionFlag.Rows)
-        self.members.selectionModel().setCurrentIndex(model.index(row, 0), flags)
-
-    def _members_in_rows(self) -> list[Member]:
-        if self.cluster is None:
-            return []
-        return [*self.cluster.members, *self.cluster.rejected]
+        self.pane.select_member_row(row)
 
     def selected_members(self) -> list[Member]:
-        everyone = self._members_in_rows()
-        rows = sorted({i.row() for i in self.members.selectionModel().selectedRows()})
-        return [everyone[r] for r in rows if r < len(everyone)]
+        return self.pane.selected_members()
 
     def current_pair(self) -> tuple[Member, Member] | None:
-        """The two selected members, or the canonical and the one selected member."""
-        if self.cluster is None:
-            return None
-        selected = self.selected_members()
-        if len(selected) >= 2:
-            return selected[0], selected[1]
-        if len(selected) == 1 and not self._is_head(selected[0]):
-            return self.cluster.canonical, selected[0]
-        return None
-
-    def _is_head(self, m: Member) -> bool:
-        return self.cluster is not None and m.item_id == self.cluster.canonical.item_id
-
-    def _row_of(self, item_id: int) -> int | None:
-        for r, m in enumerate(self._members_in_rows()):
-            if m.item_id == item_id:
-                return r
-        return None
-
-    def _next_pending(self, after: int | None = None) -> int | None:
-        """The first member after row `after` with no verdict yet (not the canonical)."""
-        if self.cluster is None:
-            return None
-        start = (after + 1) if after is not None else 1
-        for r in range(max(start, 1), len(self.cluster.members)):
-            if not self.cluster.members[r].decision:
-                return r
-        return None
+        return self.pane.current_pair()
 
     # -- actions ---------------------------------------------------------------------------
     def mark_pair(self, label: int) -> None:
@@ -455,7 +252,7 @@ class ClusterReviewView(QWidget):
 
     def move_out(self) -> None:
         selected = self.selected_members()
-        if len(selected) == 1 and self.cluster is not None and not self._is_head(selected[0]):
+        if len(selected) == 1 and self.cluster is not None and not self.pane.is_head(selected[0]):
             self.controller.move_out(self.cluster, selected[0].item_id)
 
     def skip(self) -> None:
@@ -464,7 +261,7 @@ class ClusterReviewView(QWidget):
             self.controller.ask.answer(None)
             return
         selected = self.selected_members()
-        row = self._row_of(selected[-1].item_id) if selected else 0
+        row = self.pane.row_of(selected[-1].item_id) if selected else 0
         if self.cluster is not None and row is not None and \
                 row + 1 < len(self.cluster.members):
             self.select_member_row(row + 1)

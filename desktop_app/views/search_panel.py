@@ -12,7 +12,7 @@ from PySide6.QtWidgets import QLabel, QLineEdit, QListWidget, QListWidgetItem, Q
 
 from desktop_app.bridge import EngineBridge
 from desktop_app.colors import NOTE_STYLE
-from desktop_app.jobs import Pool
+from desktop_app.job_runner import Pool
 from desktop_app.views.score_delegate import (
     ITEM_ID_ROLE,
     OVERLAP_ROLE,

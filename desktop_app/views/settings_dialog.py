@@ -63,7 +63,7 @@ class Preferences:
 
 def found_devices() -> list[str]:
     """Devices torch can use here; imported lazily (torch takes seconds to import)."""
-    from engine.encoding.models import available_devices
+    from engine.encoding.model_spec import available_devices
 
     return available_devices()
 

@@ -17,7 +17,7 @@ from PySide6.QtWidgets import QLabel, QPushButton, QStatusBar, QWidget
 from desktop_app.views.job_status import JobStatus
 
 if TYPE_CHECKING:
-    from desktop_app.jobs import JobHandle
+    from desktop_app.job_runner import JobHandle
 
 NO_PROJECT = "Open a project, or create one from a spreadsheet."
 SEPARATOR = "  ·  "

@@ -36,8 +36,8 @@ from PySide6.QtWidgets import (
 
 from desktop_app.bridge import EngineBridge
 from desktop_app.colors import ERROR_STYLE
-from desktop_app.jobs import Pool
-from desktop_app.model_controller import ActivationResult, ModelController
+from desktop_app.controllers.model_controller import ActivationResult, ModelController
+from desktop_app.job_runner import Pool
 
 COLUMNS = ["Version", "Trained from", "Objective", "Average precision", "Best F1", "Created",
            "Encoded", "Status"]

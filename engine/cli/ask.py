@@ -14,7 +14,7 @@ from engine.cli.common import (
     trust_option,
 )
 from engine.errors import Cancelled
-from engine.jobs import CancelToken
+from engine.progress import CancelToken
 
 
 def register(sub) -> None:

@@ -80,7 +80,7 @@ def open_project(path: str, *, create: bool = False, trust_models: bool = False)
     project = Project.open(p, create=create, read_only=read_only)
     if trust_models:
         from engine.model_trust import consent_file
-        from engine.training.versions import approve_locations
+        from engine.training.version_folders import approve_locations
 
         try:
             for location in approve_locations(project.store, project.path):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from engine.cli.common import EXIT_OK, say
 from engine.copy_project import copy_project
-from engine.jobs import CancelToken
+from engine.progress import CancelToken
 from engine.store.location import parse_location
 
 

@@ -41,8 +41,8 @@ from engine.cli.common import (
     say,
 )
 from engine.errors import DuplensError, UntrustedModelLocation, user_error
-from engine.jobs import CancelToken
 from engine.logfile import setup_logging
+from engine.progress import CancelToken
 from engine.progress_bar import close_open_bars
 
 log = logging.getLogger("duplens")

@@ -12,9 +12,9 @@ from engine.cli.common import (
     say,
     trust_option,
 )
-from engine.dedup.duplicates import DEFAULT_THRESHOLD as CLUSTER_THRESHOLD
+from engine.dedup.row_clusters import DEFAULT_THRESHOLD as CLUSTER_THRESHOLD
 from engine.errors import Cancelled
-from engine.jobs import CancelToken
+from engine.progress import CancelToken
 from engine.review.calibration import default_threshold
 from engine.services.exports import ALL, DEDUPLICATED, ONLY_CLUSTERS
 

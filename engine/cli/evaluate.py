@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 from engine.cli.common import EXIT_OK, Parser, model_options
-from engine.jobs import CancelToken
+from engine.progress import CancelToken
 
 
 def register(sub) -> None:

@@ -17,7 +17,7 @@ from engine.cli.common import (
 from engine.cli.models import activate
 from engine.cli.stage_bars import StageBars
 from engine.errors import Cancelled, InputError
-from engine.jobs import CancelToken
+from engine.progress import CancelToken
 
 # engine.training.OBJECTIVES' names, spelled out: importing the training package for every
 # command would slow `duplens info`; a test keeps the two lists the same.

@@ -17,7 +17,7 @@ from engine.encoding.backends import require_backend
 from engine.encoding.encoder import Executor
 from engine.encoding.executors import executor_for, parse_executor
 from engine.errors import Cancelled
-from engine.jobs import CancelToken
+from engine.progress import CancelToken
 
 
 def register(sub) -> None:
@@ -71,7 +71,7 @@ def executor_option(p) -> None:
 
 
 def cmd_import(args, cancel: CancelToken) -> int:
-    from engine.encoding.models import resolve_model
+    from engine.encoding.model_spec import resolve_model
 
     if args.model is not None and not args.no_encode:
         resolve_model(args.model)  # a wrong model is reported before the project is touched

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 from engine.cli.common import EXIT_OK, open_project
-from engine.jobs import CancelToken
+from engine.progress import CancelToken
 
 
 def register(sub) -> None:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from engine.cli.common import EXIT_OK, open_project, say
-from engine.jobs import CancelToken
+from engine.progress import CancelToken
 
 VERDICTS = {"dup": 1, "not": 0, "clear": None}
 

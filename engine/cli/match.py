@@ -21,7 +21,7 @@ from engine.cli.common import (
 )
 from engine.cli.importing import reader_kwargs, reader_options
 from engine.errors import Cancelled, InputError
-from engine.jobs import CancelToken
+from engine.progress import CancelToken
 
 if TYPE_CHECKING:
     from engine.services.matching import FileRow

@@ -14,7 +14,7 @@ from engine.cli.common import (
 )
 from engine.cli.stage_bars import StageBars
 from engine.errors import InputError
-from engine.jobs import CancelToken
+from engine.progress import CancelToken
 
 
 def register(sub) -> None:

@@ -12,7 +12,7 @@ from engine.cli.common import (
     say,
     trust_option,
 )
-from engine.jobs import CancelToken
+from engine.progress import CancelToken
 
 
 def register(sub) -> None:

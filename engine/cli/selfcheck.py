@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from engine.jobs import CancelToken
+from engine.progress import CancelToken
 
 
 def register(sub) -> None:
@@ -14,6 +14,6 @@ def register(sub) -> None:
 
 
 def cmd_selfcheck(args, _cancel: CancelToken) -> int:
-    from engine.selfcheck import main as selfcheck
+    from engine.install_check import main as selfcheck
 
     return selfcheck(args.device, None if args.no_window else args.check_window, print)

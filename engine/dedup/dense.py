@@ -19,7 +19,7 @@ import numpy as np
 from scipy import sparse
 from scipy.sparse.csgraph import connected_components
 
-from engine.jobs import CancelToken, Progress, ProgressCallback, RateMeter, no_progress
+from engine.progress import CancelToken, Progress, ProgressCallback, RateMeter, no_progress
 
 # Texts whose vectors are read from the index at once (as float32, 1.5 kB each at 384
 # dimensions: 48 MB), and rows of one matrix product (a block of 2048 x a component).

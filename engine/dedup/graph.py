@@ -20,7 +20,7 @@ import numpy as np
 from engine.dedup.dense import VectorReader, complete_dense
 from engine.dedup.knn_search import GRAPH_EF, search_neighbours
 from engine.index.hnsw import HnswIndex
-from engine.jobs import CancelToken, ProgressCallback, no_progress
+from engine.progress import CancelToken, ProgressCallback, no_progress
 
 # Similarity above which the graph holds every pair the search can reach (see `KnnGraph`).
 # The slider goes down to 0.5, but a floor that low holds tens of neighbours per text in
@@ -175,7 +175,7 @@ def build_knn_graph(index: HnswIndex, k: int, ids: np.ndarray | None = None, *,
     gives the plain k-NN graph, mirrored.
 
     `vectors(text_ids)` gives the texts' vectors (default: the index's own, which hnswlib
-    hands out slowly; the store's, `engine.store.vectors.read_vectors`, are 5 times faster).
+    hands out slowly; the store's, `engine.store.embeddings.read_vectors`, are 5 times faster).
     """
     ids = np.sort(np.asarray(index.ids() if ids is None else ids, dtype=np.int64))
     read = _normalised(vectors or index.vectors)

@@ -9,7 +9,7 @@ from collections.abc import Callable
 import numpy as np
 
 from engine.index.hnsw import HnswIndex
-from engine.jobs import CancelToken, Progress, ProgressCallback, RateMeter, no_progress
+from engine.progress import CancelToken, Progress, ProgressCallback, RateMeter, no_progress
 
 _QUERY_BATCH = 4096
 # The graph searches every text once, so its cost is n searches: it searches with the

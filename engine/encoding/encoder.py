@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Protocol
 
 import numpy as np
 
-from engine.encoding.models import ModelSpec
+from engine.encoding.model_spec import ModelSpec
 
 if TYPE_CHECKING:  # pragma: no cover
     from sentence_transformers import SentenceTransformer

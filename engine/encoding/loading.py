@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from engine.encoding.backends import backend_for_row, get_backend
 from engine.encoding.encoder import SentenceEncoder
-from engine.encoding.models import load_model, pick_device, resolve_model, with_backend
+from engine.encoding.model_spec import load_model, pick_device, resolve_model, with_backend
 from engine.errors import ModelError
 
 

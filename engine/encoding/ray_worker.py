@@ -21,7 +21,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from engine.encoding.encoder import EncodeBatch, EncodedBatch, SentenceEncoder
-from engine.encoding.models import ModelSpec, load_model
+from engine.encoding.model_spec import ModelSpec, load_model
 from engine.errors import ClusterError, ModelError
 
 # Where shipped model folders are unpacked on a worker machine, one folder per fingerprint.
@@ -118,7 +118,7 @@ def unpack_model(fingerprint: str, shipped: dict[str, bytes], root: Path | None 
 
 def _same_weights(folder: Path, spec: ModelSpec) -> bool:
     from engine.encoding.backends import split_fingerprint
-    from engine.encoding.models import resolve_model
+    from engine.encoding.model_spec import resolve_model
 
     weights, _ = split_fingerprint(spec.fingerprint)
     try:

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from engine.encoding.backends import Backend, export_dir, texts_digest
-from engine.encoding.export import CALIBRATION_SAMPLES, export, quiet_nncf
+from engine.encoding.conversion import CALIBRATION_SAMPLES, export, quiet_nncf
 
 if TYPE_CHECKING:  # pragma: no cover
     from sentence_transformers import SentenceTransformer

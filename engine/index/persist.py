@@ -41,8 +41,8 @@ from engine.index import side_file
 from engine.index.hnsw import HnswIndex, HnswParams
 from engine.store.blobs import blob_lock, chunk_bytes, delete_blob, iter_blob, put_blob_chunks
 from engine.store.dialects import upsert
+from engine.store.embeddings import content_version, count_model_embeddings
 from engine.store.schema import indexes, meta
-from engine.store.vectors import content_version, count_model_embeddings
 
 
 def blob_name(model_id: int) -> str:

@@ -14,9 +14,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from engine.index.hnsw import HnswIndex
-from engine.jobs import CancelToken, Progress, ProgressCallback, RateMeter, no_progress
+from engine.progress import CancelToken, Progress, ProgressCallback, RateMeter, no_progress
+from engine.store import embeddings as embedding_store
 from engine.store import items as item_store
-from engine.store import vectors as vector_store
 from engine.store.database import Store
 
 STAGE_INDEXING = "indexing"
@@ -53,8 +53,8 @@ def reconcile(store: Store, index: HnswIndex, model_id: int, *,
     """
     result = Reconciled()
     with store.read() as conn:
-        result.version = vector_store.content_version(conn)
-        embedded = vector_store.embedded_text_ids(conn, model_id)
+        result.version = embedding_store.content_version(conn)
+        embedded = embedding_store.embedded_text_ids(conn, model_id)
         live = np.fromiter(item_store.live_text_ids(conn), dtype=np.int64)
     present = live_ids(index)
     result.present = len(present)
@@ -64,7 +64,7 @@ def reconcile(store: Store, index: HnswIndex, model_id: int, *,
         meter = RateMeter()
         progress(Progress(STAGE_INDEXING, 0, len(missing)))
         with store.read() as conn:
-            for ids, vectors in vector_store.iter_embeddings(conn, model_id, index.dim,
+            for ids, vectors in embedding_store.iter_embeddings(conn, model_id, index.dim,
                                                              text_ids=missing.tolist()):
                 if cancel is not None and cancel.cancelled:
                     result.complete = False

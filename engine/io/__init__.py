@@ -1,6 +1,5 @@
 """Reading spreadsheets in (CSV/TSV, Excel, Parquet, JSON Lines) and writing results out."""
 
-from engine.io.export import export_table, neutralise_cell, write_rows
 from engine.io.readers import (
     detect_format,
     iter_table,
@@ -9,6 +8,7 @@ from engine.io.readers import (
     require_columns,
 )
 from engine.io.records import ReadReport, TableFormat, TablePreview
+from engine.io.writers import export_table, neutralise_cell, write_rows
 
 __all__ = [
     "ReadReport",

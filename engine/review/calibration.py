@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from engine.review.metrics import ThresholdCurve
+from engine.pair_metrics import ThresholdCurve
 
 DEFAULT_THRESHOLD = 0.8
 # Enough labels: at least this many duplicates AND this many non-duplicates. Measured on
@@ -47,10 +47,8 @@ def calibrate(curve: ThresholdCurve) -> Calibration | None:
     """The curve's best-F1 point, or None while only one kind of label exists."""
     if not curve.usable or curve.best_threshold is None:
         return None
-    best = int(curve.f1.argmax())
-    return Calibration(float(curve.thresholds[best]), float(curve.precision[best]),
-                       float(curve.recall[best]), float(curve.f1[best]),
-                       curve.positives, curve.negatives)
+    return Calibration(curve.best_threshold, curve.best_precision, curve.best_recall,
+                       curve.best_f1, curve.positives, curve.negatives)
 
 
 def default_threshold(calibration: Calibration | None,

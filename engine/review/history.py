@@ -17,7 +17,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Protocol
 
-from engine.dedup.duplicates import Cluster
+from engine.dedup.row_clusters import Cluster
 from engine.errors import ProjectError
 
 

@@ -16,9 +16,9 @@ from dataclasses import dataclass
 from engine.encoding.backends import backend_for_row
 from engine.encoding.encoder import SentenceEncoder
 from engine.encoding.loading import load_encoder, load_stored_encoder
-from engine.encoding.models import DEFAULT_MODEL
+from engine.encoding.model_spec import DEFAULT_MODEL
 from engine.errors import ProjectError
-from engine.store import vectors as vector_store
+from engine.store import embeddings as embedding_store
 from engine.store.database import Store
 
 
@@ -58,7 +58,7 @@ class ActiveModel:
         if model_id is None:
             return None
         with self._store.read() as conn:
-            return vector_store.get_model_row(conn, int(model_id))
+            return embedding_store.get_model_row(conn, int(model_id))
 
     def id(self) -> int:
         """The active model's id, loading the default model for a new project. Cached: the
@@ -80,11 +80,11 @@ class ActiveModel:
     def source(self, location: str) -> str | None:
         """A stored model location as `load_encoder` takes it: the project's own versions
         are stored relative to the project file, so they are found wherever it moved."""
-        from engine.training import server_versions
-        from engine.training.versions import model_source
+        from engine.training import version_blobs
+        from engine.training.version_folders import model_source
 
         if not self._store.is_file:   # a version's folder comes from the database
-            return server_versions.model_source(self._store, location)
+            return version_blobs.model_source(self._store, location)
         return model_source(self._store.path, location)
 
     def serving_backend(self, row: dict, preferred: str | None = None) -> str:
@@ -150,8 +150,8 @@ class ActiveModel:
     def attach(self, encoder: SentenceEncoder, *, is_default: bool) -> int:
         """Make an already loaded encoder the active model (tests and the window share one
         loaded model between projects); returns its model id."""
-        from engine.training.server_versions import location_of
-        from engine.training.versions import location_for
+        from engine.training.version_blobs import location_of
+        from engine.training.version_folders import location_for
 
         spec = encoder.spec
         if is_default:
@@ -161,7 +161,7 @@ class ActiveModel:
         else:
             location = location_of(self._store, spec.fingerprint)
         with self._store.write() as conn:
-            model_id = vector_store.get_or_add_model(
+            model_id = embedding_store.get_or_add_model(
                 conn, name=spec.name, location=location, fingerprint=spec.fingerprint,
                 dim=encoder.dim, max_seq_length=encoder.max_seq_length)
             self._store.set_meta("active_model_id", str(model_id), conn)

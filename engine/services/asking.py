@@ -17,7 +17,7 @@ import numpy as np
 
 from engine.dedup.graph import KnnGraph
 from engine.errors import InputError
-from engine.jobs import CancelToken, ProgressCallback, no_progress
+from engine.progress import CancelToken, ProgressCallback, no_progress
 from engine.review.picking import pair_vectors, pick_uncertain
 from engine.services.clusters import DEFAULT_NEIGHBOURS, Clusters
 from engine.services.labels import ASKED, Labels

@@ -15,20 +15,20 @@ from contextlib import contextmanager
 import numpy as np
 from sqlalchemy import select
 
-from engine.dedup.clusters import cut_clusters
-from engine.dedup.duplicates import DEFAULT_THRESHOLD, Cluster, expand_clusters
-from engine.dedup.duplicates import text_clusters_as_ids as as_ids
+from engine.dedup.clustered_rows import RowsByText
+from engine.dedup.cut import cut_clusters
 from engine.dedup.graph import DEFAULT_FLOOR, KnnGraph, build_knn_graph, texts_near
-from engine.dedup.rows import RowsByText
+from engine.dedup.row_clusters import DEFAULT_THRESHOLD, Cluster, expand_clusters
+from engine.dedup.row_clusters import text_clusters_as_ids as as_ids
 from engine.errors import InputError
-from engine.jobs import CancelToken, ProgressCallback, no_progress
-from engine.review.decisions import apply_decisions
+from engine.progress import CancelToken, ProgressCallback, no_progress
+from engine.review.decision_overlay import apply_decisions
+from engine.review.histogram import Histogram, similarity_histogram
 from engine.review.layout import MAP_SAMPLE, EmbeddingMap, project_2d, sample_ids
-from engine.review.metrics import Histogram, similarity_histogram
 from engine.services.vectors import Vectors
 from engine.store import decisions as decision_store
+from engine.store import embeddings as embedding_store
 from engine.store import items as item_store
-from engine.store import vectors as vector_store
 from engine.store.blobs import get_blob, put_blob
 from engine.store.database import Store
 from engine.store.dialects import lock
@@ -106,10 +106,10 @@ class Clusters:
 
     def _stored_vectors(self, model_id: int, dim: int):
         """The graph's vector reader: the stored blobs, which hnswlib's own `vectors` (Python
-        lists) hands out about 5 times slower (engine.store.vectors.read_vectors)."""
+        lists) hands out about 5 times slower (engine.store.embeddings.read_vectors)."""
         def read(text_ids: np.ndarray) -> np.ndarray:
             with self._store.read() as conn:
-                return vector_store.read_vectors(conn, model_id, dim, text_ids)
+                return embedding_store.read_vectors(conn, model_id, dim, text_ids)
         return read
 
     def _build(self, index, k: int, progress: ProgressCallback,
@@ -159,7 +159,7 @@ class Clusters:
             text_clusters = as_ids(cut_clusters(graph, threshold), graph.ids)
             clustered = {t for ids, _ in text_clusters for t in ids}
             with self._store.read() as conn:
-                self._kept.check(vector_store.content_version(conn))
+                self._kept.check(embedding_store.content_version(conn))
                 exact = [t for t in self._kept.texts_with_copies(conn) if t not in clustered]
                 # Texts that join when the slider moves down a little are read now, with the
                 # rest, so that the next re-cut reads nothing (one read instead of two).

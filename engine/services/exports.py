@@ -14,7 +14,7 @@ from pathlib import Path
 
 from sqlalchemy import Connection
 
-from engine.dedup.duplicates import NOT_DUPLICATE, Cluster, Member
+from engine.dedup.row_clusters import NOT_DUPLICATE, Cluster, Member
 from engine.errors import InputError
 from engine.io import write_rows
 from engine.services.rows import source_columns

@@ -12,8 +12,8 @@ import numpy as np
 
 from engine.errors import InputError
 from engine.index.reconcile import live_ids
+from engine.pair_metrics import ThresholdCurve, threshold_curve
 from engine.review.calibration import Calibration, calibrate, default_threshold
-from engine.review.metrics import ThresholdCurve, threshold_curve
 from engine.services.vectors import Vectors
 from engine.store import decisions as decision_store
 from engine.store.database import Store

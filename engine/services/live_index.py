@@ -27,10 +27,10 @@ from engine.index.persist import (
     write_stamp,
 )
 from engine.index.reconcile import reconcile
-from engine.search import QueryCache
-from engine.store import vectors as vector_store
+from engine.keystroke_search import QueryCache
+from engine.store import embeddings as embedding_store
 from engine.store.database import Store
-from engine.store.model_versions import active_model_id
+from engine.store.version_rows import active_model_id
 
 # How often a loaded index asks whether another process changed the project (one tiny read
 # of `meta`): another analyst's import shows up in this one's searches within about this
@@ -90,7 +90,7 @@ class LiveIndex:
         embeddings (with a notice) and saved; one whose stamp still holds is used as it is."""
         with self.lock:
             with self._store.read() as conn:
-                model = vector_store.get_model_row(conn, model_id)
+                model = embedding_store.get_model_row(conn, model_id)
                 loaded = load_saved(conn, model_id, model["dim"],
                                     refresh=not self._store.read_only)
                 index, why = loaded.index, loaded.why
@@ -132,7 +132,7 @@ class LiveIndex:
             return False
         self._asked_at = now
         with self._store.read() as conn:
-            version = vector_store.content_version(conn)
+            version = embedding_store.content_version(conn)
             active = active_model_id(conn)
         self._note_other_model(active, self._model_id)
         if version == self._seen or version == self._version:
@@ -209,7 +209,7 @@ class LiveIndex:
         with self.lock:
             if self._index is index:
                 with self._store.read() as conn:
-                    now = vector_store.content_version(conn)
+                    now = embedding_store.content_version(conn)
                 self._version = self._follow(known, commits, now)
                 self._edits += 1
 
@@ -220,7 +220,7 @@ class LiveIndex:
             if index is None:
                 return
             with self._store.read() as conn:
-                for ids, vecs in vector_store.iter_embeddings(conn, model_id, index.dim,
+                for ids, vecs in embedding_store.iter_embeddings(conn, model_id, index.dim,
                                                               text_ids=text_ids):
                     index.add(ids, vecs)
             self._version = self._follow(self._version, 1, version)

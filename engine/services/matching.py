@@ -37,9 +37,9 @@ from engine.io import (
     require_columns,
     write_rows,
 )
-from engine.jobs import CancelToken, Progress, ProgressCallback, RateMeter, no_progress
+from engine.keystroke_search import SearchHit, hits_for
+from engine.progress import CancelToken, Progress, ProgressCallback, RateMeter, no_progress
 from engine.review.overlap import Overlap, overlap
-from engine.search import SearchHit, hits_for
 from engine.services.active_model import ActiveModel
 from engine.services.labels import Labels
 from engine.services.summary import summarize

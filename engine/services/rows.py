@@ -14,12 +14,12 @@ from collections.abc import Sequence
 import numpy as np
 
 from engine.browse import NUMBER_SAMPLE, SORT_IMPORT, RowQuery, looks_numeric
-from engine.dedup.rows import RowsByText
+from engine.dedup.clustered_rows import RowsByText
 from engine.errors import InputError
 from engine.importer import ImportReport, import_table
 from engine.services.live_index import LiveIndex
+from engine.store import embeddings as embedding_store
 from engine.store import items as item_store
-from engine.store import vectors as vector_store
 from engine.store.database import Store
 from engine.store.items import IdSink
 
@@ -54,7 +54,7 @@ class Rows:
         try:
             with self._store.write() as conn:
                 orphaned = item_store.mark_items_deleted(conn, item_ids)
-                version = vector_store.bump_content_version(conn) if orphaned else None
+                version = embedding_store.bump_content_version(conn) if orphaned else None
         finally:
             self._kept.clear()
         self._live.forget(orphaned, version)

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+from engine.store import embeddings as embedding_store
 from engine.store import items as item_store
-from engine.store import vectors as vector_store
 from engine.store.database import Store
 from engine.store.migrations import SCHEMA_VERSION
 from engine.store.schema import indexes
@@ -20,8 +20,8 @@ def summarize(store: Store, active: dict | None) -> dict:
         counts = {
             "items": item_store.count_items(conn),
             "texts": item_store.count_texts(conn),
-            "encoded": vector_store.count_embeddings(conn, model_id) if model_id else 0,
-            "truncated": vector_store.count_truncated(conn, model_id) if model_id else 0,
+            "encoded": embedding_store.count_embeddings(conn, model_id) if model_id else 0,
+            "truncated": embedding_store.count_truncated(conn, model_id) if model_id else 0,
         }
     head = {"project": described["project"], "schema_version": SCHEMA_VERSION}
     return {**head, **counts, **described}   # the order `duplens info --json` always had

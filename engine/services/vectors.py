@@ -11,11 +11,11 @@ from __future__ import annotations
 
 import numpy as np
 
+from engine.encoding.encode_job import CHUNK_TEXTS, EncodeReport, encode_missing
 from engine.encoding.encoder import EncodedBatch, Executor, SentenceEncoder
-from engine.encoding.job import CHUNK_TEXTS, EncodeReport, encode_missing
 from engine.index.hnsw import HnswIndex
-from engine.jobs import CancelToken, ProgressCallback, no_progress
-from engine.search import SearchHit, search
+from engine.keystroke_search import SearchHit, search
+from engine.progress import CancelToken, ProgressCallback, no_progress
 from engine.services.active_model import ActiveModel
 from engine.services.live_index import LiveIndex
 from engine.store.database import Store

@@ -1,8 +1,8 @@
 """`ModelVersions`: fine-tuning the active model into new versions, and switching between them.
 
 A version is a plain sentence-transformers folder beside the project with its `models` row
-(`engine.training.versions`); a server project keeps the folder in its database and each
-computer a checked copy (`engine.training.server_versions`). Training never touches the
+(`engine.training.version_folders`); a server project keeps the folder in its database and each
+computer a checked copy (`engine.training.version_blobs`). Training never touches the
 active model; activating encodes and indexes every text with the version while search
 keeps using the active one, and only then switches, in one step, under the live index's
 lock.
@@ -19,22 +19,22 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from engine.encoding.encode_job import CHUNK_TEXTS
 from engine.encoding.encoder import SentenceEncoder
-from engine.encoding.job import CHUNK_TEXTS
 from engine.encoding.loading import load_stored_encoder
-from engine.encoding.models import ModelSpec
+from engine.encoding.model_spec import ModelSpec
 from engine.errors import InputError, ModelError, ProjectError
-from engine.jobs import CancelToken, Progress, ProgressCallback, no_progress
+from engine.progress import CancelToken, Progress, ProgressCallback, no_progress
 from engine.services.active_model import ActiveModel
 from engine.services.labels import Labels
 from engine.services.live_index import LiveIndex
+from engine.store import embeddings as embedding_store
 from engine.store import items as items_store
-from engine.store import vectors as vector_store
 from engine.store.database import Store
 
 if TYPE_CHECKING:  # pragma: no cover
     from engine.training.activation import ActivationReport
-    from engine.training.mining import NegativePool
+    from engine.training.hard_negatives import NegativePool
     from engine.training.options import TrainingOptions
     from engine.training.pairs import LabelledPair
     from engine.training.session import FinetuneReport
@@ -65,7 +65,7 @@ class ModelVersions:
 
     def _row(self, version_id: int) -> dict:
         with self._store.read() as conn:
-            row = vector_store.get_model_row(conn, int(version_id))
+            row = embedding_store.get_model_row(conn, int(version_id))
         if row is None:
             raise InputError(f"{self._store.name}: has no model version {version_id} "
                              f"(see 'duplens models')")
@@ -129,7 +129,7 @@ class ModelVersions:
         one trained), for mining hard negatives as sentence-transformers'
         `mine_hard_negatives` does from a corpus: nothing is encoded again. None when the
         objective mines nothing. At most `NEGATIVE_POOL_TEXTS`, a seeded sample beyond."""
-        from engine.training.mining import NegativePool
+        from engine.training.hard_negatives import NegativePool
         from engine.training.objectives import mines_negatives
         from engine.training.options import TrainingOptions
 
@@ -148,7 +148,7 @@ class ModelVersions:
 
     def _keep_trained(self, model_id: int, model, like: SentenceEncoder) -> None:
         """Keep a just-trained model loaded, served as the active one is (fp16 on CUDA)."""
-        from engine.training.versions import version_path
+        from engine.training.version_folders import version_path
 
         row = self._row(model_id)
         if like.device.startswith("cuda"):
@@ -164,7 +164,7 @@ class ModelVersions:
         available, parent_id, objective, metrics (before/after for trained versions),
         created_at, active, encoded (live texts embedded with it), texts, indexed. Cheap:
         loads no model."""
-        from engine.training.versions import list_versions
+        from engine.training.version_folders import list_versions
 
         active = self._model.row()
         return list_versions(self._store, active["id"] if active else None)
@@ -215,7 +215,7 @@ class ModelVersions:
         """The version's encoder: the spare one when it is that version, else from disk,
         after checking the folder still holds the weights the version was recorded with."""
         from engine.training.activation import STAGE_LOADING
-        from engine.training.versions import model_folder
+        from engine.training.version_folders import model_folder
 
         spare = self._model.spare(row["id"])
         if spare is not None:
@@ -236,8 +236,8 @@ class ModelVersions:
         """Copy a version's model folder to `folder` (new or empty), loadable with plain
         `SentenceTransformer(folder)`; the bundled default model is copied from its package,
         a server project's version from this computer's checked copy of its stored folder."""
-        from engine.training.server_versions import version_folder
-        from engine.training.versions import export_folder, model_folder
+        from engine.training.version_blobs import version_folder
+        from engine.training.version_folders import export_folder, model_folder
 
         row = self._row(version_id)
         if self._store.is_file or row["parent_id"] is None:
@@ -252,7 +252,7 @@ class ModelVersions:
     def delete(self, version_id: int) -> str:
         """Delete a trained version that is not active and no other version came from (the
         wizard's "Discard"): its folder, row, embeddings and index; returns its name."""
-        from engine.training.versions import delete_version
+        from engine.training.version_folders import delete_version
 
         self._writable()
         with self._activation_lock:  # never while that version is being activated

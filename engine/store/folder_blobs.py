@@ -3,7 +3,7 @@
 A server has no "beside the project file", so a version's sentence-transformers folder is
 kept inside the database, where every analyst's process finds it: `duplens copy` carries
 folders this way between a file and a server, and a version fine-tuned on a server project
-is stored this way from the start (`engine.training.server_versions`). One format, one
+is stored this way from the start (`engine.training.version_blobs`). One format, one
 name, so a copy and a server project read each other's blobs. Blobs are chunked
 (`store.blobs`): a 90 MB model is 90 rows of 1 MiB.
 """

@@ -1,14 +1,15 @@
 """Fine-tuning a sentence encoder on the user's labelled pairs, without Qt.
 
 `pairs` reads and summarises labelled data, `split` holds some out without sharing questions,
-`options` says how to train, `objectives` turns pairs into a loss and dataset (`mining` finds
-hard negatives for them), `finetune` trains a copy of a model (`validation` keeps its best
-epoch), and `metrics` measures a model on held-out pairs. torch, sentence-transformers and
+`options` says how to train, `objectives` turns pairs into a loss and dataset
+(`hard_negatives` finds hard negatives for them), `trainer` trains a copy of a model
+(`validation` keeps its best epoch), and `held_out` measures a model on held-out pairs (with
+`engine.pair_metrics`). torch, sentence-transformers and
 datasets are imported only when a function needs them.
 """
 
-from engine.training.finetune import TrainingProgress, TrainResult, finetune
-from engine.training.metrics import (
+from engine.training.hard_negatives import NegativePool, nearest_non_duplicates
+from engine.training.held_out import (
     CurvePoint,
     PairMetrics,
     VerdictChange,
@@ -17,7 +18,6 @@ from engine.training.metrics import (
     metrics_from_scores,
     pair_scores,
 )
-from engine.training.mining import NegativePool, nearest_non_duplicates
 from engine.training.objectives import (
     DEFAULT_OBJECTIVE,
     OBJECTIVES,
@@ -41,6 +41,7 @@ from engine.training.pairs import (
     summarise,
 )
 from engine.training.split import PairSplit, split_pairs
+from engine.training.trainer import TrainingProgress, TrainResult, finetune
 
 __all__ = [
     "DEFAULT_OBJECTIVE",

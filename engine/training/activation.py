@@ -17,12 +17,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from engine.encoding.encode_job import CHUNK_TEXTS, encode_missing
 from engine.encoding.encoder import EncodedBatch, SentenceEncoder
-from engine.encoding.job import CHUNK_TEXTS, encode_missing
 from engine.index.hnsw import HnswIndex
 from engine.index.persist import load_index, save_index
 from engine.index.reconcile import STAGE_INDEXING, reconcile
-from engine.jobs import CancelToken, ProgressCallback, no_progress
+from engine.progress import CancelToken, ProgressCallback, no_progress
 from engine.store.database import Store
 
 STAGE_LOADING = "loading model"

@@ -12,8 +12,8 @@ loss expects. Pairs with a label of 0.5 or more are duplicates where a yes/no is
 - contrastive+mnrl: both, in alternating batches (multi-task training).
 
 The contrastive objectives can add mined hard negatives (`TrainingOptions.hard_negatives`,
-`engine.training.mining`): for each duplicate pair, the texts most similar to its question that
-are not its duplicates, as extra "not duplicate" pairs.
+`engine.training.hard_negatives`): for each duplicate pair, the texts most similar to its
+question that are not its duplicates, as extra "not duplicate" pairs.
 
 sentence-transformers is imported inside functions: importing it takes seconds.
 """
@@ -28,8 +28,8 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from engine.errors import InputError
-from engine.jobs import CancelToken, ProgressCallback, no_progress
-from engine.training.mining import NegativePool, nearest_non_duplicates
+from engine.progress import CancelToken, ProgressCallback, no_progress
+from engine.training.hard_negatives import NegativePool, nearest_non_duplicates
 from engine.training.options import TrainingOptions
 from engine.training.pairs import LabelledPair, Triplet
 
@@ -274,7 +274,7 @@ def make_triplets(pairs: Sequence[LabelledPair], model: SentenceTransformer | No
     text has none but the second has, the pair is turned round. When neither has, a hard
     negative is mined: the training text most similar to the anchor under `model` (the model
     before training) among those not linked to it by any chain of duplicate labels, or from
-    `pool` (`engine.training.mining`). A mined
+    `pool` (`engine.training.hard_negatives`). A mined
     negative may be an unlabelled duplicate after all; labelled negatives avoid that risk, so
     they always come first. Without a model, pairs needing a mined negative are skipped.
     """

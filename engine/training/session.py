@@ -31,21 +31,21 @@ from typing import TYPE_CHECKING
 from engine import __version__
 from engine.encoding.encoder import SentenceEncoder
 from engine.errors import InputError
-from engine.jobs import CancelToken, Progress, ProgressCallback, no_progress
+from engine.progress import CancelToken, Progress, ProgressCallback, no_progress
 from engine.store.database import Store
-from engine.store.vectors import get_model_row
-from engine.training.finetune import TrainingOptions, TrainResult, finetune
-from engine.training.metrics import (
+from engine.store.embeddings import get_model_row
+from engine.training.hard_negatives import NegativePool
+from engine.training.held_out import (
     PairMetrics,
     VerdictChange,
     changed_verdicts,
     held_out_metrics,
 )
-from engine.training.mining import NegativePool
 from engine.training.objectives import get_objective, mines_negatives
 from engine.training.pairs import MIN_PAIRS, LabelledPair, PairSummary, summarise
 from engine.training.split import DEFAULT_HELD_OUT, PairSplit, split_pairs
-from engine.training.versions import (
+from engine.training.trainer import TrainingOptions, TrainResult, finetune
+from engine.training.version_folders import (
     data_hash,
     new_staging_folder,
     register_version,

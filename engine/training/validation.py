@@ -18,8 +18,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from engine.errors import InputError
-from engine.jobs import CancelToken
-from engine.training.metrics import held_out_metrics
+from engine.progress import CancelToken
+from engine.training.held_out import held_out_metrics
 from engine.training.pairs import LabelledPair
 from engine.training.split import split_pairs
 

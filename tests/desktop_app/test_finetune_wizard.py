@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from PySide6.QtWidgets import QWizard
 
-from desktop_app.finetune_controller import RunState
+from desktop_app.controllers.finetune_controller import RunState
 from desktop_app.main_window import MainWindow
 from desktop_app.views.finetune_wizard import FinetuneWizard
 from engine.project import Project

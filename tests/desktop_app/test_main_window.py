@@ -6,7 +6,7 @@ from pathlib import Path
 
 from PySide6.QtCore import QPoint, Qt
 
-from desktop_app.jobs import UNEXPECTED
+from desktop_app.job_runner import UNEXPECTED
 from desktop_app.main_window import MainWindow
 from desktop_app.views.import_dialog import ImportChoices, ImportDialog
 from tests.desktop_app.conftest import (

@@ -7,7 +7,7 @@ import csv
 
 from PySide6.QtCore import Qt
 
-from desktop_app.import_controller import ImportChoices
+from desktop_app.controllers.import_controller import ImportChoices
 from desktop_app.views.match_results import MATCH, OVERLAP, SCORE, SORT_ROLE, TEXT
 from tests.desktop_app.conftest import QUESTIONS_ITEMS, SIGNAL_TIMEOUT_MS
 

@@ -9,7 +9,7 @@ import pytest
 from PySide6.QtCore import Qt
 
 from desktop_app.main_window import MainWindow
-from engine.dedup.duplicates import DEFAULT_THRESHOLD as CLUSTER_THRESHOLD
+from engine.dedup.row_clusters import DEFAULT_THRESHOLD as CLUSTER_THRESHOLD
 from engine.project import Project
 from engine.review.calibration import ENOUGH_OF_EACH
 from tests.desktop_app.conftest import SIGNAL_TIMEOUT_MS

@@ -3,7 +3,7 @@ handed to the engine through the bridge and the model controller."""
 
 from __future__ import annotations
 
-from desktop_app.model_controller import ModelController
+from desktop_app.controllers.model_controller import ModelController
 from desktop_app.views.settings_dialog import Preferences, SettingsDialog
 from engine.encoding.backends import BACKENDS, available_backends
 

@@ -7,10 +7,10 @@ import threading
 
 from PySide6.QtCore import Qt
 
-from desktop_app.counts_controller import with_counts
-from desktop_app.jobs import Pool
+from desktop_app.controllers.counts_controller import with_counts
+from desktop_app.job_runner import Pool
 from desktop_app.main_window import MainWindow
-from desktop_app.models.items_model import ITEM_ID_ROLE
+from desktop_app.table_models.items_model import ITEM_ID_ROLE
 from desktop_app.views.status_bar import COUNTING
 from engine.store import items as item_store
 from tests.desktop_app.conftest import QUESTIONS_ITEMS, SIGNAL_TIMEOUT_MS

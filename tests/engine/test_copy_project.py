@@ -18,7 +18,7 @@ from engine.review.history import ReviewHistory
 from engine.store.database import Store
 from engine.store.folder_blobs import FOLDER_BLOB
 from engine.store.schema import metadata
-from engine.training.versions import model_folder
+from engine.training.version_folders import model_folder
 from tests.engine.training.test_project_versions import QUERY, QUICK, make_project
 
 pytestmark = pytest.mark.slow

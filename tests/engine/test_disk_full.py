@@ -8,7 +8,7 @@ from __future__ import annotations
 import pytest
 
 from engine.errors import DiskFull
-from engine.jobs import CancelToken
+from engine.progress import CancelToken
 from engine.project import Project
 from tests.engine.store.project_checks import (
     assert_index_agrees,
@@ -86,7 +86,7 @@ def test_encode_in_the_window_on_a_full_disk_raises_disk_full(disk, data_dir, en
 def test_a_fine_tuned_model_that_does_not_fit_leaves_nothing_behind(disk, encoder):
     """The model (~90 MB) cannot fit on the 20 MB disk: the real ENOSPC from the weights'
     writer becomes `DiskFull` naming the folder, and no half-written folder stays."""
-    from engine.training.finetune import _save
+    from engine.training.trainer import _save
 
     target = disk / "models" / "v2"
     with pytest.raises(DiskFull, match="the disk is full"):

@@ -20,9 +20,9 @@ from engine import model_trust
 from engine.encoding.encoder import SentenceEncoder
 from engine.errors import ModelError, UntrustedModelLocation
 from engine.project import Project
-from engine.store import vectors as vector_store
+from engine.store import embeddings as embedding_store
 from engine.store.database import Store
-from engine.training.versions import model_source
+from engine.training.version_folders import model_source
 from tests.model_folders import custom_module, model_copy, pickle_only
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -34,7 +34,7 @@ def their_project(path: Path, location: str, fingerprint: str = SOME_WEIGHTS) ->
     store = Store.open(path, create=True)
     try:
         with store.write() as conn:
-            model_id = vector_store.get_or_add_model(
+            model_id = embedding_store.get_or_add_model(
                 conn, name="their model", location=location, fingerprint=fingerprint,
                 dim=384, max_seq_length=256)
             store.set_meta("active_model_id", str(model_id), conn)

@@ -5,7 +5,7 @@ import json
 import numpy as np
 import pytest
 
-from engine.dedup.clusters import cut_clusters
+from engine.dedup.cut import cut_clusters
 from engine.dedup.graph import KnnGraph, build_knn_graph
 from engine.index.hnsw import HnswIndex
 
@@ -201,7 +201,7 @@ def test_the_stored_vectors_come_back_by_id_in_the_order_asked(eggs_project):
     """The graph's reader: a dense run of ids (one range read) and scattered ids (IN lists)
     give the vectors the model stored, in the order asked; an unknown id is an error."""
     from engine.errors import ProjectError
-    from engine.store.vectors import read_vectors
+    from engine.store.embeddings import read_vectors
 
     project = eggs_project
     ids = np.sort(project.vectors.index().ids())

@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import torch
 
-from engine.encoding.models import load_model, resolve_model
+from engine.encoding.model_spec import load_model, resolve_model
 from engine.project import Project
-from engine.training.versions import location_for, models_folder
+from engine.training.version_folders import location_for, models_folder
 
 
 def test_opening_with_a_quantised_preference_keeps_the_torch_embeddings(new_project, data_dir):

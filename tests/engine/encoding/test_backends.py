@@ -27,7 +27,7 @@ from engine.encoding.backends import (
     split_fingerprint,
     stored_fingerprint,
 )
-from engine.encoding.models import load_model, resolve_model, with_backend
+from engine.encoding.model_spec import load_model, resolve_model, with_backend
 from engine.errors import ModelError
 
 WEIGHTS = "sha256:" + "ab" * 32
@@ -141,7 +141,7 @@ def test_calibration_texts_are_the_shipped_sample_questions():
 
 
 def test_int8_kernel_family_is_one_optimum_knows():
-    from engine.encoding.export import cpu_isa
+    from engine.encoding.conversion import cpu_isa
 
     assert cpu_isa() in ("arm64", "avx2", "avx512", "avx512_vnni")
 
@@ -244,7 +244,7 @@ def test_training_an_onnx_served_model_starts_from_its_torch_weights():
     import torch
 
     from engine.encoding.loading import load_encoder
-    from engine.training.finetune import _training_copy
+    from engine.training.trainer import _training_copy
 
     served = load_encoder(None, backend="onnx")
     trainee = _training_copy(served, "cpu")

@@ -1,11 +1,11 @@
 import numpy as np
 import pytest
 
-from engine.encoding.job import encode_missing
-from engine.encoding.models import pick_device, resolve_model
+from engine.encoding.encode_job import encode_missing
+from engine.encoding.model_spec import pick_device, resolve_model
 from engine.errors import ModelError
-from engine.jobs import CancelToken
-from engine.store import vectors as vector_store
+from engine.progress import CancelToken
+from engine.store import embeddings as embedding_store
 
 
 def test_default_model_is_the_packaged_all_minilm(encoder):
@@ -73,10 +73,10 @@ def test_cancel_commits_what_was_encoded_and_resume_finishes(new_project, tmp_pa
                             cancel=cancel, chunk_texts=1000)
     assert report.cancelled and 64 <= report.encoded < 300
     with project.store.read() as conn:
-        assert vector_store.count_embeddings(conn, model_id) == report.encoded
+        assert embedding_store.count_embeddings(conn, model_id) == report.encoded
     rest = project.vectors.encode()
     assert not rest.cancelled and rest.encoded == 300 - report.encoded
     with project.store.read() as conn:
-        assert vector_store.count_embeddings(conn, model_id) == 300
-        assert vector_store.missing_text_ids(conn, model_id) == []
+        assert embedding_store.count_embeddings(conn, model_id) == 300
+        assert embedding_store.missing_text_ids(conn, model_id) == []
     assert len(project.vectors.index()) == 300

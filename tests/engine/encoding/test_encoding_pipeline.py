@@ -9,10 +9,10 @@ import threading
 import numpy as np
 import pytest
 
+from engine.encoding.encode_job import encode_missing, plan_batches
 from engine.encoding.encoder import EncodeBatch, LocalExecutor
-from engine.encoding.job import encode_missing, plan_batches
 from engine.project import Project
-from engine.store import vectors as vector_store
+from engine.store import embeddings as embedding_store
 
 
 def _questions(n: int) -> list[str]:
@@ -32,7 +32,7 @@ def many(new_project, tmp_path):
 
 def _count(project) -> int:
     with project.store.read() as conn:
-        return vector_store.count_model_embeddings(conn, project.model.id())
+        return embedding_store.count_model_embeddings(conn, project.model.id())
 
 
 def test_every_chunk_is_committed_and_indexed_off_the_encoding_thread(many, encoder):
@@ -42,7 +42,7 @@ def test_every_chunk_is_committed_and_indexed_off_the_encoding_thread(many, enco
     def on_committed(chunk):
         threads.add(threading.get_ident())
         with many.store.read() as conn:  # already on disk when indexing sees it
-            stored = set(vector_store.embedded_text_ids(conn, model_id).tolist())
+            stored = set(embedding_store.embedded_text_ids(conn, model_id).tolist())
         assert set(chunk.text_ids) <= stored
         seen.append(list(chunk.text_ids))
 
@@ -127,7 +127,7 @@ def test_a_killed_process_keeps_its_committed_chunks_and_reopening_indexes_them(
     try:
         with reopened.store.read() as conn:
             model_id = int(reopened.model.row()["id"])
-            stored = vector_store.count_model_embeddings(conn, model_id)
+            stored = embedding_store.count_model_embeddings(conn, model_id)
         assert 300 + 64 <= stored <= 300 + 100 and (stored - 300) % 32 == 0
         assert len(reopened.vectors.index()) == stored  # reconciled: the saved index had 300
         assert reopened.vectors.encode().encoded == 500 - stored

@@ -10,7 +10,7 @@ import pytest
 from engine import offline
 from engine.encoding.hub import hub_folder
 from engine.encoding.loading import load_encoder
-from engine.encoding.models import resolve_model
+from engine.encoding.model_spec import resolve_model
 from engine.errors import ModelError
 from tests.model_folders import custom_module, model_copy, pickle_only, rewrite_json
 

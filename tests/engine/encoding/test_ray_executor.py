@@ -12,15 +12,15 @@ import numpy as np
 import psutil
 import pytest
 
+from engine.encoding.encode_job import encode_missing
 from engine.encoding.encoder import EncodeBatch, LocalExecutor, SentenceEncoder
 from engine.encoding.executors import executor_for, parse_executor, ray_available
-from engine.encoding.job import encode_missing
-from engine.encoding.models import resolve_model
+from engine.encoding.model_spec import resolve_model
 from engine.encoding.ray_executor import RayExecutor
 from engine.encoding.ray_worker import pack_model, unpack_model
 from engine.errors import ClusterError, InputError
-from engine.jobs import CancelToken
-from engine.store import vectors as vector_store
+from engine.progress import CancelToken
+from engine.store import embeddings as embedding_store
 from engine.store.items import texts_by_id
 
 
@@ -85,7 +85,7 @@ def test_a_project_encoded_on_ray_holds_the_local_embeddings_row_by_row(
     assert report.encoded == 46 and report.remaining == 0 and not report.cancelled
     model_id = project.model.id()
     with project.store.read() as conn:
-        (ids, vectors), = vector_store.iter_embeddings(conn, model_id, encoder.dim)
+        (ids, vectors), = embedding_store.iter_embeddings(conn, model_id, encoder.dim)
         texts = texts_by_id(conn, ids.tolist())
     local = encoder.encode([texts[int(t)] for t in ids])
     cosines = (vectors * local).sum(axis=1)
@@ -147,7 +147,7 @@ def test_cancel_commits_what_came_back_and_stops_the_cluster_work(
     assert len(workers_while_running) == 2
     assert _wait_until(lambda: not _encode_workers()), "the actors outlived the job"
     with project.store.read() as conn:
-        assert vector_store.count_model_embeddings(conn, model_id) == 4
+        assert embedding_store.count_model_embeddings(conn, model_id) == 4
     assert project.vectors.encode().encoded == 42     # resumes where it stopped
 
 

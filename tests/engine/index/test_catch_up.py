@@ -14,10 +14,10 @@ import numpy as np
 import pytest
 
 from engine.index.reconcile import live_ids
-from engine.jobs import no_progress
+from engine.progress import no_progress
 from engine.project import Project
 from engine.services import live_index
-from engine.store import vectors as vector_store
+from engine.store import embeddings as embedding_store
 from engine.store.items import texts_by_id
 
 # Two batches of `iter_embeddings`' 500: a search lands between them.
@@ -50,7 +50,7 @@ def test_a_search_answers_during_a_large_catch_up_and_every_row_is_found_after(
     theirs.rows.import_table(tmp_path / "new.csv", ["question"])
     theirs.vectors.encode()
     with theirs.store.read() as conn:
-        new_version = vector_store.content_version(conn)
+        new_version = embedding_store.content_version(conn)
     theirs.close()
     assert len(index) == before and new_version != old_version
 
@@ -94,7 +94,7 @@ def test_a_search_answers_during_a_large_catch_up_and_every_row_is_found_after(
     assert claimed == old_version                  # never a version not fully applied
     assert len(index) == before + NEW_ROWS and live.version_of(index) == new_version
     with mine.store.read() as conn:
-        embedded = vector_store.embedded_text_ids(conn, mine.vectors.model_id())
+        embedded = embedding_store.embedded_text_ids(conn, mine.vectors.model_id())
     assert set(live_ids(index).tolist()) == set(embedded.tolist())
     for text in (texts[NEW_ROWS // 2], texts[-1]):
         assert mine.vectors.search(text, k=1)[0].text == text

@@ -10,7 +10,7 @@ from engine.index.persist import stamp_key
 from engine.index.reconcile import reconcile
 from engine.project import Project
 from engine.services import live_index
-from engine.store import vectors as vector_store
+from engine.store import embeddings as embedding_store
 from engine.store.schema import indexes, meta
 
 
@@ -49,12 +49,12 @@ def test_a_matching_stamp_skips_the_reconcile(open_questions, encoder, monkeypat
 def test_another_content_version_reconciles_and_then_stamps(open_questions, encoder,
                                                             monkeypatch):
     with open_questions.store.write() as conn:
-        vector_store.bump_content_version(conn)
+        embedding_store.bump_content_version(conn)
     reopened, calls = _reopen(open_questions, encoder, monkeypatch)
     try:
         assert len(reopened.vectors.index()) == 46 and len(calls) == 1
         with reopened.store.read() as conn:
-            assert _stamp(reopened)["version"] == vector_store.content_version(conn)
+            assert _stamp(reopened)["version"] == embedding_store.content_version(conn)
     finally:
         reopened.close()
     again, calls = _reopen(reopened, encoder, monkeypatch)
@@ -91,9 +91,9 @@ def test_embeddings_written_behind_the_index_are_found_on_open(open_questions, e
     open_questions.rows.import_table(src, ["question"])
     model_id = open_questions.model.id()
     with open_questions.store.read() as conn:
-        (text_id,) = vector_store.missing_text_ids(conn, model_id)
+        (text_id,) = embedding_store.missing_text_ids(conn, model_id)
     with open_questions.store.write() as conn:     # stored, but the saved index never saw it
-        vector_store.add_embeddings(conn, model_id, [text_id],
+        embedding_store.add_embeddings(conn, model_id, [text_id],
                                     encoder.encode(["How do penguins keep warm?"]), [False])
     reopened, calls = _reopen(open_questions, encoder, monkeypatch)
     try:
@@ -143,7 +143,7 @@ def test_loaded_index_is_what_a_full_reconcile_gives(open_questions, encoder, mo
         assert calls == []
         live = np.setdiff1d(index.ids(), np.fromiter(index.deleted, np.int64))
         with reopened.store.read() as conn:
-            embedded = vector_store.embedded_text_ids(conn, reopened.model.id())
+            embedded = embedding_store.embedded_text_ids(conn, reopened.model.id())
         assert np.array_equal(np.sort(live), np.sort(embedded))
         changed = reconcile(reopened.store, index, reopened.model.id()).changed
         assert not changed

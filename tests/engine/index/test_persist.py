@@ -10,8 +10,8 @@ from sqlalchemy import func, select, update
 from engine.index import persist, side_file
 from engine.index.hnsw import HnswIndex
 from engine.index.persist import blob_name, current_version, drop_index, load_index, save_index
+from engine.store import embeddings as embedding_store
 from engine.store import postgres, sqlite
-from engine.store import vectors as vector_store
 from engine.store.blobs import iter_blob
 from engine.store.database import Store
 from engine.store.schema import blobs
@@ -32,7 +32,7 @@ def store(store_location, monkeypatch):
 @pytest.fixture
 def model(store):
     with store.write() as conn:
-        return vector_store.get_or_add_model(conn, name="m", location="default",
+        return embedding_store.get_or_add_model(conn, name="m", location="default",
                                              fingerprint="sha256:m", dim=DIM,
                                              max_seq_length=8)
 
@@ -50,7 +50,7 @@ def _index(n: int = 600, seed: int = 0) -> tuple[HnswIndex, np.ndarray]:
 def test_an_index_round_trips_through_many_chunk_rows(store, model):
     index, vecs = _index()
     with store.write() as conn:
-        version = vector_store.bump_content_version(conn)
+        version = embedding_store.bump_content_version(conn)
         save_index(conn, model, index, version=version)
     with store.read() as conn:
         rows = conn.execute(select(func.count()).select_from(blobs)
@@ -67,9 +67,9 @@ def test_an_index_round_trips_through_many_chunk_rows(store, model):
 def test_a_later_content_version_or_no_version_leaves_the_index_unstamped(store, model):
     index, _ = _index(50)
     with store.write() as conn:
-        version = vector_store.bump_content_version(conn)
+        version = embedding_store.bump_content_version(conn)
         save_index(conn, model, index, version=version)
-        vector_store.bump_content_version(conn)
+        embedding_store.bump_content_version(conn)
     with store.read() as conn:
         assert current_version(conn, model, load_index(conn, model, DIM)[0]) is None
     with store.write() as conn:

@@ -22,7 +22,7 @@ from engine.errors import DiskFull
 from engine.index.persist import load_saved
 from engine.index.side_file import folder_for, record_key
 from engine.project import Project
-from engine.store import vectors as vector_store
+from engine.store import embeddings as embedding_store
 from engine.store.database import Store
 from engine.store.schema import indexes
 from tests.engine.store.project_checks import ROOT, fill, small_disk
@@ -135,7 +135,7 @@ def test_a_read_only_open_uses_a_matching_side_file_and_writes_none(open_questio
         store = Store.open(target, read_only=True)
         try:
             with store.read() as conn:
-                model = vector_store.list_models(conn)[0]
+                model = embedding_store.list_models(conn)[0]
                 loaded = load_saved(conn, model["id"], model["dim"])
         finally:
             store.close()
@@ -167,7 +167,7 @@ def test_two_processes_saving_leave_a_side_file_that_agrees_with_the_store(tmp_p
     path = tmp_path / "shared.duplens"
     store = Store.open(path, create=True)
     with store.write() as conn:
-        model = vector_store.get_or_add_model(conn, name="m", location="default",
+        model = embedding_store.get_or_add_model(conn, name="m", location="default",
                                               fingerprint="sha256:m", dim=16,
                                               max_seq_length=8)
     store.close()

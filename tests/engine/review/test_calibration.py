@@ -2,13 +2,13 @@
 
 import numpy as np
 
+from engine.pair_metrics import threshold_curve
 from engine.review.calibration import (
     DEFAULT_THRESHOLD,
     ENOUGH_OF_EACH,
     calibrate,
     default_threshold,
 )
-from engine.review.metrics import threshold_curve
 
 
 def test_best_f1_threshold_with_what_it_rests_on():

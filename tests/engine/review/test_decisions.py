@@ -5,7 +5,7 @@ import csv
 
 import pytest
 
-from engine.dedup.duplicates import CANONICAL, DUPLICATE, NOT_DUPLICATE
+from engine.dedup.row_clusters import CANONICAL, DUPLICATE, NOT_DUPLICATE
 from engine.project import Project
 from engine.review.history import ReviewHistory
 
@@ -172,7 +172,7 @@ def test_embedding_map_places_every_text_and_colours_clusters(project):
 
 
 def test_clusters_without_decisions_pass_through_as_the_full_rule_would_make_them(project):
-    from engine.review.decisions import apply_decisions
+    from engine.review.decision_overlay import apply_decisions
 
     clusters = project.clusters.cut(THRESHOLD, decisions=False)
     python = cluster_with(clusters, "q2")

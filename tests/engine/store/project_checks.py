@@ -16,7 +16,7 @@ import pytest
 from sqlalchemy import func, select
 
 from engine.index.persist import current_version, load_index
-from engine.store import vectors
+from engine.store import embeddings
 from engine.store.database import Store
 from engine.store.schema import items
 
@@ -54,8 +54,8 @@ def state(path: Path) -> dict:
         with store.read() as conn:
             out = {"rows": conn.execute(select(func.count()).select_from(items)).scalar(),
                    "models": {}}
-            for model in vectors.list_models(conn):
-                embedded = set(vectors.embedded_text_ids(conn, model["id"]).tolist())
+            for model in embeddings.list_models(conn):
+                embedded = set(embeddings.embedded_text_ids(conn, model["id"]).tolist())
                 index, why = load_index(conn, model["id"], model["dim"])
                 indexed = (set(index.ids().tolist()) - set(index.deleted)
                            if index is not None else None)

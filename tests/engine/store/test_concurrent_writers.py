@@ -24,7 +24,8 @@ from sqlalchemy import func, select
 from engine.errors import ProjectError
 from engine.index.hnsw import HnswIndex
 from engine.index.persist import load_index, save_index, stamp_key
-from engine.store import decisions, items, model_versions, vectors
+from engine.store import decisions, items, version_rows
+from engine.store import embeddings as embedding_store
 from engine.store.blobs import get_blob, put_blob
 from engine.store.database import Store
 from engine.store.schema import embeddings, models, pair_labels, texts
@@ -84,7 +85,7 @@ def overlap(first: Analyst, second: Analyst, write_first, write_second):
 
 
 def _model(conn, fingerprint: str = "sha256:abc") -> int:
-    return vectors.get_or_add_model(conn, name="m", location="default",
+    return embedding_store.get_or_add_model(conn, name="m", location="default",
                                     fingerprint=fingerprint, dim=4, max_seq_length=8)
 
 
@@ -102,11 +103,11 @@ def test_settings_written_at_once_keep_the_later_value(two):
 def test_content_version_bumps_in_turn(two):
     a, b = two
     with a.write() as conn:
-        start = vectors.bump_content_version(conn)
-    got = overlap(a, b, vectors.bump_content_version, vectors.bump_content_version)
+        start = embedding_store.bump_content_version(conn)
+    got = overlap(a, b, embedding_store.bump_content_version, embedding_store.bump_content_version)
     assert got == (start + 1, start + 2)
     with a.read() as conn:
-        assert vectors.content_version(conn) == start + 2
+        assert embedding_store.content_version(conn) == start + 2
 
 
 def test_one_pair_judged_by_two_analysts_has_one_label_the_later(two):
@@ -172,12 +173,12 @@ def test_the_same_texts_encoded_by_two_analysts_are_stored_once(two):
         items.add_rows(conn, source, _rows(["x", "y", "z"]))
     vecs = np.eye(3, 4, dtype=np.float32)
     versions = overlap(
-        a, b, lambda c: vectors.add_embeddings(c, model, [1, 2], vecs[:2], [False] * 2),
-        lambda c: vectors.add_embeddings(c, model, [2, 3], vecs[1:], [False] * 2))
+        a, b, lambda c: embedding_store.add_embeddings(c, model, [1, 2], vecs[:2], [False] * 2),
+        lambda c: embedding_store.add_embeddings(c, model, [2, 3], vecs[1:], [False] * 2))
     assert versions[1] == versions[0] + 1
     with a.read() as conn:
         assert conn.execute(select(func.count()).select_from(embeddings)).scalar() == 3
-        assert vectors.missing_text_ids(conn, model) == []
+        assert embedding_store.missing_text_ids(conn, model) == []
 
 
 def test_a_blob_replaced_by_two_analysts_is_one_of_them_whole(two):
@@ -202,8 +203,8 @@ def test_saving_one_index_from_two_analysts_keeps_the_newer_whole(two):
     a, b = two
     with a.write() as conn:
         model = _model(conn)
-        old = vectors.bump_content_version(conn)
-        new = vectors.bump_content_version(conn)
+        old = embedding_store.bump_content_version(conn)
+        new = embedding_store.bump_content_version(conn)
     # the newer index is saved first; an older one saved after it does not replace it
     overlap(a, b, lambda c: save_index(c, model, _index(30, 1), version=new),
             lambda c: save_index(c, model, _index(20, 2), version=old))
@@ -224,9 +225,9 @@ def test_version_numbers_from_two_analysts_never_collide(two):
 
     def register(fingerprint):
         def write(conn):
-            model_versions.lock_numbering(conn)
-            number = model_versions.highest_model_id(conn) + 1
-            model_versions.add_model_version(
+            version_rows.lock_numbering(conn)
+            number = version_rows.highest_model_id(conn) + 1
+            version_rows.add_model_version(
                 conn, number, name=f"v{number}", location=f"p.models/v{number}",
                 fingerprint=fingerprint, dim=4, max_seq_length=8, created_at=time.time())
             return number
@@ -241,7 +242,7 @@ _BUMPER = """
 import sys, time
 from pathlib import Path
 from engine.store.database import Store
-from engine.store.vectors import bump_content_version
+from engine.store.embeddings import bump_content_version
 url, go, n = sys.argv[1], Path(sys.argv[2]), int(sys.argv[3])
 store = Store.open(url, create=True)
 while not go.exists():
@@ -270,5 +271,5 @@ def test_two_processes_create_the_schema_and_bump_the_counter_together(postgres_
     assert sorted(seen) == list(range(1, 81))     # every bump its own number
     store = Store.open(postgres_url)
     with store.read() as conn:
-        assert vectors.content_version(conn) == 80
+        assert embedding_store.content_version(conn) == 80
     store.close()

@@ -9,7 +9,7 @@ import pytest
 from sqlalchemy import func, select
 
 from engine.errors import InputError
-from engine.jobs import CancelToken
+from engine.progress import CancelToken
 from engine.store.schema import blobs, embeddings, indexes
 from engine.training.collect import training_input
 from engine.training.pairs import MIN_PAIRS

@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from engine.encoding.models import resolve_model
+from engine.encoding.model_spec import resolve_model
 from engine.errors import Cancelled, InputError, ModelError
-from engine.jobs import CancelToken
+from engine.progress import CancelToken
 from engine.project import Project
 from engine.text import norm_key
 from engine.training import (
@@ -22,7 +22,7 @@ from engine.training import (
     TrainingOptions,
     read_labelled_file,
 )
-from engine.training.versions import VERSION_FILE, data_hash
+from engine.training.version_folders import VERSION_FILE, data_hash
 
 pytestmark = pytest.mark.slow
 DATA = Path(__file__).resolve().parents[2] / "data"

@@ -9,7 +9,7 @@ import pytest
 import torch
 
 from engine.errors import Cancelled
-from engine.jobs import CancelToken
+from engine.progress import CancelToken
 from engine.training import LabelledPair, TrainingOptions, finetune, held_out_metrics
 from engine.training.validation import early_stopping, split_validation
 

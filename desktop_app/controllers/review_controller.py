@@ -1,0 +1,284 @@
+"""`ReviewController`: the review screen's state on the GUI side, fed by the engine.
+
+It holds the threshold (the one value that the slider, the spin box and the histogram's line
+all show), the clusters as cut and as the decisions make them, and the undo history, and it
+runs every computation on the bridge's review pool, in order, so a decision and the re-cut
+after it cannot cross. Views only render what it emits. A re-cut, a plot or a curve asked
+again makes the older request stale (`latest`): dragging the slider never ends on a stale
+cut, and a quick series of decisions draws the label curve once, not once each.
+
+The threshold starts at the one calibrated on the analyst's verdicts once there are enough
+(`engine.review.calibration`), else at 0.8; the calibration is shown and re-read after every
+verdict, but moves the slider only when the review is first cut, or when the user asks
+(`use_calibrated`): a threshold moving under the analyst would re-cut what they review. It
+also owns the "Ask me" mode's controller (`AskController`), whose answers are verdicts too.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+
+from PySide6.QtCore import QObject, QTimer, Signal
+
+from desktop_app.bridge import EngineBridge
+from desktop_app.controllers.ask_controller import AskController
+from desktop_app.job_runner import Job, Pool
+from engine.dedup.row_clusters import DEFAULT_THRESHOLD, Cluster
+from engine.review.calibration import Calibration, default_threshold
+from engine.review.history import CanonicalChange, LabelChange, ReviewHistory, Superseded
+
+log = logging.getLogger("duplens.gui")
+
+RECUT_DELAY_MS = 60      # coalesce slider drags: one re-cut per pause, not per pixel
+SORT_KEYS = ("size", "score")
+
+
+class ReviewController(QObject):
+    """Threshold, clusters and decisions of the open project; all engine work off-thread."""
+
+    thresholdChanged = Signal(float)
+    clustersChanged = Signal(list)           # [Cluster] as shown, in display order
+    clusterUpdated = Signal(int, object)     # position in the list, the Cluster after a decision
+    historyChanged = Signal(bool, bool, str)  # can undo, can redo, what the last action did
+    histogramReady = Signal(object)          # engine.review.histogram.Histogram
+    curveReady = Signal(object)              # engine.pair_metrics.ThresholdCurve
+    mapReady = Signal(object)                # engine.review.layout.EmbeddingMap
+    calibrationReady = Signal(object)        # engine.review.calibration.Calibration | None
+    exported = Signal(str, int)              # path, rows written
+    busy = Signal(str)                       # what the review thread is doing ("" when idle)
+
+    def __init__(self, bridge: EngineBridge, parent: QObject | None = None) -> None:
+        super().__init__(parent)
+        self.bridge = bridge
+        self.threshold = DEFAULT_THRESHOLD
+        self.sort_key = "size"
+        self.raw: dict[int, Cluster] = {}        # cluster id -> as cut
+        self.clusters: list[Cluster] = []        # as shown
+        self.history: ReviewHistory | None = None
+        self._active = False                     # a project is open and encoded
+        self._clusters_current = False           # cut since the index last changed
+        self._plots_current = False
+        self._recut = QTimer(self)
+        self._recut.setSingleShot(True)
+        self._recut.setInterval(RECUT_DELAY_MS)
+        self._recut.timeout.connect(self.refresh)
+        self.calibration: Calibration | None = None
+        self._threshold_chosen = False           # the user set it: calibration stays advice
+        self.ask = AskController(bridge, self)
+        self.ask.answered.connect(self._asked_answered)
+
+    # -- lifecycle -------------------------------------------------------------------------
+    def project_opened(self) -> None:
+        """A new project: forget the old one's clusters and history."""
+        self.raw, self.clusters = {}, []
+        self.history = None
+        self._active = True
+        self._threshold_chosen = False
+        self.calibration = None
+        self.ask.reset()
+        self.index_changed()
+        self.clustersChanged.emit([])
+        self._emit_history("")
+
+    def index_changed(self) -> None:
+        """Rows were added or the model changed: clusters and plots are out of date."""
+        self._clusters_current = self._plots_current = False
+
+    def show_clusters(self) -> None:
+        """The review is on screen: cut clusters unless done since the last change.
+        Clusters and plots are computed when first looked at, not on every open."""
+        if not self._clusters_current:
+            self._clusters_current = True
+            self.load_calibration(then_cut=True)
+
+    def show_plots(self) -> None:
+        """The plots are on screen: the cut, the histogram, the label curve and the map."""
+        self.show_clusters()
+        if not self._plots_current:
+            self._plots_current = True
+            self.load_histogram()
+            self.load_curve()
+            self.load_map()
+
+    # -- threshold -------------------------------------------------------------------------
+    def set_threshold(self, value: float, *, chosen: bool = True) -> None:
+        """Every widget showing the threshold calls this; each re-cut is coalesced."""
+        value = round(min(max(float(value), 0.01), 1.0), 3)
+        self._threshold_chosen = self._threshold_chosen or chosen
+        if value == self.threshold:
+            return
+        self.threshold = value
+        self.thresholdChanged.emit(value)
+        self._recut.start()
+
+    def use_calibrated(self) -> None:
+        """Move the threshold to the calibrated one (when there are enough labels)."""
+        if self.calibration is not None and self.calibration.enough:
+            self.set_threshold(default_threshold(self.calibration))
+
+    def load_calibration(self, then_cut: bool = False) -> None:
+        """Re-read the calibrated threshold; with `then_cut`, start the threshold there
+        (unless the user chose one) and cut the clusters after."""
+
+        def done(calibration: Calibration | None) -> None:
+            self.calibration = calibration
+            self.calibrationReady.emit(calibration)
+            if then_cut:
+                if not self._threshold_chosen:
+                    self.threshold = round(default_threshold(calibration, DEFAULT_THRESHOLD), 3)
+                    self.thresholdChanged.emit(self.threshold)
+                self.refresh()
+
+        self.bridge.run(lambda job: job.project.labels.calibration(), pool=Pool.REVIEW,
+                        on_done=done,
+                        latest=self._key("first calibration" if then_cut else "calibration"))
+
+    def _asked_answered(self, _given: int) -> None:
+        self._clusters_current = False   # verdicts the clusters shown do not carry yet
+        self.load_calibration()
+
+    def set_sort(self, key: str) -> None:
+        if key not in SORT_KEYS:
+            raise ValueError(key)
+        self.sort_key = key
+        self.clusters = self._sorted(self.clusters)
+        self.clustersChanged.emit(self.clusters)
+
+    def refresh(self) -> None:
+        """Re-cut at the current threshold (from the engine's cached neighbour graph)."""
+        if not self._active:
+            return
+        self._recut.stop()
+        threshold = self.threshold
+        self.busy.emit(f"Finding clusters at {threshold:.2f}…")
+
+        def work(job: Job) -> tuple[list[Cluster], list[Cluster]]:
+            project = job.project
+            raw = project.clusters.cut(threshold, decisions=False)
+            return raw, project.clusters.apply_decisions(raw)
+
+        def done(result: tuple[list[Cluster], list[Cluster]]) -> None:
+            raw, applied = result
+            self.raw = {c.cluster_id: c for c in raw}
+            self.clusters = self._sorted(applied)
+            self.busy.emit("")
+            self.clustersChanged.emit(self.clusters)
+
+        self.bridge.run(work, pool=Pool.REVIEW, on_done=done, latest=self._key("clusters"))
+
+    def _key(self, what: str) -> str:
+        """The `latest` key of this controller's `what` requests."""
+        return f"review {what} {id(self)}"
+
+    def _sorted(self, clusters: list[Cluster]) -> list[Cluster]:
+        if self.sort_key == "score":
+            return sorted(clusters, key=lambda c: (-c.score, -len(c.members), c.cluster_id))
+        return sorted(clusters, key=lambda c: (-len(c.members), -c.score, c.cluster_id))
+
+    # -- decisions -------------------------------------------------------------------------
+    def mark(self, cluster: Cluster, item_a: int, item_b: int, label: int | None) -> None:
+        """Mark two rows of `cluster` duplicate (1) / not duplicate (0) / unlabelled."""
+        self._decide(cluster, lambda h: h.label(item_a, item_b, label))
+
+    def move_out(self, cluster: Cluster, item_id: int) -> None:
+        self._decide(cluster, lambda h: h.move_out(cluster, item_id))
+
+    def set_canonical(self, cluster: Cluster, item_id: int) -> None:
+        self._decide(cluster, lambda h: h.set_canonical(cluster, item_id))
+
+    def undo(self) -> None:
+        self._decide(None, lambda h: h.undo())
+
+    def redo(self) -> None:
+        self._decide(None, lambda h: h.redo())
+
+    def _decide(self, cluster: Cluster | None, action: Callable[[ReviewHistory], object]
+                ) -> None:
+        """Run a history action on the review thread, then re-apply decisions to the
+        clusters it touched (for undo/redo: the clusters holding the rows it changed)."""
+        if not self._active:
+            return
+        history = self._history()
+        raw = self.raw
+
+        def work(job: Job) -> tuple[object, list[Cluster]]:
+            try:
+                change = action(history)
+            except Superseded as exc:   # another analyst's verdict stays; show it and say so
+                change = _Note(exc.change, str(exc))
+            if cluster is not None:
+                touched = [raw[cluster.cluster_id]] if cluster.cluster_id in raw else []
+            else:
+                rows = _rows_of(change)
+                touched = [c for c in raw.values() if rows.intersection(c.item_ids())]
+            return change, job.project.clusters.apply_decisions(touched)
+
+        def done(result: tuple[object, list[Cluster]]) -> None:
+            change, updated = result
+            by_id = {c.cluster_id: c for c in updated}
+            for pos, shown in enumerate(self.clusters):
+                new = by_id.get(shown.cluster_id)
+                if new is not None and new != shown:
+                    self.clusters[pos] = new
+                    self.clusterUpdated.emit(pos, new)
+            what = change.note if isinstance(change, _Note) else \
+                getattr(change, "description", "") if change else ""
+            self._emit_history(what)
+            self.load_curve()
+            self.load_calibration()
+
+        self.bridge.run(work, pool=Pool.REVIEW, on_done=done)
+
+    def _history(self) -> ReviewHistory:
+        if self.history is None:
+            project = self.bridge.current_project()
+            self.history = ReviewHistory(project.labels)
+        return self.history
+
+    def _emit_history(self, what: str) -> None:
+        h = self.history
+        self.historyChanged.emit(bool(h and h.can_undo), bool(h and h.can_redo), what)
+
+    # -- plots and export ------------------------------------------------------------------
+    def load_histogram(self) -> None:
+        self.bridge.run(lambda job: job.project.clusters.histogram(), pool=Pool.REVIEW,
+                        on_done=self.histogramReady.emit, latest=self._key("histogram"))
+
+    def load_curve(self) -> None:
+        self.bridge.run(lambda job: job.project.labels.curve(), pool=Pool.REVIEW,
+                        on_done=self.curveReady.emit, latest=self._key("curve"))
+
+    def load_map(self) -> None:
+        threshold = self.threshold
+        self.bridge.run(lambda job: job.project.clusters.map(threshold), pool=Pool.REVIEW,
+                        on_done=self.mapReady.emit, latest=self._key("map"))
+
+    def export(self, path: str, form: str = "all") -> None:
+        """Export the rows in `form` (see `Exports.rows`) with the clusters at the current
+        threshold, decisions included."""
+        threshold = self.threshold
+
+        def work(job: Job) -> int:
+            project = job.project
+            return project.exports.rows(path, project.clusters.cut(threshold), form=form)
+
+        self.bridge.run(work, pool=Pool.REVIEW, on_done=lambda n: self.exported.emit(path, n))
+
+
+class _Note:
+    """An undo or redo another analyst's change overrode: its change, and what to say."""
+
+    def __init__(self, change: object, note: str) -> None:
+        self.change, self.note = change, note
+
+
+def _rows_of(change: object) -> set[int]:
+    """The rows a history change wrote decisions for (or, refused, would have)."""
+    if isinstance(change, _Note):
+        return _rows_of(change.change)
+    if isinstance(change, LabelChange):
+        return {change.item_a, change.item_b}
+    if isinstance(change, CanonicalChange):
+        return set(change.item_ids)
+    return set()

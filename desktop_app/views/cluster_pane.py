@@ -1,0 +1,203 @@
+"""One cluster under review: its members (similarity to the canonical entry as a bar, the
+decision beside it), the side-by-side comparison of the pair under review, and the review's
+action buttons.
+
+The pair under review is the canonical and the selected member, or any two selected members.
+The pane knows which members are selected and which still wait for a verdict; what a
+verdict does is the `ClusterReviewView`'s (through the controller).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from PySide6.QtCore import QItemSelectionModel, Qt
+from PySide6.QtGui import QColor
+from PySide6.QtWidgets import (
+    QAbstractItemView,
+    QHBoxLayout,
+    QHeaderView,
+    QLabel,
+    QPushButton,
+    QSplitter,
+    QTableWidget,
+    QTableWidgetItem,
+    QVBoxLayout,
+    QWidget,
+)
+
+from desktop_app.views.compare_panel import ComparePanel
+from desktop_app.views.score_delegate import ITEM_ID_ROLE, SCORE_ROLE, ScoreDelegate
+from engine.dedup.row_clusters import CANONICAL, Cluster, Member
+from engine.review.overlap import overlap
+
+MOVED_OUT = "moved out"
+
+KEYS = {
+    "duplicate": ("D", "Duplicate"),
+    "not_duplicate": ("N", "Not duplicate"),
+    "skip": ("S", "Skip"),
+    "canonical": ("C", "Set canonical"),
+    "move_out": ("M", "Move out"),
+    "next": ("J", "Next cluster"),
+    "previous": ("K", "Previous cluster"),
+}
+
+
+class ClusterPane(QWidget):
+    """Members, comparison and action buttons of the cluster on screen."""
+
+    def __init__(self, threshold: Callable[[], float], parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self._threshold = threshold
+        self.cluster: Cluster | None = None
+        self.members = QTableWidget(0, 3, self)
+        self.members.setHorizontalHeaderLabels(["ID", "Text  ·  similarity to canonical",
+                                                "Decision"])
+        self.members.setItemDelegateForColumn(1, ScoreDelegate(self.members))
+        self.members.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
+        self.members.setSelectionMode(QAbstractItemView.SelectionMode.ExtendedSelection)
+        self.members.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
+        self.members.verticalHeader().hide()
+        self.members.setWordWrap(False)
+        header = self.members.horizontalHeader()
+        header.setSectionResizeMode(1, QHeaderView.ResizeMode.Stretch)
+        header.resizeSection(0, 90)
+        header.resizeSection(2, 130)
+
+        self.compare = ComparePanel(self)
+        self.action_buttons: dict[str, QPushButton] = {}
+        buttons = QHBoxLayout()
+        for name, (key, label) in KEYS.items():
+            button = QPushButton(f"{label} ({key})", self)
+            button.setFocusPolicy(Qt.FocusPolicy.NoFocus)
+            self.action_buttons[name] = button
+            buttons.addWidget(button)
+        buttons.addStretch(1)
+        self.pair_label = QLabel("", self)
+
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(0, 0, 0, 0)
+        split = QSplitter(Qt.Orientation.Vertical, self)
+        split.addWidget(self.members)
+        split.addWidget(self.compare)
+        split.setStretchFactor(0, 3)
+        split.setStretchFactor(1, 2)
+        layout.addWidget(split, 1)
+        layout.addWidget(self.pair_label)
+        layout.addLayout(buttons)
+        self.members.itemSelectionChanged.connect(self.show_comparison)
+
+    # -- rendering -------------------------------------------------------------------------
+    def show_cluster(self, cluster: Cluster | None, select: int | None = None,
+                     advance: bool = False) -> None:
+        """List the members; select `select` (or, with `advance`, the next unreviewed)."""
+        if cluster is not None and self.cluster is not None and \
+                cluster.cluster_id != self.cluster.cluster_id:
+            select, advance = None, False
+        self.cluster = cluster
+        self.members.blockSignals(True)
+        self.members.setRowCount(0)
+        if cluster is None:
+            self.members.blockSignals(False)
+            self.compare.clear()
+            self.pair_label.setText("No clusters at this threshold.")
+            return
+        rows = [(m, m.decision or ("canonical (auto)" if i == 0 else ""))
+                for i, m in enumerate(cluster.members)]
+        rows += [(m, MOVED_OUT) for m in cluster.rejected]
+        self.members.setRowCount(len(rows))
+        for r, (m, decision) in enumerate(rows):
+            self._set_member_row(r, m, decision)
+        self.members.blockSignals(False)
+        target = self.row_of(select) if select is not None else None
+        if advance or target is None:
+            target = self._next_pending(after=target if advance else None)
+        self.select_member_row(target if target is not None else 0)
+        self.show_comparison()
+
+    def _set_member_row(self, row: int, m: Member, decision: str) -> None:
+        id_item = QTableWidgetItem(m.id)
+        id_item.setData(ITEM_ID_ROLE, m.item_id)
+        text_item = QTableWidgetItem(" ".join(m.text.split()))
+        text_item.setData(SCORE_ROLE, float(m.score))
+        text_item.setToolTip(m.text)
+        decision_item = QTableWidgetItem(decision)
+        cells = (id_item, text_item, decision_item)
+        if decision == MOVED_OUT:
+            for cell in cells:
+                cell.setForeground(QColor(140, 140, 140))
+        if m.decision == CANONICAL or row == 0:
+            for cell in cells:
+                font = cell.font()
+                font.setBold(True)
+                cell.setFont(font)
+        for col, cell in enumerate(cells):
+            self.members.setItem(row, col, cell)
+
+    def show_comparison(self) -> None:
+        pair = self.current_pair()
+        if pair is None:
+            self.compare.clear()
+            self.pair_label.setText("")
+            return
+        a, b = pair
+        self.compare.show_pair(f"{a.id}  (canonical)" if self.is_head(a) else a.id, a.text,
+                               f"{b.id}  ·  similarity {b.score:.3f}" if self.is_head(a)
+                               else b.id, b.text)
+        found = overlap(a.text, b.text)
+        # The similarity shown is to the canonical entry: only then can a close pair whose
+        # content words differ be marked.
+        mark = "⚠ " if self.is_head(a) and found.marked(b.score, self._threshold()) else ""
+        self.pair_label.setText(f"{mark}Reviewing {a.id} ↔ {b.id} · {found.note()}")
+
+    # -- selection -------------------------------------------------------------------------
+    def select_member_row(self, row: int) -> None:
+        """Select exactly this row. (`selectRow` follows the keyboard modifiers held at that
+        moment, so with Ctrl down it would toggle the row instead.)"""
+        model = self.members.model()
+        if not 0 <= row < model.rowCount():
+            return
+        flags = (QItemSelectionModel.SelectionFlag.ClearAndSelect
+                 | QItemSelectionModel.SelectionFlag.Rows)
+        self.members.selectionModel().setCurrentIndex(model.index(row, 0), flags)
+
+    def _members_in_rows(self) -> list[Member]:
+        if self.cluster is None:
+            return []
+        return [*self.cluster.members, *self.cluster.rejected]
+
+    def selected_members(self) -> list[Member]:
+        everyone = self._members_in_rows()
+        rows = sorted({i.row() for i in self.members.selectionModel().selectedRows()})
+        return [everyone[r] for r in rows if r < len(everyone)]
+
+    def current_pair(self) -> tuple[Member, Member] | None:
+        """The two selected members, or the canonical and the one selected member."""
+        if self.cluster is None:
+            return None
+        selected = self.selected_members()
+        if len(selected) >= 2:
+            return selected[0], selected[1]
+        if len(selected) == 1 and not self.is_head(selected[0]):
+            return self.cluster.canonical, selected[0]
+        return None
+
+    def is_head(self, m: Member) -> bool:
+        return self.cluster is not None and m.item_id == self.cluster.canonical.item_id
+
+    def row_of(self, item_id: int) -> int | None:
+        for r, m in enumerate(self._members_in_rows()):
+            if m.item_id == item_id:
+                return r
+        return None
+
+    def _next_pending(self, after: int | None = None) -> int | None:
+        """The first member after row `after` with no verdict yet (not the canonical)."""
+        if self.cluster is None:
+            return None
+        start = (after + 1) if after is not None else 1
+        for r in range(max(start, 1), len(self.cluster.members)):
+            if not self.cluster.members[r].decision:
+                return r
+        return None

@@ -1,0 +1,109 @@
+"""The review's top rows: the threshold (slider and box), the clusters' order and summary,
+Undo / Redo / Export / Ask me, and the calibrated threshold with what it rests on.
+
+A widget of its own because it is shared by the two modes of the review (the clusters and
+Ask me) and holds no review state: it shows what the `ReviewController` emits and reports
+what the analyst chose.
+"""
+
+from __future__ import annotations
+
+from PySide6.QtCore import Qt, Signal
+from PySide6.QtWidgets import (
+    QComboBox,
+    QDoubleSpinBox,
+    QHBoxLayout,
+    QLabel,
+    QPushButton,
+    QSlider,
+    QVBoxLayout,
+    QWidget,
+)
+
+from engine.review.calibration import ENOUGH_OF_EACH, Calibration
+
+SLIDER_STEPS = 100          # the slider works in hundredths of similarity
+SLIDER_MIN = 50
+
+
+class ThresholdBar(QWidget):
+    """Threshold, order, summary, history buttons and the calibrated threshold."""
+
+    thresholdChosen = Signal(float)
+    sortChosen = Signal(str)
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.slider = QSlider(Qt.Orientation.Horizontal, self)
+        self.slider.setRange(SLIDER_MIN, SLIDER_STEPS)
+        self.slider.setPageStep(5)
+        self.spin = QDoubleSpinBox(self)
+        self.spin.setRange(SLIDER_MIN / SLIDER_STEPS, 1.0)
+        self.spin.setSingleStep(0.01)
+        self.spin.setDecimals(2)
+        self.sort = QComboBox(self)
+        self.sort.addItem("Largest first", "size")
+        self.sort.addItem("Most similar first", "score")
+        self.summary = QLabel("", self)
+        self.undo_button = QPushButton("Undo", self)
+        self.redo_button = QPushButton("Redo", self)
+        self.export_button = QPushButton("Export…", self)
+        for b in (self.undo_button, self.redo_button):
+            b.setEnabled(False)
+        self.calibration_label = QLabel("", self)
+        self.use_calibrated_button = QPushButton("Use", self)
+        self.use_calibrated_button.setToolTip("Move the threshold to the calibrated one")
+        self.use_calibrated_button.setEnabled(False)
+        self.ask_button = QPushButton("Ask me", self)
+        self.ask_button.setCheckable(True)
+        self.ask_button.setToolTip("Answer the pairs the model is least sure of (D / N / S)")
+        top = QHBoxLayout()
+        top.addWidget(QLabel("Threshold", self))
+        top.addWidget(self.slider, 2)
+        top.addWidget(self.spin)
+        top.addSpacing(12)
+        top.addWidget(self.sort)
+        top.addWidget(self.summary, 3)
+        top.addWidget(self.undo_button)
+        top.addWidget(self.redo_button)
+        top.addWidget(self.export_button)
+        top.addWidget(self.ask_button)
+        calibration_row = QHBoxLayout()
+        calibration_row.addWidget(self.calibration_label, 1)
+        calibration_row.addWidget(self.use_calibrated_button)
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(0, 0, 0, 0)
+        layout.addLayout(top)
+        layout.addLayout(calibration_row)
+        self.show_calibration(None)
+        self.slider.valueChanged.connect(lambda v: self.thresholdChosen.emit(v / SLIDER_STEPS))
+        self.spin.valueChanged.connect(self.thresholdChosen)
+        self.sort.currentIndexChanged.connect(lambda _: self.sortChosen.emit(
+            self.sort.currentData()))
+
+    def show_threshold(self, value: float) -> None:
+        """Move the slider and spin box to `value` without echoing it back."""
+        for widget, v in ((self.slider, round(value * SLIDER_STEPS)), (self.spin, value)):
+            widget.blockSignals(True)
+            widget.setValue(v)
+            widget.blockSignals(False)
+
+    def show_calibration(self, calibration: Calibration | None) -> None:
+        """The calibrated threshold and what it rests on, or what it still needs."""
+        if calibration is None:
+            text = (f"Calibrated threshold: label pairs duplicate (D) and not duplicate (N); "
+                    f"from {ENOUGH_OF_EACH} of each it becomes the default.")
+        else:
+            text = (f"Calibrated threshold {calibration.threshold:.3f} · precision "
+                    f"{calibration.precision:.0%} · recall {calibration.recall:.0%} · on "
+                    f"{calibration.labels:,} labels ({calibration.positives:,} duplicate, "
+                    f"{calibration.negatives:,} not)")
+            if not calibration.enough:
+                text += f" · the default from {ENOUGH_OF_EACH} of each"
+        self.calibration_label.setText(text)
+        self.use_calibrated_button.setEnabled(calibration is not None and calibration.enough)
+
+    def show_history(self, can_undo: bool, can_redo: bool, what: str) -> None:
+        self.undo_button.setEnabled(can_undo)
+        self.redo_button.setEnabled(can_redo)
+        self.undo_button.setToolTip(f"Undo: {what}" if what else "")

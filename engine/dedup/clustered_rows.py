@@ -1,0 +1,91 @@
+"""The rows behind clustered texts, kept between re-cuts of the neighbour graph.
+
+Moving the threshold slider cuts the kept graph again in a fraction of a second; reading
+the rows of every clustered text back from the store took longer than the cut itself at
+100k rows (SQL IN batches and row objects). The rows of a text change only when rows are
+imported or deleted, so they are kept until then: `clear()` on those changes, and the
+content version as a second key for changes made by another process.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Sequence
+
+from sqlalchemy import Connection
+
+from engine.dedup.row_clusters import Member, member
+from engine.store import items as item_store
+
+# Members kept per row read, at most, before the member cache starts afresh: each new centre
+# a re-cut picks gives its members new similarities, so without a bound the cache would
+# grow with every threshold the slider visits.
+MEMBERS_PER_ROW = 4
+MEMBERS_FLOOR = 10_000
+
+
+class RowsByText:
+    """Live rows per text id (oldest first, as `items_for_texts`), fetched once each."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._rows: dict[int, list[dict]] = {}
+        self._copies: list[int] | None = None
+        self._version: int | None = None
+        # Members by (row, similarity to its centre): most clusters keep their centre when
+        # the threshold moves, so a re-cut makes few new ones (Member is frozen: shareable).
+        self._members: dict[tuple[int, float], Member] = {}
+
+    def clear(self) -> None:
+        """Rows were imported or deleted: read everything afresh next time."""
+        with self._lock:
+            self._rows, self._copies, self._version, self._members = {}, None, None, {}
+
+    def check(self, version: int) -> None:
+        """Forget what was read under another content version."""
+        with self._lock:
+            if version != self._version:
+                self._rows, self._copies, self._version, self._members = {}, None, version, {}
+
+    def member(self, item: dict, score: float) -> Member:
+        """`duplicates.member`, made once per row and similarity (a bounded cache)."""
+        key = (item["id"], score)
+        made = self._members.get(key)
+        if made is None:
+            if len(self._members) >= max(MEMBERS_FLOOR, MEMBERS_PER_ROW * len(self._rows)):
+                self._members = {}
+            made = self._members[key] = member(item, score)
+        return made
+
+    @property
+    def member_count(self) -> int:
+        """Members cached now (the bound is what matters: see `MEMBERS_PER_ROW`)."""
+        return len(self._members)
+
+    def texts_with_copies(self, conn: Connection) -> list[int]:
+        """Texts shared by several live rows (exact duplicates)."""
+        with self._lock:
+            copies = self._copies
+        if copies is None:
+            copies = item_store.texts_with_copies(conn)
+            with self._lock:
+                self._copies = copies
+        return copies
+
+    def rows(self, conn: Connection, text_ids: Sequence[int],
+             also: Sequence[int] = ()) -> dict[int, list[dict]]:
+        """{text id: its live rows} for `text_ids`; only texts not read before hit the store,
+        in one read with those of `also` (kept for a later call, not returned). Each row
+        carries its `public_id`, worked out once."""
+        with self._lock:
+            missing = list({t for t in (*text_ids, *also) if t not in self._rows})
+        if missing:
+            fetched = item_store.items_for_texts(conn, missing)
+            for found in fetched.values():
+                for row in found:
+                    row["public_id"] = item_store.public_id(row)
+            with self._lock:
+                for t in missing:
+                    self._rows[t] = fetched.get(t, [])
+        with self._lock:
+            return {t: self._rows[t] for t in text_ids if self._rows.get(t)}

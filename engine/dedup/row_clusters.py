@@ -1,0 +1,107 @@
+"""Duplicate clusters of rows (items), built from clusters of distinct texts.
+
+Texts are what the index knows; rows sharing a normalised text are exact duplicates and
+always land in the same cluster, scored 1.0 against their text.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from engine.dedup.cut import TextCluster
+from engine.store.items import public_id
+
+
+@dataclass(frozen=True)
+class Member:
+    item_id: int
+    id: str            # the id column's value, else the source row number
+    row: int
+    source_id: int
+    text: str
+    score: float       # cosine similarity to the cluster's canonical text
+    text_id: int
+    decision: str = ""  # the analyst's verdict against the canonical entry (see DECISIONS)
+
+    def as_json(self) -> dict:
+        return {"id": self.id, "row": self.row, "source_id": self.source_id, "text": self.text,
+                "score": round(self.score, 6), "item_id": self.item_id,
+                "decision": self.decision}
+
+
+# The similarity above which two entries are called duplicates until the analyst moves it.
+DEFAULT_THRESHOLD = 0.85
+
+# What a member's `decision` can say. "canonical": the analyst chose it; "duplicate" / "not
+# duplicate": the pair (canonical, member) was labelled; "": not reviewed yet.
+CANONICAL, DUPLICATE, NOT_DUPLICATE, UNREVIEWED = "canonical", "duplicate", "not duplicate", ""
+
+
+@dataclass(frozen=True)
+class Cluster:
+    cluster_id: int
+    members: list[Member] = field(default_factory=list)   # canonical first
+    # Members the analyst moved out (labelled "not duplicate" of the canonical): shown apart
+    # and exported with their verdict, but no longer part of the cluster.
+    rejected: list[Member] = field(default_factory=list)
+
+    @property
+    def canonical(self) -> Member:
+        return self.members[0]
+
+    @property
+    def score(self) -> float:
+        """Mean similarity of the other members to the canonical: how tight the cluster is."""
+        others = [m.score for m in self.members[1:]]
+        return sum(others) / len(others) if others else 1.0
+
+    @property
+    def reviewed(self) -> bool:
+        """Every member has a verdict (the canonical counts as decided)."""
+        return all(m.decision for m in self.members[1:]) and bool(self.members)
+
+    def item_ids(self) -> list[int]:
+        return [m.item_id for m in (*self.members, *self.rejected)]
+
+    def as_json(self) -> dict:
+        return {"cluster_id": self.cluster_id, "canonical_id": self.canonical.id,
+                "size": len(self.members), "score": round(self.score, 6),
+                "members": [m.as_json() for m in self.members],
+                "rejected": [m.as_json() for m in self.rejected]}
+
+
+def member(item: dict, score: float) -> Member:
+    shown = item.get("public_id") or public_id(item)   # worked out once by RowsByText
+    return Member(item["id"], shown, item["row"], item["source_id"], item["text"],
+                  float(score), item["text_id"])
+
+
+def expand_clusters(text_clusters: list[tuple[list[int], list[float]]],
+                    items_by_text: dict[int, list[dict]],
+                    exact_only_texts: list[int],
+                    member: Callable[[dict, float], Member] = member) -> list[Cluster]:
+    """Turn (text ids, scores) clusters into row clusters, adding exact-duplicate-only ones.
+
+    `exact_only_texts` are texts with several rows that no similarity cluster took.
+    `member` makes a row's Member (a caching one keeps them between re-cuts).
+    """
+    built: list[list[Member]] = []
+    for text_ids, scores in text_clusters:
+        members = [member(item, score) for t, score in zip(text_ids, scores, strict=True)
+                   for item in items_by_text.get(t, [])]
+        if len(members) >= 2:
+            built.append(members)
+    for t in exact_only_texts:
+        rows = items_by_text.get(t, [])
+        if len(rows) >= 2:
+            built.append([member(item, 1.0) for item in rows])
+    built.sort(key=lambda ms: (-len(ms), -sum(m.score for m in ms) / len(ms)))
+    return [Cluster(i + 1, ms) for i, ms in enumerate(built)]
+
+
+def text_clusters_as_ids(clusters: list[TextCluster], ids) -> list[tuple[list[int], list[float]]]:
+    by_position = np.asarray(ids).tolist()
+    return [([by_position[p] for p in c.members.tolist()], c.scores.tolist()) for c in clusters]

@@ -1,0 +1,33 @@
+"""The layout says what each file does: unique names, and architecture.md's table true."""
+
+from __future__ import annotations
+
+import re
+from collections import defaultdict
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+PACKAGES = ("engine", "desktop_app")
+
+
+def _modules() -> list[Path]:
+    return sorted(p.relative_to(ROOT) for pkg in PACKAGES for p in (ROOT / pkg).rglob("*.py")
+                  if p.name not in ("__init__.py", "__main__.py"))
+
+
+def test_no_two_files_share_a_name():
+    by_stem: dict[str, list[str]] = defaultdict(list)
+    for path in _modules():
+        by_stem[path.stem].append(str(path))
+    shared = {stem: paths for stem, paths in by_stem.items() if len(paths) > 1}
+    assert not shared, f"one name, several files: {shared}"
+
+
+def test_the_architecture_table_names_every_file_and_only_those():
+    text = (ROOT / "docs" / "architecture.md").read_text(encoding="utf-8")
+    section = text.split("## Where each job lives", 1)[1].split("\n## ", 1)[0]
+    listed = set(re.findall(r"^\| `([^`]+\.py)` \| \S", section, flags=re.M))
+    actual = {str(p) for p in _modules()}
+    assert not actual - listed, f"files the table leaves out: {sorted(actual - listed)}"
+    assert not listed - actual, f"files the table names that do not exist: " \
+                                f"{sorted(listed - actual)}"
