@@ -22,6 +22,7 @@ from engine.cli.common import (
 from engine.cli.importing import reader_kwargs, reader_options
 from engine.errors import Cancelled, InputError
 from engine.progress import CancelToken
+from engine.review.calibration import DEFAULT_THRESHOLD, ENOUGH_OF_EACH
 
 if TYPE_CHECKING:
     from engine.services.matching import FileRow
@@ -35,8 +36,9 @@ def register(sub) -> None:
     reader_options(p)
     p.add_argument("-k", type=positive, default=3, help="matches per row (default 3)")
     p.add_argument("--threshold", type=float, help="a best score at or above it marks a "
-                   "likely duplicate (default: the calibrated threshold once enough pairs "
-                   "are labelled, else 0.8)")
+                   "likely duplicate (default: the project threshold, calibrated on its "
+                   f"labelled pairs once there are {ENOUGH_OF_EACH} of each kind, else "
+                   f"{DEFAULT_THRESHOLD})")
     p.add_argument("--out", help="write the file's columns and its matches to .csv or .xlsx")
     p.add_argument("--json", action="store_true", help="print the matches as JSON")
     p.add_argument("--add", action="store_true", help="then import the file into the "

@@ -9,9 +9,8 @@ import pytest
 from PySide6.QtCore import Qt
 
 from desktop_app.main_window import MainWindow
-from engine.dedup.row_clusters import DEFAULT_THRESHOLD as CLUSTER_THRESHOLD
 from engine.project import Project
-from engine.review.calibration import ENOUGH_OF_EACH
+from engine.review.calibration import DEFAULT_THRESHOLD, ENOUGH_OF_EACH
 from tests.desktop_app.conftest import SIGNAL_TIMEOUT_MS
 from tests.desktop_app.test_review import open_review, press, select_cluster_of
 from tests.engine.cli.test_cli_ask import DUPLICATES, NOT_DUPLICATES
@@ -60,7 +59,7 @@ def test_too_few_labels_keep_the_default_and_say_what_is_needed(qtbot, window,
         pass
     open_review(qtbot, window, questions_project)
     view = window.review_view
-    assert window.review.threshold == pytest.approx(CLUSTER_THRESHOLD)   # 0.85, as before
+    assert window.review.threshold == pytest.approx(DEFAULT_THRESHOLD)   # 0.8, as everywhere
     assert f"the default from {ENOUGH_OF_EACH} of each" in view.calibration_label.text()
     assert not view.use_calibrated_button.isEnabled()
 
