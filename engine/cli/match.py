@@ -22,7 +22,7 @@ from engine.cli.common import (
 from engine.cli.importing import reader_kwargs, reader_options
 from engine.errors import Cancelled, InputError
 from engine.progress import CancelToken
-from engine.review.calibration import DEFAULT_THRESHOLD, ENOUGH_OF_EACH
+from engine.review.calibration import DEFAULT_THRESHOLD, ENOUGH_OF_EACH, format_threshold
 
 if TYPE_CHECKING:
     from engine.services.matching import FileRow
@@ -81,9 +81,10 @@ def cmd_match(args, cancel: CancelToken) -> int:
             json_out.close()
         for notice in project.notices:
             say(notice)
+        why = f", {stream.threshold_reason}" if stream.threshold_reason else ""
         say(f"{stream.file_name}: {tally.rows} rows checked, {tally.likely} likely "
-            f"duplicates of existing entries (score ≥ {stream.threshold:.3f}), "
-            f"{tally.in_file} repeat an earlier row of the file")
+            f"duplicates of existing entries (score ≥ {format_threshold(stream.threshold)}"
+            f"{why}), {tally.in_file} repeat an earlier row of the file")
         if args.out:
             say(f"wrote {args.out}")
         if args.add:
