@@ -67,7 +67,7 @@ class ReviewController(QObject):
         self._recut.timeout.connect(self.refresh)
         self.calibration: Calibration | None = None
         self._threshold_chosen = False           # the user set it: calibration stays advice
-        self.ask = AskController(bridge, self)
+        self.ask = AskController(bridge, self, threshold=lambda: self.threshold)
         self.ask.answered.connect(self._asked_answered)
 
     # -- lifecycle -------------------------------------------------------------------------
@@ -104,6 +104,11 @@ class ReviewController(QObject):
             self.load_map()
 
     # -- threshold -------------------------------------------------------------------------
+    @property
+    def threshold_chosen(self) -> bool:
+        """The analyst moved the threshold: it is theirs, no longer the project's."""
+        return self._threshold_chosen
+
     def set_threshold(self, value: float, *, chosen: bool = True) -> None:
         """Every widget showing the threshold calls this; each re-cut is coalesced."""
         value = round(min(max(float(value), 0.01), 1.0), 3)

@@ -15,6 +15,7 @@ from PySide6.QtCore import QItemSelectionModel, Qt
 from PySide6.QtGui import QColor
 from PySide6.QtWidgets import (
     QAbstractItemView,
+    QCheckBox,
     QHBoxLayout,
     QHeaderView,
     QLabel,
@@ -54,7 +55,7 @@ class ClusterPane(QWidget):
         self.members = QTableWidget(0, 3, self)
         self.members.setHorizontalHeaderLabels(["ID", "Text  ·  similarity to canonical",
                                                 "Decision"])
-        self.members.setItemDelegateForColumn(1, ScoreDelegate(self.members))
+        self.members.setItemDelegateForColumn(1, ScoreDelegate(self.members, threshold))
         self.members.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
         self.members.setSelectionMode(QAbstractItemView.SelectionMode.ExtendedSelection)
         self.members.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
@@ -74,6 +75,12 @@ class ClusterPane(QWidget):
             self.action_buttons[name] = button
             buttons.addWidget(button)
         buttons.addStretch(1)
+        self.next_when_done = QCheckBox("Next cluster when this one is done", self)
+        self.next_when_done.setChecked(True)
+        self.next_when_done.setFocusPolicy(Qt.FocusPolicy.NoFocus)
+        self.next_when_done.setToolTip("Once every member has a verdict, go on to the next "
+                                       "cluster by itself (else J does)")
+        buttons.addWidget(self.next_when_done)
         self.pair_label = QLabel("", self)
 
         layout = QVBoxLayout(self)
@@ -139,7 +146,10 @@ class ClusterPane(QWidget):
         pair = self.current_pair()
         if pair is None:
             self.compare.clear()
-            self.pair_label.setText("")
+            done = self.cluster is not None and len(self.cluster.members) > 1 and \
+                self.cluster.reviewed
+            self.pair_label.setText("Every member has a verdict: J for the next cluster."
+                                    if done else "")
             return
         a, b = pair
         self.compare.show_pair(f"{a.id}  (canonical)" if self.is_head(a) else a.id, a.text,

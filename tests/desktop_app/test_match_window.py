@@ -23,7 +23,7 @@ def _check(qtbot, window, questions_project, tmp_path, monkeypatch):
     with qtbot.waitSignal(window.bridge.projectOpened, timeout=SIGNAL_TIMEOUT_MS):
         window.open_project(str(questions_project))
     monkeypatch.setattr(window, "ask_spreadsheet", lambda: str(new))
-    monkeypatch.setattr(window, "ask_import_choices",
+    monkeypatch.setattr(window, "ask_check_choices",
                         lambda path: ImportChoices(path, ["question"], id_column="ref"))
     assert window.check_action.isEnabled()
     with qtbot.waitSignal(window.matches.checked, timeout=SIGNAL_TIMEOUT_MS):

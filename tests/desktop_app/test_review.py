@@ -223,3 +223,29 @@ def test_undo_leaves_a_verdict_someone_else_gave_since_and_shows_it(qtbot, windo
     assert decisions(window)[first.id] == MOVED_OUT          # theirs, shown
     with Project.open(questions_project, read_only=True) as project:
         assert project.labels.label(canonical.item_id, first.item_id) == 0
+
+
+@pytest.mark.parametrize("typed", ["0.75", "0.83", "0.5", "0.63", "0.99", "0.8"])
+def test_the_threshold_box_takes_a_typed_value_with_two_decimals(qtbot, bridge, typed):
+    """Select all, type: the box keeps what is typed (no "0.70" written back under the
+    cursor after "0.7", no refused digit after "0.8") and takes it on Enter, once."""
+    from desktop_app.controllers.review_controller import ReviewController
+    from desktop_app.views.review_view import ClusterReviewView
+
+    controller = ReviewController(bridge)
+    view = ClusterReviewView(controller)
+    qtbot.addWidget(view)
+    view.show()
+    controller.set_threshold(0.9)                       # not a value typed below
+    chosen: list[float] = []
+    controller.thresholdChanged.connect(chosen.append)
+    view.spin.setFocus()
+    view.spin.lineEdit().selectAll()
+    qtbot.keyClicks(view.spin, typed)
+    assert view.spin.lineEdit().text() == typed       # as typed, while typing
+    assert chosen == []                                # nothing taken before Enter
+    qtbot.keyClick(view.spin, Qt.Key.Key_Return)
+    assert chosen == [pytest.approx(float(typed))]
+    assert controller.threshold == pytest.approx(float(typed))
+    assert view.spin.value() == pytest.approx(float(typed))
+    assert view.slider.value() == round(float(typed) * 100)
