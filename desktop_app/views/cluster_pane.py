@@ -146,8 +146,8 @@ class ClusterPane(QWidget):
         pair = self.current_pair()
         if pair is None:
             self.compare.clear()
-            done = self.cluster is not None and len(self.cluster.members) > 1 and \
-                self.cluster.reviewed
+            done = self.cluster is not None and self.cluster.reviewed and \
+                len(self._members_in_rows()) > 1
             self.pair_label.setText("Every member has a verdict: J for the next cluster."
                                     if done else "")
             return
