@@ -163,6 +163,8 @@ def _add(project, args, cancel: CancelToken) -> int:
         say(f"stopped: {encoded.encoded} texts encoded and kept, {encoded.remaining} left; "
             f"run 'duplens encode {args.project}' to finish")
         return EXIT_CANCELLED
+    adopted = (f"; {report.verdicts_adopted} verdicts given while checking it stored as "
+               "labelled pairs" if report.verdicts_adopted else "")
     say(f"{report.file_name}: {report.rows_imported} rows added, {encoded.encoded} new texts "
-        "encoded")
+        f"encoded{adopted}")
     return EXIT_OK
