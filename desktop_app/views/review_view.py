@@ -228,6 +228,9 @@ class ClusterReviewView(QWidget):
         self.pane.show_cluster(cluster, select, advance)
 
     def show_history(self, can_undo: bool, can_redo: bool, what: str) -> None:
+        # The decision's clusters came before this (`clusterUpdated`): what was waiting
+        # for them is done, also when no cluster on the list changed.
+        self._follow_change, self._decided = False, None
         self._history = (can_undo, can_redo, what)
         self._show_undo()
 
