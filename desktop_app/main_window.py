@@ -460,14 +460,15 @@ class MainWindow(QMainWindow):
     @guarded
     def _import_progressed(self, progress) -> None:
         """While an import encodes, the texts committed so far are searchable: the status
-        line says how far it is, the rows are counted once, and a query on screen is asked
-        again every few seconds, so its answer grows with the index."""
+        line says how far it is, the rows are counted and shown once, and a query on screen
+        is asked again every few seconds, so its answer grows with the index."""
         if progress.stage != "encoding":
             return
         if not self.search_panel.indexing:
             self.search_panel.set_indexing(True)
             self._recount = True
-            self.counts.count()            # the file's rows are in: say how many
+            self.counts.count()            # the file's rows are in: say how many,
+            self.items_view.reload()       # and show them (a hit's row can be selected)
         self.status.show_encoding(progress.done, progress.total)
         now = time.monotonic()
         if self.search_panel.query.text().strip() and \

@@ -80,8 +80,10 @@ class ClusterPane(QWidget):
         self.next_when_done.setFocusPolicy(Qt.FocusPolicy.NoFocus)
         self.next_when_done.setToolTip("Once every member has a verdict, go on to the next "
                                        "cluster by itself (else J does)")
-        buttons.addWidget(self.next_when_done)
         self.pair_label = QLabel("", self)
+        pair_row = QHBoxLayout()
+        pair_row.addWidget(self.pair_label, 1)
+        pair_row.addWidget(self.next_when_done)
 
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
@@ -91,7 +93,7 @@ class ClusterPane(QWidget):
         split.setStretchFactor(0, 3)
         split.setStretchFactor(1, 2)
         layout.addWidget(split, 1)
-        layout.addWidget(self.pair_label)
+        layout.addLayout(pair_row)
         layout.addLayout(buttons)
         self.members.itemSelectionChanged.connect(self.show_comparison)
 

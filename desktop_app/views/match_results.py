@@ -53,7 +53,8 @@ class MatchResultsDialog(QDialog):
         self.verdicts: dict[int, int] = dict(result.verdicts)   # file row → 1 / 0
         self._added = self._adding = False
         repeats = sum(1 for r in result.rows if r.duplicate_in_file_of)
-        why = f", {result.threshold_reason}" if result.threshold_reason else ""
+        # No reason from the engine: the threshold was the window's (moved in the review).
+        why = f", {result.threshold_reason or 'as set in the review'}"
         kept = (f" {len(self.verdicts):,} verdicts from an earlier check of this file are "
                 f"shown again." if self.verdicts else "")
         self.summary = QLabel(

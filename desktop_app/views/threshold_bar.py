@@ -67,6 +67,7 @@ class ThresholdBar(QWidget):
         for b in (self.undo_button, self.redo_button):
             b.setEnabled(False)
         self.calibration_label = QLabel("", self)
+        self.calibration_label.setWordWrap(True)   # a long reason wraps, never widens the window
         self.use_calibrated_button = QPushButton("Use", self)
         self.use_calibrated_button.setToolTip("Move the threshold to the calibrated one")
         self.use_calibrated_button.setEnabled(False)

@@ -291,5 +291,14 @@ def test_search_answers_during_the_first_encode_of_a_new_project(qtbot, window, 
     line = window.status_label.text()
     assert "search covers those done so far" in line and "index: empty" not in line
     assert "700 items" in line
+    qtbot.waitUntil(lambda: window.items_model.rowCount() == 700, timeout=SIGNAL_TIMEOUT_MS)
     qtbot.waitUntil(lambda: bool(finished), timeout=SIGNAL_TIMEOUT_MS * 5)
     assert not panel.indexing and "still encoding" not in panel.status.text()
+
+
+def test_the_window_still_fits_its_own_default_size(window):
+    """The review's new checkbox and the longer threshold line once made the window's
+    minimum width 1,317 pixels: wider than a 1,280-pixel screen, its right edge cut off."""
+    window.pages.setCurrentWidget(window.project_page)
+    window.tabs.setCurrentWidget(window.review_view)
+    assert window.minimumSizeHint().width() <= 1180
