@@ -11,10 +11,11 @@ without a modal dialog.
 from __future__ import annotations
 
 import logging
+import time
 from pathlib import Path
 
-from PySide6.QtCore import QSettings, Qt
-from PySide6.QtGui import QCloseEvent
+from PySide6.QtCore import QSettings, Qt, QUrl
+from PySide6.QtGui import QCloseEvent, QDesktopServices
 from PySide6.QtWidgets import (
     QDialog,
     QFileDialog,
@@ -58,6 +59,7 @@ from desktop_app.views.settings_dialog import Preferences, SettingsDialog
 from desktop_app.views.start_page import StartPage
 from desktop_app.views.status_bar import WindowStatusBar
 from desktop_app.views.team_dialog import TeamProjectDialog
+from engine.services.summary import COUNTS
 
 log = logging.getLogger("duplens.gui")
 
@@ -65,6 +67,7 @@ PROJECT_FILTER = "Duplens projects (*.duplens);;All files (*)"
 SHEET_FILTER = ("Spreadsheets (*.csv *.tsv *.txt *.xlsx *.xlsm *.parquet *.pq *.jsonl "
                 "*.ndjson);;All files (*)")
 LOADING_MODEL = "Loading the model…"
+SEARCH_AGAIN_S = 2.0   # while an import encodes, a query on screen is asked again this often
 
 
 class MainWindow(QMainWindow):
@@ -81,10 +84,14 @@ class MainWindow(QMainWindow):
         self._info: dict | None = None
         self._pending_import: ImportChoices | None = None
         self._opening: str | None = None
+        self._recount = False          # counts asked for mid-import: take them
+        self._searched_at = 0.0        # when a running import last re-ran the search
         self.error_box: QMessageBox | None = None
         self.imports = ImportController(bridge, self)
         self.models = ModelController(bridge, self)
-        self.matches = MatchController(bridge, self)
+        # A check uses the window's threshold once the analyst moved it, else the project's.
+        self.matches = MatchController(bridge, self, threshold=lambda: (
+            self.review.threshold if self.review.threshold_chosen else None))
         self.counts = CountsController(bridge, self)
         self.match_dialog: MatchResultsDialog | None = None
 
@@ -101,7 +108,7 @@ class MainWindow(QMainWindow):
         splitter.setContentsMargins(8, 8, 8, 0)
         self.search_page = splitter
         self.review = ReviewController(bridge, self)
-        self.review_view = ClusterReviewView(self.review, self)
+        self.review_view = ClusterReviewView(self.review, self, self.settings)
         self.plots_view = PlotsView(self.review, self)
         self.tabs = QTabWidget(self)
         self.tabs.addTab(self.search_page, "Search")
@@ -147,12 +154,13 @@ class MainWindow(QMainWindow):
         for progressed in (self.imports.progressed, self.models.progressed,
                            self.matches.progressed):
             progressed.connect(self.job_status.update_progress)
+        self.imports.progressed.connect(self._import_progressed)
         self.imports.finished.connect(self._encoded)
         self.imports.stopped.connect(self._import_stopped)
         self.imports.failed.connect(self._job_failed)
         self.matches.checked.connect(self._file_checked)
         self.matches.added.connect(self._checked_rows_added)
-        self.matches.failed.connect(self._job_failed)
+        self.matches.failed.connect(self._match_failed)
         self.matches.exported.connect(lambda path: self.status.say(f"Exported to {path}"))
         self.models.changed.connect(self._model_changed)
         self.models.activated.connect(self._activated)
@@ -167,6 +175,7 @@ class MainWindow(QMainWindow):
         self.status.resumeRequested.connect(self.resume_encoding)
         self.tabs.currentChanged.connect(self._tab_shown)
         self.review_view.exportRequested.connect(self.export_clusters)
+        self.review.thresholdChanged.connect(self.search_panel.set_threshold)
         self.review.clustersChanged.connect(self.items_model.annotate)
         self.review.clustersChanged.connect(lambda _clusters: self.items_view.relabel())
         self.review.clusterUpdated.connect(
@@ -180,6 +189,12 @@ class MainWindow(QMainWindow):
 
     def ask_import_choices(self, path: str) -> ImportChoices | None:
         dialog = ImportDialog(path, self.bridge, self)
+        return dialog.choices() if dialog.exec() == QDialog.DialogCode.Accepted else None
+
+    def ask_check_choices(self, path: str) -> ImportChoices | None:
+        """The import dialog's choices for a check: it adds nothing, so its button says
+        "Check"."""
+        dialog = ImportDialog(path, self.bridge, self, purpose="check")
         return dialog.choices() if dialog.exec() == QDialog.DialogCode.Accepted else None
 
     def ask_new_project_path(self, suggested: str) -> str | None:
@@ -270,6 +285,27 @@ class MainWindow(QMainWindow):
         self.about_dialog.open()  # window-modal, not exec(): tests can read and close it
 
     @guarded
+    def show_guide(self) -> None:
+        from desktop_app.views.guide_dialog import GuideDialog
+
+        self.guide_dialog = GuideDialog(self)
+        self.guide_dialog.open()
+
+    @guarded
+    def open_log_folder(self) -> None:
+        """Help → Open the log folder: where the tracebacks of unexpected errors go."""
+        from engine.logfile import log_path
+
+        folder = log_path().parent
+        folder.mkdir(parents=True, exist_ok=True)
+        if not self.open_folder(folder):
+            self.status.say(f"The log folder is {folder}")
+
+    def open_folder(self, folder: Path) -> bool:
+        """Show `folder` in the desktop's file manager (tests replace this)."""
+        return QDesktopServices.openUrl(QUrl.fromLocalFile(str(folder)))
+
+    @guarded
     def improve_model(self) -> None:
         """The fine-tuning wizard; choosing its model starts `activate_model`."""
         from desktop_app.views.finetune_wizard import FinetuneWizard
@@ -352,7 +388,7 @@ class MainWindow(QMainWindow):
         """File → Check a file against this project: the import dialog's choices, then the
         check with progress and Cancel, then the results (`views.match_results`)."""
         sheet = sheet or self.ask_spreadsheet()
-        choices = self.ask_import_choices(sheet) if sheet else None
+        choices = self.ask_check_choices(sheet) if sheet else None
         if choices is not None:
             self._follow(MatchController.title(choices), self.matches.check(choices))
 
@@ -369,6 +405,12 @@ class MainWindow(QMainWindow):
         self.match_dialog = dialog
         dialog.destroyed.connect(lambda: setattr(self, "match_dialog", None))
         dialog.show()
+
+    @guarded
+    def _match_failed(self, message: str, details: str) -> None:
+        if self.match_dialog is not None:
+            self.match_dialog.add_failed()
+        self._job_failed(message, details)
 
     @guarded
     def _checked_rows_added(self, result: dict) -> None:
@@ -416,11 +458,40 @@ class MainWindow(QMainWindow):
             self.start_import(pending)
 
     @guarded
+    def _import_progressed(self, progress) -> None:
+        """While an import encodes, the texts committed so far are searchable: the status
+        line says how far it is, the rows are counted and shown once, and a query on screen
+        is asked again every few seconds, so its answer grows with the index."""
+        if progress.stage != "encoding":
+            return
+        if not self.search_panel.indexing:
+            self.search_panel.set_indexing(True)
+            self._recount = True
+            self.counts.count()            # the file's rows are in: say how many,
+            self.items_view.reload()       # and show them (a hit's row can be selected)
+        self.status.show_encoding(progress.done, progress.total)
+        now = time.monotonic()
+        if self.search_panel.query.text().strip() and \
+                now - self._searched_at >= SEARCH_AGAIN_S:
+            self._searched_at = now
+            self.search_panel.refresh()
+
+    def _import_ended(self) -> None:
+        self.search_panel.set_indexing(False)
+        self.status.show_encoding(None)
+
+    @guarded
     def _counted(self, counted: dict) -> None:
-        info = with_counts(self._info, counted)
+        if self._recount and self._info is not None and \
+                self._info.get("project") == counted.get("project"):
+            self._recount = False
+            info: dict | None = {**self._info, **{k: counted[k] for k in COUNTS}}
+        else:
+            info = with_counts(self._info, counted)
         if info is not None:
             self._set_info(info)
-            self._tab_shown(self.tabs.currentIndex())   # the review waited for "encoded"
+            if not self.search_panel.indexing:   # mid-import, the cut waits for the end
+                self._tab_shown(self.tabs.currentIndex())   # it waited for "encoded"
 
     def _follow(self, title: str, job: JobHandle) -> None:
         """Show `job` in the status bar, its Cancel stopping it, until it ends."""
@@ -435,6 +506,7 @@ class MainWindow(QMainWindow):
     @guarded
     def _job_failed(self, message: str, details: str) -> None:
         """An import or an activation failed: nothing changed; say why."""
+        self._import_ended()
         self._set_busy(False)
         self.show_error(message, details)
 
@@ -455,11 +527,14 @@ class MainWindow(QMainWindow):
 
     @guarded
     def _tab_shown(self, index: int) -> None:
+        """Once there are vectors, the clusters are cut at the project threshold whichever
+        tab shows (off the GUI thread, only when out of date): the table's Cluster and
+        Decision columns and the search's threshold come from that cut too. The plots are
+        made when first shown."""
         if self._info is None or not self._info.get("encoded"):
             return
-        if self.tabs.widget(index) is self.review_view:
-            self.review.show_clusters()
-        elif self.tabs.widget(index) is self.plots_view:
+        self.review.show_clusters()
+        if self.tabs.widget(index) is self.plots_view:
             self.review.show_plots()
 
     def _exported(self, path: str, rows: int) -> None:
@@ -468,6 +543,7 @@ class MainWindow(QMainWindow):
     @guarded
     def _encoded(self, result: EncodingResult) -> None:
         """An import, or a resumed encoding, ended (perhaps stopped while encoding)."""
+        self._import_ended()
         self._set_busy(False)
         self._set_info(result["info"])
         self.items_view.reload()
@@ -476,6 +552,7 @@ class MainWindow(QMainWindow):
 
     @guarded
     def _import_stopped(self) -> None:
+        self._import_ended()
         self._set_busy(False)
         self.status.say("Import stopped; nothing from this file was added")
 

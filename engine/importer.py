@@ -49,6 +49,9 @@ class ImportReport:
     # that marked them deleted must take them back. The content version is bumped for them.
     revived_texts: list[int] = field(default_factory=list)
     content_version: int | None = None  # after the bump; None when nothing was revived
+    # Verdicts given while checking this file that became labelled pairs now that its rows
+    # are in (`engine.store.pending_verdicts`; set by `Rows.import_table`).
+    verdicts_adopted: int = 0
 
     @property
     def exact_duplicates(self) -> int:

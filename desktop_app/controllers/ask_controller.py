@@ -10,6 +10,8 @@ verdict is cleared, unless another analyst has changed it since (then it stays t
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from PySide6.QtCore import QObject, Signal
 
 from desktop_app.bridge import EngineBridge
@@ -28,9 +30,12 @@ class AskController(QObject):
     busy = Signal(str)
     undoChanged = Signal(bool, str)  # whether an answer can be taken back, and which
 
-    def __init__(self, bridge: EngineBridge, parent: QObject | None = None) -> None:
+    def __init__(self, bridge: EngineBridge, parent: QObject | None = None, *,
+                 threshold: Callable[[], float | None] = lambda: None) -> None:
         super().__init__(parent)
         self.bridge = bridge
+        # The threshold pairs are picked around: the review's (None: the project's).
+        self._threshold = threshold
         self.current: AskedPair | None = None
         self.queue: list[AskedPair] = []
         self.given = 0
@@ -123,9 +128,10 @@ class AskController(QObject):
         # Ask for more than a batch: pairs answered but not yet written, and the skipped
         # ones, come back from the engine and are dropped here.
         wanted = BATCH + len(self._seen)
+        threshold = self._threshold()
 
         def work(job: Job) -> list[AskedPair]:
-            return job.project.asking.pairs(wanted)
+            return job.project.asking.pairs(wanted, threshold=threshold)
 
         def done(pairs: list[AskedPair]) -> None:
             self._fetching = False

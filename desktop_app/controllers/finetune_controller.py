@@ -55,10 +55,12 @@ class TrainingRequest:
 
 
 def collect_input(extra_file: str | None, job: Job) -> TrainingInput:
-    """The job: the review verdicts plus `extra_file`'s pairs, with the engine's counts."""
+    """The job: the review verdicts, the verdicts on checked files' rows not added yet, plus
+    `extra_file`'s pairs, with the engine's counts."""
     from engine.training.collect import training_input
 
-    return training_input(job.project.labels.pairs(), extra_file)
+    return training_input(job.project.labels.pairs(), extra_file,
+                          checked_rows=job.project.matching.pending_pairs())
 
 
 def train(pairs: list[LabelledPair], request: TrainingRequest, job: Job) -> FinetuneReport:

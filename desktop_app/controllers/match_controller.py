@@ -2,13 +2,16 @@
 
 The check reads the file with the import dialog's choices and looks every row up in the
 project without adding anything (`engine.services.matching`). The analyst's verdicts
-("Duplicate of this" / "New") are kept with the results; "Add the new rows" imports the
-file as an import does and stores every verdict as a labelled pair, since a row of the file
-only becomes a project row, one a pair can name, once it is added.
+("Duplicate of this" / "New") are kept in the project as they are given (off the GUI
+thread), so closing the results loses nothing and a later check of the same file shows them
+again; "Add the new rows" imports the file as an import does, and the import turns every
+verdict into a labelled pair, since a row of the file only becomes a project row, one a
+pair can name, once it is added.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -19,7 +22,8 @@ from desktop_app.job_runner import Job, JobHandle, Pool
 
 if TYPE_CHECKING:
     from desktop_app.bridge import EngineBridge
-    from engine.services.matching import MatchResult
+    from engine.services.matching import FileRow, MatchResult
+    from engine.store.pending_verdicts import PendingVerdict
 
 DUPLICATE, NEW = 1, 0
 
@@ -33,13 +37,17 @@ class MatchController(QObject):
     added = Signal(object)          # {"import", "encode", ..., "verdicts_stored"}
     failed = Signal(str, str)       # message, details
 
-    def __init__(self, bridge: EngineBridge, parent: QObject | None = None) -> None:
+    def __init__(self, bridge: EngineBridge, parent: QObject | None = None, *,
+                 threshold: Callable[[], float | None] = lambda: None) -> None:
         super().__init__(parent)
         self.bridge = bridge
         self.encode_on = "local"
         self.choices: ImportChoices | None = None
         self.result: MatchResult | None = None
         self.verdicts: dict[int, int] = {}     # file row number → DUPLICATE / NEW
+        self._rows: dict[int, FileRow] = {}
+        # The window's threshold when the analyst chose one, else None: the project's.
+        self._threshold = threshold
 
     @staticmethod
     def title(choices: ImportChoices) -> str:
@@ -47,54 +55,76 @@ class MatchController(QObject):
 
     def check(self, choices: ImportChoices) -> JobHandle:
         """Look every row of `choices.path` up in the open project (nothing is added)."""
-        self.choices, self.result, self.verdicts = choices, None, {}
+        self.choices, self.result, self.verdicts, self._rows = choices, None, {}, {}
+        threshold = self._threshold()
 
         def work(job: Job) -> MatchResult:
             return job.project.matching.check_file(
                 choices.path, list(choices.text_columns), id_column=choices.id_column,
                 sheet=choices.sheet, encoding=choices.encoding, delimiter=choices.delimiter,
-                progress=job.progress, cancel=job.token)
+                threshold=threshold, progress=job.progress, cancel=job.token)
 
         return self.bridge.run(work, pool=Pool.JOBS, on_done=self._checked,
                                on_failed=self.failed.emit, on_progress=self.progressed.emit)
 
     def _checked(self, result: MatchResult) -> None:
         self.result = result
+        self.verdicts = dict(result.verdicts)
+        self._rows = {r.row: r for r in result.rows}
         self.checked.emit(result)
 
     def set_verdict(self, row: int, verdict: int | None) -> None:
-        """The analyst's answer for file row `row` against its best match (None: none)."""
+        """The analyst's answer for file row `row` against its best match (None: none),
+        kept in the project at once, on the review pool (in order)."""
         if verdict is None:
             self.verdicts.pop(row, None)
         else:
             self.verdicts[row] = verdict
+        kept = self._pending([(row, verdict)])
+        result = self.result
+        if kept and result is not None and result.can_keep:
+            self.bridge.run(lambda job: job.project.matching.keep_verdicts(
+                result.sha256, result.file_name, kept), pool=Pool.REVIEW)
+
+    def _pending(self, answers: list[tuple[int, int | None]]) -> list[PendingVerdict]:
+        """Answers as verdicts on each row's best match (rows with no match are left out)."""
+        from engine.store.pending_verdicts import PendingVerdict
+
+        out = []
+        for row, label in answers:
+            r = self._rows.get(row)
+            if r is not None and r.matches:
+                out.append(PendingVerdict(row, r.text, r.matches[0].item_id, label))
+        return out
 
     def export(self, path: str) -> JobHandle:
-        """Write the checked rows with their matches (`MatchResult.frame`) to `path`."""
-        result = self.result
+        """Write the checked rows with their matches and a `verdict` column
+        (`MatchResult.frame`) to `path`."""
+        result, verdicts = self.result, dict(self.verdicts)
 
         def work(_job: Job) -> str:
             from engine.io import export_table
 
-            export_table(result.frame(), path)
+            export_table(result.frame(verdicts), path)
             return path
 
         return self.bridge.run(work, pool=Pool.REVIEW, on_done=self.exported.emit,
                                on_failed=self.failed.emit)
 
     def add(self) -> JobHandle:
-        """Import the checked file into the project, encode it, then store the verdicts."""
-        choices, encode_on = self.choices, self.encode_on
-        best = {r.row: r.matches[0].item_id for r in self.result.rows if r.matches}
-        verdicts = [(row, best[row], label) for row, label in self.verdicts.items()
-                    if row in best]
+        """Import the checked file into the project and encode it; the import turns the
+        verdicts into labelled pairs. They are all written again first, in the same job, so
+        none still queued on the review pool can miss the import."""
+        choices, encode_on, result = self.choices, self.encode_on, self.result
+        verdicts = self._pending(list(self.verdicts.items()))
 
         def work(job: Job) -> dict:
+            if verdicts:
+                job.project.matching.keep_verdicts(result.sha256, result.file_name, verdicts)
             outcome = import_and_encode(choices, job, encode_on)
             report = outcome["import"]
-            stored = job.project.matching.store_verdicts(report.source_id, verdicts) \
-                if report is not None and report.source_id is not None else 0
-            return {**outcome, "verdicts_stored": stored}
+            return {**outcome,
+                    "verdicts_stored": report.verdicts_adopted if report is not None else 0}
 
         return self.bridge.run(work, pool=Pool.JOBS, on_done=self.added.emit,
                                on_failed=self.failed.emit, on_progress=self.progressed.emit)

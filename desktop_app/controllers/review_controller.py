@@ -7,9 +7,11 @@ after it cannot cross. Views only render what it emits. A re-cut, a plot or a cu
 again makes the older request stale (`latest`): dragging the slider never ends on a stale
 cut, and a quick series of decisions draws the label curve once, not once each.
 
-The threshold starts at the one calibrated on the analyst's verdicts once there are enough
-(`engine.review.calibration`), else at 0.8; the calibration is shown and re-read after every
-verdict, but moves the slider only when the review is first cut, or when the user asks
+The threshold starts at the project threshold (`engine.review.calibration`: calibrated on the
+analyst's verdicts once there are enough, else the default 0.8), read as soon as a project
+opens, and is the one threshold of the window: the search's "This may already exist" and its
+colours, Ask me and a file's check use it too. The calibration is shown and re-read after
+every verdict, but moves the slider only when the project is first cut, or when the user asks
 (`use_calibrated`): a threshold moving under the analyst would re-cut what they review. It
 also owns the "Ask me" mode's controller (`AskController`), whose answers are verdicts too.
 """
@@ -24,8 +26,8 @@ from PySide6.QtCore import QObject, QTimer, Signal
 from desktop_app.bridge import EngineBridge
 from desktop_app.controllers.ask_controller import AskController
 from desktop_app.job_runner import Job, Pool
-from engine.dedup.row_clusters import DEFAULT_THRESHOLD, Cluster
-from engine.review.calibration import Calibration, default_threshold
+from engine.dedup.row_clusters import Cluster
+from engine.review.calibration import DEFAULT_THRESHOLD, Calibration, default_threshold
 from engine.review.history import CanonicalChange, LabelChange, ReviewHistory, Superseded
 
 log = logging.getLogger("duplens.gui")
@@ -65,7 +67,7 @@ class ReviewController(QObject):
         self._recut.timeout.connect(self.refresh)
         self.calibration: Calibration | None = None
         self._threshold_chosen = False           # the user set it: calibration stays advice
-        self.ask = AskController(bridge, self)
+        self.ask = AskController(bridge, self, threshold=lambda: self.threshold)
         self.ask.answered.connect(self._asked_answered)
 
     # -- lifecycle -------------------------------------------------------------------------
@@ -102,6 +104,11 @@ class ReviewController(QObject):
             self.load_map()
 
     # -- threshold -------------------------------------------------------------------------
+    @property
+    def threshold_chosen(self) -> bool:
+        """The analyst moved the threshold: it is theirs, no longer the project's."""
+        return self._threshold_chosen
+
     def set_threshold(self, value: float, *, chosen: bool = True) -> None:
         """Every widget showing the threshold calls this; each re-cut is coalesced."""
         value = round(min(max(float(value), 0.01), 1.0), 3)
@@ -126,7 +133,7 @@ class ReviewController(QObject):
             self.calibrationReady.emit(calibration)
             if then_cut:
                 if not self._threshold_chosen:
-                    self.threshold = round(default_threshold(calibration, DEFAULT_THRESHOLD), 3)
+                    self.threshold = round(default_threshold(calibration), 3)
                     self.thresholdChanged.emit(self.threshold)
                 self.refresh()
 

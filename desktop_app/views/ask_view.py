@@ -1,19 +1,22 @@
 """`AskView`: the "Ask me" mode of the review, one pair the model is unsure of at a time.
 
 The pair side by side (the review's own comparison panel, differing words highlighted), the
-model's similarity and the words' overlap (`engine.review.overlap`), and the review's
-answers: D duplicate, N not duplicate, S skip, and the review's Undo (Ctrl+Z) to take the
-last answer back. The keys are the review screen's own shortcuts, which forward here while
-this mode is shown.
+model's similarity against the threshold the pair was picked around, the words' overlap
+(`engine.review.overlap`) and the review's ⚠ when the model calls the pair a duplicate
+although a content word differs; and the review's answers: D duplicate, N not duplicate,
+S skip, and the review's Undo (Ctrl+Z) to take the last answer back. "Back to clusters"
+(or Esc) leaves the mode. The keys are the review screen's own shortcuts, which forward
+here while this mode is shown.
 """
 
 from __future__ import annotations
 
-from PySide6.QtCore import Qt
+from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import QHBoxLayout, QLabel, QPushButton, QVBoxLayout, QWidget
 
 from desktop_app.controllers.ask_controller import AskController
 from desktop_app.views.compare_panel import ComparePanel
+from engine.review.calibration import format_threshold
 from engine.review.overlap import overlap
 from engine.services.asking import AskedPair
 
@@ -24,9 +27,14 @@ ANSWERS = (("Duplicate (D)", 1), ("Not duplicate (N)", 0), ("Skip (S)", None))
 class AskView(QWidget):
     """Shows `AskController.current`; the buttons answer it."""
 
+    backRequested = Signal()
+
     def __init__(self, controller: AskController, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.controller = controller
+        self.back_button = QPushButton("← Back to clusters (Esc)", self)
+        self.back_button.setFocusPolicy(Qt.FocusPolicy.NoFocus)
+        self.back_button.clicked.connect(self.backRequested)
         self.intro = QLabel("The model asks about the pairs it is least sure of: those nearest "
                             "the threshold, spread over many questions. Each answer is a "
                             "labelled pair for the calibrated threshold and for fine-tuning.",
@@ -46,8 +54,11 @@ class AskView(QWidget):
             row.addWidget(button)
         row.addStretch(1)
         row.addWidget(self.count_label)
+        top = QHBoxLayout()
+        top.addWidget(self.intro, 1)
+        top.addWidget(self.back_button, 0, Qt.AlignmentFlag.AlignTop)
         layout = QVBoxLayout(self)
-        layout.addWidget(self.intro)
+        layout.addLayout(top)
         layout.addWidget(self.score_label)
         # Questions are short: the texts get the room of a few lines, the answers stay close.
         self.compare.setMaximumHeight(COMPARE_HEIGHT)
@@ -68,4 +79,8 @@ class AskView(QWidget):
             return
         found = overlap(pair.a.text, pair.b.text)
         self.compare.show_pair(pair.a.public_id, pair.a.text, pair.b.public_id, pair.b.text)
-        self.score_label.setText(f"Similarity {pair.score:.3f} · {found.note()}")
+        # The review's rule: called a duplicate (at or above the threshold) although a
+        # content word differs.
+        mark = "⚠ " if found.marked(pair.score, pair.threshold) else ""
+        self.score_label.setText(f"{mark}Similarity {pair.score:.3f} (threshold "
+                                 f"{format_threshold(pair.threshold)}) · {found.note()}")

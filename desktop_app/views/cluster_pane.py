@@ -15,6 +15,7 @@ from PySide6.QtCore import QItemSelectionModel, Qt
 from PySide6.QtGui import QColor
 from PySide6.QtWidgets import (
     QAbstractItemView,
+    QCheckBox,
     QHBoxLayout,
     QHeaderView,
     QLabel,
@@ -54,7 +55,7 @@ class ClusterPane(QWidget):
         self.members = QTableWidget(0, 3, self)
         self.members.setHorizontalHeaderLabels(["ID", "Text  ·  similarity to canonical",
                                                 "Decision"])
-        self.members.setItemDelegateForColumn(1, ScoreDelegate(self.members))
+        self.members.setItemDelegateForColumn(1, ScoreDelegate(self.members, threshold))
         self.members.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
         self.members.setSelectionMode(QAbstractItemView.SelectionMode.ExtendedSelection)
         self.members.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
@@ -74,7 +75,15 @@ class ClusterPane(QWidget):
             self.action_buttons[name] = button
             buttons.addWidget(button)
         buttons.addStretch(1)
+        self.next_when_done = QCheckBox("Next cluster when this one is done", self)
+        self.next_when_done.setChecked(True)
+        self.next_when_done.setFocusPolicy(Qt.FocusPolicy.NoFocus)
+        self.next_when_done.setToolTip("Once every member has a verdict, go on to the next "
+                                       "cluster by itself (else J does)")
         self.pair_label = QLabel("", self)
+        pair_row = QHBoxLayout()
+        pair_row.addWidget(self.pair_label, 1)
+        pair_row.addWidget(self.next_when_done)
 
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
@@ -84,7 +93,7 @@ class ClusterPane(QWidget):
         split.setStretchFactor(0, 3)
         split.setStretchFactor(1, 2)
         layout.addWidget(split, 1)
-        layout.addWidget(self.pair_label)
+        layout.addLayout(pair_row)
         layout.addLayout(buttons)
         self.members.itemSelectionChanged.connect(self.show_comparison)
 
@@ -139,7 +148,10 @@ class ClusterPane(QWidget):
         pair = self.current_pair()
         if pair is None:
             self.compare.clear()
-            self.pair_label.setText("")
+            done = self.cluster is not None and self.cluster.reviewed and \
+                len(self._members_in_rows()) > 1
+            self.pair_label.setText("Every member has a verdict: J for the next cluster."
+                                    if done else "")
             return
         a, b = pair
         self.compare.show_pair(f"{a.id}  (canonical)" if self.is_head(a) else a.id, a.text,

@@ -147,11 +147,13 @@ class DataPage(QWizardPage):
         self.add_button.setEnabled(True)
         self.remove_button.setEnabled(data.file is not None)
         summary = data.summary
+        checked = (f" From checking files: {data.checked:,} verdicts on rows not added yet."
+                   if data.checked else "")
         self.review_label.setText(
-            f"From Review: {data.review:,} labelled pairs, {data.asked:,} of them asked for "
-            f"by the model (Ask me)." if data.review else
-            "No pairs are labelled in Review yet: mark pairs duplicate (D) or not duplicate "
-            "(N) there, or add a labelled file.")
+            (f"From Review: {data.review:,} labelled pairs, {data.asked:,} of them asked for "
+             f"by the model (Ask me)." if data.review else
+             "No pairs are labelled in Review yet: mark pairs duplicate (D) or not duplicate "
+             "(N) there, or add a labelled file.") + checked)
         if data.file is None:
             self.file_label.setText("No labelled file added.")
         else:

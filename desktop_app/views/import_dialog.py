@@ -7,6 +7,9 @@ shows the engine's one-line message here instead of an error dialog after the fa
 The preview is read on the bridge's table pool, not the GUI thread (an Excel workbook or a
 file on a network drive takes seconds to open); changing the encoding or the delimiter
 quickly asks again, and only the newest answer is shown.
+
+File → Check a file against this project reads the file with the same choices but adds
+nothing: there the dialog is titled and its button named for the check (`purpose="check"`).
 """
 
 from __future__ import annotations
@@ -45,6 +48,9 @@ PREVIEW_ROWS = 20
 DELIMITER_NAMES = {",": "comma", ";": "semicolon", "\t": "tab", "|": "pipe", " ": "space"}
 DELIMITERS = [(",", "comma ( , )"), (";", "semicolon ( ; )"), ("\t", "tab"), ("|", "pipe ( | )")]
 # Offered when detection guessed wrong: the usual suspects for spreadsheets saved by Excel.
+# What the dialog is for: (window title, the OK button's text).
+PURPOSES = {"import": ("Import {name}", "Import"),
+            "check": ("Check {name} against the project", "Check")}
 ENCODINGS = ["utf-8", "utf-8-sig", "cp1252", "latin-1", "utf-16", "cp1250", "cp1251",
              "shift_jis", "gb18030"]
 
@@ -78,14 +84,15 @@ class ImportDialog(QDialog):
     previewed = Signal()   # a preview (or the reason there is none) is shown
 
     def __init__(self, path: str | os.PathLike[str], bridge: EngineBridge,
-                 parent: QWidget | None = None) -> None:
+                 parent: QWidget | None = None, purpose: str = "import") -> None:
         super().__init__(parent)
+        title, action = PURPOSES[purpose]
         self._path = os.fspath(path)
         self._bridge = bridge
         self._encoding: str | None = None
         self._delimiter: str | None = None
         self._loading = False
-        self.setWindowTitle(f"Import {Path(self._path).name}")
+        self.setWindowTitle(title.format(name=Path(self._path).name))
         self.resize(760, 560)
 
         self.file_label = QLabel(f"<b>{Path(self._path).name}</b>", self)
@@ -113,7 +120,7 @@ class ImportDialog(QDialog):
         self.id_combo = QComboBox(self)
         self.buttons = QDialogButtonBox(
             QDialogButtonBox.StandardButton.Ok | QDialogButtonBox.StandardButton.Cancel, self)
-        self.buttons.button(QDialogButtonBox.StandardButton.Ok).setText("Import")
+        self.buttons.button(QDialogButtonBox.StandardButton.Ok).setText(action)
         self.buttons.accepted.connect(self.accept)
         self.buttons.rejected.connect(self.reject)
 
@@ -141,7 +148,7 @@ class ImportDialog(QDialog):
     # -- loading ---------------------------------------------------------------------------
     @property
     def loading(self) -> bool:
-        """A preview is being read (Import waits for it)."""
+        """A preview is being read (Import / Check waits for it)."""
         return self._loading
 
     def _load(self, sheet: str | None) -> None:

@@ -59,8 +59,10 @@ ENTRIES: tuple[MenuEntry, ...] = (
               needs=Needs.IDLE_PROJECT),
     MenuEntry("&Model", "versions", "Model &versions…", "show_model_versions",
               needs=Needs.IDLE_PROJECT),
+    MenuEntry("&Help", "guide", "&Keys and workflow", "show_guide", Keys.HelpContents),
+    MenuEntry("&Help", "logs", "Open the &log folder", "open_log_folder"),
     MenuEntry("&Help", "about", "&About Duplens", "show_about",
-              role=QAction.MenuRole.AboutRole),
+              role=QAction.MenuRole.AboutRole, separator_before=True),
 )
 
 

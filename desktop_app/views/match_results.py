@@ -2,8 +2,11 @@
 
 A sortable table (row, id, the new row's text, its best existing match, the score, an
 earlier row of the same file it repeats, the analyst's verdict). D / N or the buttons answer
-"Duplicate of this" / "New" for the selected rows; Export writes the file with its matches;
-"Add the new rows" imports it (and stores the verdicts as labelled pairs).
+"Duplicate of this" / "New" for the selected rows; Export writes the file with its matches
+and a `verdict` column; "Add the new rows" imports it (and its verdicts become labelled
+pairs). Verdicts are kept in the project as they are given (the controller's job), so a
+later check of the same file shows them again; closing with verdicts whose rows are not
+added yet asks first, and says where they are kept (`ask_on_close`).
 """
 
 from __future__ import annotations
@@ -17,17 +20,21 @@ from PySide6.QtWidgets import (
     QHBoxLayout,
     QHeaderView,
     QLabel,
+    QMessageBox,
     QPushButton,
     QTableView,
     QVBoxLayout,
     QWidget,
 )
 
+from engine.review.calibration import format_threshold
+
 COLUMNS = ("Row", "Id", "New row", "Best match", "Score", "Overlap", "Repeats row", "Verdict")
 ROW, ID, TEXT, MATCH, SCORE, OVERLAP, REPEATS, VERDICT = range(len(COLUMNS))
 VERDICT_TEXT = {1: "Duplicate", 0: "New", None: ""}
 EXPORT_FILTER = "Spreadsheets (*.csv *.xlsx)"
 SORT_ROLE = Qt.ItemDataRole.UserRole + 1
+ADD, KEEP, CANCEL = "add", "keep", "cancel"   # what `ask_on_close` answers
 
 
 class MatchResultsDialog(QDialog):
@@ -43,11 +50,18 @@ class MatchResultsDialog(QDialog):
         self.setWindowTitle(f"{result.file_name} checked against the project")
         self.resize(1100, 600)
         self.result = result
+        self.verdicts: dict[int, int] = dict(result.verdicts)   # file row → 1 / 0
+        self._added = self._adding = False
         repeats = sum(1 for r in result.rows if r.duplicate_in_file_of)
+        # No reason from the engine: the threshold was the window's (moved in the review).
+        why = f", {result.threshold_reason or 'as set in the review'}"
+        kept = (f" {len(self.verdicts):,} verdicts from an earlier check of this file are "
+                f"shown again." if self.verdicts else "")
         self.summary = QLabel(
             f"{len(result.rows):,} rows checked: {result.likely_duplicates():,} likely "
-            f"duplicates of existing entries (score ≥ {result.threshold:.2f}), {repeats:,} "
-            f"repeat an earlier row of the file. Nothing was added to the project.")
+            f"duplicates of existing entries (score ≥ {format_threshold(result.threshold)}"
+            f"{why}), {repeats:,} repeat an earlier row of the file. Nothing was added to the "
+            f"project.{kept}")
         self.summary.setWordWrap(True)
         self.model = QStandardItemModel(0, len(COLUMNS), self)
         self.model.setHorizontalHeaderLabels(list(COLUMNS))
@@ -70,15 +84,17 @@ class MatchResultsDialog(QDialog):
         self.duplicate_button = QPushButton("&Duplicate of this (D)")
         self.new_button = QPushButton("&New (N)")
         self.export_button = QPushButton("&Export…")
+        self.export_button.setToolTip("Write the rows with their matches and a verdict column")
         self.add_button = QPushButton("&Add the new rows to the project")
-        close = QPushButton("Close")
+        self.close_button = close = QPushButton("Close")
         self.duplicate_button.clicked.connect(lambda: self._answer(1))
         self.new_button.clicked.connect(lambda: self._answer(0))
         self.export_button.clicked.connect(self._export)
-        self.add_button.clicked.connect(self.addRequested.emit)
+        self.add_button.clicked.connect(self._add)
         close.clicked.connect(self.close)
-        for key, label in (("D", 1), ("N", 0)):
-            QShortcut(QKeySequence(key), self, lambda label=label: self._answer(label))
+        self.shortcuts = [QShortcut(QKeySequence(key), self,
+                                    lambda label=label: self._answer(label))
+                          for key, label in (("D", 1), ("N", 0))]
         buttons = QHBoxLayout()
         for button in (self.duplicate_button, self.new_button):
             buttons.addWidget(button)
@@ -110,7 +126,8 @@ class MatchResultsDialog(QDialog):
                       f"{best.score:.3f}" if best else ""),
                  cell(words.jaccard if words else None, words.note() if words else None,
                       f"{words.jaccard:.2f}" if words else ""),
-                 cell(r.duplicate_in_file_of or ""), cell("")]
+                 cell(r.duplicate_in_file_of or ""),
+                 cell(VERDICT_TEXT[self.verdicts.get(r.row)])]
         if words is not None and words.marked(best.score, self.result.threshold):
             # a likely duplicate whose content words differ ("tomatoes" / "vegetables")
             cells[OVERLAP].setData(f"⚠ {words.jaccard:.2f}", Qt.ItemDataRole.DisplayRole)
@@ -132,6 +149,7 @@ class MatchResultsDialog(QDialog):
         for i in rows:
             if self.model.item(i, MATCH).text():
                 self.model.item(i, VERDICT).setText(VERDICT_TEXT[label])
+                self.verdicts[self.file_row(i)] = label
                 self.verdictGiven.emit(self.file_row(i), label)
         if rows and rows[-1] + 1 < self.model.rowCount():
             self.table.selectRow(rows[-1] + 1)
@@ -147,7 +165,69 @@ class MatchResultsDialog(QDialog):
         if path:
             self.exportRequested.emit(path)
 
+    def _add(self) -> None:
+        self._adding = True
+        self.add_button.setEnabled(False)
+        self.add_button.setText("Adding the rows…")
+        self.addRequested.emit()
+
     def rows_added(self) -> None:
-        """The file is in the project now: adding it again would do nothing."""
+        """The file is in the project now: adding it again would do nothing, and its
+        verdicts are labelled pairs (a verdict given now would wait for another import)."""
+        self._added = True
         self.add_button.setEnabled(False)
         self.add_button.setText("Added to the project")
+        for widget in (self.duplicate_button, self.new_button, *self.shortcuts):
+            widget.setEnabled(False)
+
+    def add_failed(self) -> None:
+        self._adding = False
+        self.add_button.setEnabled(True)
+        self.add_button.setText("&Add the new rows to the project")
+
+    # -- closing ---------------------------------------------------------------------------
+    def waiting(self) -> int:
+        """Verdicts whose rows are not in the project yet (nor being added)."""
+        return 0 if self._added or self._adding else len(self.verdicts)
+
+    def ask_on_close(self, waiting: int) -> str:
+        """Ask what to do with `waiting` verdicts before closing: ADD, KEEP or CANCEL."""
+        box = QMessageBox(self)
+        box.setIcon(QMessageBox.Icon.Question)
+        box.setWindowTitle("Close the check?")
+        if self.result.can_keep:
+            box.setText(f"You gave {waiting:,} verdicts on rows of {self.result.file_name}.")
+            box.setInformativeText(
+                "They are kept with the project: checking this file again shows them, "
+                "fine-tuning learns from them, and they become labelled pairs when its rows "
+                "are added.")
+            add = box.addButton("Add the rows now", QMessageBox.ButtonRole.AcceptRole)
+            keep = box.addButton("Close, keep them", QMessageBox.ButtonRole.DestructiveRole)
+        else:
+            box.setText(f"You gave {waiting:,} verdicts on rows of {self.result.file_name}.")
+            box.setInformativeText("The project is open read-only, so they cannot be kept: "
+                                   "Export… writes them to a file.")
+            add = None
+            keep = box.addButton("Close and lose them", QMessageBox.ButtonRole.DestructiveRole)
+        cancel = box.addButton(QMessageBox.StandardButton.Cancel)
+        box.setDefaultButton(cancel)
+        box.exec()
+        clicked = box.clickedButton()
+        return ADD if add is not None and clicked is add else KEEP if clicked is keep \
+            else CANCEL
+
+    def reject(self) -> None:
+        """Close, Esc and the title bar's close all come here (QDialog's close event calls
+        `reject`): ask first when verdicts wait for their rows."""
+        if self._may_close():
+            super().reject()
+
+    def _may_close(self) -> bool:
+        waiting = self.waiting()
+        if not waiting:
+            return True
+        answer = self.ask_on_close(waiting)
+        if answer == ADD:
+            self._add()
+            return False        # stays open: the status bar follows the adding
+        return answer == KEEP

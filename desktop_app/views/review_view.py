@@ -4,9 +4,12 @@ Left, the clusters at the threshold; right, the selected cluster's members (simi
 the canonical entry as a bar) and a side-by-side comparison of the pair under review: the
 canonical and the selected member, or any two selected members. Keys: D duplicate,
 N not duplicate, S skip, C set canonical, M move out, J/K next/previous cluster, Ctrl+Z undo,
-Ctrl+Shift+Z redo. Above, the threshold calibrated on the verdicts (precision, recall, how
-many labels it rests on), and "Ask me", which swaps the clusters for one pair at a time that
-the model is unsure of (`AskView`; D, N and S answer it, Ctrl+Z takes an answer back).
+Ctrl+Shift+Z redo. Once every member of a cluster has a verdict, the next cluster follows by
+itself (a checkbox under the buttons turns that off, kept in QSettings); an undo or redo
+brings back the cluster it changed. Above, the project threshold and the one calibrated on
+the verdicts (precision, recall, how many labels it rests on), and "Ask me", which swaps the
+clusters for one pair at a time that the model is unsure of (`AskView`; D, N and S answer
+it, Ctrl+Z takes an answer back, Esc or "Back to clusters" leaves it).
 Everything it shows comes from the `ReviewController`. The parts are widgets of their own:
 `ThresholdBar` (the top rows), the cluster list, `ClusterPane` (members, comparison,
 buttons) and `AskView`; this view lays them out, owns the keys and sends each key to the
@@ -15,7 +18,7 @@ mode on screen.
 
 from __future__ import annotations
 
-from PySide6.QtCore import QItemSelectionModel, Qt, Signal
+from PySide6.QtCore import QItemSelectionModel, QSettings, Qt, Signal
 from PySide6.QtGui import QAction, QKeySequence
 from PySide6.QtWidgets import QListView, QSplitter, QStackedWidget, QVBoxLayout, QWidget
 
@@ -29,17 +32,23 @@ from engine.review.calibration import Calibration
 
 __all__ = ["KEYS", "MOVED_OUT", "SLIDER_MIN", "SLIDER_STEPS", "ClusterReviewView"]
 
+NEXT_WHEN_DONE_KEY = "review/next_cluster_when_done"
+
 
 class ClusterReviewView(QWidget):
     """Threshold controls, cluster list, members, comparison and review actions."""
 
     exportRequested = Signal()
 
-    def __init__(self, controller: ReviewController, parent: QWidget | None = None) -> None:
+    def __init__(self, controller: ReviewController, parent: QWidget | None = None,
+                 settings: QSettings | None = None) -> None:
         super().__init__(parent)
         self.controller = controller
+        self.settings = settings
         self._history: tuple[bool, bool, str] = (False, False, "")   # the clusters' undo
         self._ask_undo: tuple[bool, str] = (False, "")                 # Ask me's
+        self._decided: int | None = None   # the cluster a verdict was just given in
+        self._follow_change = False        # an undo / redo: show the cluster it changes
         self._build()
         self._make_actions()
         self._connect()
@@ -68,6 +77,12 @@ class ClusterReviewView(QWidget):
         self.pane = ClusterPane(lambda: self.controller.threshold, self)
         self.members, self.compare = self.pane.members, self.pane.compare
         self.pair_label, self.action_buttons = self.pane.pair_label, self.pane.action_buttons
+        self.next_when_done = self.pane.next_when_done
+        if self.settings is not None:
+            self.next_when_done.setChecked(
+                str(self.settings.value(NEXT_WHEN_DONE_KEY, "true")).lower() == "true")
+            self.next_when_done.toggled.connect(
+                lambda on: self.settings.setValue(NEXT_WHEN_DONE_KEY, on))
 
         split = QSplitter(Qt.Orientation.Horizontal, self)
         split.addWidget(self.cluster_list)
@@ -94,13 +109,15 @@ class ClusterReviewView(QWidget):
             "next": lambda: self.step_cluster(1),
             "previous": lambda: self.step_cluster(-1),
             "undo": self.undo,
-            "redo": self.controller.redo,
+            "redo": self.redo,
+            "leave_ask": lambda: self.set_asking(False),
         }
         keys = {name: [QKeySequence(key)] for name, (key, _) in KEYS.items()}
         # Spelled out: the platform's standard Redo is Ctrl+Y on some desktops, Ctrl+Shift+Z
         # on others, and neither under the offscreen test platform.
         keys["undo"] = [QKeySequence("Ctrl+Z")]
         keys["redo"] = [QKeySequence("Ctrl+Shift+Z"), QKeySequence("Ctrl+Y")]
+        keys["leave_ask"] = [QKeySequence(Qt.Key.Key_Escape)]
         for name, handler in handlers.items():
             action = QAction(name.replace("_", " "), self)
             action.setShortcuts(keys[name])
@@ -108,6 +125,7 @@ class ClusterReviewView(QWidget):
             action.triggered.connect(handler)
             self.addAction(action)
             self.actions_by_name[name] = action
+        self.actions_by_name["leave_ask"].setEnabled(False)   # Esc: only while asking
         for name, button in self.action_buttons.items():
             button.clicked.connect(self.actions_by_name[name].trigger)
         self.undo_button.clicked.connect(self.actions_by_name["undo"].trigger)
@@ -127,6 +145,7 @@ class ClusterReviewView(QWidget):
         c.calibrationReady.connect(self.show_calibration)
         self.use_calibrated_button.clicked.connect(c.use_calibrated)
         self.ask_button.toggled.connect(self.set_asking)
+        self.ask_view.backRequested.connect(lambda: self.set_asking(False))
         self.cluster_list.selectionModel().currentChanged.connect(
             lambda current, _prev: self.show_cluster(self.clusters_model.cluster(current.row())))
 
@@ -144,12 +163,15 @@ class ClusterReviewView(QWidget):
 
     def set_asking(self, on: bool) -> None:
         """Swap the clusters for "Ask me" and back (re-cut: answers are verdicts too)."""
+        if on == self.asking and self.ask_button.isChecked() == on:
+            return
         self.ask_button.setChecked(on)
         self.stack.setCurrentWidget(self.ask_view if on else self.stack.widget(0))
         for name in ("canonical", "move_out", "next", "previous", "redo"):
             self.actions_by_name[name].setEnabled(not on)   # their keys too
             if name in self.action_buttons:
                 self.action_buttons[name].setEnabled(not on)
+        self.actions_by_name["leave_ask"].setEnabled(on)
         self._show_undo()
         if on:
             self.controller.ask.start()
@@ -185,7 +207,18 @@ class ClusterReviewView(QWidget):
     def update_cluster(self, position: int, cluster: Cluster) -> None:
         self.clusters_model.update(position, cluster)
         self._show_summary()
+        if self._follow_change and (self.cluster is None
+                                    or cluster.cluster_id != self.cluster.cluster_id):
+            self._follow_change = False
+            self.select_cluster(position)      # an undo or redo: back where it was made
+            return
+        self._follow_change = False
         if self.cluster is not None and cluster.cluster_id == self.cluster.cluster_id:
+            decided, self._decided = self._decided, None
+            if decided == cluster.cluster_id and self.next_when_done.isChecked() and \
+                    cluster.reviewed and position + 1 < self.clusters_model.rowCount():
+                self.select_cluster(position + 1)   # every member judged: the next one
+                return
             selected = self.selected_members()
             keep = selected[0].item_id if len(selected) == 1 else None
             self.show_cluster(cluster, select=keep, advance=True)
@@ -195,6 +228,9 @@ class ClusterReviewView(QWidget):
         self.pane.show_cluster(cluster, select, advance)
 
     def show_history(self, can_undo: bool, can_redo: bool, what: str) -> None:
+        # The decision's clusters came before this (`clusterUpdated`): what was waiting
+        # for them is done, also when no cluster on the list changed.
+        self._follow_change, self._decided = False, None
         self._history = (can_undo, can_redo, what)
         self._show_undo()
 
@@ -215,7 +251,12 @@ class ClusterReviewView(QWidget):
         if self.asking:
             self.controller.ask.undo()
         else:
+            self._follow_change = True
             self.controller.undo()
+
+    def redo(self) -> None:
+        self._follow_change = True
+        self.controller.redo()
 
     def _show_busy(self, what: str) -> None:
         if what:
@@ -243,6 +284,7 @@ class ClusterReviewView(QWidget):
         if pair is None or self.cluster is None:
             self.pair_label.setText("Select a member (or two) to mark first.")
             return
+        self._decided = self.cluster.cluster_id
         self.controller.mark(self.cluster, pair[0].item_id, pair[1].item_id, label)
 
     def set_canonical(self) -> None:
@@ -253,6 +295,7 @@ class ClusterReviewView(QWidget):
     def move_out(self) -> None:
         selected = self.selected_members()
         if len(selected) == 1 and self.cluster is not None and not self.pane.is_head(selected[0]):
+            self._decided = self.cluster.cluster_id
             self.controller.move_out(self.cluster, selected[0].item_id)
 
     def skip(self) -> None:

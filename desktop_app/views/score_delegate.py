@@ -2,15 +2,20 @@
 and where given (`OVERLAP_ROLE`) the words' overlap beside it.
 
 A bar reads faster than a column of decimals when scanning "is any of these the same
-question?"; the number stays for precision. Colours follow the default duplicate threshold
-(0.85): green at or above it, amber for "related", grey below.
+question?"; the number stays for precision. Colours follow the window's one threshold (the
+project threshold until the analyst moves it; given as a callable): green at or above it,
+amber for "related" (up to `RELATED_BELOW` under it), grey below.
 """
 
 from __future__ import annotations
 
-from PySide6.QtCore import QModelIndex, QPersistentModelIndex, QRect, QSize, Qt
+from collections.abc import Callable
+
+from PySide6.QtCore import QModelIndex, QObject, QPersistentModelIndex, QRect, QSize, Qt
 from PySide6.QtGui import QColor, QPainter, QPalette
 from PySide6.QtWidgets import QApplication, QStyle, QStyledItemDelegate, QStyleOptionViewItem
+
+from engine.review.calibration import DEFAULT_THRESHOLD
 
 SCORE_ROLE = Qt.ItemDataRole.UserRole + 10
 ITEM_ID_ROLE = Qt.ItemDataRole.UserRole + 11
@@ -20,19 +25,25 @@ BAR_WIDTH = 72
 NUMBER_WIDTH = 44
 OVERLAP_WIDTH = 64
 PADDING = 8
-STRONG, RELATED = 0.85, 0.70
+RELATED_BELOW = 0.15
+STRONG_COLOUR, RELATED_COLOUR, FAR_COLOUR = "#2e9d4f", "#d69a1d", "#8c8c8c"
 
 
-def score_colour(score: float) -> QColor:
-    if score >= STRONG:
-        return QColor("#2e9d4f")
-    if score >= RELATED:
-        return QColor("#d69a1d")
-    return QColor("#8c8c8c")
+def score_colour(score: float, threshold: float = DEFAULT_THRESHOLD) -> QColor:
+    if score >= threshold:
+        return QColor(STRONG_COLOUR)
+    if score >= threshold - RELATED_BELOW:
+        return QColor(RELATED_COLOUR)
+    return QColor(FAR_COLOUR)
 
 
 class ScoreDelegate(QStyledItemDelegate):
     """Text on the left (elided), similarity bar and value on the right."""
+
+    def __init__(self, parent: QObject | None = None,
+                 threshold: Callable[[], float] = lambda: DEFAULT_THRESHOLD) -> None:
+        super().__init__(parent)
+        self._threshold = threshold
 
     def paint(self, painter: QPainter, option: QStyleOptionViewItem,
               index: QModelIndex | QPersistentModelIndex) -> None:
@@ -71,7 +82,7 @@ class ScoreDelegate(QStyledItemDelegate):
         painter.drawRoundedRect(bar_rect, 3, 3)
         filled = QRect(bar_rect)
         filled.setWidth(round(BAR_WIDTH * min(max(score, 0.0), 1.0)))
-        painter.setBrush(score_colour(score))
+        painter.setBrush(score_colour(score, self._threshold()))
         painter.drawRoundedRect(filled, 3, 3)
         painter.setPen(opt.palette.color(role))
         painter.drawText(number_rect, Qt.AlignmentFlag.AlignVCenter | Qt.AlignmentFlag.AlignRight,

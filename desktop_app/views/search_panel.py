@@ -2,7 +2,10 @@
 
 Keystrokes are debounced (50 ms) so a fast typist sends one search per pause, not one per
 letter; the bridge runs it off the GUI thread and drops stale answers, so this panel only
-shows whatever `searchResults` delivers.
+shows whatever `searchResults` delivers. The heading says "This may already exist" only when
+the best hit reaches the window's threshold (`set_threshold`, the review's), else "Nothing
+close; the nearest are:". While an import still encodes (`set_indexing`) it says the
+answer covers the texts indexed so far.
 """
 
 from __future__ import annotations
@@ -13,13 +16,8 @@ from PySide6.QtWidgets import QLabel, QLineEdit, QListWidget, QListWidgetItem, Q
 from desktop_app.bridge import EngineBridge
 from desktop_app.colors import NOTE_STYLE
 from desktop_app.job_runner import Pool
-from desktop_app.views.score_delegate import (
-    ITEM_ID_ROLE,
-    OVERLAP_ROLE,
-    SCORE_ROLE,
-    STRONG,
-    ScoreDelegate,
-)
+from desktop_app.views.score_delegate import ITEM_ID_ROLE, OVERLAP_ROLE, SCORE_ROLE, ScoreDelegate
+from engine.review.calibration import DEFAULT_THRESHOLD, format_threshold
 from engine.review.overlap import overlap, warm_up
 
 DEBOUNCE_MS = 50
@@ -37,7 +35,11 @@ class SearchPanel(QWidget):
         self.query = QLineEdit(self)
         self.query.setPlaceholderText("Type a question…")
         self.query.setClearButtonEnabled(True)
-        self.title = QLabel("This may already exist", self)
+        self.threshold = DEFAULT_THRESHOLD
+        self.indexing = False          # an import is still encoding: the index is partial
+        self._shown: tuple[str, list] = ("", [])   # the query and hits on screen
+        self.title = QLabel("", self)
+        self.title.setObjectName("searchTitle")
         font = self.title.font()
         font.setBold(True)
         self.title.setFont(font)
@@ -45,7 +47,7 @@ class SearchPanel(QWidget):
         self.status.setObjectName("searchStatus")
         self.status.setStyleSheet(NOTE_STYLE)
         self.results = QListWidget(self)
-        self.results.setItemDelegate(ScoreDelegate(self.results))
+        self.results.setItemDelegate(ScoreDelegate(self.results, lambda: self.threshold))
         self.results.setUniformItemSizes(True)
         self.results.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
 
@@ -67,6 +69,18 @@ class SearchPanel(QWidget):
         self.shown_seq = 0
         self._overlap_warm = False
 
+    def set_threshold(self, value: float) -> None:
+        """The window's threshold moved (the review's slider, or the project's read)."""
+        self.threshold = float(value)
+        self._show_title()
+        self._show_status()
+        self.results.viewport().update()   # the bars' colours follow it
+
+    def set_indexing(self, on: bool) -> None:
+        """An import is encoding (True) or has ended: say what the answers cover."""
+        self.indexing = on
+        self._show_status()
+
     def refresh(self) -> None:
         """Search the current text again now (e.g. after an import added rows)."""
         self._debounce.stop()
@@ -85,6 +99,7 @@ class SearchPanel(QWidget):
     def show_results(self, seq: int, text: str, hits: list) -> None:
         """Replace the list with `hits` (SearchHit) for request `seq`."""
         self.shown_seq = seq
+        self._shown = (text, list(hits))
         self.results.clear()
         for hit in hits:
             copies = f"  (+{hit.copies - 1} identical)" if hit.copies > 1 else ""
@@ -93,19 +108,36 @@ class SearchPanel(QWidget):
             item.setData(SCORE_ROLE, float(hit.score))
             item.setData(ITEM_ID_ROLE, int(hit.item_id))
             found = overlap(text, hit.text)
-            # The query is not a duplicate candidate by a threshold here, so any differing
-            # content word of a close hit is named: it is what the analyst checks first.
-            marked = found.marked(hit.score, STRONG)
+            # A hit at or above the threshold whose content words differ is marked: it is
+            # what the analyst checks first.
+            marked = found.marked(hit.score, self.threshold)
             item.setData(OVERLAP_ROLE, f"{'≠ ' if marked else ''}∩ {found.jaccard:.2f}")
             item.setToolTip(f"{hit.text}\n\nid {hit.id} · row {hit.row} · "
                             f"similarity {hit.score:.3f} · {found.note()}")
             self.results.addItem(item)
+        self._show_title()
+        self._show_status()
+
+    def _show_title(self) -> None:
+        text, hits = self._shown
+        at = format_threshold(self.threshold)
+        if not text.strip() or not hits:
+            self.title.setText("")
+        elif hits[0].score >= self.threshold:
+            self.title.setText(f"This may already exist (similarity ≥ {at}):")
+        else:
+            self.title.setText(f"Nothing close (none reaches {at}); the nearest are:")
+        self.title.setVisible(bool(self.title.text()))
+
+    def _show_status(self) -> None:
+        text, hits = self._shown
+        so_far = " among the texts indexed so far (still encoding)" if self.indexing else ""
         if not text.strip():
             self.status.setText("")
         elif not hits:
-            self.status.setText("Nothing similar yet.")
+            self.status.setText(f"Nothing similar{so_far or ' yet'}.")
         else:
-            self.status.setText(f"{len(hits)} most similar entries")
+            self.status.setText(f"{len(hits)} most similar entries{so_far}")
 
     def texts(self) -> list[str]:
         """The labels currently listed (for tests and accessibility checks)."""

@@ -25,14 +25,20 @@ MESSAGE_MS = 15_000
 COUNTING = "Counting rows…"   # a project just opened: its counts come a little later
 
 
-def describe_project(info: dict | None) -> str:
-    """The counts of `info` (`bridge.project_info`) in words; a hint when none is open."""
+def describe_project(info: dict | None, encoding: tuple[int, int] | None = None) -> str:
+    """The counts of `info` (`bridge.project_info`) in words; a hint when none is open.
+    `encoding` (done, total) while an import encodes: the index is filling, and searchable
+    as it fills, which "index: empty" would deny."""
     if info is None:
         return NO_PROJECT
     parts = [f"{info['items']:,} items" if "items" in info else COUNTING]
     if info.get("model"):
         device = f" on {info['device']}" if info.get("device") else ""
         parts.append(f"{info['model']}{device}")
+    if encoding is not None:
+        done, total = encoding
+        parts.append(f"encoding {done:,} of {total:,} texts; search covers those done so far")
+        return SEPARATOR.join(parts)
     left = _not_encoded(info)
     if left > 0:
         parts.append(f"{left:,} texts not encoded yet")
@@ -63,6 +69,7 @@ class WindowStatusBar(QStatusBar):
         self._info: dict | None = None
         self._model_state = ""
         self._busy = False
+        self._encoding: tuple[int, int] | None = None
 
     def show_info(self, info: dict | None) -> None:
         self._info = info
@@ -71,6 +78,11 @@ class WindowStatusBar(QStatusBar):
     def show_model_state(self, state: str) -> None:
         """"Loading the model…" and the like after the counts ("": nothing to say)."""
         self._model_state = state
+        self._render()
+
+    def show_encoding(self, done: int | None, total: int = 0) -> None:
+        """An import's encoding has reached `done` of `total` texts (None: it ended)."""
+        self._encoding = None if done is None else (done, total)
         self._render()
 
     def show_opening(self, name: str) -> None:
@@ -85,6 +97,7 @@ class WindowStatusBar(QStatusBar):
 
     def idle(self) -> None:
         self._busy = False
+        self._encoding = None
         self.job.stop()
         self._render()
 
@@ -93,7 +106,7 @@ class WindowStatusBar(QStatusBar):
         self.showMessage(message, timeout_ms)
 
     def _render(self) -> None:
-        text = describe_project(self._info)
+        text = describe_project(self._info, self._encoding)
         self.project.setText(f"{text}{SEPARATOR}{self._model_state}" if self._model_state
                              else text)
         self.resume_button.setVisible(_not_encoded(self._info) > 0 and not self._busy)

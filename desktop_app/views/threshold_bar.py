@@ -4,6 +4,11 @@ Undo / Redo / Export / Ask me, and the calibrated threshold with what it rests o
 A widget of its own because it is shared by the two modes of the review (the clusters and
 Ask me) and holds no review state: it shows what the `ReviewController` emits and reports
 what the analyst chose.
+
+The box takes what is typed as a whole: it reports a value when the analyst presses Enter,
+leaves the box or steps with the arrows, not at each keystroke (no keyboard tracking).
+Reporting "0.7" on the way to "0.75" re-cut the clusters and wrote 0.70 back into the box
+under the cursor, which then refused the next digit.
 """
 
 from __future__ import annotations
@@ -20,7 +25,12 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from engine.review.calibration import ENOUGH_OF_EACH, Calibration
+from engine.review.calibration import (
+    ENOUGH_OF_EACH,
+    Calibration,
+    default_threshold,
+    format_threshold,
+)
 
 SLIDER_STEPS = 100          # the slider works in hundredths of similarity
 SLIDER_MIN = 50
@@ -41,6 +51,12 @@ class ThresholdBar(QWidget):
         self.spin.setRange(SLIDER_MIN / SLIDER_STEPS, 1.0)
         self.spin.setSingleStep(0.01)
         self.spin.setDecimals(2)
+        self.spin.setKeyboardTracking(False)
+        tip = ("The window's one threshold: the clusters, the search's \"This may already "
+               "exist\", Ask me and a file's check all use it. It starts at the project "
+               "threshold.")
+        self.slider.setToolTip(tip)
+        self.spin.setToolTip(tip)
         self.sort = QComboBox(self)
         self.sort.addItem("Largest first", "size")
         self.sort.addItem("Most similar first", "score")
@@ -51,6 +67,7 @@ class ThresholdBar(QWidget):
         for b in (self.undo_button, self.redo_button):
             b.setEnabled(False)
         self.calibration_label = QLabel("", self)
+        self.calibration_label.setWordWrap(True)   # a long reason wraps, never widens the window
         self.use_calibrated_button = QPushButton("Use", self)
         self.use_calibrated_button.setToolTip("Move the threshold to the calibrated one")
         self.use_calibrated_button.setEnabled(False)
@@ -89,15 +106,19 @@ class ThresholdBar(QWidget):
             widget.blockSignals(False)
 
     def show_calibration(self, calibration: Calibration | None) -> None:
-        """The calibrated threshold and what it rests on, or what it still needs."""
+        """The project threshold and why it is that: the calibrated threshold and what it
+        rests on, or the default and what calibrating it still needs."""
+        project = format_threshold(default_threshold(calibration))
         if calibration is None:
-            text = (f"Calibrated threshold: label pairs duplicate (D) and not duplicate (N); "
-                    f"from {ENOUGH_OF_EACH} of each it becomes the default.")
+            text = (f"Project threshold {project} (the default): label pairs duplicate (D) "
+                    f"and not duplicate (N); from {ENOUGH_OF_EACH} of each, the threshold "
+                    f"calibrated on them replaces it.")
         else:
-            text = (f"Calibrated threshold {calibration.threshold:.3f} · precision "
-                    f"{calibration.precision:.0%} · recall {calibration.recall:.0%} · on "
-                    f"{calibration.labels:,} labels ({calibration.positives:,} duplicate, "
-                    f"{calibration.negatives:,} not)")
+            why = "calibrated" if calibration.enough else "the default"
+            text = (f"Project threshold {project} ({why}) · Calibrated threshold "
+                    f"{calibration.threshold:.3f} · precision {calibration.precision:.0%} · "
+                    f"recall {calibration.recall:.0%} · on {calibration.labels:,} labels "
+                    f"({calibration.positives:,} duplicate, {calibration.negatives:,} not)")
             if not calibration.enough:
                 text += f" · the default from {ENOUGH_OF_EACH} of each"
         self.calibration_label.setText(text)

@@ -11,7 +11,7 @@ from collections.abc import Sequence
 
 import pyqtgraph as pg
 from PySide6.QtCore import QEvent, Qt
-from PySide6.QtGui import QPalette
+from PySide6.QtGui import QFontMetrics, QPalette
 from PySide6.QtWidgets import QWidget
 
 LOSS_PEN = pg.mkPen("#d9480f", width=2)
@@ -28,6 +28,11 @@ class _ThemedPlot(pg.PlotWidget):
         super().__init__(parent)
         self._built = True
         self.setMinimumHeight(180)
+        # Room above the plot for half a tick label: a tick at the top of the range (1.0 of
+        # a loss that starts near 0.95) has its label centred on the plot's top edge, and
+        # without this its upper half was cut off.
+        top = QFontMetrics(self.font()).height() // 2 + 2
+        self.getPlotItem().layout.setContentsMargins(1, top, 1, 1)
         self._apply_palette()
 
     def _apply_palette(self) -> None:

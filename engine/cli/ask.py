@@ -40,13 +40,13 @@ def cmd_ask(args, cancel: CancelToken) -> int:
             say("stopped")
             return EXIT_CANCELLED
         bar.close()
-        threshold = project.labels.default_threshold()
+        threshold = project.labels.describe_threshold()
         for notice in project.notices:
             say(notice)
     if args.json:
         print(json.dumps([p.as_json() for p in pairs], ensure_ascii=False, indent=1))
         return EXIT_OK
-    say(f"{len(pairs)} pairs near the threshold {threshold:.3f}; answer with "
+    say(f"{len(pairs)} pairs near the {threshold}; answer with "
         f"duplens label {args.project} ID_A ID_B dup|not")
     for p in pairs:
         print(f"{p.score:.3f}  [{p.a.public_id}] {one_line(p.a.text, 60)}  |  "

@@ -12,10 +12,14 @@ from engine.cli.common import (
     say,
     trust_option,
 )
-from engine.dedup.row_clusters import DEFAULT_THRESHOLD as CLUSTER_THRESHOLD
 from engine.errors import Cancelled
 from engine.progress import CancelToken
-from engine.review.calibration import default_threshold
+from engine.review.calibration import (
+    DEFAULT_THRESHOLD,
+    ENOUGH_OF_EACH,
+    default_threshold,
+    describe_threshold,
+)
 from engine.services.exports import ALL, DEDUPLICATED, ONLY_CLUSTERS
 
 
@@ -23,8 +27,8 @@ def register(sub) -> None:
     p = sub.add_parser("duplicates", help="duplicate clusters at a similarity threshold")
     p.add_argument("project")
     p.add_argument("--threshold", type=float, help="similarity at which rows are duplicates "
-                   "(default: the threshold calibrated on the project's labelled pairs once "
-                   "there are ten of each kind, else 0.85)")
+                   "(default: the project threshold, calibrated on its labelled pairs once "
+                   f"there are {ENOUGH_OF_EACH} of each kind, else {DEFAULT_THRESHOLD})")
     p.add_argument("--neighbours", type=int, default=10,
                    help="neighbours searched per entry; where an entry has more above 0.75, "
                         "all of them are found by exact search")
@@ -47,11 +51,8 @@ def cmd_duplicates(args, cancel: CancelToken) -> int:
         threshold = args.threshold
         if threshold is None:
             calibration = project.labels.calibration()
-            threshold = default_threshold(calibration, CLUSTER_THRESHOLD)
-            if calibration is not None and calibration.enough:
-                say(f"threshold {threshold:.3f}, calibrated on {calibration.labels} labelled "
-                    f"pairs (precision {calibration.precision:.0%}, recall "
-                    f"{calibration.recall:.0%}); --threshold to choose another")
+            threshold = default_threshold(calibration)
+            say(f"{describe_threshold(calibration)}; --threshold to choose another")
         bar = TqdmProgress()
         try:
             clusters = project.clusters.cut(threshold, args.neighbours, progress=bar,

@@ -22,6 +22,7 @@ from engine.cli.common import (
 from engine.cli.importing import reader_kwargs, reader_options
 from engine.errors import Cancelled, InputError
 from engine.progress import CancelToken
+from engine.review.calibration import DEFAULT_THRESHOLD, ENOUGH_OF_EACH, format_threshold
 
 if TYPE_CHECKING:
     from engine.services.matching import FileRow
@@ -35,8 +36,9 @@ def register(sub) -> None:
     reader_options(p)
     p.add_argument("-k", type=positive, default=3, help="matches per row (default 3)")
     p.add_argument("--threshold", type=float, help="a best score at or above it marks a "
-                   "likely duplicate (default: the calibrated threshold once enough pairs "
-                   "are labelled, else 0.8)")
+                   "likely duplicate (default: the project threshold, calibrated on its "
+                   f"labelled pairs once there are {ENOUGH_OF_EACH} of each kind, else "
+                   f"{DEFAULT_THRESHOLD})")
     p.add_argument("--out", help="write the file's columns and its matches to .csv or .xlsx")
     p.add_argument("--json", action="store_true", help="print the matches as JSON")
     p.add_argument("--add", action="store_true", help="then import the file into the "
@@ -79,9 +81,10 @@ def cmd_match(args, cancel: CancelToken) -> int:
             json_out.close()
         for notice in project.notices:
             say(notice)
+        why = f", {stream.threshold_reason}" if stream.threshold_reason else ""
         say(f"{stream.file_name}: {tally.rows} rows checked, {tally.likely} likely "
-            f"duplicates of existing entries (score ≥ {stream.threshold:.3f}), "
-            f"{tally.in_file} repeat an earlier row of the file")
+            f"duplicates of existing entries (score ≥ {format_threshold(stream.threshold)}"
+            f"{why}), {tally.in_file} repeat an earlier row of the file")
         if args.out:
             say(f"wrote {args.out}")
         if args.add:
@@ -160,6 +163,8 @@ def _add(project, args, cancel: CancelToken) -> int:
         say(f"stopped: {encoded.encoded} texts encoded and kept, {encoded.remaining} left; "
             f"run 'duplens encode {args.project}' to finish")
         return EXIT_CANCELLED
+    adopted = (f"; {report.verdicts_adopted} verdicts given while checking it stored as "
+               "labelled pairs" if report.verdicts_adopted else "")
     say(f"{report.file_name}: {report.rows_imported} rows added, {encoded.encoded} new texts "
-        "encoded")
+        f"encoded{adopted}")
     return EXIT_OK

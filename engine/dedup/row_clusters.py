@@ -32,9 +32,6 @@ class Member:
                 "decision": self.decision}
 
 
-# The similarity above which two entries are called duplicates until the analyst moves it.
-DEFAULT_THRESHOLD = 0.85
-
 # What a member's `decision` can say. "canonical": the analyst chose it; "duplicate" / "not
 # duplicate": the pair (canonical, member) was labelled; "": not reviewed yet.
 CANONICAL, DUPLICATE, NOT_DUPLICATE, UNREVIEWED = "canonical", "duplicate", "not duplicate", ""

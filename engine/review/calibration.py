@@ -1,17 +1,27 @@
-"""The calibrated threshold: where the analyst's own labels put "duplicate".
+"""The project threshold: where the analyst's own labels put "duplicate", else one default.
 
-The default cut (0.8) suits all-MiniLM-L6-v2 on paraphrase data, but every corpus and every
-fine-tuned model draws the line elsewhere. Once the labelled pairs hold enough of both
-kinds, the threshold of best F1 on them replaces the default in `duplicates`, `match`,
-`ask` and the window's slider.
+There is one threshold per project, used by everything that calls a pair a duplicate: the
+clusters (`duplicates`, the review's slider), the pairs `ask` and Ask me offer, the likely
+duplicates of `match` and of checking a file, and the window's "This may already exist".
+Until the labels say otherwise it is `DEFAULT_THRESHOLD`. Once the labelled pairs hold enough
+of both kinds, the threshold of best F1 on them replaces it everywhere at once.
+
+Why one and not two: a cluster could once have wanted a stricter cut, but a cluster is cut
+around a centre with every member within the threshold of it (`engine.dedup.cut`), so a
+member is exactly a pair at or above the threshold, as a match or an asked pair is.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-from engine.pair_metrics import ThresholdCurve
+if TYPE_CHECKING:   # the command line reads the constants here without numpy
+    from engine.pair_metrics import ThresholdCurve
 
+# all-MiniLM-L6-v2 on paraphrase data: on Quora's held-out pairs its best-F1 threshold is
+# 0.73 and the thresholds calibrated on a few hundred verdicts fall between 0.76 and 0.86
+# (docs/benchmarks.md, ask_vs_random); 0.8 sits among them, a little on the strict side.
 DEFAULT_THRESHOLD = 0.8
 # Enough labels: at least this many duplicates AND this many non-duplicates. Measured on
 # Quora (benchmarks/ask_vs_random.py, 200 random draws per size, the default model): the
@@ -51,11 +61,30 @@ def calibrate(curve: ThresholdCurve) -> Calibration | None:
                        curve.best_f1, curve.positives, curve.negatives)
 
 
-def default_threshold(calibration: Calibration | None,
-                      fallback: float = DEFAULT_THRESHOLD) -> float:
-    """What the project's commands cut at when the user gives no threshold: the calibrated
-    one once there are enough labels, else `fallback` (`match`: 0.8; the cluster cut keeps
-    its own, stricter 0.85, since a cluster chains whatever passes)."""
+def default_threshold(calibration: Calibration | None) -> float:
+    """The project threshold: what every command and the window cut at when the user gives
+    no threshold. The calibrated one once there are enough labels, else the default."""
     if calibration is not None and calibration.enough:
         return round(calibration.threshold, 4)
-    return fallback
+    return DEFAULT_THRESHOLD
+
+
+def threshold_reason(calibration: Calibration | None) -> str:
+    """Why the project threshold is what it is, in words the user reads beside it."""
+    if calibration is not None and calibration.enough:
+        return (f"calibrated on {calibration.labels:,} labelled pairs (precision "
+                f"{calibration.precision:.0%}, recall {calibration.recall:.0%})")
+    return (f"the default, until {ENOUGH_OF_EACH} pairs of each kind are labelled and "
+            f"calibrate it")
+
+
+def format_threshold(value: float) -> str:
+    """0.8 as "0.80", a calibrated 0.7276 as "0.728": two decimals, three where it has them."""
+    text = f"{value:.3f}"
+    return text[:-1] if text.endswith("0") else text
+
+
+def describe_threshold(calibration: Calibration | None) -> str:
+    """"threshold 0.80 (the default, until …)": the project threshold and its reason."""
+    return (f"threshold {format_threshold(default_threshold(calibration))} "
+            f"({threshold_reason(calibration)})")

@@ -7,23 +7,25 @@ hides: "Add two numbers" and "Multiply two numbers" score high with all-MiniLM-L
 asking different things. Such a pair is marked, naming the words, for the analyst to look at.
 
 Words are scikit-learn's tokens (its `CountVectorizer` analyser, lower-cased, one-letter
-words kept so "C" and "R" count), and "content" means not one of its English stop words.
-The differing words come from the review's word diff (`engine.review.diff`), so what the
-mark names is what the side-by-side view highlights.
+words kept so "C", "R" and the "D" of "vitamin D" count), and "content" means not one of its
+English stop words. What is left of a contraction ("what's", "don't", "I'd") is dropped before
+the words are cut, so the "s" of "what's" is no word while the "S" of "Galaxy S" is. Two words
+are the same when their case-folded forms are ("Straße", "STRASSE"). The comparison panel
+highlights exactly the words named here (`engine.review.diff`), so what the line under it says
+differs is what is marked above it.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import lru_cache
 
-from engine.review.diff import word_diff
-
 # scikit-learn's default pattern drops one-letter tokens; "C" versus "R" is a difference.
 _TOKEN_PATTERN = r"(?u)\b\w+\b"
-# What the pattern leaves of contractions ("what's", "don't", "I'll"): no content.
-_CONTRACTION_ENDS = frozenset({"s", "t", "d", "ll", "re", "ve", "m"})
+# The end of a contraction ("what's", "don't", "I'll"): no content, and no word of its own.
+_CONTRACTION = re.compile(r"(?<=\w)['’](?:s|t|d|ll|re|ve|m)\b", re.IGNORECASE)
 
 
 @dataclass(frozen=True)
@@ -62,7 +64,7 @@ def _analyser() -> Callable[[str], list[str]]:
 def _stop_words() -> frozenset[str]:
     from sklearn.feature_extraction.text import ENGLISH_STOP_WORDS
 
-    return frozenset(ENGLISH_STOP_WORDS) | _CONTRACTION_ENDS
+    return frozenset(ENGLISH_STOP_WORDS)
 
 
 def warm_up() -> None:
@@ -72,8 +74,9 @@ def warm_up() -> None:
 
 
 def words(text: str) -> list[str]:
-    """The text's tokens, lower-cased, as the overlap counts them."""
-    return _analyser()(text)
+    """The text's tokens, lower-cased, as the overlap counts them (contractions' ends left
+    out)."""
+    return _analyser()(_CONTRACTION.sub("", text))
 
 
 def jaccard(a: str, b: str) -> float:
@@ -84,37 +87,23 @@ def jaccard(a: str, b: str) -> float:
 
 
 def overlap(a: str, b: str) -> Overlap:
-    """Token Jaccard and the content words that only one of the texts has."""
+    """Token Jaccard and the content words that only one of the texts has (a word that only
+    moved is no difference)."""
     la, lb = words(a), words(b)
     wa, wb = set(la), set(lb)
     union = wa | wb
     score = len(wa & wb) / len(union) if union else 1.0
-    if a.lower() == a.casefold() and b.lower() == b.casefold():
-        # The diff only ever drops a word of an unchanged span, and such a span's words are
-        # all in the other text, because the diff's keys and these words agree on case; so
-        # the answer is the content words the other text lacks, without the diff (0.1 ms a
-        # pair, the largest cost of `duplens match` after encoding). Where lower() and
-        # casefold() differ ("ß"), the keys can match while the words do not: diff then.
-        return Overlap(score, _lacked(la, wb), _lacked(lb, wa))
-    spans_a, spans_b = word_diff(a, b)
-    return Overlap(score, _only(spans_a, wb), _only(spans_b, wa))
+    return Overlap(score, _lacked(la, lb), _lacked(lb, la))
 
 
-def _lacked(own: list[str], other_words: set[str]) -> tuple[str, ...]:
-    """Content words of `own`, in order and once each, that the other text nowhere has."""
-    stop = _stop_words()
-    return tuple(dict.fromkeys(w for w in own if w not in stop and w not in other_words))
+def is_content(word: str) -> bool:
+    """Whether `word` (one of `words`' tokens) carries content: not a stop word."""
+    return word not in _stop_words()
 
 
-def _only(spans, other_words: set[str]) -> tuple[str, ...]:
-    """Content words of the diff's changed spans that the other text nowhere has (a word
-    that moved is not a difference)."""
-    stop = _stop_words()
-    found: dict[str, None] = {}
-    for span in spans:
-        if not span.changed:
-            continue
-        for word in words(span.text):
-            if word not in stop and word not in other_words:
-                found[word] = None
-    return tuple(found)
+def _lacked(own: list[str], other: list[str]) -> tuple[str, ...]:
+    """Content words of `own`, in order and once each, that the other text nowhere has
+    (compared case-folded)."""
+    other_keys = {w.casefold() for w in other}
+    return tuple(dict.fromkeys(w for w in own
+                               if is_content(w) and w.casefold() not in other_keys))

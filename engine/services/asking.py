@@ -39,6 +39,7 @@ class AskedPair:
     a: AskedRow
     b: AskedRow
     score: float       # the active model's cosine similarity
+    threshold: float = 0.0   # the threshold the pair was picked around
 
     def as_json(self) -> dict:
         return {"a": {"id": self.a.public_id, "text": self.a.text},
@@ -57,9 +58,10 @@ class Asking:
         self._labels = labels
 
     def pairs(self, n: int = 20, *, neighbours: int = DEFAULT_NEIGHBOURS,
-              progress: ProgressCallback = no_progress,
+              threshold: float | None = None, progress: ProgressCallback = no_progress,
               cancel: CancelToken | None = None) -> list[AskedPair]:
-        """Up to n unjudged pairs near the threshold, spread out, most uncertain first."""
+        """Up to n unjudged pairs near `threshold` (default: the project threshold), spread
+        out, most uncertain first."""
         if n < 1:
             raise InputError(f"ask for at least one pair, not {n}")
         graph = self._clusters.graph(neighbours, progress=progress, cancel=cancel)
@@ -73,8 +75,9 @@ class Asking:
             return []
         index = self._vectors.index()
         vectors = pair_vectors(index.vectors(a), index.vectors(b))
-        chosen = pick_uncertain(scores, a, b, self._labels.default_threshold(), n,
-                                vectors=vectors)
+        if threshold is None:
+            threshold = self._labels.default_threshold()
+        chosen = pick_uncertain(scores, a, b, threshold, n, vectors=vectors)
         wanted = sorted({int(t) for i in chosen for t in (a[i], b[i])})
         with self._store.read() as conn:
             rows = item_store.items_for_texts(conn, wanted)
@@ -82,7 +85,8 @@ class Asking:
         for i in chosen:
             row_a, row_b = rows.get(int(a[i])), rows.get(int(b[i]))
             if row_a and row_b:   # a row deleted since the graph was built is skipped
-                out.append(AskedPair(_row(row_a[0]), _row(row_b[0]), float(scores[i])))
+                out.append(AskedPair(_row(row_a[0]), _row(row_b[0]), float(scores[i]),
+                                     float(threshold)))
         if out and not self._store.read_only:   # a shared read-only file can still be asked
             with self._store.write() as conn:
                 decision_store.record_offers(conn, [(p.a.item_id, p.b.item_id) for p in out])

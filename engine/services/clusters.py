@@ -18,10 +18,11 @@ from sqlalchemy import select
 from engine.dedup.clustered_rows import RowsByText
 from engine.dedup.cut import cut_clusters
 from engine.dedup.graph import DEFAULT_FLOOR, KnnGraph, build_knn_graph, texts_near
-from engine.dedup.row_clusters import DEFAULT_THRESHOLD, Cluster, expand_clusters
+from engine.dedup.row_clusters import Cluster, expand_clusters
 from engine.dedup.row_clusters import text_clusters_as_ids as as_ids
 from engine.errors import InputError
 from engine.progress import CancelToken, ProgressCallback, no_progress
+from engine.review.calibration import DEFAULT_THRESHOLD
 from engine.review.decision_overlay import apply_decisions
 from engine.review.histogram import Histogram, similarity_histogram
 from engine.review.layout import MAP_SAMPLE, EmbeddingMap, project_2d, sample_ids

@@ -13,7 +13,12 @@ import numpy as np
 from engine.errors import InputError
 from engine.index.reconcile import live_ids
 from engine.pair_metrics import ThresholdCurve, threshold_curve
-from engine.review.calibration import Calibration, calibrate, default_threshold
+from engine.review.calibration import (
+    Calibration,
+    calibrate,
+    default_threshold,
+    describe_threshold,
+)
 from engine.services.vectors import Vectors
 from engine.store import decisions as decision_store
 from engine.store.database import Store
@@ -111,5 +116,10 @@ class Labels:
         return calibrate(self.curve())
 
     def default_threshold(self) -> float:
-        """The calibrated threshold once there are enough labels, else the default 0.8."""
+        """The project threshold: the calibrated one once there are enough labels, else the
+        default (`engine.review.calibration`)."""
         return default_threshold(self.calibration())
+
+    def describe_threshold(self) -> str:
+        """The project threshold and why it is that ("threshold 0.80 (the default, …)")."""
+        return describe_threshold(self.calibration())

@@ -11,8 +11,12 @@ which texts are new and commits chunk by chunk); it costs one more pass of encod
 
 `stream` hands the rows on as each batch is matched, so `duplens match --out` writes them
 as they come (`write_matches`) and holds one batch, not the file; `check_file` keeps them
-all for the window, which shows them. A batch's searches run as one hnswlib call on every
-core (hnswlib releases the GIL), so they cost a small share of encoding the batch.
+all for the window, which shows them, with the verdicts given on an earlier check of the
+same file. Those verdicts ("duplicate of this" / "new") are kept in the project until the
+file's rows are added (`keep_verdicts`, `engine.store.pending_verdicts`): an import of the
+file turns them into labelled pairs, and fine-tuning learns from them meanwhile. A batch's
+searches run as one hnswlib call on every core (hnswlib releases the GIL), so they cost a
+small share of encoding the batch.
 """
 
 from __future__ import annotations
@@ -25,9 +29,9 @@ from pathlib import Path
 import hnswlib
 import numpy as np
 import pandas as pd
-from sqlalchemy import select
 
 from engine.errors import InputError, ProjectError
+from engine.importer import file_sha256
 from engine.index.hnsw import HnswIndex
 from engine.io import (
     ReadReport,
@@ -39,14 +43,16 @@ from engine.io import (
 )
 from engine.keystroke_search import SearchHit, hits_for
 from engine.progress import CancelToken, Progress, ProgressCallback, RateMeter, no_progress
+from engine.review.calibration import default_threshold, threshold_reason
 from engine.review.overlap import Overlap, overlap
 from engine.services.active_model import ActiveModel
 from engine.services.labels import Labels
 from engine.services.summary import summarize
 from engine.services.vectors import Vectors
+from engine.store import pending_verdicts
 from engine.store.database import Store
-from engine.store.schema import items
-from engine.text import join_cells
+from engine.store.pending_verdicts import PendingVerdict
+from engine.text import join_cells, norm_key
 
 BATCH_ROWS = 1024  # rows encoded and searched together: big enough to keep torch busy
 # A cap on the search beam for a match's top k (see `match_ef`); None: the index's own.
@@ -54,6 +60,8 @@ BATCH_ROWS = 1024  # rows encoded and searched together: big enough to keep torc
 # are in it, load average ~7-13) recall@3 against exact search was 1.0 at ef 64, 128 and
 # 512 and 0.998 at 32; 1,024 searches on 2 cores took 537 ms at 128 against 1,608 at 512.
 MATCH_EF: int | None = 128
+VERDICT_COLUMN = "verdict"
+VERDICT_WORDS = {1: "duplicate", 0: "new"}
 
 
 @dataclass
@@ -88,16 +96,27 @@ class MatchResult:
     threshold: float
     rows: list[FileRow] = field(default_factory=list)
     bad_lines: list[int] = field(default_factory=list)
+    threshold_reason: str = ""     # why the threshold is what it is ("" : the caller's)
+    sha256: str = ""               # the file's bytes: what its kept verdicts are keyed by
+    # Verdicts kept from an earlier check of this file that still apply (the row's text and
+    # its best match unchanged): file row number → 1 duplicate / 0 new.
+    verdicts: dict[int, int] = field(default_factory=dict)
+    can_keep: bool = True          # verdicts can be kept in the project (not read-only)
 
     def likely_duplicates(self) -> int:
         return sum(1 for r in self.rows if (r.best_score() or 0.0) >= self.threshold)
 
-    def frame(self) -> pd.DataFrame:
+    def frame(self, verdicts: dict[int, int] | None = None) -> pd.DataFrame:
         """The export as a table (`export_header` / `export_record`, the same cells the
-        streamed `--out` writes)."""
-        return pd.DataFrame.from_records(
+        streamed `--out` writes); with `verdicts` (file row → 1 / 0), a last `verdict`
+        column says "duplicate", "new" or nothing for each row."""
+        frame = pd.DataFrame.from_records(
             [export_record(r, self.columns, self.k, self.threshold) for r in self.rows],
             columns=export_header(self.columns, self.k))
+        if verdicts is not None:
+            frame[VERDICT_COLUMN] = [VERDICT_WORDS.get(verdicts.get(r.row), "")
+                                     for r in self.rows]
+        return frame
 
 
 @dataclass
@@ -111,6 +130,7 @@ class MatchStream:
     threshold: float
     rows: Iterator[FileRow]
     bad_lines: list[int] = field(default_factory=list)
+    threshold_reason: str = ""     # why the threshold is what it is ("": the caller's)
 
 
 def export_header(columns: list[str], k: int) -> list[str]:
@@ -149,9 +169,19 @@ class Matching:
         window shows them as a table); the project is unchanged. Takes `stream`'s
         arguments."""
         stream = self.stream(path, text_columns, **kwargs)
-        result = MatchResult(stream.file_name, stream.columns, stream.k, stream.threshold)
+        result = MatchResult(stream.file_name, stream.columns, stream.k, stream.threshold,
+                             threshold_reason=stream.threshold_reason,
+                             can_keep=not self._store.read_only)
         result.rows.extend(stream.rows)
         result.bad_lines = list(stream.bad_lines)
+        result.sha256 = file_sha256(Path(path))
+        with self._store.read() as conn:
+            kept = pending_verdicts.for_file(conn, result.sha256)
+        for r in result.rows:
+            v = kept.get(r.row)
+            if v is not None and r.matches and r.matches[0].item_id == v.item_id \
+                    and norm_key(v.text) == norm_key(r.text):
+                result.verdicts[r.row] = v.label
         return result
 
     def stream(self, path: str | os.PathLike, text_columns: list[str], *,
@@ -162,8 +192,9 @@ class Matching:
                batch_rows: int = BATCH_ROWS) -> MatchStream:
         """Check `path` batch by batch: the file's columns and settings now (a bad file or
         column is refused here, before any encoding), its rows as they are matched.
-        `threshold` defaults to `Labels.default_threshold()` (calibrated once enough pairs
-        are labelled, else 0.8)."""
+        `threshold` defaults to the project threshold (`Labels.default_threshold()`:
+        calibrated once enough pairs are labelled, else the default), and the stream says
+        why (`threshold_reason`)."""
         path = Path(path)
         if k < 1:
             raise InputError(f"k must be at least 1, not {k}")
@@ -177,12 +208,15 @@ class Matching:
         if summarize(self._store, self._model.row()).get("encoded", 0) == 0:
             raise ProjectError(f"{self._store.path.name}: has no encoded rows to match "
                                "against; import and encode some first")
+        reason = ""
         if threshold is None:
-            threshold = self._labels.default_threshold()
+            calibration = self._labels.calibration()
+            threshold, reason = default_threshold(calibration), threshold_reason(calibration)
         read = ReadReport()
         batches = _batches(iter_table(path, fmt, report=read), text_columns, id_column,
                            batch_rows)
-        stream = MatchStream(path.name, columns, k, threshold, iter(()))
+        stream = MatchStream(path.name, columns, k, threshold, iter(()),
+                             threshold_reason=reason)
         stream.rows = self._matched(batches, k, threshold, read, stream, progress, cancel)
         return stream
 
@@ -212,26 +246,23 @@ class Matching:
             progress(Progress("matching", done, 0, meter.rate(done)))
         stream.bad_lines = list(read.bad_lines)
 
-    def store_verdicts(self, source_id: int, verdicts: Sequence[tuple[int, int, int]]
-                       ) -> int:
-        """The analyst's verdicts from checking a file, once its rows are in the project
-        (`source_id`: the file's import): each (file row number, matched item id, 1
-        duplicate / 0 new) becomes a labelled pair, origin "match", training data like any
-        other verdict. A row of the file is not a project item until it is added, so the
-        verdicts wait for that. Returns how many pairs were stored."""
-        rows = [row for row, _, _ in verdicts]
+    def keep_verdicts(self, file_sha256: str, file_name: str,
+                      verdicts: Sequence[PendingVerdict]) -> bool:
+        """Keep the analyst's verdicts on rows of a checked file (`file_sha256`, from
+        `MatchResult.sha256`) in the project until the file's rows are added; a verdict
+        with label None is forgotten. Importing the file turns them into labelled pairs
+        (`Rows.import_table`). False, and nothing kept, on a project open read-only."""
+        if self._store.read_only:
+            return False
+        with self._store.write() as conn:
+            pending_verdicts.keep(conn, file_sha256, file_name, verdicts)
+        return True
+
+    def pending_pairs(self) -> list[dict]:
+        """The kept verdicts as pairs of texts (`engine.store.pending_verdicts.as_pairs`):
+        training data before the rows are added."""
         with self._store.read() as conn:
-            found = dict(conn.execute(
-                select(items.c.row, items.c.id).where(items.c.source_id == source_id,
-                                                      items.c.row.in_(rows),
-                                                      items.c.deleted.is_(False))).all())
-        stored = 0
-        for row, matched, label in verdicts:
-            item = found.get(row)
-            if item is not None and item != matched:
-                self._labels.set_label(item, matched, label, origin="match")
-                stored += 1
-        return stored
+            return pending_verdicts.as_pairs(conn)
 
 
 def write_matches(stream: MatchStream, path: str | os.PathLike) -> int:

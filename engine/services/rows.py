@@ -12,6 +12,7 @@ import os
 from collections.abc import Sequence
 
 import numpy as np
+from sqlalchemy import select
 
 from engine.browse import NUMBER_SAMPLE, SORT_IMPORT, RowQuery, looks_numeric
 from engine.dedup.clustered_rows import RowsByText
@@ -20,8 +21,10 @@ from engine.importer import ImportReport, import_table
 from engine.services.live_index import LiveIndex
 from engine.store import embeddings as embedding_store
 from engine.store import items as item_store
+from engine.store import pending_verdicts
 from engine.store.database import Store
 from engine.store.items import IdSink
+from engine.store.schema import sources
 
 
 class Rows:
@@ -38,7 +41,9 @@ class Rows:
         """Store the rows of a spreadsheet (see `engine.importer.import_table`); no encoding.
 
         Rows whose text was embedded before but had no live row any more bring that text
-        back into the loaded index at once (it was marked deleted there).
+        back into the loaded index at once (it was marked deleted there). Verdicts given
+        while checking this file become labelled pairs now that its rows are in
+        (`report.verdicts_adopted`), by whichever way the file is imported.
         """
         try:
             report = import_table(self._store, path, text_columns, **options)
@@ -46,7 +51,19 @@ class Rows:
             self._kept.clear()
         if report.revived_texts:
             self._live.revive(report.revived_texts, report.content_version)
+        if report.source_id is not None and not self._store.read_only:
+            report.verdicts_adopted = self._adopt_verdicts(report.source_id)
         return report
+
+    def _adopt_verdicts(self, source_id: int) -> int:
+        with self._store.read() as conn:
+            sha = conn.execute(select(sources.c.sha256).where(
+                sources.c.id == source_id)).scalar()
+            waiting = sha is not None and bool(pending_verdicts.for_file(conn, sha))
+        if not waiting:
+            return 0
+        with self._store.write() as conn:
+            return pending_verdicts.adopt(conn, sha, source_id)
 
     def delete(self, item_ids: list[int]) -> int:
         """Remove rows from the project; texts no row uses leave the index (marked deleted).

@@ -74,11 +74,22 @@ class ModelVersions:
     # -- training --------------------------------------------------------------------------
     def training_pairs(self, extra_file: str | os.PathLike | None = None, **file_options
                        ) -> list[LabelledPair]:
-        """The pairs labelled in review, plus those of a labelled file (`read_labelled_file`
-        keywords in `file_options`); a pair in both counts once, with the review's label."""
-        from engine.training.collect import file_pairs, merge_pairs, review_pairs
+        """The pairs labelled in review, the verdicts on checked files' rows not added yet
+        (`engine.training.collect.checked_pairs`), plus those of a labelled file
+        (`read_labelled_file` keywords in `file_options`); a pair given twice counts once,
+        with the first of these labels."""
+        from engine.store import pending_verdicts
+        from engine.training.collect import (
+            checked_pairs,
+            extend_pairs,
+            file_pairs,
+            merge_pairs,
+            review_pairs,
+        )
 
-        pairs = review_pairs(self._labels.pairs())
+        with self._store.read() as conn:
+            checked = checked_pairs(pending_verdicts.as_pairs(conn))
+        pairs = extend_pairs(review_pairs(self._labels.pairs()), checked)
         if extra_file is None:
             return pairs
         return merge_pairs(pairs, file_pairs(extra_file, **file_options))

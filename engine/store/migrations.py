@@ -32,11 +32,15 @@ def _v3_offered_pairs(conn: Connection) -> None:
     schema.offered_pairs.create(conn, checkfirst=True)
 
 
-_ADDED_LATER = {"canonical_items", "offered_pairs"}
+def _v4_pending_verdicts(conn: Connection) -> None:
+    schema.pending_verdicts.create(conn, checkfirst=True)
+
+
+_ADDED_LATER = {"canonical_items", "offered_pairs", "pending_verdicts"}
 
 # MIGRATIONS[i] brings a project from version i to version i + 1.
 MIGRATIONS: list[Callable[[Connection], None]] = [_v1_initial, _v2_canonical_items,
-                                                  _v3_offered_pairs]
+                                                  _v3_offered_pairs, _v4_pending_verdicts]
 SCHEMA_VERSION = len(MIGRATIONS)
 
 

@@ -161,3 +161,21 @@ offered_pairs = Table(
     Column("item_b", Integer, ForeignKey("items.id", ondelete="CASCADE"), primary_key=True),
     Column("offered_at", Float, nullable=False),
 )
+
+
+# Verdicts given while checking a file against the project (schema v4), before its rows are
+# in it: a row of the file is no item a pair label could name yet. Keyed by the file's bytes
+# (sha256, as `sources` keys an import) and data row number, with the row's text as checked
+# and the existing item it was judged against; adopted as labelled pairs (origin "match")
+# once an import of the same file adds the row with that text, then deleted.
+pending_verdicts = Table(
+    "pending_verdicts",
+    metadata,
+    Column("file_sha256", String(64), primary_key=True),
+    Column("row", Integer, primary_key=True),
+    Column("file_name", Text, nullable=False),
+    Column("text", Text, nullable=False),
+    Column("item_id", Integer, ForeignKey("items.id", ondelete="CASCADE"), nullable=False),
+    Column("label", Integer, nullable=False),
+    Column("created_at", Float, nullable=False),
+)

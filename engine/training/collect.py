@@ -5,6 +5,13 @@ every pair about one question on one side even when the question was imported tw
 pairs keep their own keys (ids or normalised texts), and the split joins the two wherever
 the texts are the same. A pair given by both sources counts once, with the review's verdict:
 the analyst judged it in this project, and a file is often older.
+
+Verdicts given while checking a file whose rows are not added yet (`duplens`'s File → Check
+a file; `engine.store.pending_verdicts`) are pairs as sound as review verdicts: the analyst
+judged a known text (the checked row) against a known entry. They come after the review's
+and before a file's; the checked row has no text id yet, so its key is its normalised text,
+which the split joins with the same text anywhere else. Once the rows are added, the
+verdicts are review-like labels (origin "match") and no longer come from here.
 """
 
 from __future__ import annotations
@@ -32,7 +39,7 @@ class TrainingInput:
     page. The pairs are those a run given `pairs=` trains on, so what is shown is what is
     used."""
 
-    pairs: list[LabelledPair]  # review verdicts first, then the file's new pairs
+    pairs: list[LabelledPair]  # review verdicts, checked files' verdicts, the file's new pairs
     review: int  # pairs from the review screen
     file: LabelledFile | None  # as read, with its columns and notes
     file_path: Path | None
@@ -40,6 +47,7 @@ class TrainingInput:
     summary: PairSummary  # counts, class balance and advice on all the pairs
     problem: str  # why training would be refused ("" when it can start)
     asked: int = 0  # of the review pairs, those the model asked for (`duplens ask`, Ask me)
+    checked: int = 0  # pairs from verdicts on checked files' rows not added yet
 
     @property
     def can_train(self) -> bool:
@@ -59,6 +67,18 @@ def review_pairs(rows: Iterable[dict]) -> list[LabelledPair]:
     return pairs
 
 
+def checked_pairs(rows: Iterable[dict]) -> list[LabelledPair]:
+    """`Matching.pending_pairs()` rows (a checked file's row against an existing entry) as
+    `LabelledPair`s; a row whose text is the entry's own (normalised) is left out."""
+    pairs = []
+    for row in rows:
+        if norm_key(row["text_a"]) == norm_key(row["text_b"]):
+            continue
+        pairs.append(LabelledPair(row["text_a"], row["text_b"], float(row["label"]),
+                                  key_b=f"text:{row['text_id_b']}"))
+    return pairs
+
+
 def file_pairs(path: str | os.PathLike, **file_options) -> list[LabelledPair]:
     """The pairs of a labelled file; `file_options` are `read_labelled_file`'s keywords."""
     return read_labelled_file(path, **file_options).pairs
@@ -66,11 +86,11 @@ def file_pairs(path: str | os.PathLike, **file_options) -> list[LabelledPair]:
 
 def merge_pairs(*sources: Sequence[LabelledPair]) -> list[LabelledPair]:
     """All pairs in order, each pair of texts (either way round) once, the first one kept."""
-    seen: set[tuple[str, str]] = set()
+    seen: set[tuple[str, ...]] = set()
     merged = []
     for source in sources:
         for pair in source:
-            key = tuple(sorted((norm_key(pair.text_a), norm_key(pair.text_b))))
+            key = _text_pair(pair)
             if key in seen:
                 continue
             seen.add(key)
@@ -78,11 +98,31 @@ def merge_pairs(*sources: Sequence[LabelledPair]) -> list[LabelledPair]:
     return merged
 
 
+def extend_pairs(pairs: Sequence[LabelledPair], more: Sequence[LabelledPair]
+                 ) -> list[LabelledPair]:
+    """`pairs` as they are, then the pairs of `more` whose two texts (either way round) are
+    in neither `pairs` nor earlier in `more`."""
+    seen = {_text_pair(p) for p in pairs}
+    out = list(pairs)
+    for pair in more:
+        key = _text_pair(pair)
+        if key not in seen:
+            seen.add(key)
+            out.append(pair)
+    return out
+
+
+def _text_pair(pair: LabelledPair) -> tuple[str, ...]:
+    return tuple(sorted((norm_key(pair.text_a), norm_key(pair.text_b))))
+
+
 def training_input(review_rows: Iterable[dict], extra_file: str | os.PathLike | None = None,
-                   *, min_pairs: int = MIN_PAIRS, **file_options) -> TrainingInput:
-    """Gather review verdicts (`Project.labels.pairs()` rows) and an optional labelled file
-    as `ModelVersions.training_pairs` does, and say whether `ModelVersions.finetune` would
-    accept them.
+                   *, min_pairs: int = MIN_PAIRS, checked_rows: Iterable[dict] = (),
+                   **file_options) -> TrainingInput:
+    """Gather review verdicts (`Project.labels.pairs()` rows), the verdicts on checked
+    files' rows not added yet (`Project.matching.pending_pairs()` rows) and an optional
+    labelled file as `ModelVersions.training_pairs` does, and say whether
+    `ModelVersions.finetune` would accept them.
 
     A file that cannot be read raises `InputError` with the reader's message: the caller
     shows it and keeps the review pairs. The refusal is `session.check_pairs`' own message,
@@ -96,10 +136,11 @@ def training_input(review_rows: Iterable[dict], extra_file: str | os.PathLike | 
     asked = sum(1 for row in review_rows if row.get("origin") == "asked"
                 and row["text_id_a"] != row["text_id_b"])
     labelled = None
-    pairs = review
+    pairs = extend_pairs(review, checked_pairs(checked_rows))
+    checked = len(pairs) - len(review)
     if extra_file is not None:
         labelled = read_labelled_file(extra_file, **file_options)
-        pairs = merge_pairs(review, labelled.pairs)
+        pairs = merge_pairs(pairs, labelled.pairs)
     try:
         check_pairs(pairs, DEFAULT_OBJECTIVE, min_pairs)
         problem = ""
@@ -107,4 +148,5 @@ def training_input(review_rows: Iterable[dict], extra_file: str | os.PathLike | 
         problem = str(exc)
     return TrainingInput(pairs, len(review), labelled,
                          Path(extra_file) if extra_file is not None else None,
-                         len(pairs) - len(review), summarise(pairs), problem, asked)
+                         len(pairs) - len(review) - checked, summarise(pairs), problem, asked,
+                         checked)

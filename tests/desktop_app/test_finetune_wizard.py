@@ -296,3 +296,22 @@ def test_the_wizard_and_versions_dialog_on_a_server_project(qtbot, window, postg
     with qtbot.waitSignal(dialog.exported, timeout=SIGNAL_TIMEOUT_MS):
         dialog.export_button.click()
     assert (exported / "model.safetensors").is_file() and "Exported to" in dialog.status.text()
+
+
+def test_first_page_counts_the_verdicts_of_a_checked_file_not_added_yet(qtbot, window,
+                                                                        tmp_path, encoder,
+                                                                        data_dir):
+    """Verdicts given while checking a file are pairs of known texts: the wizard learns
+    from them and says how many, before the file's rows are added."""
+    from engine.store.pending_verdicts import PendingVerdict
+
+    path = labelled_project(tmp_path / "few.duplens", encoder, data_dir, DUPLICATES[:2],
+                            NOT_DUPLICATES[:1])
+    with Project.open(path) as project:
+        item = project.rows.by_public_id("q1")["item_id"]
+        project.matching.keep_verdicts("0" * 64, "new.csv", [
+            PendingVerdict(1, "Is there a quick way to pick up Python?", item, 1)])
+    wizard = open_wizard(qtbot, window, path)
+    page = wizard.data_page
+    assert "From checking files: 1 verdicts on rows not added yet." in page.review_label.text()
+    assert page.total_label.text() == "4"

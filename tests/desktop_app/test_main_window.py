@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 from PySide6.QtCore import QPoint, Qt
 
 from desktop_app.job_runner import UNEXPECTED
@@ -203,3 +204,101 @@ def test_cancel_in_the_status_bar_stops_the_import_it_shows(qtbot, window, tmp_p
     assert ended[0] in ("stopped while reading", "cancelled=True")
     assert not window.job_status.isVisible() and window.import_action.isEnabled()
     assert window.statusBar().currentMessage().startswith(("Stopped", "Import stopped"))
+
+
+def _search_for(qtbot, window: MainWindow, text: str) -> list:
+    """Type `text` and wait for its own answer (not the one before)."""
+    panel = window.search_panel
+    answered: list = []
+    window.bridge.searchResults.connect(
+        lambda _seq, query, hits: answered.append(hits) if query == text else None)
+    panel.query.clear()
+    qtbot.keyClicks(panel.query, text)
+    qtbot.waitUntil(lambda: bool(answered), timeout=SIGNAL_TIMEOUT_MS)
+    return answered[-1]
+
+
+def test_may_already_exist_is_said_only_when_the_best_hit_reaches_the_threshold(
+        qtbot, window, questions_project):
+    _open(qtbot, window, questions_project)
+    title = window.search_panel.title
+    hits = _search_for(qtbot, window, "How do I learn Python quickly?")
+    assert hits[0].score >= 0.8
+    assert title.text() == "This may already exist (similarity ≥ 0.80):"
+    hits = _search_for(qtbot, window, "Which tyres are best for winter cycling?")
+    assert hits and hits[0].score < 0.8
+    assert title.text() == "Nothing close (none reaches 0.80); the nearest are:"
+    window.review.set_threshold(round(hits[0].score - 0.01, 2))  # the window's threshold
+    assert title.text().startswith("This may already exist (similarity ≥ ")
+    panel = window.search_panel
+    panel.query.clear()
+    qtbot.waitUntil(lambda: not title.isVisible(), timeout=SIGNAL_TIMEOUT_MS)
+
+
+def test_the_tables_cluster_and_decision_columns_are_filled_on_opening(qtbot, window,
+                                                                        questions_project):
+    """Before, they stayed blank after reopening until the Review tab had been visited."""
+    from desktop_app.table_models.items_model import CLUSTER_COLUMN, DECISION_COLUMN
+    from engine.project import Project
+
+    with Project.open(questions_project) as project:
+        cluster = project.clusters.cut(0.8)[0]
+        a, b = cluster.members[0].item_id, cluster.members[1].item_id
+        project.labels.set_label(a, b, 1)
+    _open(qtbot, window, questions_project)
+    model = window.items_model
+    qtbot.waitUntil(lambda: bool(model.notes(CLUSTER_COLUMN)), timeout=SIGNAL_TIMEOUT_MS)
+    assert window.tabs.currentWidget() is window.search_page    # Review never shown
+    assert model.notes(DECISION_COLUMN)[b] == "duplicate"
+    assert model.notes(CLUSTER_COLUMN)[a] == model.notes(CLUSTER_COLUMN)[b]
+    assert window.review.threshold == 0.8                        # the project threshold
+
+
+def test_help_has_a_guide_to_the_keys_and_opens_the_log_folder(qtbot, window, monkeypatch):
+    from engine.logfile import log_path
+
+    window.guide_action.trigger()
+    guide = window.guide_dialog
+    qtbot.waitUntil(guide.isVisible)
+    text = guide.text.toPlainText()
+    for words in ("Duplicate", "Not duplicate", "Next cluster", "Leave Ask me", "Check a file",
+                  "project threshold"):
+        assert words in text
+    guide.close()
+    opened: list[Path] = []
+    monkeypatch.setattr(window, "open_folder", lambda folder: opened.append(folder) or True)
+    window.logs_action.trigger()
+    assert opened == [log_path().parent] and opened[0].is_dir()
+    assert [a.text() for a in window.menuBar().actions()[-1].menu().actions()
+            if a.text()] == ["&Keys and workflow", "Open the &log folder", "&About Duplens"]
+
+
+@pytest.mark.slow
+def test_search_answers_during_the_first_encode_of_a_new_project(qtbot, window, tmp_path):
+    """Before, a new project answered nothing until 2,048 of its texts were encoded, and the
+    status line said "index: empty" meanwhile."""
+    source = write_questions(tmp_path / "many.csv", 700)
+    with qtbot.waitSignal(window.bridge.projectOpened, timeout=SIGNAL_TIMEOUT_MS):
+        window.open_project(str(tmp_path / "new.duplens"), create=True)
+    finished: list = []
+    window.imports.finished.connect(finished.append)
+    window.start_import(ImportChoices(str(source), ["question"], "qid"))
+    panel = window.search_panel
+    qtbot.keyClicks(panel.query, "How do I fix a bicycle?")
+    qtbot.waitUntil(lambda: panel.results.count() > 0, timeout=SIGNAL_TIMEOUT_MS)
+    assert not finished, "the import ended before any answer: the test shows nothing"
+    assert panel.indexing and "still encoding" in panel.status.text()
+    line = window.status_label.text()
+    assert "search covers those done so far" in line and "index: empty" not in line
+    assert "700 items" in line
+    qtbot.waitUntil(lambda: window.items_model.rowCount() == 700, timeout=SIGNAL_TIMEOUT_MS)
+    qtbot.waitUntil(lambda: bool(finished), timeout=SIGNAL_TIMEOUT_MS * 5)
+    assert not panel.indexing and "still encoding" not in panel.status.text()
+
+
+def test_the_window_still_fits_its_own_default_size(window):
+    """The review's new checkbox and the longer threshold line once made the window's
+    minimum width 1,317 pixels: wider than a 1,280-pixel screen, its right edge cut off."""
+    window.pages.setCurrentWidget(window.project_page)
+    window.tabs.setCurrentWidget(window.review_view)
+    assert window.minimumSizeHint().width() <= 1180

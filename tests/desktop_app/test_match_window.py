@@ -6,9 +6,20 @@ from __future__ import annotations
 import csv
 
 from PySide6.QtCore import Qt
+from PySide6.QtWidgets import QDialog, QDialogButtonBox
 
 from desktop_app.controllers.import_controller import ImportChoices
-from desktop_app.views.match_results import MATCH, OVERLAP, SCORE, SORT_ROLE, TEXT
+from desktop_app.views.import_dialog import ImportDialog
+from desktop_app.views.match_results import (
+    ADD,
+    CANCEL,
+    KEEP,
+    MATCH,
+    OVERLAP,
+    SCORE,
+    SORT_ROLE,
+    TEXT,
+)
 from tests.desktop_app.conftest import QUESTIONS_ITEMS, SIGNAL_TIMEOUT_MS
 
 NEW_ROWS = [("n1", "How do I learn Python quickly?"),          # an existing question, word for word
@@ -16,14 +27,15 @@ NEW_ROWS = [("n1", "How do I learn Python quickly?"),          # an existing que
             ("n3", "How do I learn Python quickly?")]           # repeats n1 within the file
 
 
-def _check(qtbot, window, questions_project, tmp_path, monkeypatch):
+def _check(qtbot, window, questions_project, tmp_path, monkeypatch, opened=False):
     new = tmp_path / "this-week.csv"
     with new.open("w", newline="", encoding="utf-8") as f:
         csv.writer(f).writerows([("ref", "question"), *NEW_ROWS])
-    with qtbot.waitSignal(window.bridge.projectOpened, timeout=SIGNAL_TIMEOUT_MS):
-        window.open_project(str(questions_project))
+    if not opened:
+        with qtbot.waitSignal(window.bridge.projectOpened, timeout=SIGNAL_TIMEOUT_MS):
+            window.open_project(str(questions_project))
     monkeypatch.setattr(window, "ask_spreadsheet", lambda: str(new))
-    monkeypatch.setattr(window, "ask_import_choices",
+    monkeypatch.setattr(window, "ask_check_choices",
                         lambda path: ImportChoices(path, ["question"], id_column="ref"))
     assert window.check_action.isEnabled()
     with qtbot.waitSignal(window.matches.checked, timeout=SIGNAL_TIMEOUT_MS):
@@ -68,6 +80,9 @@ def test_verdicts_are_stored_as_pairs_when_the_rows_are_added(qtbot, window, que
         exported = list(csv.DictReader(f))
     assert [r["ref"] for r in exported] == ["n1", "n2", "n3"]
     assert exported[2]["duplicate_in_file_of"] == "n1"
+    # Each row's verdict, in a last column (before, the export had none).
+    assert {r["ref"]: r["verdict"] for r in exported}["n2"] == "new"
+    assert sorted(r["verdict"] for r in exported) == ["", "duplicate", "new"]
 
     with qtbot.waitSignal(window.matches.added, timeout=SIGNAL_TIMEOUT_MS) as added:
         dialog.add_button.click()
@@ -81,3 +96,69 @@ def test_verdicts_are_stored_as_pairs_when_the_rows_are_added(qtbot, window, que
     assert any(a == b == "How do I learn Python quickly?" and label == 1
                for a, b, label in stored)
     assert not dialog.add_button.isEnabled()
+
+
+def _answer(qtbot, dialog, text: str, key) -> None:
+    by_text = {dialog.model.item(i, TEXT).text(): i for i in range(dialog.model.rowCount())}
+    dialog.table.selectRow(by_text[text])
+    qtbot.keyClick(dialog.table, key)
+
+
+def test_the_checks_options_dialog_says_check_not_import(qtbot, window, questions_project,
+                                                         questions_csv, monkeypatch):
+    """Nothing is added by a check, so its options dialog's button says "Check"."""
+    with qtbot.waitSignal(window.bridge.projectOpened, timeout=SIGNAL_TIMEOUT_MS):
+        window.open_project(str(questions_project))
+    shown: list[tuple[str, str]] = []
+
+    def look(dialog: ImportDialog) -> int:
+        shown.append((dialog.windowTitle(),
+                      dialog.buttons.button(QDialogButtonBox.StandardButton.Ok).text()))
+        return QDialog.DialogCode.Rejected
+
+    monkeypatch.setattr(ImportDialog, "exec", look)
+    window.check_file(str(questions_csv))
+    window.import_spreadsheet(str(questions_csv))
+    assert shown == [("Check questions.csv against the project", "Check"),
+                     ("Import questions.csv", "Import")]
+
+
+def test_closing_with_verdicts_asks_and_a_new_check_of_the_file_shows_them_again(
+        qtbot, window, questions_project, tmp_path, monkeypatch):
+    """Before, Close dropped the verdicts without a word: now it asks, Cancel stays, and
+    the verdicts are kept with the project, so checking the same file again shows them."""
+    dialog = _check(qtbot, window, questions_project, tmp_path, monkeypatch)
+    asked: list[int] = []
+    answers = iter([CANCEL, KEEP])
+    monkeypatch.setattr(dialog, "ask_on_close", lambda n: (asked.append(n), next(answers))[1])
+    _answer(qtbot, dialog, NEW_ROWS[1][1], Qt.Key.Key_N)
+    _answer(qtbot, dialog, NEW_ROWS[0][1], Qt.Key.Key_D)
+    given = dict(window.matches.verdicts)
+    assert sorted(given.values()) == [0, 1]
+
+    dialog.close_button.click()                      # Cancel: still open
+    assert asked == [2] and window.match_dialog is dialog and dialog.isVisible()
+    qtbot.keyClick(dialog, Qt.Key.Key_Escape)        # Esc asks too; "keep" closes
+    assert asked == [2, 2]
+    qtbot.waitUntil(lambda: window.match_dialog is None, timeout=SIGNAL_TIMEOUT_MS)
+    project = window.bridge.current_project()
+    assert project.rows.count() == QUESTIONS_ITEMS     # nothing was added
+    qtbot.waitUntil(lambda: len(project.matching.pending_pairs()) == 2,
+                    timeout=SIGNAL_TIMEOUT_MS)
+
+    again = _check(qtbot, window, questions_project, tmp_path, monkeypatch, opened=True)
+    assert window.matches.verdicts == given
+    assert again.verdict_of(2) == "New"
+    assert sorted(again.verdict_of(row) for row in given) == ["Duplicate", "New"]
+    assert "2 verdicts from an earlier check of this file" in again.summary.text()
+    assert "score ≥ 0.80, the default, until 10 pairs" in again.summary.text()
+
+    # Closing again offers to add the rows; doing so stores the verdicts as pairs.
+    monkeypatch.setattr(again, "ask_on_close", lambda n: ADD)
+    with qtbot.waitSignal(window.matches.added, timeout=SIGNAL_TIMEOUT_MS) as added:
+        again.close_button.click()
+    assert added.args[0]["verdicts_stored"] == 2
+    assert project.matching.pending_pairs() == []
+    assert again.waiting() == 0
+    again.close_button.click()                       # nothing waits now: closes unasked
+    qtbot.waitUntil(lambda: window.match_dialog is None, timeout=SIGNAL_TIMEOUT_MS)

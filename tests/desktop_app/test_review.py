@@ -9,7 +9,7 @@ import pytest
 from PySide6.QtCore import Qt
 
 from desktop_app.main_window import MainWindow
-from desktop_app.views.review_view import MOVED_OUT
+from desktop_app.views.review_view import MOVED_OUT, ClusterReviewView
 from engine.project import Project
 from tests.desktop_app.conftest import SIGNAL_TIMEOUT_MS
 
@@ -223,3 +223,80 @@ def test_undo_leaves_a_verdict_someone_else_gave_since_and_shows_it(qtbot, windo
     assert decisions(window)[first.id] == MOVED_OUT          # theirs, shown
     with Project.open(questions_project, read_only=True) as project:
         assert project.labels.label(canonical.item_id, first.item_id) == 0
+
+
+@pytest.mark.parametrize("typed", ["0.75", "0.83", "0.5", "0.63", "0.99", "0.8"])
+def test_the_threshold_box_takes_a_typed_value_with_two_decimals(qtbot, bridge, typed):
+    """Select all, type: the box keeps what is typed (no "0.70" written back under the
+    cursor after "0.7", no refused digit after "0.8") and takes it on Enter, once."""
+    from desktop_app.controllers.review_controller import ReviewController
+    from desktop_app.views.review_view import ClusterReviewView
+
+    controller = ReviewController(bridge)
+    view = ClusterReviewView(controller)
+    qtbot.addWidget(view)
+    view.show()
+    controller.set_threshold(0.9)                       # not a value typed below
+    chosen: list[float] = []
+    controller.thresholdChanged.connect(chosen.append)
+    view.spin.setFocus()
+    view.spin.lineEdit().selectAll()
+    qtbot.keyClicks(view.spin, typed)
+    assert view.spin.lineEdit().text() == typed       # as typed, while typing
+    assert chosen == []                                # nothing taken before Enter
+    qtbot.keyClick(view.spin, Qt.Key.Key_Return)
+    assert chosen == [pytest.approx(float(typed))]
+    assert controller.threshold == pytest.approx(float(typed))
+    assert view.spin.value() == pytest.approx(float(typed))
+    assert view.slider.value() == round(float(typed) * 100)
+
+
+def _two_row_clusters(view) -> list[int]:
+    return [pos for pos in range(view.clusters_model.rowCount() - 1)
+            if len(view.clusters_model.cluster(pos).members) == 2]
+
+
+def test_the_next_cluster_follows_the_last_verdict_unless_turned_off(qtbot, window,
+                                                                     questions_project,
+                                                                     settings):
+    """Before, a finished cluster stayed on screen ("Select a member to compare…") until
+    J. Undo brings the cluster back; the checkbox turns it off, and is remembered."""
+    open_review(qtbot, window, questions_project)
+    set_threshold(qtbot, window, 0.75)
+    view = window.review_view
+    pairs = _two_row_clusters(view)
+    assert len(pairs) >= 2, "the test data has two-row clusters at 0.75"
+    view.select_cluster(pairs[0])
+    done = view.cluster.cluster_id
+    press(qtbot, window, Qt.Key.Key_D)             # its one member: done, the next follows
+    assert view.cluster_list.currentIndex().row() == pairs[0] + 1
+    assert view.cluster.cluster_id != done and view.current_pair() is not None
+    press(qtbot, window, Qt.Key.Key_Z, Qt.KeyboardModifier.ControlModifier)
+    assert view.cluster.cluster_id == done         # undo: back where the verdict was given
+
+    view.next_when_done.setChecked(False)          # off: the cluster stays, and says why
+    assert str(settings.value("review/next_cluster_when_done")).lower() == "false"
+    press(qtbot, window, Qt.Key.Key_N)
+    assert view.cluster.cluster_id == done
+    assert view.pair_label.text() == "Every member has a verdict: J for the next cluster."
+    again = ClusterReviewView(window.review, None, settings)   # the setting is remembered
+    qtbot.addWidget(again)
+    assert not again.next_when_done.isChecked()
+
+
+def test_the_loss_plot_has_room_for_its_top_label(qtbot):
+    """A loss starting near 0.95 puts the 1.0 tick at the plot's top edge, where its
+    label was cut in half."""
+    from PySide6.QtGui import QFontMetrics
+
+    from desktop_app.views.training_plots import LossPlot
+
+    plot = LossPlot()
+    qtbot.addWidget(plot)
+    plot.resize(500, 220)
+    plot.set_points(list(range(1, 60)), [0.9524 * 0.97 ** s for s in range(59)])
+    plot.show()
+    qtbot.waitExposed(plot)
+    top = plot.getPlotItem().getViewBox().sceneBoundingRect().top()
+    assert plot.getPlotItem().getViewBox().viewRange()[1][1] == pytest.approx(1.0, abs=1e-3)
+    assert top >= QFontMetrics(plot.getAxis("left").font()).height() / 2

@@ -9,9 +9,8 @@ import pytest
 from PySide6.QtCore import Qt
 
 from desktop_app.main_window import MainWindow
-from engine.dedup.row_clusters import DEFAULT_THRESHOLD as CLUSTER_THRESHOLD
 from engine.project import Project
-from engine.review.calibration import ENOUGH_OF_EACH
+from engine.review.calibration import DEFAULT_THRESHOLD, ENOUGH_OF_EACH
 from tests.desktop_app.conftest import SIGNAL_TIMEOUT_MS
 from tests.desktop_app.test_review import open_review, press, select_cluster_of
 from tests.engine.cli.test_cli_ask import DUPLICATES, NOT_DUPLICATES
@@ -60,7 +59,7 @@ def test_too_few_labels_keep_the_default_and_say_what_is_needed(qtbot, window,
         pass
     open_review(qtbot, window, questions_project)
     view = window.review_view
-    assert window.review.threshold == pytest.approx(CLUSTER_THRESHOLD)   # 0.85, as before
+    assert window.review.threshold == pytest.approx(DEFAULT_THRESHOLD)   # 0.8, as everywhere
     assert f"the default from {ENOUGH_OF_EACH} of each" in view.calibration_label.text()
     assert not view.use_calibrated_button.isEnabled()
 
@@ -76,7 +75,8 @@ def test_ask_me_shows_a_pair_answers_with_keys_and_the_next_follows(qtbot, windo
     first = ask.current
     panel = view.ask_view.compare
     assert first.a.text in panel.left.toPlainText() and first.b.text in panel.right.toPlainText()
-    assert f"Similarity {first.score:.3f} · overlap " in view.ask_view.score_label.text()
+    assert (f"Similarity {first.score:.3f} (threshold 0.80) · overlap "
+            in view.ask_view.score_label.text())
     assert abs(first.score - 0.8) < 0.05     # no labels: nearest the default threshold
 
     target = view.ask_view.compare.left      # keys work with focus anywhere in the mode
@@ -196,3 +196,40 @@ def test_search_hits_and_the_review_pair_show_the_words_overlap(qtbot, window,
     assert top.text().startswith("q7 · ")
     assert top.data(OVERLAP_ROLE) == "∩ 0.75"     # similarity 0.67: not close enough to mark
     assert "overlap 0.75, differs: austria / australia" in top.toolTip()
+
+
+def test_ask_me_marks_a_close_pair_whose_content_words_differ_as_review_does(qtbot, bridge):
+    """Review's rule (at or above the threshold, a content word differs: ⚠) in Ask me, which
+    never showed it ("screw" / "drill bit")."""
+    from desktop_app.controllers.ask_controller import AskController
+    from desktop_app.views.ask_view import AskView
+    from engine.services.asking import AskedPair, AskedRow
+
+    view = AskView(AskController(bridge))
+    qtbot.addWidget(view)
+    a = AskedRow(1, "q1", "Which screw do I need for a plasterboard wall?")
+    b = AskedRow(2, "q2", "Which drill bit do I need for a plasterboard wall?")
+    view.show_pair(AskedPair(a, b, 0.83, 0.8))
+    assert view.score_label.text().startswith("⚠ Similarity 0.830 (threshold 0.80)")
+    assert view.score_label.text().endswith("differs: screw / drill bit")
+    view.show_pair(AskedPair(a, b, 0.79, 0.8))     # not called a duplicate: no mark
+    assert view.score_label.text().startswith("Similarity 0.790")
+
+
+def test_ask_me_is_left_with_its_back_button_or_esc(qtbot, window, questions_project):
+    open_review(qtbot, window, questions_project)
+    view = window.review_view
+    for leave in ("button", "esc"):
+        view.ask_button.click()
+        qtbot.waitUntil(lambda: window.review.ask.current is not None,
+                        timeout=SIGNAL_TIMEOUT_MS)
+        assert view.asking and view.ask_view.back_button.isVisible()
+        if leave == "button":
+            view.ask_view.back_button.click()
+        else:
+            window.activateWindow()
+            view.ask_view.compare.left.setFocus()
+            qtbot.waitUntil(view.ask_view.compare.left.hasFocus, timeout=5_000)
+            qtbot.keyClick(view.ask_view.compare.left, Qt.Key.Key_Escape)
+        assert not view.asking and not view.ask_button.isChecked()
+        assert view.stack.currentIndex() == 0

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from engine.review.calibration import DEFAULT_THRESHOLD, format_threshold
 from tests.engine.cli.test_cli import ROOT, run
 
 DATA = ROOT / "tests" / "data" / "questions.csv"
@@ -116,10 +117,28 @@ def test_duplicates_cut_at_the_calibrated_threshold_once_there_are_enough_labels
     assert calibrated != 0.8
     proc = run("duplicates", str(path), "--json")
     labels = len(DUPLICATES) + len(NOT_DUPLICATES)
-    assert f"threshold {calibrated:.3f}, calibrated on {labels} labelled pairs" in proc.stderr
+    assert (f"threshold {format_threshold(calibrated)} (calibrated on {labels} labelled pairs"
+            in proc.stderr)
     clusters = json.loads(proc.stdout)
     assert clusters == json.loads(json.dumps(expected)) and clusters
     assert json.loads(plain.stdout) != clusters     # 0.8 cuts differently
+
+
+def test_one_project_threshold_for_duplicates_ask_and_match_said_where_used(project):
+    """Before, `duplicates` cut at 0.85 while `ask` and `match` used 0.8, and nothing said
+    which: now the one project threshold (the default here: no labels) is used and named."""
+    from engine.project import Project
+
+    with Project.open(project) as opened:
+        expected = [c.as_json() for c in opened.clusters.cut(DEFAULT_THRESHOLD)]
+    proc = run("duplicates", str(project), "--json")
+    assert json.loads(proc.stdout) == json.loads(json.dumps(expected))
+    assert "threshold 0.80 (the default, until 10 pairs of each kind" in proc.stderr
+    asked = run("ask", str(project), "-n", "2")
+    assert "near the threshold 0.80 (the default" in asked.stderr
+    for command in ("duplicates", "match"):
+        helped = " ".join(run(command, "--help").stdout.split())
+        assert "else 0.8)" in helped and "0.85" not in helped
 
 
 def test_search_says_why_each_hit_matches(project):

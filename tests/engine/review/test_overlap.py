@@ -44,23 +44,55 @@ def test_one_sided_difference_is_shown_with_a_dash() -> None:
     assert found.note().endswith("differs: – / router")
 
 
+def test_a_one_letter_content_word_is_kept_and_a_contraction_end_is_not() -> None:
+    found = overlap("Is vitamin D safe?", "Is vitamin B12 safe?")
+    assert (found.only_a, found.only_b) == (("d",), ("b12",))
+    assert found.note().endswith("differs: d / b12")
+    assert overlap("What's a Galaxy S?", "What is a Galaxy?").differing == ("s",)
+    assert overlap("I'd say it's fine", "I say it is fine").differing == ()
+
+
+def test_the_comparison_highlights_exactly_the_words_the_summary_names() -> None:
+    """The issue's pair: shared words in another order ("forecast", "rain", "the") were
+    highlighted while the line below named only the truly different words."""
+    from engine.review.diff import word_diff
+
+    a = "Will it rain tomorrow according to the forecast?"
+    b = "What does the forecast say about rain this weekend?"
+    spans_a, spans_b = word_diff(a, b)
+    marked_a = [s.text.strip() for s in spans_a if s.changed]
+    marked_b = [s.text.strip() for s in spans_b if s.changed]
+    found = overlap(a, b)
+    assert found.only_a == ("tomorrow", "according") and marked_a == ["tomorrow", "according"]
+    assert found.only_b == ("does", "say", "weekend")
+    assert marked_b == ["does", "say", "weekend?"]
+    assert not {"forecast", "rain", "the"} & {w.strip("?").lower() for w in marked_a + marked_b}
+
+
 _WORDS = ["add", "Add", "two", "numbers", "multiply", "Python?", "python,", "don't", "C",
           "c++", "e-mail", "the", "a", "is", "of", "learn", "Learn!", "(copy", "3)", "_x_",
-          "Straße", "STRASSE", "über", "naïve", "ΣΟΦΟΣ", "σοφος", "—", "...", "42"]
+          "Straße", "STRASSE", "über", "naïve", "ΣΟΦΟΣ", "σοφος", "—", "...", "42", "D",
+          "vitamin", "what's", "S"]
 
 
 @given(st.lists(st.sampled_from(_WORDS), max_size=12),
        st.lists(st.sampled_from(_WORDS), max_size=12),
        st.sampled_from([" ", "  ", "\t", " \n"]))
 @settings(max_examples=400, deadline=None)
-def test_the_differing_words_equal_what_the_word_diff_names(a_words, b_words, gap) -> None:
-    """The overlap skips the word diff where case folding cannot make a diff key and a word
-    disagree; it must name exactly what the diff-based rule names, casefold texts included."""
+def test_what_is_highlighted_is_what_the_summary_names(a_words, b_words, gap) -> None:
+    """Every highlighted word holds a word the summary names, every named word is in a
+    highlighted word, and no word both texts use is highlighted."""
     from engine.review.diff import word_diff
-    from engine.review.overlap import _only
 
     a, b = gap.join(a_words), gap.join(b_words)
-    wa, wb = set(words(a)), set(words(b))
-    spans_a, spans_b = word_diff(a, b)
-    got = overlap(a, b)
-    assert (got.only_a, got.only_b) == (_only(spans_a, wb), _only(spans_b, wa))
+    found = overlap(a, b)
+    for spans, named, other in ((word_diff(a, b)[0], found.only_a, b),
+                                (word_diff(a, b)[1], found.only_b, a)):
+        assert "".join(s.text for s in spans) in (a, b)
+        keys = {w.casefold() for w in named}
+        marked = {w.casefold() for s in spans if s.changed for w in words(s.text)}
+        unmarked = [s for s in spans if not s.changed]
+        assert keys <= marked
+        assert all(keys & {w.casefold() for w in words(s.text)} for s in spans if s.changed)
+        assert not any(keys & {w.casefold() for w in words(s.text)} for s in unmarked)
+        assert not keys & {w.casefold() for w in words(other)}

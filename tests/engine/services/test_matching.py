@@ -132,3 +132,59 @@ def test_a_failing_write_leaves_no_partial_export(open_questions, new_file, tmp_
     with pytest.raises(InputError, match="cannot write"):
         write_matches(stream, out)
     assert list(out.parent.iterdir()) == []
+
+
+def _keep(project, result, *answers):
+    """Verdicts on the checked rows, against each one's best match: (row, 1 / 0)."""
+    from engine.store.pending_verdicts import PendingVerdict
+
+    by_row = {r.row: r for r in result.rows}
+    project.matching.keep_verdicts(result.sha256, result.file_name, [
+        PendingVerdict(row, by_row[row].text, by_row[row].matches[0].item_id, label)
+        for row, label in answers])
+
+
+def test_verdicts_on_a_checked_file_are_kept_shown_again_and_adopted_on_import(
+        open_questions, new_file):
+    """Verdicts given while checking a file stay with the project, come back when the same
+    file is checked again, are training pairs meanwhile, and become labelled pairs (origin
+    "match") when an import adds the rows; before, they lived only in the window."""
+    from engine.training.collect import training_input
+
+    project = open_questions
+    result = project.matching.check_file(new_file, ["body"])
+    assert result.sha256 and result.verdicts == {}
+    _keep(project, result, (1, 1), (3, 0))
+    again = project.matching.check_file(new_file, ["body"])
+    assert again.verdicts == {1: 1, 3: 0}
+    assert project.matching.check_file(new_file, ["title", "body"]).verdicts == {}  # other text
+
+    pending = project.matching.pending_pairs()
+    assert sorted((p["text_a"], p["label"]) for p in pending) == [
+        ("How do I learn Python quickly?", 1), ("What is the capital of France?", 0)]
+    best = {r.row: r.matches[0].text for r in result.rows}
+    assert {p["text_b"] for p in pending} == {best[1], best[3]}
+    # Row 1 is word for word an existing question: no pair to learn from; row 3 is one.
+    assert best[1] == "How do I learn Python quickly?" != best[3]
+    pairs = project.versions.training_pairs()
+    got = training_input(project.labels.pairs(), checked_rows=pending)
+    assert got.checked == 1 and got.pairs == pairs
+    assert [(p.text_a, p.text_b, p.label) for p in pairs] == [
+        ("What is the capital of France?", best[3], 0.0)]
+
+    _keep(project, result, (1, None))             # an answer taken back is forgotten
+    assert project.matching.check_file(new_file, ["body"]).verdicts == {3: 0}
+    report = project.rows.import_table(new_file, ["body"])
+    assert report.verdicts_adopted == 1
+    assert project.matching.pending_pairs() == []
+    assert [(p["text_a"], p["text_b"], p["label"]) for p in project.labels.pairs()
+            if p["origin"] == "match"] in ([("What is the capital of France?", best[3], 0)],
+                                           [(best[3], "What is the capital of France?", 0)])
+
+
+def test_export_of_a_check_says_each_rows_verdict(open_questions, new_file):
+    result = open_questions.matching.check_file(new_file, ["body"], k=1)
+    frame = result.frame({1: 1, 3: 0})
+    assert list(frame.columns)[-1] == "verdict"
+    assert list(frame["verdict"]) == ["duplicate", "new", "", ""]   # rows 1, 3, 4, 5
+    assert "verdict" not in result.frame().columns      # `duplens match --out` as before
