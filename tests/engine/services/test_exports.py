@@ -10,7 +10,7 @@ import pytest
 
 from engine.services.exports import ADDED_COLUMNS, DEDUPLICATED, ONLY_CLUSTERS
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 
 # Leading zeros, embedded newline / quotes / separator, a row in no cluster, a pair of
 # near-duplicates and an exact copy up to case and spacing (same normalised text).
