@@ -28,7 +28,8 @@ def unavailable(what: str, why: str) -> NoReturn:
     tool must never count as a pass where the test is promised to run."""
     if required(what):
         pytest.fail(f"{why}; DUPLENS_REQUIRE_{what}=1 says this test must run here")
-    pytest.skip(why)
+    # reported at the test's own line, as a skipif mark is, not at this helper's
+    raise pytest.skip.Exception(why, _use_item_location=True)
 
 
 def needs_unprivileged_user() -> None:
