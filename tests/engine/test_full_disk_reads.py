@@ -108,8 +108,10 @@ def test_search_info_and_export_go_on_while_the_disk_is_full(disk, tmp_path, enc
             assert len(list(csv.DictReader(fh))) == 48, err
         filler.unlink()
 
-    _out, err = _run("search", str(path), SECOND_HALF, "-k", "1")
-    assert "the disk is full" not in err
+    with Project.open(path) as reopened:             # as the next command or window opens it
+        reopened.model.attach(encoder, is_default=True)
+        assert reopened.search(SECOND_HALF, k=1)[0].text == SECOND_HALF
+        assert not any("disk is full" in n for n in reopened.notices)
     (model,) = state(path)["models"].values()
     # saved by that open, stamped with the current version, holding every embedding
     assert model["indexed"] == model["embedded"] and len(model["embedded"]) == 46
