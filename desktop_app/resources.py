@@ -1,29 +1,26 @@
-"""Where the app's shipped files are: `resources/` beside the packages, or inside a frozen
-build (PyInstaller unpacks data files under `sys._MEIPASS`)."""
+"""Where the window finds Duplens' shipped files (the `duplens_data` package: sample
+questions, icons) and the user's data folder."""
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
-SAMPLE_QUESTIONS = "sample_questions.csv"
+import duplens_data
 
 
 def resources_dir() -> Path:
-    frozen = getattr(sys, "_MEIPASS", None)
-    if frozen:
-        return Path(frozen) / "resources"
-    return Path(__file__).resolve().parent.parent / "resources"
+    """The folder of the shipped files, wherever Duplens is installed (`duplens_data`)."""
+    return duplens_data.path("")
 
 
 def sample_questions_path() -> Path:
     """The shipped sample spreadsheet behind "Try it with sample questions"."""
-    return resources_dir() / SAMPLE_QUESTIONS
+    return duplens_data.sample_questions()
 
 
 def icon_path() -> Path:
-    """The app icon (rendered from resources/icons/duplens.svg by packaging/make_icons.py)."""
-    return resources_dir() / "icons" / "duplens.png"
+    """The app icon (rendered from duplens_data/icons/duplens.svg by packaging/make_icons.py)."""
+    return duplens_data.icon()
 
 
 def user_data_dir() -> Path:

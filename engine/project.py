@@ -63,6 +63,9 @@ class Project:
         self.exports = Exports(store)
         self.asking = Asking(store, self.vectors, self.clusters, self.labels)
         self.matching = Matching(store, self.model, self.vectors, self.labels)
+        if store.snapshot:
+            self._notice(f"{store.name}: the disk is full: opened as last saved, read-only, "
+                         f"until there is room again")
 
     @classmethod
     def open(cls, path: str | os.PathLike, *, create: bool = False, read_only: bool = False

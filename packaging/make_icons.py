@@ -1,4 +1,4 @@
-"""Render resources/icons/duplens.svg to the PNG, ICO and ICNS files the app and installers use.
+"""Render duplens_data/icons/duplens.svg to the PNG, ICO and ICNS files the app and installers use.
 
 Run after changing the SVG (the outputs are committed, so builds need no image tools):
 
@@ -15,7 +15,7 @@ import struct
 import sys
 from pathlib import Path
 
-ICONS = Path(__file__).resolve().parent.parent / "resources" / "icons"
+ICONS = Path(__file__).resolve().parent.parent / "duplens_data" / "icons"
 ICO_SIZES = (16, 24, 32, 48, 64, 128, 256)
 # ICNS element types holding PNG data, by pixel size (the @2x types reuse the larger PNG).
 ICNS_TYPES = ((b"icp4", 16), (b"icp5", 32), (b"ic11", 32), (b"icp6", 64), (b"ic12", 64),

@@ -7,6 +7,7 @@ figures themselves come from `python -m benchmarks`.
 from __future__ import annotations
 
 import dataclasses
+import importlib.util
 import json
 import subprocess
 import sys
@@ -15,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from benchmarks import report
+from tests.required import unavailable
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -121,7 +123,8 @@ def test_older_flat_results_are_rendered(tmp_path):
 
 
 def test_plots_are_drawn_as_png(tmp_path):
-    pytest.importorskip("matplotlib")
+    if importlib.util.find_spec("matplotlib") is None:
+        unavailable("BENCH", "matplotlib draws the plots: pip install 'duplens[bench]'")
     with_plot = _result("query_latency", {**LATENCY["result"], "plots": [{
         "file": "latency.png", "title": "Latency", "xlabel": "items", "ylabel": "ms",
         "logx": True, "series": [{"label": "Duplens", "x": [10_000, 100_000], "y": [4, 5]}]}]})
@@ -158,9 +161,10 @@ def test_gpu_benchmark_logic_runs_on_the_cpu():
     """The GPU benchmark's code path, on the CPU with a few sample questions (logic only)."""
     import csv
 
+    import duplens_data
     from benchmarks import gpu_import
 
-    with (ROOT / "resources" / "sample_questions.csv").open(encoding="utf-8") as fh:
+    with duplens_data.sample_questions().open(encoding="utf-8") as fh:
         texts = [row["question"] for row in csv.DictReader(fh)][:48]
     result = gpu_import.measure(texts, "cpu", warm_up=8)
 

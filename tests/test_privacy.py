@@ -17,11 +17,13 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
+from tests.required import unavailable
 from tests.syscall_trace import Trace, strace_problem, traced
 
 pytestmark = pytest.mark.slow
@@ -37,11 +39,8 @@ DIFFERENT = [(f"q{i}", f"q{i + 2}") for i in range(6, 26, 2)]
 @pytest.fixture(scope="module", autouse=True)
 def needs_strace():
     problem = strace_problem()
-    if problem is None:
-        return
-    if os.environ.get("DUPLENS_REQUIRE_STRACE") == "1":
-        pytest.fail(f"the privacy tests must run here: {problem}")
-    pytest.skip(problem)
+    if problem is not None:
+        unavailable("STRACE", problem)
 
 
 class FreshAccount:
@@ -140,12 +139,11 @@ def test_a_command_line_session_sends_and_leaves_nothing(account):
         assert_private(trace, account, f"duplens {what}")
 
 
-@pytest.mark.skipif(importlib.util.find_spec("openvino") is None
-                    or importlib.util.find_spec("nncf") is None,
-                    reason="OpenVINO is an extra: pip install 'duplens[openvino]'")
 def test_the_openvino_backend_sends_and_leaves_nothing(account):
     """`import openvino` alone would write ~/intel/openvino_ga_cid and look up Google
     Analytics' address (openvino-telemetry 2025.2, on by default); NNCF has usage events."""
+    if any(importlib.util.find_spec(m) is None for m in ("openvino", "nncf")):
+        unavailable("OPENVINO", "OpenVINO is an extra: pip install 'duplens[openvino]'")
     project = account.work / "q.duplens"
     trace = account.cli("import", str(project), str(DATA / "questions.csv"), "--column",
                         "question", "--backend", "openvino-int8")
@@ -159,6 +157,46 @@ def test_the_trace_sees_a_connection_and_a_stray_file(account):
             f"open({str(stray)!r}, 'w').write('x'); s = socket.socket(); s.setblocking(False)\n"
             f"try: s.connect(('192.0.2.1', 9))\nexcept OSError: pass")
     trace = account.run("-c", code)
-    assert trace.remote_connections() == ["connect 192.0.2.1"]
+    assert trace.remote_connections() == ["connect 192.0.2.1:9 (off the machine)"]
     assert f"openat {stray}" in trace.written_outside(account.allowed())
     assert not any(str(account.work) in w for w in trace.written_outside(account.allowed()))
+
+
+def test_the_trace_sees_a_lookup_sent_to_a_local_resolver(account):
+    """Loopback is not all harmless: a DNS query to a resolver on this machine (systemd-
+    resolved listens on 127.0.0.53) goes on to the network from there. A query sent as a
+    datagram, a connect to port 53 over TCP, and any other datagram are all caught."""
+    # a DNS query for example.com's A record: header (id, flags, one question), name, type
+    query = (b"\x12\x34\x01\x00\x00\x01\x00\x00\x00\x00\x00\x00"
+             b"\x07example\x03com\x00\x00\x01\x00\x01")
+    code = (f"import socket\n"
+            f"u = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)\n"
+            f"u.sendto({query!r}, ('127.0.0.53', 53))\n"
+            f"t = socket.socket(); t.setblocking(False)\n"
+            f"try: t.connect(('127.0.0.1', 53))\nexcept OSError: pass\n"
+            f"b = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)\n"
+            f"b.sendto(b'beacon', ('127.0.0.1', 9999))")
+    trace = account.run("-c", code)
+    assert trace.remote_connections() == ["sendto 127.0.0.53:53 (UDP datagram)",
+                                          "connect 127.0.0.1:53 (DNS)",
+                                          "sendto 127.0.0.1:9999 (UDP datagram)"]
+
+
+def test_the_trace_sees_a_real_name_lookup_through_a_local_resolver(account, tmp_path):
+    """The C library's own lookup (`socket.getaddrinfo`), with /etc/resolv.conf naming
+    127.0.0.53 as its one resolver, seen only by this child: a private mount namespace
+    (`unshare --mount`, root) binds our file over /etc/resolv.conf. Nothing listens there,
+    so the query is refused at once and the lookup fails; the trace must see it tried."""
+    resolv = tmp_path / "resolv.conf"
+    resolv.write_text("nameserver 127.0.0.53\noptions timeout:1 attempts:1\n")
+    probe = subprocess.run(["unshare", "--mount", "--", "true"], capture_output=True, text=True)
+    if probe.returncode != 0:
+        unavailable("MOUNTS", f"cannot make a private mount namespace: {probe.stderr.strip()}")
+    lookup = ("import socket\n"
+              "try: socket.getaddrinfo('duplens-privacy-check.example', 443)\n"
+              "except OSError: pass")
+    script = 'mount --bind "$1" /etc/resolv.conf && exec "$2" -c "$3"'
+    trace = traced(["unshare", "--mount", "--propagation", "private", "--", "sh", "-c", script,
+                    "sh", str(resolv), PYTHON, lookup], env=account.env, cwd=account.work)
+    assert trace.returncode == 0, trace.stderr
+    assert "connect 127.0.0.53:53 (DNS)" in trace.remote_connections(), trace.connections

@@ -128,14 +128,13 @@ def _make_openvino_runner(path: Path, config: Any):
 
 def calibration_texts() -> list[str]:
     """Texts the static int8 quantiser measures activations on: the sample questions
-    shipped with Duplens (`resources/sample_questions.csv`), so the export is the same on
-    every machine and needs no download (optimum would fetch a GLUE dataset)."""
+    shipped with Duplens (`duplens_data`), so the export is the same on every machine and
+    needs no download (optimum would fetch a GLUE dataset)."""
     import csv
-    import sys
 
-    frozen = getattr(sys, "_MEIPASS", None)
-    root = Path(frozen) if frozen else Path(__file__).resolve().parents[2]
-    path = root / "resources" / "sample_questions.csv"
+    import duplens_data
+
+    path = duplens_data.sample_questions()
     try:
         with path.open(encoding="utf-8", newline="") as fh:
             return [row["question"] for row in csv.DictReader(fh) if row.get("question")]

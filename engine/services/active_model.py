@@ -160,12 +160,18 @@ class ActiveModel:
             location = location_for(self._store.path, spec.location)
         else:
             location = location_of(self._store, spec.fingerprint)
-        with self._store.write() as conn:
-            model_id = embedding_store.get_or_add_model(
-                conn, name=spec.name, location=location, fingerprint=spec.fingerprint,
-                dim=encoder.dim, max_seq_length=encoder.max_seq_length)
-            self._store.set_meta("active_model_id", str(model_id), conn)
-            self._store.set_meta("last_device", encoder.device, conn)
+        # Opening a project attaches its model every time: when the project already holds
+        # this choice, nothing is written, so a read-only file or a full disk still opens.
+        with self._store.read() as conn:
+            model_id = embedding_store.find_model(conn, spec.fingerprint)
+        noted = (self._store.get_meta("active_model_id"), self._store.get_meta("last_device"))
+        if model_id is None or noted != (str(model_id), encoder.device):
+            with self._store.write() as conn:
+                model_id = embedding_store.get_or_add_model(
+                    conn, name=spec.name, location=location, fingerprint=spec.fingerprint,
+                    dim=encoder.dim, max_seq_length=encoder.max_seq_length)
+                self._store.set_meta("active_model_id", str(model_id), conn)
+                self._store.set_meta("last_device", encoder.device, conn)
         self._prepare(encoder)
         with self.lock:
             self._encoder, self._id = encoder, model_id

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import gc
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 
 import numpy as np
 from sqlalchemy import select
@@ -20,7 +20,7 @@ from engine.dedup.cut import cut_clusters
 from engine.dedup.graph import DEFAULT_FLOOR, KnnGraph, build_knn_graph, texts_near
 from engine.dedup.row_clusters import Cluster, expand_clusters
 from engine.dedup.row_clusters import text_clusters_as_ids as as_ids
-from engine.errors import InputError
+from engine.errors import DiskFull, InputError
 from engine.progress import CancelToken, ProgressCallback, no_progress
 from engine.review.calibration import DEFAULT_THRESHOLD
 from engine.review.decision_overlay import apply_decisions
@@ -99,7 +99,8 @@ class Clusters:
         if graph is None:
             graph = self._build(index, k, progress, cancel)
             if not self._store.read_only and signature is not None:
-                with self._store.write() as conn:
+                # Kept for the next review; on a full disk the review goes on from memory.
+                with suppress(DiskFull), self._store.write() as conn:
                     put_blob(conn, name, graph.to_bytes())
                     self._store.set_meta(name, stamp, conn)
         self._graph, self._graph_key = graph, key

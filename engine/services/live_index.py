@@ -16,7 +16,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from engine.errors import ProjectError
+from engine.errors import DiskFull, ProjectError
 from engine.index.hnsw import HnswIndex
 from engine.index.persist import (
     Loaded,
@@ -112,11 +112,19 @@ class LiveIndex:
                                  f"items missing from the saved index")
             self._index, self._model_id, self._version = index, model_id, version
             self._seen, self._asked_at = version, time.monotonic()
-            if not self._store.read_only and changed:
-                self._save(index, model_id)
-            elif not self._store.read_only and not stamped and why == "":
-                with self._store.write() as conn:  # the saved bytes are right; note it
-                    write_stamp(conn, model_id, version)
+            try:
+                if not self._store.read_only and changed:
+                    self._save(index, model_id)
+                elif not self._store.read_only and not stamped and why == "":
+                    with self._store.write() as conn:  # the saved bytes are right; note it
+                        write_stamp(conn, model_id, version)
+            except DiskFull:
+                # Reading must go on on a full disk: the index is right in memory, and the
+                # saved one stays as it was (its stamp no longer holds), so the next open
+                # with room to spare reconciles it again and saves it.
+                self._notice(f"{self._store.name}: the disk is full, so the index brought "
+                             f"up to date here is not saved; it is saved the next time the "
+                             f"project opens with room to spare")
             self.changed()
             return index
 

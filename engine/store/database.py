@@ -24,7 +24,7 @@ from pathlib import Path
 from sqlalchemy import Connection, select
 from sqlalchemy.exc import DBAPIError
 
-from engine.errors import ProjectError, user_error
+from engine.errors import DiskFull, ProjectError, user_error
 from engine.store import schema
 from engine.store.dialects import backend, upsert
 from engine.store.location import Location, parse_location
@@ -40,15 +40,20 @@ class Store:
     any password (safe to show, log and remember), `is_file` tells the two kinds apart.
     """
 
-    def __init__(self, location: Location, *, read_only: bool) -> None:
+    def __init__(self, location: Location, *, read_only: bool, snapshot: bool = False) -> None:
         self.location = location
         self.path: Path | None = location.path
         self.name = location.name
         self.url = location.safe_url
         self.is_file = location.is_file
-        self.read_only = read_only
+        # `snapshot`: opened on a full disk as last saved (`store.sqlite.open_when_full`);
+        # read-only until a write finds room to open it as usual (`_reopen_with_room`).
+        self.snapshot = snapshot
+        self.read_only = read_only or snapshot
+        self._asked_read_only = read_only
         self._backend = backend(location.dialect)
-        self._engine = self._backend.make_engine(location, read_only=read_only)
+        self._engine = (self._backend.make_engine(location, snapshot=True) if snapshot
+                        else self._backend.make_engine(location, read_only=read_only))
         self._write_lock = threading.RLock()
 
     @classmethod
@@ -61,10 +66,17 @@ class Store:
         an existing empty database; a database holding other tables is refused.
         """
         where = parse_location(location)
-        version = backend(where.dialect).existing_version(where, create=create,
-                                                          read_only=read_only)
-        _check_version(where.name, version, read_only)
-        store = cls(where, read_only=read_only)
+        dialect, snapshot = backend(where.dialect), False
+        try:
+            version = dialect.existing_version(where, create=create, read_only=read_only)
+        except DiskFull:
+            if not where.is_file:
+                raise
+            # No room even for SQLite's reader files: read it as last saved (searching,
+            # info, the review, exports elsewhere); writing waits for room (`write`).
+            version, snapshot = dialect.open_when_full(where), True
+        _check_version(where.name, version, read_only or snapshot)
+        store = cls(where, read_only=read_only, snapshot=snapshot)
         if (version or 0) < SCHEMA_VERSION:
             try:
                 store._upgrade()
@@ -93,6 +105,8 @@ class Store:
     @contextmanager
     def write(self) -> Iterator[Connection]:
         """A write transaction: committed when the block ends, rolled back on any error."""
+        if self.snapshot:
+            self._reopen_with_room()
         if self.read_only:
             raise ProjectError(f"{self.name}: the project is open read-only")
         with self._write_lock, self._server_errors(), self._engine.connect() as conn:
@@ -102,6 +116,23 @@ class Store:
             conn.execution_options(duplens_write=True)
             with conn.begin():
                 yield conn
+
+    def _reopen_with_room(self) -> None:
+        """A project opened as a snapshot (the disk was full) is opened as usual before its
+        first write, if there is room now; else the write fails as it would have (`DiskFull`).
+        What this process holds in memory stays right: the file did not change meanwhile
+        (immutable mode's condition), and what others write from now on is followed as
+        always (`LiveIndex._behind`)."""
+        with self._write_lock:
+            if not self.snapshot:
+                return
+            self._backend.existing_version(self.location, create=False,
+                                           read_only=self._asked_read_only)
+            old = self._engine
+            self._engine = self._backend.make_engine(self.location,
+                                                     read_only=self._asked_read_only)
+            self.snapshot, self.read_only = False, self._asked_read_only
+            old.dispose()
 
     @contextmanager
     def read(self) -> Iterator[Connection]:

@@ -29,7 +29,7 @@ def get_or_add_model(conn: Connection, *, name: str, location: str, fingerprint:
     skips a fingerprint that is taken (waiting for the other's transaction if need be), and
     the id is then read, so both get the one row.
     """
-    found = conn.execute(select(models.c.id).where(models.c.fingerprint == fingerprint)).scalar()
+    found = find_model(conn, fingerprint)
     if found is not None:
         return found
     insert_missing(conn, models, [dict(
@@ -38,6 +38,11 @@ def get_or_add_model(conn: Connection, *, name: str, location: str, fingerprint:
     )], ["fingerprint"])
     return conn.execute(
         select(models.c.id).where(models.c.fingerprint == fingerprint)).scalar_one()
+
+
+def find_model(conn: Connection, fingerprint: str) -> int | None:
+    """The id of the model with this fingerprint, None when the project has none."""
+    return conn.execute(select(models.c.id).where(models.c.fingerprint == fingerprint)).scalar()
 
 
 def get_model_row(conn: Connection, model_id: int) -> dict | None:

@@ -11,7 +11,7 @@ from pathlib import Path
 from sqlalchemy import Connection, Engine, Table, create_engine, event
 from sqlalchemy.exc import DatabaseError, OperationalError
 
-from engine.errors import ProjectError
+from engine.errors import DiskFull, ProjectError
 from engine.store.location import Location
 from engine.store.migrations import read_version
 
@@ -44,14 +44,19 @@ def is_sqlite_file(path: Path) -> bool:
         return False
 
 
-def make_engine(location: Location | Path, *, read_only: bool = False) -> Engine:
+def make_engine(location: Location | Path, *, read_only: bool = False,
+                snapshot: bool = False) -> Engine:
     """An engine with WAL, foreign keys and a busy timeout on every connection.
 
     WAL lets the GUI's search and table views read while the engine thread writes.
     A read-only project is opened through SQLite's URI form so nothing is ever written to it.
+    `snapshot`: the file read as it lies, in SQLite's immutable mode (`open_when_full`).
     """
     path = location.path if isinstance(location, Location) else location
-    if read_only:
+    read_only = read_only or snapshot
+    if snapshot:
+        url = f"sqlite:///file:{path.resolve().as_posix()}?mode=ro&immutable=1&uri=true"
+    elif read_only:
         url = f"sqlite:///file:{path.resolve().as_posix()}?mode=ro&uri=true"
     else:
         url = f"sqlite:///{path.resolve().as_posix()}"
@@ -110,20 +115,60 @@ def existing_version(location: Location, *, create: bool, read_only: bool) -> in
     return version
 
 
-def _peek_version(path: Path) -> int | None:
+def _peek_version(path: Path, *, snapshot: bool = False) -> int | None:
     """The schema version, read through a read-only connection that changes nothing.
 
-    None when the file is not a Duplens project (another SQLite database, say).
+    None when the file is not a Duplens project (another SQLite database, say). `DiskFull`
+    when SQLite found no room for the files a WAL reader needs (`open_when_full`).
     """
-    engine = make_engine(path, read_only=True)
+    engine = make_engine(path, read_only=True, snapshot=snapshot)
     try:
         with engine.connect() as conn:
             return read_version(conn)
     except (DatabaseError, OperationalError) as exc:
+        if _no_room(exc.orig):
+            raise DiskFull(path.name) from exc
         raise ProjectError(f"{path.name}: cannot be opened as a Duplens project ({exc.orig})"
                            ) from exc
     finally:
         engine.dispose()
+
+
+# Why even a read-only open writes: a WAL reader maps the `-shm` file (32 KiB and up), and
+# SQLite writes a byte into each of its pages to make sure they exist, so on a disk with no
+# free block the open fails with SQLITE_IOERR_SHMSIZE ("disk I/O error"), leaving an empty
+# `-wal` and a stub `-shm` behind (harmless: the next open starts them again).
+_NO_ROOM_ERRORS = {"SQLITE_IOERR_SHMSIZE", "SQLITE_FULL"}
+
+
+def _no_room(exc: BaseException | None) -> bool:
+    return getattr(exc, "sqlite_errorname", None) in _NO_ROOM_ERRORS
+
+
+def open_when_full(location: Location) -> int | None:
+    """The schema version of a project that SQLite could not open for lack of room (see
+    `_NO_ROOM_ERRORS`), read as a snapshot: SQLite's immutable mode takes no lock and needs
+    neither `-wal` nor `-shm`, so it opens on a full disk. Searching, `info`, the review and
+    exports to another disk then go on from what was saved (`Store.open`).
+
+    Exact only when every commit is in the file itself: a `-wal` file that holds anything
+    may hold commits not yet copied back, which immutable mode would not see, so then the
+    project is not opened (`DiskFull`) rather than shown without them. A clean close copies
+    the WAL back and removes it; a process that could not (the disk filled while it ran)
+    leaves its `-shm` too, and then the ordinary open above succeeds without this.
+    Immutable also means "nobody writes meanwhile": true while the disk stays full, and
+    the store reopens normally before its first write (`Store.write`).
+    """
+    path = location.path
+    try:
+        pending = path.with_name(path.name + "-wal").stat().st_size
+    except FileNotFoundError:
+        pending = 0
+    except OSError as exc:
+        raise DiskFull(location.name) from exc
+    if pending:
+        raise DiskFull(location.name)
+    return _peek_version(path, snapshot=True)
 
 
 def lock(conn: Connection, key: str) -> None:

@@ -29,6 +29,7 @@ from engine.encoding.backends import (
 )
 from engine.encoding.model_spec import load_model, resolve_model, with_backend
 from engine.errors import ModelError
+from tests.required import unavailable
 
 WEIGHTS = "sha256:" + "ab" * 32
 QUESTIONS = ["How do I learn Python quickly?", "What is the fastest way to learn Python?",
@@ -148,8 +149,16 @@ def test_int8_kernel_family_is_one_optimum_knows():
 
 # -- the backends themselves (need the optional packages) ---------------------------------
 def _needs(backend: str) -> None:
-    for module in BACKENDS[backend].modules:
-        pytest.importorskip(module)
+    """The backend's packages: the onnx ones are dependencies of duplens (missing is a
+    broken install: fail); OpenVINO's are an extra, which CI installs and requires
+    (DUPLENS_REQUIRE_OPENVINO=1)."""
+    missing = [m for m in BACKENDS[backend].modules if importlib.util.find_spec(m) is None]
+    if not missing:
+        return
+    if BACKENDS[backend].extra == "openvino":
+        unavailable("OPENVINO", f"{', '.join(missing)} not installed: pip install "
+                                f"'duplens[openvino]'")
+    pytest.fail(f"{', '.join(missing)} not installed, yet duplens depends on them")
 
 
 @pytest.fixture(scope="module")

@@ -21,6 +21,7 @@ from engine.io import (
     require_columns,
 )
 from engine.io.sniff import SAMPLE_BYTES
+from tests.required import needs_unprivileged_user
 
 CP1252_TEXT = "café naïve – “quotes”"
 
@@ -317,8 +318,10 @@ def test_unreadable_file(tmp_path, monkeypatch) -> None:
         detect_format(path)
 
 
-@pytest.mark.skipif(os.name != "posix" or os.geteuid() == 0, reason="root reads anything")
+@pytest.mark.unprivileged
+@pytest.mark.skipif(os.name != "posix", reason="chmod 0 is POSIX's")
 def test_unreadable_file_on_disk(tmp_path) -> None:
+    needs_unprivileged_user()
     path = write(tmp_path / "locked.csv", "a\n1\n")
     path.chmod(0)
     with pytest.raises(InputError, match=r"locked\.csv: cannot read"):

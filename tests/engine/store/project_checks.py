@@ -12,13 +12,13 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-import pytest
 from sqlalchemy import func, select
 
 from engine.index.persist import current_version, load_index
 from engine.store import embeddings
 from engine.store.database import Store
 from engine.store.schema import items
+from tests.required import unavailable
 
 ROOT = Path(__file__).resolve().parents[3]
 DATA = ROOT / "tests" / "data"
@@ -80,14 +80,15 @@ def assert_index_agrees(path: Path) -> dict:
 @contextmanager
 def small_disk(folder: Path, size: str = "20m") -> Iterator[Path]:
     """A real file system of `size` mounted at `folder` (tmpfs), unmounted afterwards; the
-    test is skipped, with the reason, when this is not root or the mount fails."""
-    if os.geteuid() != 0:
-        pytest.skip("mounting a small tmpfs needs root")
+    test is skipped, with the reason, when this is not root or the mount fails, and fails
+    instead with DUPLENS_REQUIRE_MOUNTS=1 (CI)."""
+    if os.name != "posix" or os.geteuid() != 0:
+        unavailable("MOUNTS", "mounting a small tmpfs needs root")
     folder.mkdir(parents=True, exist_ok=True)
     done = subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs",
                            str(folder)], capture_output=True, text=True)
     if done.returncode != 0:
-        pytest.skip(f"cannot mount a tmpfs at {folder}: {done.stderr.strip()}")
+        unavailable("MOUNTS", f"cannot mount a tmpfs at {folder}: {done.stderr.strip()}")
     try:
         yield folder
     finally:
@@ -105,4 +106,20 @@ def fill(disk: Path, leave: int = 0) -> Path:
         except OSError as exc:
             assert exc.errno == errno.ENOSPC
     os.truncate(filler, max(0, filler.stat().st_size - leave))
+    return filler
+
+
+def fill_completely(disk: Path) -> Path:
+    """Fill `disk` to its last free block (`fill` leaves a few dozen kB: its buffered 64 kB
+    writes stop at the first that does not fit), so that even the 32 kB `-shm` file a
+    SQLite reader maps cannot be made."""
+    filler = disk / "filler"
+    with filler.open("ab", buffering=0) as fh:
+        for size in (1 << 20, 65536, 4096, 512, 1):
+            try:
+                while True:
+                    fh.write(b"\0" * size)
+            except OSError as exc:
+                assert exc.errno == errno.ENOSPC
+    assert os.statvfs(disk).f_bavail == 0
     return filler

@@ -14,6 +14,7 @@ from engine.store.blobs import get_blob, put_blob
 from engine.store.database import Store
 from engine.store.migrations import SCHEMA_VERSION
 from engine.store.schema import meta
+from tests.required import needs_unprivileged_user
 
 
 def test_create_records_schema_version_and_uses_wal(store_location):
@@ -66,8 +67,9 @@ def test_project_from_a_newer_version_is_refused(store_location):
         Store.open(path)
 
 
-@pytest.mark.skipif(os.geteuid() == 0, reason="root can write read-only files")
+@pytest.mark.unprivileged
 def test_read_only_project_refuses_writes_but_reads(tmp_path):
+    needs_unprivileged_user()
     path = tmp_path / "ro.duplens"
     Store.open(path, create=True).close()
     path.chmod(stat.S_IRUSR)
@@ -78,6 +80,21 @@ def test_read_only_project_refuses_writes_but_reads(tmp_path):
     with pytest.raises(ProjectError, match="read-only"):
         store.set_meta("x", "y")
     store.close()
+
+
+@pytest.mark.unprivileged
+def test_no_project_is_made_in_a_read_only_folder(tmp_path):
+    needs_unprivileged_user()
+    folder = tmp_path / "shared"
+    folder.mkdir()
+    folder.chmod(stat.S_IRUSR | stat.S_IXUSR)
+    try:
+        with pytest.raises(ProjectError, match=r"^new\.duplens: cannot create a project in "
+                                               r".*shared \(read-only folder\)$"):
+            Store.open(folder / "new.duplens", create=True)
+        assert list(folder.iterdir()) == []
+    finally:
+        folder.chmod(stat.S_IRWXU)
 
 
 def test_read_only_open_never_writes(tmp_path):
