@@ -7,21 +7,24 @@ import json
 from engine.cli.common import (
     EXIT_CANCELLED,
     EXIT_OK,
+    json_option,
     one_line,
     open_project,
+    project_argument,
     say,
     trust_option,
 )
-from engine.dedup.row_clusters import DEFAULT_THRESHOLD as CLUSTER_THRESHOLD
 from engine.errors import Cancelled
 from engine.progress import CancelToken
-from engine.review.calibration import default_threshold
-from engine.services.exports import ALL, DEDUPLICATED, ONLY_CLUSTERS
+
+# engine.services.exports' export forms, spelled out: importing it (the store, NumPy) for
+# every command would slow `duplens --help`; a test keeps the two the same.
+ALL, ONLY_CLUSTERS, DEDUPLICATED = "all", "only-clusters", "deduplicated"
 
 
 def register(sub) -> None:
     p = sub.add_parser("duplicates", help="duplicate clusters at a similarity threshold")
-    p.add_argument("project")
+    project_argument(p)
     p.add_argument("--threshold", type=float, help="similarity at which rows are duplicates "
                    "(default: the threshold calibrated on the project's labelled pairs once "
                    "there are ten of each kind, else 0.85)")
@@ -35,13 +38,15 @@ def register(sub) -> None:
     form.add_argument("--deduplicated", dest="form", action="store_const", const=DEDUPLICATED,
                       help="with --out: one row per cluster (its canonical) and every row "
                            "in none")
-    p.add_argument("--json", action="store_true")
+    json_option(p, "the clusters ([{cluster_id, canonical_id, members: [{id, text, score}]}])")
     trust_option(p)
     p.set_defaults(run=cmd_duplicates, form=ALL)
 
 
 def cmd_duplicates(args, cancel: CancelToken) -> int:
+    from engine.dedup.row_clusters import DEFAULT_THRESHOLD as CLUSTER_THRESHOLD
     from engine.progress_bar import TqdmProgress
+    from engine.review.calibration import default_threshold
 
     with open_project(args.project, trust_models=args.trust_model_location) as project:
         threshold = args.threshold

@@ -3,28 +3,33 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from engine.cli.common import (
     EXIT_CANCELLED,
     EXIT_OK,
+    PROJECT_HELP,
     model_options,
     open_project,
+    project_argument,
     say,
     trust_option,
     unescape,
 )
 from engine.encoding.backends import require_backend
-from engine.encoding.encoder import Executor
-from engine.encoding.executors import executor_for, parse_executor
 from engine.errors import Cancelled
 from engine.progress import CancelToken
+
+if TYPE_CHECKING:  # pragma: no cover
+    from engine.encoding.encoder import Executor
 
 
 def register(sub) -> None:
     p = sub.add_parser("import", help="import a spreadsheet into a project (created if new), "
                        "then encode and index the new rows")
-    p.add_argument("project")
-    p.add_argument("file")
+    project_argument(p, PROJECT_HELP + " (created if it does not exist)")
+    p.add_argument("file", help="the spreadsheet: .csv, .tsv, .txt, .xlsx, .xlsm, .parquet or "
+                   ".jsonl")
     reader_options(p)
     p.add_argument("--no-encode", action="store_true", help="store the rows only")
     model_options(p)
@@ -34,7 +39,7 @@ def register(sub) -> None:
 
     p = sub.add_parser("encode", help="encode and index what is not yet (resumes a stopped "
                        "import)")
-    p.add_argument("project")
+    project_argument(p)
     model_options(p)
     executor_option(p)
     trust_option(p)
@@ -46,7 +51,9 @@ def reader_options(p) -> None:
     `match`, so a file is read the same way by both."""
     p.add_argument("--column", action="append", required=True, dest="columns",
                    help="text column; repeat to join several")
-    p.add_argument("--id-column")
+    p.add_argument("--id-column", help="column whose values name the rows (the ids that "
+                   "search, match, duplicates and label print and take; default: the row "
+                   "number)")
     p.add_argument("--sheet", help="XLSX sheet (default: the first)")
     p.add_argument("--encoding", help="force a text encoding, e.g. cp1252")
     p.add_argument("--delimiter", help="force a delimiter, e.g. ';' or '\\t'")
@@ -71,6 +78,7 @@ def executor_option(p) -> None:
 
 
 def cmd_import(args, cancel: CancelToken) -> int:
+    from engine.encoding.executors import executor_for
     from engine.encoding.model_spec import resolve_model
 
     if args.model is not None and not args.no_encode:
@@ -125,6 +133,8 @@ def _report_import(report) -> None:
 
 
 def cmd_encode(args, cancel: CancelToken) -> int:
+    from engine.encoding.executors import executor_for, parse_executor
+
     parse_executor(args.executor)  # a mistyped option is reported before anything starts
     with open_project(args.project, trust_models=args.trust_model_location) as project:
         executor = executor_for(args.executor)

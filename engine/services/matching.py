@@ -21,10 +21,10 @@ import os
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import hnswlib
 import numpy as np
-import pandas as pd
 from sqlalchemy import select
 
 from engine.errors import InputError, ProjectError
@@ -47,6 +47,9 @@ from engine.services.vectors import Vectors
 from engine.store.database import Store
 from engine.store.schema import items
 from engine.text import join_cells
+
+if TYPE_CHECKING:  # pragma: no cover - pandas is imported when a file is read
+    import pandas as pd
 
 BATCH_ROWS = 1024  # rows encoded and searched together: big enough to keep torch busy
 # A cap on the search beam for a match's top k (see `match_ef`); None: the index's own.
@@ -95,6 +98,8 @@ class MatchResult:
     def frame(self) -> pd.DataFrame:
         """The export as a table (`export_header` / `export_record`, the same cells the
         streamed `--out` writes)."""
+        import pandas as pd
+
         return pd.DataFrame.from_records(
             [export_record(r, self.columns, self.k, self.threshold) for r in self.rows],
             columns=export_header(self.columns, self.k))
