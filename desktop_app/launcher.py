@@ -1,7 +1,9 @@
 """The `duplens` console script: the engine's command line, plus the window for `gui`.
 
 Qt is imported only when the window is asked for, so every other command stays as light as
-`python -m engine.cli`.
+`python -m engine.cli`. Before Qt loads its X11 plugin, the system libraries that plugin
+needs are checked (`desktop_app.xcb_libraries`): a missing one is one line naming the
+packages to install and exit status 2, not Qt's abort.
 """
 
 from __future__ import annotations
@@ -9,16 +11,30 @@ from __future__ import annotations
 import sys
 from collections.abc import Sequence
 
+from engine.cli import EXIT_INPUT
 from engine.cli import main as cli_main
 
 
 def _open_window(project: str | None) -> int:
+    from desktop_app import xcb_libraries
+
+    problem = xcb_libraries.problem()
+    if problem is not None:
+        print(problem, file=sys.stderr)
+        return EXIT_INPUT
     from desktop_app.app import run
 
     return run(project)
 
 
 def _check_window(*args) -> None:
+    from desktop_app import xcb_libraries
+
+    problem = xcb_libraries.problem()
+    if problem is not None:
+        from engine.install_check import SelfCheckFailed
+
+        raise SelfCheckFailed(problem.removeprefix("duplens: "))
     from desktop_app.window_check import check_window
 
     check_window(*args)

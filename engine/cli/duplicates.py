@@ -68,6 +68,12 @@ def cmd_duplicates(args, cancel: CancelToken) -> int:
         bar.close()
         for notice in project.notices:
             say(notice)
+        if not clusters:
+            # Said in words (exit 0: finding none is an answer): an empty output alone
+            # leaves the user wondering whether anything ran.
+            shown = f"{threshold:.3f}".rstrip("0").rstrip(".")
+            say(f"no clusters at {shown} in {project.store.name}; a lower --threshold "
+                "finds looser ones")
         if args.out:
             n = project.exports.rows(args.out, clusters, form=args.form)
             say(f"{len(clusters)} clusters, {n} rows written to {args.out}")

@@ -69,11 +69,12 @@ def _nothing_to_search(project) -> str | None:
         return None
     info = project.info()
     name, location = project.store.name, project.store.location.display
-    if info["items"] == 0:
+    rows = info["items"]
+    if rows == 0:
         return f"{name} has 0 rows: nothing to search"
     if info["encoded"] == 0:
-        return (f"{name} has {info['items']} rows but none is encoded yet: nothing to "
-                f"search; run 'duplens encode {location}' first")
+        return (f"{name} has {rows} row{'s' if rows != 1 else ''} but none is encoded yet: "
+                f"nothing to search; run 'duplens encode {location}' first")
     return None
 
 

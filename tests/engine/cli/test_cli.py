@@ -1,7 +1,11 @@
-"""The `duplens` command as a user runs it: real processes, real model, small files."""
+"""The `duplens` command as a user runs it: its real entry point, the real model, small
+files; in this process (`run`) unless what is tested is the process itself (`run_process`:
+signals, a killed process, the real exit status)."""
 
 from __future__ import annotations
 
+import contextlib
+import io
 import json
 import os
 import signal
@@ -9,6 +13,8 @@ import sqlite3
 import subprocess
 import sys
 import time
+import warnings
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -16,10 +22,52 @@ import pytest
 ROOT = Path(__file__).resolve().parents[3]
 
 
-def run(*args: str, check_code: int | None = 0, **kw) -> subprocess.CompletedProcess:
+def run(*args: str, check_code: int | None = 0) -> subprocess.CompletedProcess:
+    """`duplens ARGS` through `engine.cli.main` in this process: its stdout, stderr and exit
+    status as a process would give them (argparse's exits included).
+
+    A fresh process imports the engine, torch and the rest again: seconds each on a small
+    machine, which made the CLI tests most of a 40-minute suite. What a process adds (the
+    interpreter's exit, signals, pipes) is tested with `run_process`."""
+    from engine.cli import main
+
+    out, err = io.StringIO(), io.StringIO()
+    interrupt = signal.getsignal(signal.SIGINT)   # `main` installs its own Ctrl-C handler
+    try:
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err), \
+                _warnings_on(err):
+            try:
+                code = main(list(args))
+            except SystemExit as exc:   # argparse: a usage error (2), --help, --version (0)
+                code = exc.code if isinstance(exc.code, int) else 0 if exc.code is None else 1
+                if isinstance(exc.code, str):
+                    err.write(exc.code + "\n")
+    finally:
+        signal.signal(signal.SIGINT, interrupt)
+    proc = subprocess.CompletedProcess(["duplens", *args], code, out.getvalue(),
+                                       err.getvalue())
+    if check_code is not None:
+        assert proc.returncode == check_code, proc.stderr
+    return proc
+
+
+@contextlib.contextmanager
+def _warnings_on(err: io.StringIO) -> Iterator[None]:
+    """Python warnings go to the captured stderr, as they would in a process (pytest would
+    otherwise collect them), so that "one line on stderr" still means one line."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("default")
+        warnings.showwarning = lambda message, category, filename, lineno, file=None, \
+            line=None: err.write(warnings.formatwarning(message, category, filename, lineno,
+                                                        line))
+        yield
+
+
+def run_process(*args: str, check_code: int | None = 0) -> subprocess.CompletedProcess:
+    """`python -m engine.cli ARGS` in a process of its own."""
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     proc = subprocess.run([sys.executable, "-m", "engine.cli", *args], capture_output=True,
-                          text=True, env=env, timeout=300, **kw)
+                          text=True, env=env, timeout=300)
     if check_code is not None:
         assert proc.returncode == check_code, proc.stderr
     return proc
@@ -46,7 +94,7 @@ def project(tmp_path_factory) -> Path:
     path = folder / "questions.duplens"
     data = ROOT / "tests" / "data" / "questions.csv"
     proc = run("import", str(path), str(data), "--column", "question", "--id-column", "qid")
-    assert "48 rows imported" in proc.stderr
+    assert "48 rows imported" in proc.stdout   # the summary on stdout, the bars on stderr
     return path
 
 
