@@ -181,6 +181,7 @@ def test_eval_commands(tmp_path):
     assert proc.stdout.startswith("average precision: 100.00")
 
 
+@pytest.mark.slow
 def test_sigkill_during_encoding_then_resume_encodes_everything_once(tmp_path):
     path = tmp_path / "killed.duplens"
     src = tmp_path / "many.csv"
@@ -207,6 +208,7 @@ def test_sigkill_during_encoding_then_resume_encodes_everything_once(tmp_path):
     assert info["encoded"] == 3000 and info["index_items"] == 3000
 
 
+@pytest.mark.slow
 def test_ctrl_c_stops_cleanly_and_keeps_what_was_encoded(tmp_path):
     path = tmp_path / "interrupted.duplens"
     src = tmp_path / "many.csv"
@@ -225,3 +227,102 @@ def test_ctrl_c_stops_cleanly_and_keeps_what_was_encoded(tmp_path):
     info = json.loads(run("info", str(path), "--json").stdout)
     assert 0 < info["encoded"] < 20000
     assert info["index_items"] == info["encoded"]
+
+
+# -- what a new analyst tripped over (#29) ---------------------------------------------------
+def test_a_failed_import_leaves_no_project_file(tmp_path):
+    data = ROOT / "tests" / "data" / "questions.csv"
+    path = tmp_path / "x.duplens"
+    proc = run("import", str(path), str(data), "--column", "Question", check_code=2)
+    assert proc.stderr.strip().splitlines() == [
+        'duplens: questions.csv: no column "Question"; columns are: qid, question, topic']
+    assert not path.exists()
+    # A failure found while reading, after the import started, removes the new file too.
+    long = tmp_path / "long.csv"
+    long.write_text("id,text\n1,ok\n2," + "x" * 16_000_001 + "\n", encoding="utf-8")
+    proc = run("import", str(path), str(long), "--column", "text", "--no-encode",
+               check_code=2)
+    assert "a row longer than 16,000,000 characters" in proc.stderr
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["long.csv"]
+
+
+def test_import_prints_its_summary_on_stdout(project):
+    proc = run("import", str(project), str(ROOT / "tests" / "data" / "questions.csv"),
+               "--column", "question", "--id-column", "qid", "--no-encode")
+    assert proc.stdout == ("questions.csv: already imported with these columns; nothing "
+                           "added\n")
+
+
+def test_search_and_duplicates_say_when_there_is_nothing(tmp_path):
+    empty, some = tmp_path / "empty.duplens", tmp_path / "some.duplens"
+    blank = tmp_path / "blank.csv"    # rows, but no text in the text column
+    blank.write_text("question,topic\n,a\n ,b\n", encoding="utf-8")
+    assert "0 rows imported, 2 empty skipped" in run("import", str(empty), str(blank),
+                                                      "--column", "question").stdout
+    proc = run("search", str(empty), "hello")
+    assert (proc.stdout, proc.stderr) == ("", "empty.duplens has 0 rows: nothing to search\n")
+    assert run("search", str(empty), "hello", "--json").stdout == "[]\n"
+    two = tmp_path / "two.csv"
+    two.write_text("question\nHow do I bake bread?\nWho painted the Mona Lisa?\n",
+                   encoding="utf-8")
+    run("import", str(some), str(two), "--column", "question", "--no-encode")
+    proc = run("search", str(some), "hello")
+    assert proc.stderr == (f"some.duplens has 2 rows but none is encoded yet: nothing to "
+                           f"search; run 'duplens encode {some}' first\n")
+    run("encode", str(some))
+    proc = run("duplicates", str(some))
+    assert proc.stdout == ""
+    assert proc.stderr.splitlines()[-1] == ("no clusters at 0.85 in some.duplens; a lower "
+                                            "--threshold finds looser ones")
+    proc = run("duplicates", str(some), "--threshold", "0.9", "--json")
+    assert proc.stdout == "[]\n" and "no clusters at 0.9 in some.duplens" in proc.stderr
+
+
+def test_every_option_and_argument_has_help():
+    import argparse
+
+    from engine.cli import build_parser
+
+    lacking = []
+
+    def walk(parser: argparse.ArgumentParser, name: str) -> None:
+        for action in parser._actions:
+            if isinstance(action, argparse._SubParsersAction):
+                for command, sub in action.choices.items():
+                    walk(sub, f"{name} {command}")
+            elif not action.help:
+                lacking.append(f"{name} {'/'.join(action.option_strings) or action.dest}")
+
+    walk(build_parser(), "duplens")
+    assert lacking == []
+
+
+def test_readme_commands_and_options_are_the_parsers():
+    """Each `duplens …` line of README's command-line block names a command and options
+    that `--help` has."""
+    import argparse
+    import re
+
+    from engine.cli import build_parser
+
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    section = readme.split("## Command line", 1)[1]
+    lines = [line.split("#", 1)[0] for line in section.split("```")[1].splitlines()]
+    commands = {a.dest: a for a in build_parser()._actions
+                if isinstance(a, argparse._SubParsersAction)}["command"].choices
+    current = None
+    checked = 0
+    for line in lines:
+        words = line.split()
+        if words[:1] == ["duplens"]:
+            current = commands[words[1]]
+            if words[1] == "eval":
+                current = next(a for a in current._actions
+                               if isinstance(a, argparse._SubParsersAction)).choices[words[2]]
+        if current is None or not words:
+            continue
+        known = {s for a in current._actions for s in a.option_strings}
+        for option in re.findall(r"(?<![\w-])(--[a-z][a-z-]*|-[a-z])\b", line):
+            assert option in known, f"README: {line.strip()} ({option})"
+            checked += 1
+    assert checked >= 20
