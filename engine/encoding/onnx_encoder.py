@@ -362,9 +362,7 @@ def verify(encoder: SentenceEncoder, on_export: Callable[[], object] | None = No
             export = exported_file(model, weights, BACKENDS["onnx"])
         light = OnnxEncoder(steps, export, encoder.spec, encoder.batch_size)
         texts = list(PROBES)
-        reference = np.asarray(model.encode(
-            encoder._clip(texts), batch_size=len(texts), convert_to_numpy=True,
-            normalize_embeddings=True, show_progress_bar=False), dtype=np.float32)
+        reference = encoder.encode(texts)   # the bulk path: torch, under its lock
         single = np.concatenate([light.encode_query(t) for t in texts])
         batched = light.encode(texts)
         lowest = float(min((single * reference).sum(axis=1).min(),
