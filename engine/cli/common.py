@@ -109,6 +109,26 @@ def open_project(path: str, *, create: bool = False, trust_models: bool = False)
     return project
 
 
+def nothing_indexed(project, consequence: str) -> str | None:
+    """Why the project has nothing to look in, in words ("x.duplens has 0 rows:
+    <consequence>"), or None when its index holds something: a command that found nothing
+    in an empty or not yet encoded project would otherwise print nothing (or load a model
+    first). Cheap: the rows are counted only when nothing is indexed."""
+    from engine.services.summary import describe
+
+    if describe(project.store, project.model.row())["index_items"]:
+        return None
+    info = project.info()
+    name, location = project.store.name, project.store.location.display
+    rows = info["items"]
+    if rows == 0:
+        return f"{name} has 0 rows: {consequence}"
+    if info["encoded"] == 0:
+        return (f"{name} has {rows} row{'s' if rows != 1 else ''} but none is encoded yet: "
+                f"{consequence}; run 'duplens encode {location}' first")
+    return None
+
+
 def prefer_torch_free(project, device: str = "auto", backend: str | None = None) -> None:
     """Let the project serve its model from the checked ONNX export, without importing
     torch (`engine.encoding.onnx_encoder`): for commands that encode a few texts, where

@@ -8,6 +8,7 @@ from engine.cli.common import (
     EXIT_CANCELLED,
     EXIT_OK,
     json_option,
+    nothing_indexed,
     one_line,
     open_project,
     project_argument,
@@ -49,6 +50,12 @@ def cmd_duplicates(args, cancel: CancelToken) -> int:
     from engine.review.calibration import default_threshold
 
     with open_project(args.project, trust_models=args.trust_model_location) as project:
+        empty = None if args.out else nothing_indexed(project, "no clusters")
+        if empty:   # (an export still writes its file, with the rows there are)
+            say(empty)
+            if args.json:
+                print("[]")
+            return EXIT_OK
         threshold = args.threshold
         if threshold is None:
             calibration = project.labels.calibration()

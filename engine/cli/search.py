@@ -8,6 +8,7 @@ import sys
 from engine.cli.common import (
     EXIT_OK,
     backend_option,
+    nothing_indexed,
     one_line,
     open_project,
     positive,
@@ -39,7 +40,7 @@ def register(sub) -> None:
 
 def cmd_search(args, _cancel: CancelToken) -> int:
     with open_project(args.project, trust_models=args.trust_model_location) as project:
-        empty = _nothing_to_search(project)
+        empty = nothing_indexed(project, "nothing to search")
         if empty:
             say(empty)
             if args.json:
@@ -57,25 +58,6 @@ def cmd_search(args, _cancel: CancelToken) -> int:
         _print_hits(args, hits)
         prepare_torch_free(project)   # when torch had to serve: the next search will not
     return EXIT_OK
-
-
-def _nothing_to_search(project) -> str | None:
-    """Why the project has nothing to search, in words, or None when its index holds
-    something (a user who searched an empty or not yet encoded project would otherwise see
-    nothing and wonder). Cheap: the rows are counted only when nothing is indexed."""
-    from engine.services.summary import describe
-
-    if describe(project.store, project.model.row())["index_items"]:
-        return None
-    info = project.info()
-    name, location = project.store.name, project.store.location.display
-    rows = info["items"]
-    if rows == 0:
-        return f"{name} has 0 rows: nothing to search"
-    if info["encoded"] == 0:
-        return (f"{name} has {rows} row{'s' if rows != 1 else ''} but none is encoded yet: "
-                f"nothing to search; run 'duplens encode {location}' first")
-    return None
 
 
 def _print_hits(args, hits) -> None:

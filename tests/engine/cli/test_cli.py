@@ -262,6 +262,8 @@ def test_search_and_duplicates_say_when_there_is_nothing(tmp_path):
     proc = run("search", str(empty), "hello")
     assert (proc.stdout, proc.stderr) == ("", "empty.duplens has 0 rows: nothing to search\n")
     assert run("search", str(empty), "hello", "--json").stdout == "[]\n"
+    proc = run("duplicates", str(empty))
+    assert (proc.stdout, proc.stderr) == ("", "empty.duplens has 0 rows: no clusters\n")
     two = tmp_path / "two.csv"
     two.write_text("question\nHow do I bake bread?\nWho painted the Mona Lisa?\n",
                    encoding="utf-8")

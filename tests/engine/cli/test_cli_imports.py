@@ -63,6 +63,7 @@ def test_help_imports_no_third_party_package(tmp_path):
                                    "tokenizers", "tqdm", "openpyxl"})
 
 
+@pytest.mark.slow
 def test_info_and_label_load_the_store_only(project, tmp_path):
     status, modules, out = in_child(tmp_path, "info", str(project), "--json")
     assert status == 0 and json.loads(out)["items"] == 48
@@ -74,6 +75,19 @@ def test_info_and_label_load_the_store_only(project, tmp_path):
     assert not modules & (HEAVY | {"pandas", "scipy", "onnxruntime", "tokenizers"})
 
 
+@pytest.mark.slow
+def test_match_of_a_small_file_needs_no_torch(project, tmp_path):
+    small = tmp_path / "small.csv"
+    small.write_text("question\nWhat is the capital of Australia?\nhow do i learn python\n",
+                     encoding="utf-8")
+    status, modules, out = in_child(tmp_path, "match", str(project), str(small), "--column",
+                                    "question", "-k", "1", "--json")
+    assert status == 0 and [r["matches"][0]["id"] in {"q6", "q7", "q1"}
+                            for r in json.loads(out)] == [True, True]
+    assert not modules & HEAVY and "onnxruntime" in modules
+
+
+@pytest.mark.slow
 def test_search_answers_without_torch_with_torchs_results(project, tmp_path, monkeypatch):
     query = "what is australia's capital city"
     status, modules, out = in_child(tmp_path, "search", str(project), query, "-k", "5",
@@ -99,6 +113,7 @@ def test_real_process_exit_status(tmp_path):
 
 
 # -- the torch-free encoder ---------------------------------------------------------------------
+@pytest.mark.slow
 def test_torch_free_encoder_gives_torchs_embeddings(encoder):
     assert onnx_encoder.verify(encoder) >= onnx_encoder.MIN_COSINE
     row = {"name": encoder.spec.name, "fingerprint": encoder.spec.fingerprint,
@@ -120,6 +135,7 @@ def test_torch_free_encoder_gives_torchs_embeddings(encoder):
     assert light.token_counts(texts) == encoder.token_counts(texts)
 
 
+@pytest.mark.slow
 def test_unchecked_or_unsupported_models_get_torch(encoder, tmp_path, monkeypatch):
     """No marker (never checked here), no export, or steps this encoder does not do (a
     default prompt): `load` says None and the project loads torch."""
@@ -144,6 +160,7 @@ def test_unchecked_or_unsupported_models_get_torch(encoder, tmp_path, monkeypatc
     assert onnx_encoder.load(folder, row) is None
 
 
+@pytest.mark.slow
 def test_a_search_that_needed_torch_prepares_the_next(project, tmp_path, monkeypatch):
     """With the export cached but never checked here, search loads torch, answers, then
     checks the export, so the next search needs no torch."""
