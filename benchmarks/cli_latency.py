@@ -3,7 +3,7 @@ calls it, against `python -c "import sentence_transformers"` measured in the sam
 
     python -m benchmarks --only cli_latency [--quick]
 
-The project is the shipped sample (`resources/sample_questions.csv`, 2,254 questions;
+The project is the shipped sample (`sample_questions.csv`, 2,254 questions;
 --quick: its first 500), imported with `duplens import … --column question --id-column id`
 into a temporary folder, with its own cache folder (so the model's ONNX export is made and
 checked by that import, as on a user's computer after their first import) and log folder.
@@ -32,7 +32,19 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-SAMPLE = ROOT / "resources" / "sample_questions.csv"
+
+
+def _sample() -> Path:
+    """The shipped sample questions: from the `duplens_data` package where there is one,
+    else from the checkout's resources folder."""
+    try:
+        import duplens_data
+    except ImportError:
+        return ROOT / "resources" / "sample_questions.csv"
+    return duplens_data.sample_questions()
+
+
+SAMPLE = _sample()
 QUERY = "how do I learn python quickly"
 GOALS = {"search": 1.5, "info": 0.5}      # seconds, #29
 HEAVY = ("torch", "transformers", "sentence_transformers", "sklearn")
@@ -92,7 +104,7 @@ def run(quick: bool) -> dict:
     medians = {name: statistics.median(times) for name, times in runs.items()}
     baseline = medians['python -c "import sentence_transformers"']
     result = {
-        "project": {"rows": rows or _count(SAMPLE), "source": str(SAMPLE.relative_to(ROOT))},
+        "project": {"rows": rows or _count(SAMPLE), "source": SAMPLE.name},
         "rounds": rounds,
         "seconds": {name: {"median": round(m, 3), "runs": [round(t, 3) for t in runs[name]]}
                     for name, m in medians.items()},

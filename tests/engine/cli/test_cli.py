@@ -254,6 +254,8 @@ def test_import_prints_its_summary_on_stdout(project):
 
 
 def test_search_and_duplicates_say_when_there_is_nothing(tmp_path):
+    import re
+
     empty, some = tmp_path / "empty.duplens", tmp_path / "some.duplens"
     blank = tmp_path / "blank.csv"    # rows, but no text in the text column
     blank.write_text("question,topic\n,a\n ,b\n", encoding="utf-8")
@@ -274,6 +276,9 @@ def test_search_and_duplicates_say_when_there_is_nothing(tmp_path):
     run("encode", str(some))
     proc = run("duplicates", str(some))
     assert proc.stdout == ""
+    assert re.fullmatch(r"no clusters at 0\.\d+ in some\.duplens; a lower --threshold finds "
+                        r"looser ones", proc.stderr.splitlines()[-1]), proc.stderr
+    proc = run("duplicates", str(some), "--threshold", "0.85")
     assert proc.stderr.splitlines()[-1] == ("no clusters at 0.85 in some.duplens; a lower "
                                             "--threshold finds looser ones")
     proc = run("duplicates", str(some), "--threshold", "0.9", "--json")
