@@ -24,6 +24,7 @@ REGISTRY = (
     Benchmark("export_rows", "Export of every row (1M rows)"),
     Benchmark("backends", "Fast CPU path (ONNX, OpenVINO)"),
     Benchmark("query_latency", "Live query latency"),
+    Benchmark("cli_latency", "Command-line latency"),
     Benchmark("mining", "Duplicate mining"),
     Benchmark("mining_1m", "Duplicate mining at 1M items", quick=False),
     Benchmark("scale_1m", "Scale and footprint (1M items)"),

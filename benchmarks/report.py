@@ -309,6 +309,12 @@ def _window_tables(result: dict) -> tuple[list[dict], list[dict]]:
              f"p50 **{keys.get('p50')} ms**, p95 **{keys.get('p95')} ms**, "
              f"max {keys.get('max')} ms"],
             ["of which the search box's debounce", f"{result.get('debounce_ms')} ms"]]
+    bare = result.get("bare_pyside6_window_s")
+    if bare:
+        rows.insert(1, [f"baseline: a bare PySide6 window, same screen, in turns "
+                        f"({len(bare.get('runs', []))} runs)",
+                        f"median **{bare.get('median', 0):.2f} s** (Duplens "
+                        f"+{start.get('median', 0) - bare.get('median', 0):.2f} s; goal ≤ +1 s)"])
     imp = result.get("import")
     if imp:
         rows.append([f"longest gap between 10 ms timer ticks while {imp['rows']:,} rows were "

@@ -11,8 +11,8 @@ import json
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import pandas as pd
 from sqlalchemy import Connection, exists, func, select
 
 from engine.errors import InputError
@@ -30,6 +30,9 @@ from engine.store.embeddings import bump_content_version
 from engine.store.items import NewRow, add_rows, add_source, find_source, update_source
 from engine.store.schema import items, texts
 from engine.text import join_cells, norm_key
+
+if TYPE_CHECKING:  # pragma: no cover - the readers import pandas when a file is read
+    import pandas as pd
 
 
 @dataclass

@@ -10,6 +10,7 @@ from engine.cli.common import (
     one_line,
     open_project,
     positive,
+    project_argument,
     say,
     trust_option,
 )
@@ -20,7 +21,7 @@ from engine.progress import CancelToken
 def register(sub) -> None:
     p = sub.add_parser("ask", help="pairs the model is least sure of, spread out, never one "
                        "already judged (answer them with 'duplens label')")
-    p.add_argument("project")
+    project_argument(p)
     p.add_argument("-n", type=positive, default=20, help="how many pairs (default 20)")
     p.add_argument("--json", action="store_true",
                    help="print [{a: {id, text}, b: {id, text}, score}, ...]")

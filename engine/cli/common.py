@@ -25,10 +25,15 @@ def model_options(p: argparse.ArgumentParser) -> None:
     """--model, --device, --batch-size and --backend: how texts are encoded."""
     p.add_argument("--model", help="sentence-transformers folder or hub name "
                    "(default: the bundled all-MiniLM-L6-v2)")
+    device_option(p)
+    p.add_argument("--batch-size", type=positive, default=64,
+                   help="texts encoded together (default 64)")
+    backend_option(p)
+
+
+def device_option(p: argparse.ArgumentParser) -> None:
     p.add_argument("--device", default="auto", help="auto (CUDA, then MPS, then CPU), "
                    "cpu, cuda or mps")
-    p.add_argument("--batch-size", type=int, default=64)
-    backend_option(p)
 
 
 def backend_option(p: argparse.ArgumentParser) -> None:
@@ -36,6 +41,18 @@ def backend_option(p: argparse.ArgumentParser) -> None:
                    "or on the CPU onnx / openvino (same embeddings, faster) or their int8 "
                    "forms (different embeddings: the project is encoded again); openvino "
                    "needs duplens[openvino] (default: what the project uses)")
+
+
+PROJECT_HELP = ("the project: a .duplens file, or a team project's "
+                "postgresql+psycopg://user@host:port/database URL")
+
+
+def project_argument(p: argparse.ArgumentParser, help: str = PROJECT_HELP) -> None:  # noqa: A002
+    p.add_argument("project", help=help)
+
+
+def json_option(p: argparse.ArgumentParser, what: str) -> None:
+    p.add_argument("--json", action="store_true", help=f"print {what} as JSON on stdout")
 
 
 def positive(text: str) -> int:
@@ -90,6 +107,44 @@ def open_project(path: str, *, create: bool = False, trust_models: bool = False)
             project.close()
             raise
     return project
+
+
+def nothing_indexed(project, consequence: str) -> str | None:
+    """Why the project has nothing to look in, in words ("x.duplens has 0 rows:
+    <consequence>"), or None when its index holds something: a command that found nothing
+    in an empty or not yet encoded project would otherwise print nothing (or load a model
+    first). Cheap: the rows are counted only when nothing is indexed."""
+    from engine.services.summary import describe
+
+    if describe(project.store, project.model.row())["index_items"]:
+        return None
+    info = project.info()
+    name, location = project.store.name, project.store.location.display
+    rows = info["items"]
+    if rows == 0:
+        return f"{name} has 0 rows: {consequence}"
+    if info["encoded"] == 0:
+        return (f"{name} has {rows} row{'s' if rows != 1 else ''} but none is encoded yet: "
+                f"{consequence}; run 'duplens encode {location}' first")
+    return None
+
+
+def prefer_torch_free(project, device: str = "auto", backend: str | None = None) -> None:
+    """Let the project serve its model from the checked ONNX export, without importing
+    torch (`engine.encoding.onnx_encoder`): for commands that encode a few texts, where
+    importing torch would be most of the time. Only where the user asked for no device or
+    backend that rules it out; anything it cannot serve loads torch as before."""
+    project.model.configure(device=device, torch_free=device in ("auto", "cpu")
+                            and backend in (None, "onnx"))
+
+
+def prepare_torch_free(project) -> None:
+    """After a command that had to load torch on the CPU, with its results out: check the
+    model's ONNX export against torch (made the first time: seconds, once per model on this
+    computer), so the next `search` or `match` answers without torch."""
+    project.model.verify_torch_free(
+        on_export=lambda: say("preparing this model for fast searches (once per model on "
+                              "this computer)…"))
 
 
 def _writable(path: Path) -> bool:

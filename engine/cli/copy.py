@@ -3,9 +3,7 @@
 from __future__ import annotations
 
 from engine.cli.common import EXIT_OK, say
-from engine.copy_project import copy_project
 from engine.progress import CancelToken
-from engine.store.location import parse_location
 
 
 def register(sub) -> None:
@@ -18,6 +16,9 @@ def register(sub) -> None:
 
 
 def cmd_copy(args, _cancel: CancelToken) -> int:
+    from engine.copy_project import copy_project
+    from engine.store.location import parse_location
+
     counts = copy_project(args.source, args.destination)
     say(f"copied {counts.get('items', 0)} rows, {counts.get('embeddings', 0)} embeddings, "
         f"{counts.get('pair_labels', 0)} labels and {counts.get('models', 0)} models to "

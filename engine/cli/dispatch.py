@@ -4,6 +4,11 @@ Exit status: 0 done, 2 bad input or usage (one line on stderr), 1 a bug (details
 file named on stderr), 130 stopped by Ctrl-C after keeping what was done, 141 the reader
 of the output went away (a pipe into `head`). Each command
 lives in a module of its own that adds its parser (`register`) and its `run` function.
+
+Parsing imports the command modules, so they import only the standard library and light
+engine modules at their top; what a command needs (pandas, the project, torch) is imported
+inside its run function. `duplens --help` then answers without loading any of it, and
+`duplens info` loads only the store (tests/engine/cli/test_cli_imports.py guards this).
 """
 
 from __future__ import annotations
@@ -16,7 +21,6 @@ import sys
 import traceback
 from collections.abc import Callable, Sequence
 
-from engine import __version__
 from engine.cli import (
     ask,
     copy,
@@ -43,7 +47,6 @@ from engine.cli.common import (
 from engine.errors import DuplensError, UntrustedModelLocation, user_error
 from engine.logfile import setup_logging
 from engine.progress import CancelToken
-from engine.progress_bar import close_open_bars
 
 log = logging.getLogger("duplens")
 
@@ -51,15 +54,26 @@ log = logging.getLogger("duplens")
 def build_parser() -> argparse.ArgumentParser:
     parser = Parser(prog="duplens", description="Find duplicate questions and near-duplicate "
                     "documents with Sentence-BERT. With no command, opens the window.")
-    parser.add_argument("--version", action="version", version=f"duplens {__version__}")
+    parser.add_argument("--version", action=_Version, nargs=0,
+                        help="show the version number and exit")
     sub = parser.add_subparsers(dest="command", parser_class=Parser)
     for command in (importing, search, match, duplicates, info, evaluate, finetune, models,
                     ask, label, copy):
         command.register(sub)
     p = sub.add_parser("gui", help="open the window")
-    p.add_argument("project", nargs="?")
+    p.add_argument("project", nargs="?", help="a project to open")
     selfcheck.register(sub)
     return parser
+
+
+class _Version(argparse.Action):
+    """--version, with the version looked up only when asked for (`engine.__version__`)."""
+
+    def __call__(self, parser, namespace, values, option_string=None) -> None:
+        from engine import __version__
+
+        print(f"duplens {__version__}")  # on stdout, as argparse's own version action
+        parser.exit()
 
 
 def _install_interrupt(cancel: CancelToken) -> None:
@@ -128,4 +142,7 @@ def _run(args: argparse.Namespace, cancel: CancelToken) -> int:
     try:
         return args.run(args, cancel)
     finally:
-        close_open_bars()
+        if "tqdm" in sys.modules:  # no bar can be open where tqdm was never imported
+            from engine.progress_bar import close_open_bars
+
+            close_open_bars()

@@ -7,8 +7,11 @@ import json
 from engine.cli.common import (
     EXIT_CANCELLED,
     EXIT_OK,
+    json_option,
+    nothing_indexed,
     one_line,
     open_project,
+    project_argument,
     say,
     trust_option,
 )
@@ -20,12 +23,15 @@ from engine.review.calibration import (
     default_threshold,
     describe_threshold,
 )
-from engine.services.exports import ALL, DEDUPLICATED, ONLY_CLUSTERS
+
+# engine.services.exports' export forms, spelled out: importing it (the store, NumPy) for
+# every command would slow `duplens --help`; a test keeps the two the same.
+ALL, ONLY_CLUSTERS, DEDUPLICATED = "all", "only-clusters", "deduplicated"
 
 
 def register(sub) -> None:
     p = sub.add_parser("duplicates", help="duplicate clusters at a similarity threshold")
-    p.add_argument("project")
+    project_argument(p)
     p.add_argument("--threshold", type=float, help="similarity at which rows are duplicates "
                    "(default: the project threshold, calibrated on its labelled pairs once "
                    f"there are {ENOUGH_OF_EACH} of each kind, else {DEFAULT_THRESHOLD})")
@@ -39,7 +45,7 @@ def register(sub) -> None:
     form.add_argument("--deduplicated", dest="form", action="store_const", const=DEDUPLICATED,
                       help="with --out: one row per cluster (its canonical) and every row "
                            "in none")
-    p.add_argument("--json", action="store_true")
+    json_option(p, "the clusters ([{cluster_id, canonical_id, members: [{id, text, score}]}])")
     trust_option(p)
     p.set_defaults(run=cmd_duplicates, form=ALL)
 
@@ -48,6 +54,12 @@ def cmd_duplicates(args, cancel: CancelToken) -> int:
     from engine.progress_bar import TqdmProgress
 
     with open_project(args.project, trust_models=args.trust_model_location) as project:
+        empty = None if args.out else nothing_indexed(project, "no clusters")
+        if empty:   # (an export still writes its file, with the rows there are)
+            say(empty)
+            if args.json:
+                print("[]")
+            return EXIT_OK
         threshold = args.threshold
         if threshold is None:
             calibration = project.labels.calibration()
@@ -64,6 +76,12 @@ def cmd_duplicates(args, cancel: CancelToken) -> int:
         bar.close()
         for notice in project.notices:
             say(notice)
+        if not clusters:
+            # Said in words (exit 0: finding none is an answer): an empty output alone
+            # leaves the user wondering whether anything ran.
+            shown = f"{threshold:.3f}".rstrip("0").rstrip(".")
+            say(f"no clusters at {shown} in {project.store.name}; a lower --threshold "
+                "finds looser ones")
         if args.out:
             n = project.exports.rows(args.out, clusters, form=args.form)
             say(f"{len(clusters)} clusters, {n} rows written to {args.out}")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from engine.cli.common import EXIT_OK, Parser, model_options
+from engine.cli.common import EXIT_OK, Parser, json_option, model_options
 from engine.progress import CancelToken
 
 
@@ -13,15 +13,17 @@ def register(sub) -> None:
     ev = p.add_subparsers(dest="eval_kind", required=True, parser_class=Parser)
     e = ev.add_parser("sts", help="Spearman x100 of cosine similarity vs gold scores "
                       "(columns: score, sentence1, sentence2)")
-    e.add_argument("file")
-    e.add_argument("--columns", nargs=3, metavar=("SCORE", "TEXT1", "TEXT2"))
-    e.add_argument("--json", action="store_true")
+    e.add_argument("file", help="the labelled pairs (.csv, .tsv, .xlsx, …)")
+    e.add_argument("--columns", nargs=3, metavar=("SCORE", "TEXT1", "TEXT2"),
+                   help="the file's columns (default: score sentence1 sentence2)")
+    json_option(e, "the result")
     model_options(e)
     e = ev.add_parser("pairs", help="average precision and best F1 on duplicate labels "
                       "(columns: question1, question2, is_duplicate)")
-    e.add_argument("file")
-    e.add_argument("--columns", nargs=3, metavar=("TEXT1", "TEXT2", "LABEL"))
-    e.add_argument("--json", action="store_true")
+    e.add_argument("file", help="the labelled pairs (.csv, .tsv, .xlsx, …)")
+    e.add_argument("--columns", nargs=3, metavar=("TEXT1", "TEXT2", "LABEL"),
+                   help="the file's columns (default: question1 question2 is_duplicate)")
+    json_option(e, "the result")
     model_options(e)
     p.set_defaults(run=cmd_eval)
 

@@ -8,9 +8,12 @@ import json
 from engine.cli.common import (
     EXIT_CANCELLED,
     EXIT_OK,
+    device_option,
     fraction,
+    json_option,
     open_project,
     positive,
+    project_argument,
     say,
     trust_option,
 )
@@ -27,7 +30,7 @@ OBJECTIVE_NAMES = ("softmax", "cosine", "triplet", "contrastive", "mnrl", "contr
 def register(sub) -> None:
     p = sub.add_parser("finetune", help="train the project's active model on its labelled "
                        "pairs and save the result as a new model version (not activated)")
-    p.add_argument("project")
+    project_argument(p)
     p.add_argument("--pairs", metavar="FILE", help="labelled pairs to add to those marked in "
                    "review (question1, question2, is_duplicate; sentence1, sentence2, score; "
                    "or anchor, positive, negative)")
@@ -37,8 +40,10 @@ def register(sub) -> None:
     # here, see above): None means "the engine's default".
     p.add_argument("--epochs", type=positive, help="passes over the pairs (default: the "
                    "recommended number; the JSON output lists every option used)")
-    p.add_argument("--batch-size", type=positive)
-    p.add_argument("--learning-rate", type=positive_float, metavar="RATE")
+    p.add_argument("--batch-size", type=positive, help="pairs per training step (default: "
+                   "the recommended size)")
+    p.add_argument("--learning-rate", type=positive_float, metavar="RATE",
+                   help="the optimiser's learning rate (default: the recommended one)")
     p.add_argument("--warmup", type=share, metavar="F", help="share of the steps with a "
                    "linear warm-up of the learning rate")
     p.add_argument("--margin", type=positive_float, help="cosine distance the contrastive "
@@ -54,11 +59,13 @@ def register(sub) -> None:
     p.add_argument("--held-out", type=fraction, default=0.5, metavar="F",
                    help="share of the pairs measured before and after, never trained on "
                         "(default 0.5)")
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--seed", type=int, default=0, help="seed of the held-out split, the "
+                   "shuffling and the training (default 0: the same run twice gives the same "
+                   "model)")
     p.add_argument("--activate", action="store_true", help="make the new version the active "
                    "model (re-encodes every text with it)")
-    p.add_argument("--device", default="auto")
-    p.add_argument("--json", action="store_true")
+    device_option(p)
+    json_option(p, "the report (every option used, the metrics before and after)")
     trust_option(p)
     p.set_defaults(run=cmd_finetune)
 

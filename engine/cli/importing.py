@@ -3,28 +3,34 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from engine.cli.common import (
     EXIT_CANCELLED,
     EXIT_OK,
+    PROJECT_HELP,
     model_options,
     open_project,
+    prepare_torch_free,
+    project_argument,
     say,
     trust_option,
     unescape,
 )
 from engine.encoding.backends import require_backend
-from engine.encoding.encoder import Executor
-from engine.encoding.executors import executor_for, parse_executor
 from engine.errors import Cancelled
 from engine.progress import CancelToken
+
+if TYPE_CHECKING:  # pragma: no cover
+    from engine.encoding.encoder import Executor
 
 
 def register(sub) -> None:
     p = sub.add_parser("import", help="import a spreadsheet into a project (created if new), "
                        "then encode and index the new rows")
-    p.add_argument("project")
-    p.add_argument("file")
+    project_argument(p, PROJECT_HELP + " (created if it does not exist)")
+    p.add_argument("file", help="the spreadsheet: .csv, .tsv, .txt, .xlsx, .xlsm, .parquet or "
+                   ".jsonl")
     reader_options(p)
     p.add_argument("--no-encode", action="store_true", help="store the rows only")
     model_options(p)
@@ -34,7 +40,7 @@ def register(sub) -> None:
 
     p = sub.add_parser("encode", help="encode and index what is not yet (resumes a stopped "
                        "import)")
-    p.add_argument("project")
+    project_argument(p)
     model_options(p)
     executor_option(p)
     trust_option(p)
@@ -46,7 +52,9 @@ def reader_options(p) -> None:
     `match`, so a file is read the same way by both."""
     p.add_argument("--column", action="append", required=True, dest="columns",
                    help="text column; repeat to join several")
-    p.add_argument("--id-column")
+    p.add_argument("--id-column", help="column whose values name the rows (the ids that "
+                   "search, match, duplicates and label print and take; default: the row "
+                   "number)")
     p.add_argument("--sheet", help="XLSX sheet (default: the first)")
     p.add_argument("--encoding", help="force a text encoding, e.g. cp1252")
     p.add_argument("--delimiter", help="force a delimiter, e.g. ';' or '\\t'")
@@ -71,6 +79,7 @@ def executor_option(p) -> None:
 
 
 def cmd_import(args, cancel: CancelToken) -> int:
+    from engine.encoding.executors import executor_for
     from engine.encoding.model_spec import resolve_model
 
     if args.model is not None and not args.no_encode:
@@ -88,35 +97,85 @@ def cmd_import(args, cancel: CancelToken) -> int:
 
 
 def _import(args, cancel: CancelToken, executor: Executor | None) -> int:
+    """Import the file, then encode it with `executor` (None: --no-encode).
+
+    A project this command creates exists only once its rows are in: the file and its
+    columns are checked before it is made, and if the import still fails or is stopped, the
+    empty project is removed again, so a mistyped column leaves nothing behind. A project
+    that existed is left as it was (the import is one transaction)."""
     from engine.progress_bar import TqdmProgress
 
-    with open_project(args.project, create=True,
-                      trust_models=args.trust_model_location) as project:
-        bar = TqdmProgress()
-        try:
-            report = project.rows.import_table(
-                args.file, args.columns, **reader_kwargs(args), progress=bar, cancel=cancel)
-        except Cancelled:
+    new = _new_project_file(args.project)
+    if new is not None:
+        _check_columns(args)
+    imported = False
+    try:
+        with open_project(args.project, create=True,
+                          trust_models=args.trust_model_location) as project:
+            bar = TqdmProgress()
+            try:
+                report = project.rows.import_table(
+                    args.file, args.columns, **reader_kwargs(args), progress=bar,
+                    cancel=cancel)
+            except Cancelled:
+                bar.close()
+                say(f"{Path(args.file).name}: import stopped; nothing from this file was "
+                    "added" + (f" and {new.name} was not created" if new else ""))
+                return EXIT_CANCELLED
             bar.close()
-            say(f"{Path(args.file).name}: import stopped; nothing from this file was added")
-            return EXIT_CANCELLED
-        bar.close()
-        _report_import(report)
-        if executor is None:
-            return EXIT_OK
-        return encode(project, args, cancel, executor)
+            imported = True
+            _report_import(report)
+            if executor is None:
+                return EXIT_OK
+            return encode(project, args, cancel, executor)
+    finally:
+        if new is not None and not imported:
+            _remove_project_file(new)
+
+
+def _new_project_file(location: str) -> Path | None:
+    """The project file `import` is about to create, or None (it exists, or is a URL)."""
+    from engine.store.location import looks_like_url
+
+    if looks_like_url(location):
+        return None
+    path = Path(location)
+    return None if path.exists() else path
+
+
+def _check_columns(args) -> None:
+    """The file can be read and has the columns asked for (the checks the import starts
+    with, `engine.importer.import_table`), or the user's one-line error."""
+    from engine.io import detect_format, read_columns, require_columns
+
+    options = reader_kwargs(args)
+    path = Path(args.file)
+    fmt = detect_format(path, sheet=options["sheet"], encoding=options["encoding"],
+                        delimiter=options["delimiter"], quoting=options["quoting"])
+    wanted = list(dict.fromkeys([*args.columns, *([args.id_column] if args.id_column
+                                                   else [])]))
+    require_columns(path, read_columns(path, fmt), wanted)
+
+
+def _remove_project_file(path: Path) -> None:
+    """Remove the (closed, empty) project file this command created, with SQLite's own
+    files beside it."""
+    for leftover in (path, *(path.with_name(path.name + s) for s in ("-wal", "-shm",
+                                                                      "-journal"))):
+        leftover.unlink(missing_ok=True)
 
 
 def _report_import(report) -> None:
+    """The import's summary on stdout (what a script reads); its warnings on stderr."""
     if report.already_imported:
-        say(f"{report.file_name}: already imported with these columns; nothing added")
+        print(f"{report.file_name}: already imported with these columns; nothing added")
         return
     fmt = report.format
     how = ", ".join(x for x in (fmt.kind, fmt.encoding, fmt.sheet and f"sheet "
                                 f"{fmt.sheet!r}") if x)
-    say(f"{report.file_name} ({how}): {report.rows_imported} rows imported, "
-        f"{report.rows_empty} empty skipped, {report.exact_duplicates} exact "
-        f"duplicates of earlier rows")
+    print(f"{report.file_name} ({how}): {report.rows_imported} rows imported, "
+          f"{report.rows_empty} empty skipped, {report.exact_duplicates} exact "
+          f"duplicates of earlier rows", flush=True)
     if report.bad_lines:
         shown = ", ".join(map(str, report.bad_lines[:10]))
         more = " …" if len(report.bad_lines) > 10 else ""
@@ -125,6 +184,8 @@ def _report_import(report) -> None:
 
 
 def cmd_encode(args, cancel: CancelToken) -> int:
+    from engine.encoding.executors import executor_for, parse_executor
+
     parse_executor(args.executor)  # a mistyped option is reported before anything starts
     with open_project(args.project, trust_models=args.trust_model_location) as project:
         executor = executor_for(args.executor)
@@ -166,6 +227,7 @@ def encode(project, args, cancel: CancelToken, executor: Executor) -> int:
             f"run 'duplens encode {args.project}' to finish")
         return EXIT_CANCELLED
     info = project.info()
-    say(f"{info['items']} items, {info['encoded']} texts encoded with {info['model']} on "
-        f"{info['device']}")
+    print(f"{info['items']} items, {info['encoded']} texts encoded with {info['model']} on "
+          f"{info['device']}", flush=True)
+    prepare_torch_free(project)   # so that searches after this need no torch
     return EXIT_OK

@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import json
 
-from engine.cli.common import EXIT_OK, open_project
+from engine.cli.common import EXIT_OK, json_option, open_project, project_argument
 from engine.progress import CancelToken
 
 
 def register(sub) -> None:
     p = sub.add_parser("info", help="what a project holds")
-    p.add_argument("project")
-    p.add_argument("--json", action="store_true")
+    project_argument(p)
+    json_option(p, "the counts and state")
     p.set_defaults(run=cmd_info)
 
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from engine.cli.common import EXIT_OK, open_project, say
+from engine.cli.common import EXIT_OK, open_project, project_argument, say
 from engine.progress import CancelToken
 
 VERDICTS = {"dup": 1, "not": 0, "clear": None}
@@ -11,10 +11,12 @@ VERDICTS = {"dup": 1, "not": 0, "clear": None}
 def register(sub) -> None:
     p = sub.add_parser("label", help="store (dup, not) or forget (clear) the verdict on two "
                        "rows, named by their ids as the other commands print them")
-    p.add_argument("project")
-    p.add_argument("id_a")
-    p.add_argument("id_b")
-    p.add_argument("verdict", choices=list(VERDICTS))
+    project_argument(p)
+    p.add_argument("id_a", help="the first row's id, as search, match, duplicates or ask "
+                   "print it")
+    p.add_argument("id_b", help="the second row's id")
+    p.add_argument("verdict", choices=list(VERDICTS), help="dup: the same question; not: "
+                   "different; clear: forget the verdict")
     p.set_defaults(run=cmd_label)
 
 

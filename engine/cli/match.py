@@ -16,6 +16,9 @@ from engine.cli.common import (
     one_line,
     open_project,
     positive,
+    prefer_torch_free,
+    prepare_torch_free,
+    project_argument,
     say,
     trust_option,
 )
@@ -31,8 +34,8 @@ if TYPE_CHECKING:
 def register(sub) -> None:
     p = sub.add_parser("match", help="the nearest existing entries of every row of a new "
                        "file; the file is not added unless --add")
-    p.add_argument("project")
-    p.add_argument("file")
+    project_argument(p)
+    p.add_argument("file", help="the file to check (the same kinds as import reads)")
     reader_options(p)
     p.add_argument("-k", type=positive, default=3, help="matches per row (default 3)")
     p.add_argument("--threshold", type=float, help="a best score at or above it marks a "
@@ -56,6 +59,8 @@ def cmd_match(args, cancel: CancelToken) -> int:
         raise InputError(f"{Path(args.out).name}: cannot export to this file type; use .csv "
                          "or .xlsx")
     with open_project(args.project, trust_models=args.trust_model_location) as project:
+        if not args.add:   # --add encodes the file again to store it: torch does that
+            prefer_torch_free(project)
         bar = TqdmProgress()
         json_out = _JsonList(sys.stdout) if args.json else None
         try:
@@ -89,6 +94,7 @@ def cmd_match(args, cancel: CancelToken) -> int:
             say(f"wrote {args.out}")
         if args.add:
             return _add(project, args, cancel)
+        prepare_torch_free(project)   # when torch had to serve: the next match will not
     return EXIT_OK
 
 
@@ -126,16 +132,17 @@ class _JsonList:
 
 def _shown(rows: Iterator[FileRow], json_out: _JsonList | None, *, quiet: bool
            ) -> Iterator[FileRow]:
-    """Print each row as it passes: a JSON entry with --json, else one line unless the
-    rows go to --out."""
+    """Print each row as it passes: a JSON entry with --json, else (unless the rows go to
+    --out) the row and its best match on one line, and each further match of the k on a
+    line of its own below it."""
     for r in rows:
         if json_out is not None:
             json_out.add(r.as_json())
         elif not quiet:
-            best = r.matches[0] if r.matches else None
-            shown = f"{best.score:.3f}  [{best.id}]  {one_line(best.text, 60)}" if best \
-                else "-"
-            print(f"[{r.id}]  {one_line(r.text, 60)}  →  {shown}")
+            shown = [f"{m.score:.3f}  [{m.id}]  {one_line(m.text, 60)}" for m in r.matches]
+            print(f"[{r.id}]  {one_line(r.text, 60)}  →  {shown[0] if shown else '-'}")
+            for more in shown[1:]:
+                print(f"    →  {more}")
         yield r
 
 

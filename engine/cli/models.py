@@ -7,8 +7,11 @@ import json
 from engine.cli.common import (
     EXIT_CANCELLED,
     EXIT_OK,
+    device_option,
+    json_option,
     one_line,
     open_project,
+    project_argument,
     say,
     trust_option,
 )
@@ -20,15 +23,15 @@ from engine.progress import CancelToken
 def register(sub) -> None:
     p = sub.add_parser("models", help="the project's model versions; activate, export or "
                        "delete one")
-    p.add_argument("project")
+    project_argument(p)
     p.add_argument("--activate", type=int, metavar="VERSION",
                    help="serve search with this version (encodes what it has not yet)")
     p.add_argument("--export", nargs=2, metavar=("VERSION", "FOLDER"),
                    help="copy a version to a new folder sentence-transformers loads")
     p.add_argument("--delete", type=int, metavar="VERSION", help="delete a fine-tuned version "
                    "that is not active and no other version was trained from")
-    p.add_argument("--device", default="auto")
-    p.add_argument("--json", action="store_true")
+    device_option(p)
+    json_option(p, "the versions")
     trust_option(p)
     p.set_defaults(run=cmd_models)
 

@@ -3,12 +3,18 @@
 from __future__ import annotations
 
 import json
+import sys
 
 from engine.cli.common import (
     EXIT_OK,
     backend_option,
+    nothing_indexed,
     one_line,
     open_project,
+    positive,
+    prefer_torch_free,
+    prepare_torch_free,
+    project_argument,
     say,
     trust_option,
 )
@@ -17,11 +23,16 @@ from engine.progress import CancelToken
 
 def register(sub) -> None:
     p = sub.add_parser("search", help="the most similar existing entries to a text")
-    p.add_argument("project")
-    p.add_argument("text")
-    p.add_argument("-k", type=int, default=10)
-    p.add_argument("--json", action="store_true")
-    p.add_argument("--device", default="auto")
+    project_argument(p)
+    p.add_argument("text", help="the text to look for")
+    p.add_argument("-k", type=positive, default=10,
+                   help="how many of the most similar entries to print (default 10)")
+    p.add_argument("--json", action="store_true",
+                   help="print the hits as JSON: [{id, row, text, score, item_id, source_id, "
+                   "copies, overlap, differing}, ...]")
+    p.add_argument("--device", default="auto", help="auto (CUDA, then MPS, then CPU), cpu, "
+                   "cuda or mps; on the CPU a model already checked against its ONNX export "
+                   "answers without loading torch")
     backend_option(p)
     trust_option(p)
     p.set_defaults(run=cmd_search)
@@ -29,7 +40,13 @@ def register(sub) -> None:
 
 def cmd_search(args, _cancel: CancelToken) -> int:
     with open_project(args.project, trust_models=args.trust_model_location) as project:
-        project.model.configure(device=args.device)
+        empty = nothing_indexed(project, "nothing to search")
+        if empty:
+            say(empty)
+            if args.json:
+                print("[]")
+            return EXIT_OK
+        prefer_torch_free(project, args.device, args.backend)
         active = project.model.row()
         if args.backend and active is not None:
             # The query must match the stored embeddings: an int8 backend cannot serve a
@@ -38,6 +55,12 @@ def cmd_search(args, _cancel: CancelToken) -> int:
         hits = project.search(args.text, args.k)
         for notice in project.notices:
             say(notice)
+        _print_hits(args, hits)
+        prepare_torch_free(project)   # when torch had to serve: the next search will not
+    return EXIT_OK
+
+
+def _print_hits(args, hits) -> None:
     from engine.review.overlap import overlap
 
     found = [overlap(args.text, h.text) for h in hits]
@@ -50,4 +73,4 @@ def cmd_search(args, _cancel: CancelToken) -> int:
         for h, o in zip(hits, found, strict=True):
             copies = f" (+{h.copies - 1} identical)" if h.copies > 1 else ""
             print(f"{h.score:.3f}  ∩{o.jaccard:.2f}  [{h.id}]  {one_line(h.text)}{copies}")
-    return EXIT_OK
+    sys.stdout.flush()   # the results are out before any preparation for the next search

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+from engine.cli.common import device_option
 from engine.progress import CancelToken
 
 
 def register(sub) -> None:
     p = sub.add_parser("selfcheck", help="check this installation: load the model, import, "
                        "search, export and open the window on a small sample")
-    p.add_argument("--device", default="auto")
+    device_option(p)
     p.add_argument("--no-window", action="store_true", help="skip the window check")
     p.set_defaults(run=cmd_selfcheck)
 

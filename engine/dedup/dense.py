@@ -16,8 +16,6 @@ from __future__ import annotations
 from collections.abc import Callable
 
 import numpy as np
-from scipy import sparse
-from scipy.sparse.csgraph import connected_components
 
 from engine.progress import CancelToken, Progress, ProgressCallback, RateMeter, no_progress
 
@@ -45,6 +43,11 @@ def complete_dense(vectors: VectorReader, ids: np.ndarray, rows: np.ndarray, col
     empty = (np.empty(0, np.int32), np.empty(0, np.int32), np.empty(0, np.float32))
     if not len(a):
         return empty
+    # SciPy only here, where it is used: importing it costs every command and the window's
+    # start a few tenths of a second.
+    from scipy import sparse
+    from scipy.sparse.csgraph import connected_components
+
     graph = sparse.coo_matrix((np.ones(len(a), dtype=np.int8), (a, b)), shape=(n, n))
     _, label = connected_components(graph.tocsr(), directed=False)
     nodes = np.unique(np.concatenate([a, b]))

@@ -10,16 +10,20 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-
-import pyarrow as pa
-import pyarrow.parquet as pq
+from typing import TYPE_CHECKING
 
 from engine.errors import InputError
 from engine.io.limits import CHUNK_CHARS
 from engine.io.records import Rows, cannot_read, cell_text
 
+if TYPE_CHECKING:  # pragma: no cover - pyarrow is imported when a Parquet file is opened
+    import pyarrow.parquet as pq
+
 
 def open_parquet(path: Path) -> pq.ParquetFile:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
     try:
         return pq.ParquetFile(path)
     except (pa.ArrowException, OSError) as err:
@@ -40,6 +44,8 @@ def parquet_batch_rows(parquet: pq.ParquetFile, chunk_rows: int) -> int:
 
 def parquet_records(path: Path, parquet: pq.ParquetFile, chunk_rows: int) -> Rows:
     """Rows of a Parquet file, a record batch at a time, numbered from 1."""
+    import pyarrow as pa
+
     batches = parquet.iter_batches(batch_size=chunk_rows)
     number = 0
     while True:
@@ -78,6 +84,8 @@ def _json_default(value: object) -> object:
 
 
 def _bad_parquet(path: Path, err: Exception) -> InputError:
+    import pyarrow as pa
+
     if isinstance(err, OSError) and not isinstance(err, pa.ArrowException):
         return cannot_read(path, err)
     return InputError(f"{path.name}: is not a valid Parquet file")

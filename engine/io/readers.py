@@ -16,8 +16,7 @@ import contextlib
 from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
-
-import pandas as pd
+from typing import TYPE_CHECKING
 
 from engine.errors import InputError
 from engine.io import sniff
@@ -37,6 +36,9 @@ from engine.io.records import (
 )
 from engine.io.text_lines import text_lines
 from engine.io.workbook import pick_sheet, sheet_names, sheet_rows
+
+if TYPE_CHECKING:  # pragma: no cover - pandas is imported when a table is read
+    import pandas as pd
 
 _KINDS = {
     ".csv": "csv", ".tsv": "csv", ".txt": "csv",
@@ -222,6 +224,8 @@ def _chunked(records: Rows, columns: list[str], chunk_rows: int) -> Iterator[pd.
 
 
 def _frame(rows: list[list[str]], numbers: list[int], columns: list[str]) -> pd.DataFrame:
+    import pandas as pd
+
     return pd.DataFrame(rows, columns=columns, index=numbers, dtype=str)
 
 

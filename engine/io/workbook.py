@@ -13,13 +13,14 @@ import zipfile
 import zlib
 from collections.abc import Iterator
 from pathlib import Path
-
-import openpyxl
-from openpyxl.utils.exceptions import InvalidFileException
+from typing import TYPE_CHECKING
 
 from engine.errors import InputError
 from engine.io.limits import MAX_PART_BYTES, MAX_SHEET_BYTES, size_text
 from engine.io.records import Rows, TableFormat, cannot_read, cell_text, shown
+
+if TYPE_CHECKING:  # pragma: no cover - openpyxl is imported when a workbook is opened
+    import openpyxl
 
 EXCEL_MAX_ROWS = 1_048_576
 """Excel's last row. openpyxl fills a gap in row numbers with empty rows, so a sheet whose
@@ -27,10 +28,19 @@ XML numbers a row 2,000,000,000 would otherwise stream empty rows for an hour.""
 
 # What openpyxl and zipfile raise on a part that is not what it claims: XML errors are
 # SyntaxError subclasses; bad numbers, dates and cell references are ValueError/KeyError/
-# OverflowError; a damaged deflate stream is zlib.error or BadZipFile (CRC).
-_BROKEN = (zipfile.BadZipFile, zlib.error, InvalidFileException, SyntaxError, ValueError,
-           KeyError, IndexError, TypeError, OverflowError, EOFError)
+# OverflowError; a damaged deflate stream is zlib.error or BadZipFile (CRC); and openpyxl's
+# InvalidFileException (`_broken`).
+_BROKEN = (zipfile.BadZipFile, zlib.error, SyntaxError, ValueError, KeyError, IndexError,
+           TypeError, OverflowError, EOFError)
 _READ_COMPRESSION = (zipfile.ZIP_STORED, zipfile.ZIP_DEFLATED)  # what Excel writes
+
+
+def _broken() -> tuple[type[BaseException], ...]:
+    """`_BROKEN` and openpyxl's own error; openpyxl is imported only once a workbook is
+    read (importing it costs a tenth of a second every command would pay)."""
+    from openpyxl.utils.exceptions import InvalidFileException
+
+    return (*_BROKEN, InvalidFileException)
 
 
 @contextlib.contextmanager
@@ -55,18 +65,20 @@ def _rows(path: Path, worksheet) -> Rows:
             yield number, [cell_text(value) for value in row]
     except OSError as err:
         raise cannot_read(path, err) from err
-    except _BROKEN as err:
+    except _broken() as err:
         raise _damaged(path, err) from err
 
 
 def open_workbook(path: Path) -> openpyxl.Workbook:
     """The workbook in read-only mode, after checking what its parts unpack to."""
+    import openpyxl
+
     check_unpacked_sizes(path)
     try:
         return openpyxl.load_workbook(path, read_only=True, data_only=True)
     except OSError as err:
         raise cannot_read(path, err) from err
-    except _BROKEN as err:
+    except _broken() as err:
         raise InputError(f"{path.name}: is not a valid .xlsx workbook") from err
 
 

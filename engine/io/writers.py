@@ -15,12 +15,12 @@ import os
 import uuid
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
-
-import openpyxl
-import pandas as pd
-from openpyxl.cell.cell import ILLEGAL_CHARACTERS_RE
+from typing import TYPE_CHECKING
 
 from engine.errors import DiskFull, DuplensError, InputError
+
+if TYPE_CHECKING:  # pragma: no cover - pandas and openpyxl are imported when a file is written
+    import pandas as pd
 
 _FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
 
@@ -70,12 +70,15 @@ def _stream_csv(path: Path, header: Sequence[str], rows: Iterable[Sequence[objec
 
 
 def _stream_xlsx(path: Path, header: Sequence[str], rows: Iterable[Sequence[object]]) -> int:
+    import openpyxl
+
+    xlsx_value = _xlsx_values()
     workbook = openpyxl.Workbook(write_only=True)
     sheet = workbook.create_sheet()
-    sheet.append([_xlsx_value(str(name)) for name in header])
+    sheet.append([xlsx_value(str(name)) for name in header])
     written = 0
     for row in rows:
-        sheet.append([_xlsx_value(value) for value in row])
+        sheet.append([xlsx_value(value) for value in row])
         written += 1
     workbook.save(path)
     return written
@@ -113,22 +116,33 @@ def _write_csv(df: pd.DataFrame, path: Path) -> None:
 
 def _write_xlsx(df: pd.DataFrame, path: Path) -> None:
     """Write-only mode streams rows to disk instead of building every cell in memory."""
+    import openpyxl
+
+    xlsx_value = _xlsx_values()
     workbook = openpyxl.Workbook(write_only=True)
     sheet = workbook.create_sheet()
-    sheet.append([_xlsx_value(str(name)) for name in df.columns])
+    sheet.append([xlsx_value(str(name)) for name in df.columns])
     for row in df.itertuples(index=False, name=None):
-        sheet.append([_xlsx_value(value) for value in row])
+        sheet.append([xlsx_value(value) for value in row])
     workbook.save(path)
 
 
-def _xlsx_value(value: object) -> object:
-    """A value openpyxl can store: empty for missing, text neutralised and without the
-    control characters XML cannot hold (openpyxl would refuse the whole file)."""
-    if isinstance(value, str):
-        return neutralise_cell(ILLEGAL_CHARACTERS_RE.sub("", value))
-    if value is None or (pd.api.types.is_scalar(value) and pd.isna(value)):
-        return None
-    return value
+def _xlsx_values() -> Callable[[object], object]:
+    """The cell converter for openpyxl; pandas and openpyxl are imported here, when a
+    workbook is written, not whenever the engine is (`duplens info` needs neither)."""
+    import pandas as pd
+    from openpyxl.cell.cell import ILLEGAL_CHARACTERS_RE
+
+    def xlsx_value(value: object) -> object:
+        """A value openpyxl can store: empty for missing, text neutralised and without the
+        control characters XML cannot hold (openpyxl would refuse the whole file)."""
+        if isinstance(value, str):
+            return neutralise_cell(ILLEGAL_CHARACTERS_RE.sub("", value))
+        if value is None or (pd.api.types.is_scalar(value) and pd.isna(value)):
+            return None
+        return value
+
+    return xlsx_value
 
 
 def _write_error(path: Path, err: OSError) -> DuplensError:

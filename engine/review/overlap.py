@@ -6,24 +6,32 @@ near copy (high overlap), and a content word that only one text has is what a hi
 hides: "Add two numbers" and "Multiply two numbers" score high with all-MiniLM-L6-v2 while
 asking different things. Such a pair is marked, naming the words, for the analyst to look at.
 
-Words are scikit-learn's tokens (its `CountVectorizer` analyser, lower-cased, one-letter
-words kept so "C", "R" and the "D" of "vitamin D" count), and "content" means not one of its
-English stop words. What is left of a contraction ("what's", "don't", "I'd") is dropped before
-the words are cut, so the "s" of "what's" is no word while the "S" of "Galaxy S" is. Two words
-are the same when their case-folded forms are ("Straße", "STRASSE"). The comparison panel
+Words are scikit-learn's tokens (what its `CountVectorizer` analyser gives with the pattern
+below: the lower-cased text's words, one-letter words kept so "C", "R" and the "D" of
+"vitamin D" count), and "content" means not one of its English stop words. Neither imports
+scikit-learn (a second and more, with SciPy, on a small machine, which `duplens search` would
+pay for every call): the analyser is that pattern's `findall` on the lower-cased text, and the
+stop words are read from scikit-learn's own list (`_stop_words`);
+tests/engine/review/test_overlap_sources.py checks both against scikit-learn. What is left of
+a contraction ("what's", "don't", "I'd") is dropped before the words are cut, so the "s" of
+"what's" is no word while the "S" of "Galaxy S" is. Two words are the same when their
+case-folded forms are ("Straße", "STRASSE"). The comparison panel
 highlights exactly the words named here (`engine.review.diff`), so what the line under it says
 differs is what is marked above it.
 """
 
 from __future__ import annotations
 
+import ast
+import importlib.util
 import re
-from collections.abc import Callable
 from dataclasses import dataclass
 from functools import lru_cache
+from pathlib import Path
 
 # scikit-learn's default pattern drops one-letter tokens; "C" versus "R" is a difference.
 _TOKEN_PATTERN = r"(?u)\b\w+\b"
+_TOKENS = re.compile(_TOKEN_PATTERN)
 # The end of a contraction ("what's", "don't", "I'll"): no content, and no word of its own.
 _CONTRACTION = re.compile(r"(?<=\w)['’](?:s|t|d|ll|re|ve|m)\b", re.IGNORECASE)
 
@@ -53,30 +61,43 @@ class Overlap:
 
 
 @lru_cache(maxsize=1)
-def _analyser() -> Callable[[str], list[str]]:
-    # Imported here: scikit-learn takes about a second, and the window imports this module.
-    from sklearn.feature_extraction.text import CountVectorizer
-
-    return CountVectorizer(token_pattern=_TOKEN_PATTERN).build_analyzer()
-
-
-@lru_cache(maxsize=1)
 def _stop_words() -> frozenset[str]:
+    return _english_stop_words()
+
+
+def _english_stop_words() -> frozenset[str]:
+    """scikit-learn's `ENGLISH_STOP_WORDS`, read from the file that defines it (a literal
+    list, parsed, never run) so that scikit-learn itself is not imported; imported the
+    usual way where the file is not where or what it was."""
+    spec = importlib.util.find_spec("sklearn")
+    if spec is not None and spec.submodule_search_locations:
+        for folder in spec.submodule_search_locations:
+            path = Path(folder) / "feature_extraction" / "_stop_words.py"
+            try:
+                tree = ast.parse(path.read_text(encoding="utf-8"))
+                for node in tree.body:
+                    if (isinstance(node, ast.Assign) and len(node.targets) == 1
+                            and getattr(node.targets[0], "id", "") == "ENGLISH_STOP_WORDS"
+                            and isinstance(node.value, ast.Call) and node.value.args):
+                        return frozenset(ast.literal_eval(node.value.args[0]))
+            except (OSError, SyntaxError, ValueError):
+                continue
     from sklearn.feature_extraction.text import ENGLISH_STOP_WORDS
 
     return frozenset(ENGLISH_STOP_WORDS)
 
 
 def warm_up() -> None:
-    """Import the tokeniser now (a second of scikit-learn), off a thread that must not wait."""
-    _analyser()
+    """Read the stop words now, off a thread that must not wait."""
     _stop_words()
 
 
 def words(text: str) -> list[str]:
     """The text's tokens, lower-cased, as the overlap counts them (contractions' ends left
-    out)."""
-    return _analyser()(_CONTRACTION.sub("", text))
+    out): what scikit-learn's `CountVectorizer(token_pattern=_TOKEN_PATTERN)
+    .build_analyzer()` returns for the text without them (it lower-cases and takes the
+    pattern's matches; no stop words or n-grams by default)."""
+    return _TOKENS.findall(_CONTRACTION.sub("", text).lower())
 
 
 def jaccard(a: str, b: str) -> float:

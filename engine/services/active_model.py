@@ -25,13 +25,17 @@ from engine.store.database import Store
 @dataclass(frozen=True)
 class ModelPreferences:
     """How models are loaded from now on: device, batch size, backend (None keeps the
-    backend the active model's embeddings were made with) and whether single queries get
-    the faster runtime (`SentenceEncoder.prepare_fast_queries`; the window asks for it)."""
+    backend the active model's embeddings were made with), whether single queries get
+    the faster runtime (`SentenceEncoder.prepare_fast_queries`; the window asks for it),
+    and whether the active model may be served without torch from its checked ONNX export
+    (`engine.encoding.onnx_encoder`; the command line's search and match ask for it: they
+    encode a few texts, and importing torch would be most of their time)."""
 
     device: str = "auto"
     batch_size: int = 64
     backend: str | None = None
     fast_queries: bool = False
+    torch_free: bool = False
 
 
 class ActiveModel:
@@ -112,6 +116,11 @@ class ActiveModel:
         if encoder is not None:
             return encoder
         active = self.row()
+        light = self._torch_free(active)
+        if light is not None:
+            with self.lock:
+                self._encoder, self._id = light, int(active["id"])
+            return light
         if self._store.read_only:
             if active is None:
                 raise ProjectError(f"{self._store.name}: has no encoded items yet")
@@ -205,7 +214,43 @@ class ActiveModel:
         if self._spare is not None and self._spare[0] == model_id:
             self._spare = None
 
+    def _torch_free(self, active: dict | None) -> SentenceEncoder | None:
+        """The active model served from its checked ONNX export without torch, when the
+        preferences allow it and the stored embeddings are torch's (or an exact backend's),
+        on the CPU; else None (`onnx_encoder.load` says why not in the log)."""
+        prefs = self.preferences
+        if (not prefs.torch_free or active is None or prefs.device not in ("auto", "cpu")
+                or not backend_for_row(active["fingerprint"], prefs.backend).exact):
+            return None
+        from pathlib import Path
+
+        from engine.encoding import onnx_encoder
+        from engine.encoding.model_spec import default_model_path
+
+        source = self.source(active["location"])   # the project's consent rules apply
+        folder = default_model_path() if source is None else Path(source)
+        if not folder.is_dir():   # a hub name: torch's loader finds its snapshot
+            return None
+        return onnx_encoder.load(folder, active, batch_size=prefs.batch_size)
+
+    def verify_torch_free(self, on_export: Callable[[], object] | None = None
+                          ) -> float | None:
+        """Check the loaded torch model's ONNX export against it, so that later searches
+        can skip torch (`onnx_encoder.verify`: makes the export when missing, calling
+        `on_export` first); None when nothing was checked. For the command line, after its
+        work is done."""
+        encoder = self.loaded()
+        if encoder is None or encoder.device != "cpu":
+            return None
+        from engine.encoding import onnx_encoder
+
+        return onnx_encoder.verify(encoder, on_export)
+
     def _prepare(self, encoder: SentenceEncoder) -> None:
         if self.preferences.fast_queries:
             encoder.prepare_fast_queries()
+            if encoder.query_runtime == "onnxruntime":   # the export is there: check it once
+                from engine.encoding import onnx_encoder
+
+                onnx_encoder.verify(encoder)
 

@@ -25,10 +25,10 @@ import os
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import hnswlib
 import numpy as np
-import pandas as pd
 
 from engine.errors import InputError, ProjectError
 from engine.importer import file_sha256
@@ -53,6 +53,9 @@ from engine.store import pending_verdicts
 from engine.store.database import Store
 from engine.store.pending_verdicts import PendingVerdict
 from engine.text import join_cells, norm_key
+
+if TYPE_CHECKING:  # pragma: no cover - pandas is imported when a file is read
+    import pandas as pd
 
 BATCH_ROWS = 1024  # rows encoded and searched together: big enough to keep torch busy
 # A cap on the search beam for a match's top k (see `match_ef`); None: the index's own.
@@ -110,6 +113,8 @@ class MatchResult:
         """The export as a table (`export_header` / `export_record`, the same cells the
         streamed `--out` writes); with `verdicts` (file row → 1 / 0), a last `verdict`
         column says "duplicate", "new" or nothing for each row."""
+        import pandas as pd
+
         frame = pd.DataFrame.from_records(
             [export_record(r, self.columns, self.k, self.threshold) for r in self.rows],
             columns=export_header(self.columns, self.k))

@@ -14,7 +14,6 @@ from collections.abc import Mapping, Sequence
 from types import ModuleType
 
 from sqlalchemy import Connection, Numeric, String, Table
-from sqlalchemy.dialects import postgresql as pg
 from sqlalchemy.dialects import sqlite as lite
 from sqlalchemy.ext.compiler import compiles
 from sqlalchemy.sql.functions import FunctionElement
@@ -36,7 +35,13 @@ def backend_of(conn: Connection) -> ModuleType:
 
 def conflict_insert(conn: Connection, table: Table):
     """An INSERT for `table` with `.on_conflict_do_update` / `.on_conflict_do_nothing`."""
-    return (pg.insert if conn.dialect.name == "postgresql" else lite.insert)(table)
+    if conn.dialect.name == "postgresql":
+        # Imported for server projects only: SQLAlchemy's PostgreSQL dialect brings asyncio
+        # and its async drivers' modules, a cost every file project would pay at start.
+        from sqlalchemy.dialects import postgresql as pg
+
+        return pg.insert(table)
+    return lite.insert(table)
 
 
 def upsert(conn: Connection, table: Table, values: Mapping, keys: Sequence[str]) -> None:

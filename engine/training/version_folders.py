@@ -29,6 +29,7 @@ import tempfile
 import time
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from sqlalchemy import Connection
 
@@ -43,7 +44,9 @@ from engine.store import version_rows as version_store
 from engine.store.database import Store
 from engine.store.folder_blobs import folder_blob_name, put_folder, stored_folder_ids
 from engine.training import version_blobs
-from engine.training.pairs import LabelledPair
+
+if TYPE_CHECKING:  # pragma: no cover - pairs imports pandas, which finding a folder needs not
+    from engine.training.pairs import LabelledPair
 
 VERSION_FILE = "duplens_version.json"
 MODELS_SUFFIX = ".models"

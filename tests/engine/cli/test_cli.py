@@ -1,7 +1,11 @@
-"""The `duplens` command as a user runs it: real processes, real model, small files."""
+"""The `duplens` command as a user runs it: its real entry point, the real model, small
+files; in this process (`run`) unless what is tested is the process itself (`run_process`:
+signals, a killed process, the real exit status)."""
 
 from __future__ import annotations
 
+import contextlib
+import io
 import json
 import os
 import signal
@@ -9,6 +13,8 @@ import sqlite3
 import subprocess
 import sys
 import time
+import warnings
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -16,10 +22,52 @@ import pytest
 ROOT = Path(__file__).resolve().parents[3]
 
 
-def run(*args: str, check_code: int | None = 0, **kw) -> subprocess.CompletedProcess:
+def run(*args: str, check_code: int | None = 0) -> subprocess.CompletedProcess:
+    """`duplens ARGS` through `engine.cli.main` in this process: its stdout, stderr and exit
+    status as a process would give them (argparse's exits included).
+
+    A fresh process imports the engine, torch and the rest again: seconds each on a small
+    machine, which made the CLI tests most of a 40-minute suite. What a process adds (the
+    interpreter's exit, signals, pipes) is tested with `run_process`."""
+    from engine.cli import main
+
+    out, err = io.StringIO(), io.StringIO()
+    interrupt = signal.getsignal(signal.SIGINT)   # `main` installs its own Ctrl-C handler
+    try:
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err), \
+                _warnings_on(err):
+            try:
+                code = main(list(args))
+            except SystemExit as exc:   # argparse: a usage error (2), --help, --version (0)
+                code = exc.code if isinstance(exc.code, int) else 0 if exc.code is None else 1
+                if isinstance(exc.code, str):
+                    err.write(exc.code + "\n")
+    finally:
+        signal.signal(signal.SIGINT, interrupt)
+    proc = subprocess.CompletedProcess(["duplens", *args], code, out.getvalue(),
+                                       err.getvalue())
+    if check_code is not None:
+        assert proc.returncode == check_code, proc.stderr
+    return proc
+
+
+@contextlib.contextmanager
+def _warnings_on(err: io.StringIO) -> Iterator[None]:
+    """Python warnings go to the captured stderr, as they would in a process (pytest would
+    otherwise collect them), so that "one line on stderr" still means one line."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("default")
+        warnings.showwarning = lambda message, category, filename, lineno, file=None, \
+            line=None: err.write(warnings.formatwarning(message, category, filename, lineno,
+                                                        line))
+        yield
+
+
+def run_process(*args: str, check_code: int | None = 0) -> subprocess.CompletedProcess:
+    """`python -m engine.cli ARGS` in a process of its own."""
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     proc = subprocess.run([sys.executable, "-m", "engine.cli", *args], capture_output=True,
-                          text=True, env=env, timeout=300, **kw)
+                          text=True, env=env, timeout=300)
     if check_code is not None:
         assert proc.returncode == check_code, proc.stderr
     return proc
@@ -46,7 +94,7 @@ def project(tmp_path_factory) -> Path:
     path = folder / "questions.duplens"
     data = ROOT / "tests" / "data" / "questions.csv"
     proc = run("import", str(path), str(data), "--column", "question", "--id-column", "qid")
-    assert "48 rows imported" in proc.stderr
+    assert "48 rows imported" in proc.stdout   # the summary on stdout, the bars on stderr
     return path
 
 
@@ -133,6 +181,7 @@ def test_eval_commands(tmp_path):
     assert proc.stdout.startswith("average precision: 100.00")
 
 
+@pytest.mark.slow
 def test_sigkill_during_encoding_then_resume_encodes_everything_once(tmp_path):
     path = tmp_path / "killed.duplens"
     src = tmp_path / "many.csv"
@@ -159,6 +208,7 @@ def test_sigkill_during_encoding_then_resume_encodes_everything_once(tmp_path):
     assert info["encoded"] == 3000 and info["index_items"] == 3000
 
 
+@pytest.mark.slow
 def test_ctrl_c_stops_cleanly_and_keeps_what_was_encoded(tmp_path):
     path = tmp_path / "interrupted.duplens"
     src = tmp_path / "many.csv"
@@ -177,3 +227,109 @@ def test_ctrl_c_stops_cleanly_and_keeps_what_was_encoded(tmp_path):
     info = json.loads(run("info", str(path), "--json").stdout)
     assert 0 < info["encoded"] < 20000
     assert info["index_items"] == info["encoded"]
+
+
+# -- what a new analyst tripped over (#29) ---------------------------------------------------
+def test_a_failed_import_leaves_no_project_file(tmp_path):
+    data = ROOT / "tests" / "data" / "questions.csv"
+    path = tmp_path / "x.duplens"
+    proc = run("import", str(path), str(data), "--column", "Question", check_code=2)
+    assert proc.stderr.strip().splitlines() == [
+        'duplens: questions.csv: no column "Question"; columns are: qid, question, topic']
+    assert not path.exists()
+    # A failure found while reading, after the import started, removes the new file too.
+    long = tmp_path / "long.csv"
+    long.write_text("id,text\n1,ok\n2," + "x" * 16_000_001 + "\n", encoding="utf-8")
+    proc = run("import", str(path), str(long), "--column", "text", "--no-encode",
+               check_code=2)
+    assert "a row longer than 16,000,000 characters" in proc.stderr
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["long.csv"]
+
+
+def test_import_prints_its_summary_on_stdout(project):
+    proc = run("import", str(project), str(ROOT / "tests" / "data" / "questions.csv"),
+               "--column", "question", "--id-column", "qid", "--no-encode")
+    assert proc.stdout == ("questions.csv: already imported with these columns; nothing "
+                           "added\n")
+
+
+def test_search_and_duplicates_say_when_there_is_nothing(tmp_path):
+    import re
+
+    empty, some = tmp_path / "empty.duplens", tmp_path / "some.duplens"
+    blank = tmp_path / "blank.csv"    # rows, but no text in the text column
+    blank.write_text("question,topic\n,a\n ,b\n", encoding="utf-8")
+    assert "0 rows imported, 2 empty skipped" in run("import", str(empty), str(blank),
+                                                      "--column", "question").stdout
+    proc = run("search", str(empty), "hello")
+    assert (proc.stdout, proc.stderr) == ("", "empty.duplens has 0 rows: nothing to search\n")
+    assert run("search", str(empty), "hello", "--json").stdout == "[]\n"
+    proc = run("duplicates", str(empty))
+    assert (proc.stdout, proc.stderr) == ("", "empty.duplens has 0 rows: no clusters\n")
+    two = tmp_path / "two.csv"
+    two.write_text("question\nHow do I bake bread?\nWho painted the Mona Lisa?\n",
+                   encoding="utf-8")
+    run("import", str(some), str(two), "--column", "question", "--no-encode")
+    proc = run("search", str(some), "hello")
+    assert proc.stderr == (f"some.duplens has 2 rows but none is encoded yet: nothing to "
+                           f"search; run 'duplens encode {some}' first\n")
+    run("encode", str(some))
+    proc = run("duplicates", str(some))
+    assert proc.stdout == ""
+    assert re.fullmatch(r"no clusters at 0\.\d+ in some\.duplens; a lower --threshold finds "
+                        r"looser ones", proc.stderr.splitlines()[-1]), proc.stderr
+    proc = run("duplicates", str(some), "--threshold", "0.85")
+    assert proc.stderr.splitlines()[-1] == ("no clusters at 0.85 in some.duplens; a lower "
+                                            "--threshold finds looser ones")
+    proc = run("duplicates", str(some), "--threshold", "0.9", "--json")
+    assert proc.stdout == "[]\n" and "no clusters at 0.9 in some.duplens" in proc.stderr
+
+
+def test_every_option_and_argument_has_help():
+    import argparse
+
+    from engine.cli import build_parser
+
+    lacking = []
+
+    def walk(parser: argparse.ArgumentParser, name: str) -> None:
+        for action in parser._actions:
+            if isinstance(action, argparse._SubParsersAction):
+                for command, sub in action.choices.items():
+                    walk(sub, f"{name} {command}")
+            elif not action.help:
+                lacking.append(f"{name} {'/'.join(action.option_strings) or action.dest}")
+
+    walk(build_parser(), "duplens")
+    assert lacking == []
+
+
+def test_readme_commands_and_options_are_the_parsers():
+    """Each `duplens …` line of README's command-line block names a command and options
+    that `--help` has."""
+    import argparse
+    import re
+
+    from engine.cli import build_parser
+
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    section = readme.split("## Command line", 1)[1]
+    lines = [line.split("#", 1)[0] for line in section.split("```")[1].splitlines()]
+    commands = {a.dest: a for a in build_parser()._actions
+                if isinstance(a, argparse._SubParsersAction)}["command"].choices
+    current = None
+    checked = 0
+    for line in lines:
+        words = line.split()
+        if words[:1] == ["duplens"]:
+            current = commands[words[1]]
+            if words[1] == "eval":
+                current = next(a for a in current._actions
+                               if isinstance(a, argparse._SubParsersAction)).choices[words[2]]
+        if current is None or not words:
+            continue
+        known = {s for a in current._actions for s in a.option_strings}
+        for option in re.findall(r"(?<![\w-])(--[a-z][a-z-]*|-[a-z])\b", line):
+            assert option in known, f"README: {line.strip()} ({option})"
+            checked += 1
+    assert checked >= 20

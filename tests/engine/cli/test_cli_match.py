@@ -1,4 +1,5 @@
-"""`duplens match` as a user runs it: real processes, the real model, small files."""
+"""`duplens match` as a user runs it (its real entry point, in this process unless the
+process is what is tested), the real model, small files."""
 
 from __future__ import annotations
 
@@ -56,6 +57,16 @@ def test_json_one_entry_per_row_in_file_order_and_nothing_added(project, new_fil
     assert not {"q41", "q42"} & {m["id"] for m in first}
     assert rows[1]["matches"][0]["id"] in {"q6", "q7"}      # the capitals of Australia
     assert items(project) == before
+
+
+def test_without_json_every_row_shows_its_k_matches(project, new_file):
+    proc = run("match", str(project), str(new_file), "--column", "question", "--id-column",
+               "ref", "-k", "2")
+    lines = proc.stdout.splitlines()
+    assert len(lines) == 8     # 4 rows of the file, 2 matches each
+    assert lines[0].startswith("[n1]  How do I learn Python quickly?  →  1.000  [q1]  ")
+    assert lines[1].startswith("    →  ") and "[q" in lines[1]
+    assert [line.startswith("[n") for line in lines] == [True, False] * 4
 
 
 def test_id_is_the_row_number_without_an_id_column(project, new_file):

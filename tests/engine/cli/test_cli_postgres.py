@@ -25,7 +25,7 @@ def team_project(postgres_server, monkeypatch):
 def test_import_search_and_info_on_a_server_project(team_project):
     data = ROOT / "tests" / "data" / "questions.csv"
     proc = run("import", team_project, str(data), "--column", "question", "--id-column", "qid")
-    assert "48 rows imported" in proc.stderr
+    assert "48 rows imported" in proc.stdout
     proc = run("search", team_project, "what is australia's capital city", "-k", "3", "--json")
     assert json.loads(proc.stdout)[0]["id"] in {"q6", "q7"}
     info = json.loads(run("info", team_project, "--json").stdout)

@@ -13,14 +13,16 @@ from pathlib import Path
 
 import pytest
 
-from tests.engine.cli.test_cli import ROOT, run, wait_for_embeddings
+from tests.engine.cli.test_cli import ROOT, run, run_process, wait_for_embeddings
 
 
 def test_a_wrong_cluster_address_is_one_line_and_imports_nothing(tmp_path):
     path = tmp_path / "p.duplens"
     data = ROOT / "tests" / "data" / "questions.csv"
-    proc = run("import", str(path), str(data), "--column", "question",
-               "--executor", "ray=127.0.0.1:1", check_code=2)
+    # A process of its own: this one may be connected to the session's Ray already, and a
+    # process joins one Ray only (`engine.encoding.ray_cluster.connect`).
+    proc = run_process("import", str(path), str(data), "--column", "question",
+                       "--executor", "ray=127.0.0.1:1", check_code=2)
     assert proc.stderr.strip().splitlines() == [
         "duplens: cannot reach the Ray cluster at 127.0.0.1:1: nothing listens on port 1 of "
         "127.0.0.1"]

@@ -25,12 +25,13 @@ BIG = 300_000_000  # bytes of each text file: loaded whole, it would pass the bo
 pytestmark = pytest.mark.slow
 
 
-def import_cli(project: Path, path: Path, column: str) -> tuple[int, str, int]:
-    """(exit code, stderr without progress bars, peak RSS in MiB) of one import."""
+def import_cli(project: Path, path: Path, column: str) -> tuple[int, str, int, str]:
+    """(exit code, stderr without progress bars, peak RSS in MiB, stdout: the summary) of
+    one import."""
     env = {**os.environ, "PYTHONPATH": str(ROOT), "TQDM_DISABLE": "1"}
     done = run_python(["-m", "engine.cli", "import", str(project), str(path), "--column",
                        column, "--no-encode"], env=env)
-    return done.returncode, done.stderr.strip(), done.peak_rss_mib
+    return done.returncode, done.stderr.strip(), done.peak_rss_mib, done.stdout
 
 
 def one_line(path: Path) -> Path:
@@ -71,10 +72,11 @@ def zip_bomb(path: Path) -> Path:
 def test_a_hostile_file_exits_2_in_one_line_within_bounded_memory(tmp_path, make, name,
                                                                   message) -> None:
     path = make(tmp_path / name)
-    code, stderr, peak_mib = import_cli(tmp_path / "p.duplens", path, "text")
+    code, stderr, peak_mib, _ = import_cli(tmp_path / "p.duplens", path, "text")
     assert code == 2, stderr
     assert len(stderr.splitlines()) == 1 and message in stderr, stderr
     assert peak_mib < PEAK_RSS_MIB, f"peak RSS {peak_mib} MiB"
+    assert not (tmp_path / "p.duplens").exists()   # a failed import creates no project
 
 
 def test_json_lines_nested_100000_deep_import_the_rest(tmp_path) -> None:
@@ -82,7 +84,7 @@ def test_json_lines_nested_100000_deep_import_the_rest(tmp_path) -> None:
     deep = 100_000
     path.write_text('{"text": ' + "[" * deep + "]" * deep + '}\n{"text": "fine"}\n',
                     encoding="utf-8")
-    code, stderr, peak_mib = import_cli(tmp_path / "p.duplens", path, "text")
+    code, stderr, peak_mib, stdout = import_cli(tmp_path / "p.duplens", path, "text")
     assert code == 0, stderr
-    assert "1 rows imported" in stderr and "skipped 1 malformed lines (1)" in stderr
+    assert "1 rows imported" in stdout and "skipped 1 malformed lines (1)" in stderr
     assert peak_mib < PEAK_RSS_MIB

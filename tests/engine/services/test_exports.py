@@ -1,16 +1,11 @@
 """The export is the analyst's spreadsheet: every row, every original cell, plus the review."""
 
 import csv
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from engine.services.exports import ADDED_COLUMNS, DEDUPLICATED, ONLY_CLUSTERS
-
-ROOT = Path(__file__).resolve().parents[3]
 
 # Leading zeros, embedded newline / quotes / separator, a row in no cluster, a pair of
 # near-duplicates and an exact copy up to case and spacing (same normalised text).
@@ -90,24 +85,21 @@ def test_deduplicated_and_only_clusters(cut, tmp_path):
 
 
 def test_cli_exports_every_row_and_the_two_other_forms(cut, tmp_path):
+    from tests.engine.cli.test_cli import run
+
     project, _ = cut()
     path = project.path
     project.close()
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
     lines = {}
     for flag in ("", "--only-clusters", "--deduplicated"):
         out = tmp_path / f"cli{flag}.csv"
-        cmd = [sys.executable, "-m", "engine.cli", "duplicates", str(path), "--threshold",
-               "0.9", "--out", str(out), *([flag] if flag else [])]
-        done = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True)
-        assert done.returncode == 0, done.stderr
+        run("duplicates", str(path), "--threshold", "0.9", "--out", str(out),
+            *([flag] if flag else []))
         lines[flag] = read_back(out)[1:]
     assert [line[:4] for line in lines[""]] == ROWS[1:]
     assert len(lines["--only-clusters"]) == 3 and len(lines["--deduplicated"]) == 3
-    bad = subprocess.run([sys.executable, "-m", "engine.cli", "duplicates", str(path), "--out",
-                          str(tmp_path / "x.csv"), "--only-clusters", "--deduplicated"],
-                         cwd=ROOT, env=env, capture_output=True, text=True)
-    assert bad.returncode == 2
+    run("duplicates", str(path), "--out", str(tmp_path / "x.csv"), "--only-clusters",
+        "--deduplicated", check_code=2)
 
 
 def test_xlsx_holds_every_row_with_text_kept_as_text(cut, tmp_path):

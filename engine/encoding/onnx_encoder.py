@@ -1,0 +1,386 @@
+"""An encoder without torch: the model's cached ONNX export, its `tokenizers` tokenizer and
+NumPy pooling, for the command line's one-off searches and small matches.
+
+`duplens search` used to import torch, transformers and sentence-transformers (seconds, and
+most of a ten-second search on a small machine) to encode one text. The "onnx" backend's
+export of the model (`engine.encoding.conversion`, cached per weights in
+`engine.encoding.backends.export_dir`) gives torch's embeddings; what sentence-transformers
+adds around the transformer is, for the models Duplens serves, a tokenizer that the
+`tokenizers` library loads from `tokenizer.json`, a pooling of the token embeddings and a
+normalisation, all of which the model folder describes (`modules.json`,
+`sentence_bert_config.json`, `1_Pooling/config.json`). `OnnxEncoder` does those steps itself.
+
+It is used only where it was checked against torch: `verify` (run where torch is loaded
+anyway: the window's fast queries, `duplens import` and `encode`, and a search that had to
+fall back to torch) encodes probe texts both ways and, when every cosine is at least
+`MIN_COSINE`, writes a marker beside the export, named by a digest of everything in the
+model folder that the steps above read (and the `tokenizers` release). `load` returns an
+encoder only when that marker is there; any other model (a default prompt, another pooling,
+extra modules, no export yet) returns None and the caller loads torch as before.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import json
+import logging
+import os
+import threading
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from engine.encoding.backends import BACKENDS, export_dir, split_fingerprint
+from engine.encoding.conversion import ONNX_FILE
+from engine.encoding.encoder import SentenceEncoder
+from engine.encoding.model_spec import ModelSpec
+
+if TYPE_CHECKING:  # pragma: no cover
+    from tokenizers import Tokenizer
+
+log = logging.getLogger("duplens")
+
+# Lowest cosine between this encoder's and torch's embedding of a probe text for the export
+# to be used without torch. The fp32 export measures 1.000000 (docs/benchmarks.md).
+MIN_COSINE = 0.9999
+# Bump when the steps here change, so an older check is not taken for one of them.
+CHECK_FORMAT = 1
+_MODULE_KINDS = ("Transformer", "Pooling", "Normalize")
+_POOLING_MODES = ("cls", "max", "mean", "mean_sqrt_len_tokens")
+# sentence-transformers' legacy switches, in the order it concatenates them.
+_LEGACY_POOLING = (("pooling_mode_cls_token", "cls"), ("pooling_mode_max_tokens", "max"),
+                   ("pooling_mode_mean_tokens", "mean"),
+                   ("pooling_mode_mean_sqrt_len_tokens", "mean_sqrt_len_tokens"),
+                   ("pooling_mode_weightedmean_tokens", "weightedmean"),
+                   ("pooling_mode_lasttoken", "lasttoken"))
+# Probe texts: a question, case and punctuation, accents and other scripts, spaces around,
+# an empty one, and one far past the model's window (truncation); encoded one at a time
+# and as one padded batch.
+PROBES = (
+    "How do I find out whether a question was already asked?",
+    "WHAT's the   capital of Australia?!",
+    "Crème brûlée, naïve café — 東京 und München 🙂",
+    "  leading and trailing spaces  ",
+    "",
+    "a",
+    " ".join(["Why does a long text get cut at the model's window of tokens?"] * 60),
+)
+
+
+@dataclass(frozen=True)
+class FolderSteps:
+    """What sentence-transformers does around the transformer, read from a model folder."""
+
+    tokenizer_file: Path
+    max_seq_length: int
+    do_lower_case: bool
+    pooling: tuple[str, ...]
+    hidden_size: int
+    digest: str          # of every file read here and the tokenizers release
+
+    @property
+    def dim(self) -> int:
+        return self.hidden_size * len(self.pooling)
+
+
+def read_steps(folder: Path) -> FolderSteps | None:
+    """The steps of the model in `folder`, or None when they are not ones done here (a
+    default prompt, a pooling other than cls/max/mean, modules besides Transformer,
+    Pooling and Normalize, no tokenizer.json). Reads small JSON files only."""
+    try:
+        modules = _json(folder / "modules.json")
+        kinds = [str(m.get("type", "")).rsplit(".", 1)[-1] for m in modules]
+        if (len(kinds) not in (2, 3) or kinds != list(_MODULE_KINDS[:len(kinds)])):
+            return None
+        transformer_dir = folder / modules[0].get("path", "")
+        pooling_dir = folder / modules[1].get("path", "")
+        read = [folder / "modules.json", pooling_dir / "config.json"]
+        st_config = _optional_json(folder / "config_sentence_transformers.json", read)
+        if st_config.get("default_prompt_name"):
+            return None
+        bert_config = _optional_json(transformer_dir / "sentence_bert_config.json", read)
+        tokenizer_config = _optional_json(transformer_dir / "tokenizer_config.json", read)
+        _optional_json(transformer_dir / "special_tokens_map.json", read)
+        model_config = _json(transformer_dir / "config.json")
+        read.append(transformer_dir / "config.json")
+        pooling = _pooling_modes(_json(pooling_dir / "config.json"))
+        tokenizer_file = transformer_dir / "tokenizer.json"
+        if pooling is None or not tokenizer_file.is_file():
+            return None
+        read.append(tokenizer_file)
+        length = bert_config.get("max_seq_length") or tokenizer_config.get("model_max_length")
+        positions = model_config.get("max_position_embeddings") or 0
+        if not isinstance(length, int) or length <= 0:
+            return None
+        if isinstance(positions, int) and positions > 0:
+            length = min(length, positions)
+        hidden = int(model_config["hidden_size"])
+    except (OSError, ValueError, KeyError, TypeError, AttributeError, IndexError):
+        return None
+    digest = hashlib.sha256(f"{CHECK_FORMAT}|{_tokenizers_version()}".encode())
+    for path in read:
+        digest.update(path.name.encode() + b"\0" + path.read_bytes() + b"\0")
+    return FolderSteps(tokenizer_file, length, bool(bert_config.get("do_lower_case")),
+                       pooling, hidden, digest.hexdigest()[:16])
+
+
+def _json(path: Path):
+    with path.open(encoding="utf-8") as fh:
+        return json.load(fh)
+
+
+def _optional_json(path: Path, read: list[Path]) -> dict:
+    if not path.is_file():
+        return {}
+    read.append(path)
+    found = _json(path)
+    return found if isinstance(found, dict) else {}
+
+
+def _pooling_modes(config: dict) -> tuple[str, ...] | None:
+    mode = config.get("pooling_mode")
+    if mode is None:
+        modes = tuple(name for key, name in _LEGACY_POOLING if config.get(key))
+        modes = modes or ("mean",)
+    else:
+        modes = (mode,) if isinstance(mode, str) else tuple(mode)
+    if not modes or any(m not in _POOLING_MODES for m in modes):
+        return None
+    return modes
+
+
+def _tokenizers_version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("tokenizers")
+    except PackageNotFoundError:
+        return "missing"
+
+
+def available() -> bool:
+    """Whether onnxruntime and tokenizers are installed (found without importing them)."""
+    return all(importlib.util.find_spec(m) is not None for m in ("onnxruntime", "tokenizers"))
+
+
+def turned_off() -> bool:
+    """`DUPLENS_FAST_QUERIES=0` keeps every query with torch, this path included."""
+    return os.environ.get("DUPLENS_FAST_QUERIES", "1") == "0"
+
+
+def export_file(stored_fingerprint: str) -> Path:
+    """Where the "onnx" backend's export of these weights is cached (made or not)."""
+    weights, _ = split_fingerprint(stored_fingerprint)
+    return export_dir(weights, BACKENDS["onnx"]) / ONNX_FILE
+
+
+def _marker(export: Path, steps: FolderSteps) -> Path:
+    return export.parent / f"torch-free-{steps.digest}.json"
+
+
+class OnnxEncoder(SentenceEncoder):
+    """A `SentenceEncoder` that runs the ONNX export with onnxruntime, tokenises with
+    `tokenizers` and pools with NumPy: the embeddings of sentence-transformers' `encode`
+    (normalised) for the models `read_steps` accepts, with no torch in the process.
+
+    It has no `model`: fine-tuning, evaluation and exports load torch as before."""
+
+    def __init__(self, steps: FolderSteps, export: Path, spec: ModelSpec,
+                 batch_size: int = 64) -> None:
+        from tokenizers import Tokenizer
+
+        from engine import offline
+
+        ort = offline.onnxruntime()
+        options = ort.SessionOptions()
+        options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+        options.inter_op_num_threads = 1
+        options.log_severity_level = 3
+        self._session = ort.InferenceSession(str(export), options,
+                                             providers=["CPUExecutionProvider"])
+        self._inputs = [i.name for i in self._session.get_inputs()]
+        self._steps = steps
+        self._tokenizer = Tokenizer.from_file(str(steps.tokenizer_file))
+        self._tokenizer.no_padding()
+        self._tokenizer.enable_truncation(steps.max_seq_length)
+        self._counter: Tokenizer | None = None   # untruncated, for token counts (lazily)
+        self._counter_lock = threading.Lock()
+        self._pad_id = _pad_id(self._tokenizer, steps.tokenizer_file)
+        self.model = None  # type: ignore[assignment] - no sentence-transformers model here
+        self.spec = spec
+        self.device = "cpu"
+        self.batch_size = batch_size
+        self.query_runtime = "onnxruntime"
+        self.query_fallback_reason = ""
+
+    @property
+    def dim(self) -> int:
+        return self._steps.dim
+
+    @property
+    def max_seq_length(self) -> int:
+        return self._steps.max_seq_length
+
+    def encode(self, texts: Sequence[str]) -> np.ndarray:
+        """Normalised float32 embeddings of `texts`, in order; batches of similar length,
+        as sentence-transformers makes them, each padded to its longest text."""
+        if not texts:
+            return np.zeros((0, self.dim), dtype=np.float32)
+        encodings = self._tokenizer.encode_batch(self._prepared(texts))
+        order = sorted(range(len(encodings)), key=lambda i: -len(encodings[i].ids))
+        out = np.empty((len(encodings), self.dim), dtype=np.float32)
+        for start in range(0, len(order), self.batch_size):
+            chosen = order[start:start + self.batch_size]
+            out[chosen] = self._run([encodings[i] for i in chosen])
+        return out
+
+    def encode_query(self, text: str) -> np.ndarray:
+        return self._run([self._tokenizer.encode(self._prepared([text])[0])])
+
+    def prepare_fast_queries(self) -> str:
+        return self.query_runtime
+
+    def token_counts(self, texts: Sequence[str]) -> list[int]:
+        if not texts:
+            return []
+        with self._counter_lock:
+            if self._counter is None:
+                from tokenizers import Tokenizer
+
+                counter = Tokenizer.from_file(str(self._steps.tokenizer_file))
+                counter.no_padding()
+                counter.no_truncation()
+                self._counter = counter
+        return [len(e.ids) for e in self._counter.encode_batch(self._prepared(texts))]
+
+    def _prepared(self, texts: Sequence[str]) -> list[str]:
+        clipped = self._clip(texts)
+        return [t.lower() for t in clipped] if self._steps.do_lower_case else clipped
+
+    def _run(self, encodings) -> np.ndarray:
+        """One padded batch through the session, pooled and normalised."""
+        width = max(len(e.ids) for e in encodings)
+        shape = (len(encodings), width)
+        ids = np.full(shape, self._pad_id, dtype=np.int64)
+        mask = np.zeros(shape, dtype=np.int64)
+        types = np.zeros(shape, dtype=np.int64)
+        for row, e in enumerate(encodings):
+            n = len(e.ids)
+            ids[row, :n] = e.ids
+            mask[row, :n] = e.attention_mask
+            types[row, :n] = e.type_ids
+        given = {"input_ids": ids, "attention_mask": mask, "token_type_ids": types}
+        (hidden,) = self._session.run(["last_hidden_state"], {n: given[n] for n in self._inputs})
+        pooled = np.concatenate([_pool(mode, hidden.astype(np.float32), mask)
+                                 for mode in self._steps.pooling], axis=1)
+        norms = np.linalg.norm(pooled, axis=1, keepdims=True)
+        return (pooled / np.maximum(norms, 1e-12)).astype(np.float32)
+
+
+def _pool(mode: str, hidden: np.ndarray, mask: np.ndarray) -> np.ndarray:
+    """sentence-transformers' Pooling for right-padded batches (its `_forward_padded`)."""
+    weights = mask[..., None].astype(np.float32)
+    if mode == "cls":
+        return hidden[np.arange(len(hidden)), mask.argmax(axis=1)]
+    if mode == "max":
+        return np.where(weights > 0, hidden, -np.inf).max(axis=1)
+    total = (hidden * weights).sum(axis=1)
+    count = np.maximum(weights.sum(axis=1), 1e-9)
+    return total / (count if mode == "mean" else np.sqrt(count))
+
+
+def _pad_id(tokenizer: Tokenizer, tokenizer_file: Path) -> int:
+    """The id padding uses: tokenizer.json's own padding setting, else its [PAD] token.
+    Padded positions are masked out, so the id changes nothing but must exist."""
+    try:
+        padding = _json(tokenizer_file).get("padding") or {}
+        if isinstance(padding.get("pad_id"), int):
+            return padding["pad_id"]
+    except (OSError, ValueError, AttributeError):
+        pass
+    for token in ("[PAD]", "<pad>"):
+        found = tokenizer.token_to_id(token)
+        if found is not None:
+            return found
+    return 0
+
+
+def load(folder: Path, row: dict, *, batch_size: int = 64) -> OnnxEncoder | None:
+    """The torch-free encoder of the model in `folder`, whose stored `models` row is `row`,
+    or None where it may not serve: not installed or turned off, no export of these
+    weights cached yet, a model whose steps are not done here, or never checked against
+    torch on this computer (`verify`). Never raises: the caller falls back to torch."""
+    if turned_off() or not available():
+        return None
+    try:
+        steps = read_steps(folder)
+        export = export_file(row["fingerprint"])
+        if steps is None or not export.is_file() or not _marker(export, steps).is_file():
+            return None
+        if (row.get("dim") not in (None, steps.dim)
+                or row.get("max_seq_length") not in (None, steps.max_seq_length)):
+            return None
+        spec = ModelSpec(row["name"], str(folder), row["fingerprint"], True, backend="onnx")
+        return OnnxEncoder(steps, export, spec, batch_size)
+    except Exception as exc:  # noqa: BLE001 - an optimisation: torch still serves
+        log.warning("torch-free encoder unavailable for %s: %s", folder, exc, exc_info=True)
+        return None
+
+
+def verify(encoder: SentenceEncoder, on_export: Callable[[], object] | None = None
+           ) -> float | None:
+    """Check the torch-free path against `encoder` (torch, CPU) on the probe texts, one at a
+    time and as one batch, making the ONNX export first if it is not cached (seconds, once
+    per model; `on_export` is called before, to tell the user); where every cosine is at
+    least `MIN_COSINE`, mark it as checked so that `load` uses it from now on. Returns the
+    lowest cosine, or None where there was nothing to check (no torch model, another
+    backend, not installed, unsupported steps). Never raises: a failure is logged and the
+    command line keeps using torch."""
+    model = encoder.model
+    if (model is None or getattr(model, "backend", "torch") != "torch" or turned_off()
+            or not available()):
+        return None
+    try:
+        folder = Path(encoder.spec.location)
+        steps = read_steps(folder) if folder.is_dir() else None
+        if steps is None:
+            return None
+        export = export_file(encoder.spec.fingerprint)
+        marker = _marker(export, steps)
+        if marker.is_file():
+            return json.loads(marker.read_text(encoding="utf-8"))["min_cosine"]
+        if not export.is_file():
+            from engine.encoding.runtime import exported_file
+
+            if on_export is not None:
+                on_export()
+            weights, _ = split_fingerprint(encoder.spec.fingerprint)
+            export = exported_file(model, weights, BACKENDS["onnx"])
+        light = OnnxEncoder(steps, export, encoder.spec, encoder.batch_size)
+        texts = list(PROBES)
+        reference = encoder.encode(texts)   # the bulk path: torch, under its lock
+        single = np.concatenate([light.encode_query(t) for t in texts])
+        batched = light.encode(texts)
+        lowest = float(min((single * reference).sum(axis=1).min(),
+                           (batched * reference).sum(axis=1).min()))
+        if lowest < MIN_COSINE:
+            log.warning("torch-free encoder of %s disagrees with torch (cosine %.6f); the "
+                        "command line keeps loading torch", encoder.spec.name, lowest)
+            return lowest
+        _write_marker(marker, {"min_cosine": round(lowest, 7), "probes": len(texts),
+                               "model": encoder.spec.name, "folder": str(folder)})
+        return lowest
+    except Exception as exc:  # noqa: BLE001 - an optimisation: torch still serves
+        log.warning("could not check the torch-free encoder of %s: %s", encoder.spec.name,
+                    exc, exc_info=True)
+        return None
+
+
+def _write_marker(path: Path, content: dict) -> None:
+    temp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    temp.write_text(json.dumps(content, indent=1), encoding="utf-8")
+    os.replace(temp, path)
