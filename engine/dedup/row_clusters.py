@@ -42,11 +42,15 @@ CANONICAL, DUPLICATE, NOT_DUPLICATE, UNREVIEWED = "canonical", "duplicate", "not
 
 @dataclass(frozen=True)
 class Cluster:
-    cluster_id: int
+    # The stored id (`engine.dedup.id_rules`, e.g. "C000123"), which stays with the cluster
+    # across cuts, imports and models; "" until `Clusters.cut` gives it.
+    cluster_id: str
     members: list[Member] = field(default_factory=list)   # canonical first
     # Members the analyst moved out (labelled "not duplicate" of the canonical): shown apart
     # and exported with their verdict, but no longer part of the cluster.
     rejected: list[Member] = field(default_factory=list)
+    # Ids retired into this one by merges (each one's `merged_into` is this cluster's id).
+    merged_from: tuple[str, ...] = ()
 
     @property
     def canonical(self) -> Member:
@@ -70,7 +74,8 @@ class Cluster:
         return {"cluster_id": self.cluster_id, "canonical_id": self.canonical.id,
                 "size": len(self.members), "score": round(self.score, 6),
                 "members": [m.as_json() for m in self.members],
-                "rejected": [m.as_json() for m in self.rejected]}
+                "rejected": [m.as_json() for m in self.rejected],
+                "merged_from": list(self.merged_from)}
 
 
 def member(item: dict, score: float) -> Member:
@@ -99,7 +104,7 @@ def expand_clusters(text_clusters: list[tuple[list[int], list[float]]],
         if len(rows) >= 2:
             built.append([member(item, 1.0) for item in rows])
     built.sort(key=lambda ms: (-len(ms), -sum(m.score for m in ms) / len(ms)))
-    return [Cluster(i + 1, ms) for i, ms in enumerate(built)]
+    return [Cluster("", ms) for ms in built]
 
 
 def text_clusters_as_ids(clusters: list[TextCluster], ids) -> list[tuple[list[int], list[float]]]:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import gc
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import replace
 
 import numpy as np
 from sqlalchemy import select
@@ -25,6 +26,7 @@ from engine.progress import CancelToken, ProgressCallback, no_progress
 from engine.review.decision_overlay import apply_decisions
 from engine.review.histogram import Histogram, similarity_histogram
 from engine.review.layout import MAP_SAMPLE, EmbeddingMap, project_2d, sample_ids
+from engine.services.cluster_ids import ClusterIds
 from engine.services.vectors import Vectors
 from engine.store import decisions as decision_store
 from engine.store import embeddings as embedding_store
@@ -60,10 +62,12 @@ def _no_gc_pauses() -> Iterator[None]:
 class Clusters:
     """The neighbour graph, cuts of it at a threshold, decisions over them, review plots."""
 
-    def __init__(self, store: Store, vectors: Vectors, kept_rows: RowsByText) -> None:
+    def __init__(self, store: Store, vectors: Vectors, kept_rows: RowsByText,
+                 ids: ClusterIds) -> None:
         self._store = store
         self._vectors = vectors
         self._kept = kept_rows
+        self._ids = ids
         self._graph: KnnGraph | None = None
         self._graph_key: tuple | None = None
 
@@ -150,7 +154,9 @@ class Clusters:
 
         With `decisions`, the analyst's stored verdicts are laid over the cut (canonical
         choices lead, rows marked "not duplicate" of the canonical are moved out); without,
-        the clusters are exactly as cut, which is what `apply_decisions` takes.
+        the clusters are exactly as cut, which is what `apply_decisions` takes. Either way
+        each cluster carries its stored id (`ClusterIds.label`, decided on the clusters as
+        the decisions make them), and the cut is recorded as the project's assignment.
         """
         if not 0.0 < threshold <= 1.0:
             raise InputError(f"threshold must be between 0 and 1, not {threshold}")
@@ -166,7 +172,11 @@ class Clusters:
                 nearby = texts_near(graph, round(threshold - PREFETCH_MARGIN, 6))
                 rows = self._kept.rows(conn, [*clustered, *exact], also=nearby)
             clusters = expand_clusters(text_clusters, rows, exact, self._kept.member)
-            return self.apply_decisions(clusters) if decisions else clusters
+            decided = self._ids.label(self.apply_decisions(clusters))
+            if decisions:
+                return decided
+            return [replace(c, cluster_id=d.cluster_id, merged_from=d.merged_from)
+                    for c, d in zip(clusters, decided, strict=True)]
 
     def apply_decisions(self, clusters: list[Cluster]) -> list[Cluster]:
         """Clusters as cut → clusters as the analyst's stored decisions make them.

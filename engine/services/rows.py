@@ -18,6 +18,7 @@ from engine.dedup.clustered_rows import RowsByText
 from engine.errors import InputError
 from engine.importer import ImportReport, import_table
 from engine.services.live_index import LiveIndex
+from engine.store import cluster_records
 from engine.store import embeddings as embedding_store
 from engine.store import items as item_store
 from engine.store.database import Store
@@ -54,6 +55,7 @@ class Rows:
         try:
             with self._store.write() as conn:
                 orphaned = item_store.mark_items_deleted(conn, item_ids)
+                cluster_records.forget_rows(conn, item_ids)
                 version = embedding_store.bump_content_version(conn) if orphaned else None
         finally:
             self._kept.clear()
