@@ -174,9 +174,8 @@ def test_two_analysts_cutting_at_once_share_one_set_of_cluster_ids(team, postgre
                 time.sleep(0.05)
     at_085, at_06 = first.read(), second.read()
     assert "error" not in at_085 and "error" not in at_06
-    with Project.open(url) as project:
-        with project.store.read() as conn:
-            numbers = list(conn.execute(select(cluster_ids.c.id)).scalars())
-    assert len(numbers) == len(set(numbers)) and len(numbers) >= len(set(at_085["ids"].values()))
+    with Project.open(url) as project, project.store.read() as conn:
+        numbers = list(conn.execute(select(cluster_ids.c.id)).scalars())
+    assert len(numbers) == len(set(numbers)) >= len(set(at_085["ids"].values()))
     assert second.ask(do="cut", threshold=0.85) == at_085     # the other analyst's ids
     assert first.ask(do="cut", threshold=0.6) == at_06
