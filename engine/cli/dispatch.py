@@ -24,6 +24,7 @@ from engine.cli import (
     evaluate,
     finetune,
     importing,
+    imports,
     info,
     label,
     match,
@@ -53,8 +54,8 @@ def build_parser() -> argparse.ArgumentParser:
                     "documents with Sentence-BERT. With no command, opens the window.")
     parser.add_argument("--version", action="version", version=f"duplens {__version__}")
     sub = parser.add_subparsers(dest="command", parser_class=Parser)
-    for command in (importing, search, match, duplicates, info, evaluate, finetune, models,
-                    ask, label, copy):
+    for command in (importing, search, match, duplicates, info, imports, evaluate, finetune,
+                    models, ask, label, copy):
         command.register(sub)
     p = sub.add_parser("gui", help="open the window")
     p.add_argument("project", nargs="?")

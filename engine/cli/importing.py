@@ -104,6 +104,8 @@ def _import(args, cancel: CancelToken, executor: Executor | None) -> int:
         _report_import(report)
         if executor is None:
             return EXIT_OK
+        if not report.already_imported:
+            args.new_batch = report.source_id
         return encode(project, args, cancel, executor)
 
 
@@ -168,4 +170,31 @@ def encode(project, args, cancel: CancelToken, executor: Executor) -> int:
     info = project.info()
     say(f"{info['items']} items, {info['encoded']} texts encoded with {info['model']} on "
         f"{info['device']}")
+    batch = getattr(args, "new_batch", None)
+    if batch is not None:
+        _place_new_rows(project, batch, cancel)
     return EXIT_OK
+
+
+def _place_new_rows(project, batch: int, cancel: CancelToken) -> None:
+    """Once clusters were ever reviewed, an import's rows join them at once, at the
+    threshold their ids were recorded at: the changes then belong to this import."""
+    from collections import Counter
+
+    from engine.progress_bar import TqdmProgress
+
+    bar = TqdmProgress()
+    try:
+        followed = project.clusters.follow_imports(progress=bar, cancel=cancel)
+    except Cancelled:
+        bar.close()
+        say("clusters not updated (stopped); the next cut places the new rows")
+        return
+    bar.close()
+    if followed is None:
+        return
+    threshold, _ = followed
+    counts = Counter(c.change for c in project.ids.changes_since(batch).values())
+    said = ", ".join(f"{n} {kind}" for kind, n in sorted(counts.items())) or "nothing changed"
+    say(f"clusters at {threshold:g} updated: {said} (duplens duplicates --changes-since "
+        f"{batch} lists them)")

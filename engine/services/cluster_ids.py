@@ -31,6 +31,7 @@ from engine.store.schema import items
 # What happened to a row's cluster since an import (`changes_since`).
 JOINED, NEW, MERGED, SPLIT, LEFT = "joined", "new", "merged", "split", "left"
 CHANGES = (JOINED, NEW, MERGED, SPLIT, LEFT)
+THRESHOLD_KEY = "cluster_ids_threshold"
 
 
 @dataclass(frozen=True)
@@ -48,10 +49,11 @@ class ClusterIds:
         self._before: Before | None = None
         self._version: int | None = None
 
-    def label(self, clusters: Sequence[Cluster], *, every_cluster: bool = True
-              ) -> list[Cluster]:
-        """`clusters` (a cut, the analyst's decisions laid over it) with their stored ids,
-        in the same order; the assignment is recorded unless the project is read-only.
+    def label(self, clusters: Sequence[Cluster], *, threshold: float | None = None,
+              every_cluster: bool = True) -> list[Cluster]:
+        """`clusters` (a cut at `threshold`, the analyst's decisions laid over it) with
+        their stored ids, in the same order; the assignment is recorded unless the project
+        is read-only, with its threshold when it changed anything (`recorded_threshold`).
 
         `every_cluster=False`: `clusters` are only those an incremental re-cut changed; the
         rest of the last recorded cut stands as it was."""
@@ -61,7 +63,7 @@ class ClusterIds:
             before = self._current()
             result = assign(cuts, before, every_cluster=every_cluster)
             if not result.writes_nothing and not self._store.read_only:
-                before, result = self._record(cuts, before, result, every_cluster)
+                before, result = self._record(cuts, before, result, every_cluster, threshold)
             merged_from = _merged_from(before, result)
         return [replace(c, cluster_id=label(cid),
                         merged_from=tuple(label(m) for m in merged_from.get(cid, ())))
@@ -76,7 +78,7 @@ class ClusterIds:
         return self._before
 
     def _record(self, cuts: list[CutCluster], before: Before, result: Assignment,
-                every_cluster: bool) -> tuple[Before, Assignment]:
+                every_cluster: bool, threshold: float | None) -> tuple[Before, Assignment]:
         """Write `result`; decided again first if another process recorded meanwhile."""
         with self._store.write() as conn:
             records.hold(conn)
@@ -84,9 +86,17 @@ class ClusterIds:
                 before = records.read_before(conn)
                 result = assign(cuts, before, every_cluster=every_cluster)
             records.write(conn, result, records.current_batch(conn))
+            if threshold is not None:
+                self._store.set_meta(THRESHOLD_KEY, repr(float(threshold)), conn)
             version = records.version(conn)
         self._before, self._version = apply(before, result), version
         return before, result
+
+    def recorded_threshold(self) -> float | None:
+        """The threshold of the last cut that changed the ids (None before any): where an
+        import's new rows are placed at once (`Clusters.follow_imports`)."""
+        value = self._store.get_meta(THRESHOLD_KEY)
+        return float(value) if value is not None else None
 
     def forget(self) -> None:
         """Rows were deleted (their memberships too): read the assignment again."""

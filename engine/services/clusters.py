@@ -172,11 +172,22 @@ class Clusters:
                 nearby = texts_near(graph, round(threshold - PREFETCH_MARGIN, 6))
                 rows = self._kept.rows(conn, [*clustered, *exact], also=nearby)
             clusters = expand_clusters(text_clusters, rows, exact, self._kept.member)
-            decided = self._ids.label(self.apply_decisions(clusters))
+            decided = self._ids.label(self.apply_decisions(clusters), threshold=threshold)
             if decisions:
                 return decided
             return [replace(c, cluster_id=d.cluster_id, merged_from=d.merged_from)
                     for c, d in zip(clusters, decided, strict=True)]
+
+    def follow_imports(self, k: int = DEFAULT_NEIGHBOURS, *,
+                       progress: ProgressCallback = no_progress,
+                       cancel: CancelToken | None = None) -> tuple[float, list[Cluster]] | None:
+        """After an import is encoded: cut again at the threshold the ids were last
+        recorded at, so the new rows join their clusters (and take their ids) as part of
+        that import; None when no cut was ever recorded (the first review does it)."""
+        threshold = self._ids.recorded_threshold()
+        if threshold is None:
+            return None
+        return threshold, self.cut(threshold, k, progress=progress, cancel=cancel)
 
     def apply_decisions(self, clusters: list[Cluster]) -> list[Cluster]:
         """Clusters as cut → clusters as the analyst's stored decisions make them.

@@ -44,9 +44,12 @@ def describe(store: Store, active: dict | None) -> dict:
             "model_location": active["location"] if active else None,
             "index_items": index_row["count"] if index_row else 0,
             "device": store.get_meta("last_device"),
+            # Each import is a batch, numbered by its source id (`first_seen` in exports).
             "sources": [
-                {"file_name": s["file_name"], "rows_imported": s["rows_imported"],
-                 "rows_empty": s["rows_empty"], "bad_lines": len(s["bad_lines"])}
+                {"batch": s["id"], "file_name": s["file_name"],
+                 "rows_imported": s["rows_imported"], "rows_empty": s["rows_empty"],
+                 "bad_lines": len(s["bad_lines"]), "imported_at": s["imported_at"],
+                 "imported_by": s["imported_by"] or "", "removed_at": s["removed_at"]}
                 for s in item_store.list_sources(conn)
             ],
         }

@@ -169,3 +169,49 @@ def test_a_read_only_project_labels_without_recording(new_project, tmp_path, enc
     project.close()
     with Project.open(path, read_only=True) as reader:
         assert ids_of(reader.clusters.cut(0.8)) == recorded
+
+
+def test_what_changed_since_an_import(new_project, tmp_path):
+    project = new_project()
+    add(project, tmp_path, FIRST, "first.csv")                       # import 1
+    week1 = ids_of(project.clusters.cut(0.8))
+    add(project, tmp_path, SECOND, "second.csv")                     # import 2
+    clusters = project.clusters.cut(0.6)                             # Python and Java merge
+    now = ids_of(clusters)
+    public = {r["item_id"]: r["id"] for r in project.rows.page(0, 100)}
+    changes = {public[i]: c for i, c in project.ids.changes_since(2).items()}
+    python, java = week1["p1"], week1["j1"]
+    gone, kept = max(python, java), min(python, java)
+    moved = {k for k, v in week1.items() if v == gone}
+    assert {k: (c.change, c.previous) for k, c in changes.items() if k in moved} == \
+        dict.fromkeys(moved, ("merged", gone))
+    assert changes["p3"].change == "joined" and now["p3"] == kept
+    assert changes["k1"].change == changes["k2"].change == "new"
+    assert not {k for k, v in week1.items() if v == kept} & set(changes)   # they stayed
+    review = project.ids.changed_clusters(2, clusters)
+    assert review[kept] == {"merged", "joined"} and review[now["k1"]] == {"new"}
+    assert set(review) == {kept, now["k1"]}
+    assert project.ids.changes_since(1).keys() >= {i for i, p in public.items() if p in now}
+
+    project.clusters.cut(0.8)
+    left = project.clusters.cut(0.99)                                # everything dissolves
+    assert not [c for c in left if c.cluster_id in week1.values()]
+    assert {c.change for i, c in project.ids.changes_since(2).items()
+            if public[i] in week1} == {"left"}
+
+
+def test_an_import_taken_back_out_leaves_the_ids_as_they_were(store_location, encoder,
+                                                              tmp_path):
+    with make(store_location, encoder, tmp_path) as project:
+        week1 = ids_of(project.clusters.cut(0.8))
+        add(project, tmp_path, SECOND, "second.csv")
+        week2 = ids_of(project.clusters.cut(0.8))
+        assert project.rows.remove_import(2) == 3
+        assert ids_of(project.clusters.cut(0.8)) == week1
+        assert project.ids.retired() == {week2["k1"]: None}
+        batches = project.rows.imports()
+        assert [(b["batch"], b["live"], b["removed_at"] is not None) for b in batches] == \
+            [(1, 9, False), (2, 0, True)]
+        add(project, tmp_path, SECOND, "second.csv")     # the same file again: import 3
+        again = ids_of(project.clusters.cut(0.8))
+        assert again["p3"] == week1["p1"] and number(again["k1"]) > number(week2["k1"])
