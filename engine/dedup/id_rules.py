@@ -26,7 +26,7 @@ Pure: no store, no graph; `engine.services.cluster_ids` reads and writes what it
 from __future__ import annotations
 
 from collections import Counter, defaultdict
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
 # How a cluster came by its id in one assignment.
@@ -110,14 +110,15 @@ class Assignment:
                     or self.changed)
 
 
-def assign(cuts: Sequence[CutCluster], before: Before, *,
-           every_cluster: bool = True) -> Assignment:
+def assign(cuts: Sequence[CutCluster], before: Before, *, every_cluster: bool = True,
+           released: Iterable[int] = ()) -> Assignment:
     """Ids for `cuts` under the rules above.
 
     With `every_cluster`, `cuts` is the whole cut: rows recorded in a cluster that no cut
     holds have left their clusters. Without, `cuts` are only the clusters that changed (an
     incremental re-cut): the others keep their rows and ids untouched, and only ids that
-    these clusters' rows or anchors name are looked at."""
+    these clusters' rows or anchors, or the rows `released` (those of the clusters they
+    replace), name are looked at."""
     where: dict[int, int] = {}
     for k, cut in enumerate(cuts):
         for item in cut.items:
@@ -131,6 +132,7 @@ def assign(cuts: Sequence[CutCluster], before: Before, *,
     anchored = {i: ids for i in where if (ids := before.anchored_at(i))}
     relevant = set(tally)
     relevant.update(i for ids in anchored.values() for i in ids)
+    relevant.update(cid for i in released if (cid := before.members.get(i)) is not None)
     if every_cluster:   # ids without rows too: one whose anchor was deleted is retired
         relevant.update(i for i, rec in before.records.items() if not rec.retired)
     live = sorted(i for i in relevant if not before.records[i].retired)

@@ -50,20 +50,23 @@ class ClusterIds:
         self._version: int | None = None
 
     def label(self, clusters: Sequence[Cluster], *, threshold: float | None = None,
-              every_cluster: bool = True) -> list[Cluster]:
+              every_cluster: bool = True, released: Sequence[int] = ()) -> list[Cluster]:
         """`clusters` (a cut at `threshold`, the analyst's decisions laid over it) with
         their stored ids, in the same order; the assignment is recorded unless the project
         is read-only, with its threshold when it changed anything (`recorded_threshold`).
 
         `every_cluster=False`: `clusters` are only those an incremental re-cut changed; the
-        rest of the last recorded cut stands as it was."""
+        rest of the last recorded cut stands as it was, except the rows `released` (those of
+        the earlier clusters these replace), which are in no cluster unless `clusters` hold
+        them."""
         cuts = [CutCluster(tuple(c.item_ids()), c.canonical.item_id,
                            c.canonical.decision == CANONICAL) for c in clusters]
         with self._lock:
             before = self._current()
-            result = assign(cuts, before, every_cluster=every_cluster)
+            result = assign(cuts, before, every_cluster=every_cluster, released=released)
             if not result.writes_nothing and not self._store.read_only:
-                before, result = self._record(cuts, before, result, every_cluster, threshold)
+                before, result = self._record(cuts, before, result, every_cluster, threshold,
+                                              released)
             merged_from = _merged_from(before, result)
         return [replace(c, cluster_id=label(cid),
                         merged_from=tuple(label(m) for m in merged_from.get(cid, ())))
@@ -78,19 +81,30 @@ class ClusterIds:
         return self._before
 
     def _record(self, cuts: list[CutCluster], before: Before, result: Assignment,
-                every_cluster: bool, threshold: float | None) -> tuple[Before, Assignment]:
+                every_cluster: bool, threshold: float | None, released: Sequence[int]
+                ) -> tuple[Before, Assignment]:
         """Write `result`; decided again first if another process recorded meanwhile."""
         with self._store.write() as conn:
             records.hold(conn)
             if records.version(conn) != self._version:
                 before = records.read_before(conn)
-                result = assign(cuts, before, every_cluster=every_cluster)
+                result = assign(cuts, before, every_cluster=every_cluster, released=released)
             records.write(conn, result, records.current_batch(conn))
             if threshold is not None:
                 self._store.set_meta(THRESHOLD_KEY, repr(float(threshold)), conn)
             version = records.version(conn)
         self._before, self._version = apply(before, result), version
         return before, result
+
+    def seen(self) -> int | None:
+        """The version of the assignment this process last read or wrote."""
+        return self._version
+
+    def stored(self) -> int:
+        """The version of the assignment in the store now (another process may have moved
+        it: a cut kept from before is then labelled again)."""
+        with self._store.read() as conn:
+            return records.version(conn)
 
     def recorded_threshold(self) -> float | None:
         """The threshold of the last cut that changed the ids (None before any): where an

@@ -43,8 +43,13 @@ class Rows:
         """
         try:
             report = import_table(self._store, path, text_columns, **options)
-        finally:
+        except BaseException:
             self._kept.clear()
+            raise
+        if report.rows_version is not None:
+            with self._store.read() as conn:
+                texts = item_store.text_ids_of_source(conn, report.source_id)
+            self._kept.rows_changed(texts, report.rows_version)
         if report.revived_texts:
             self._live.revive(report.revived_texts, report.content_version)
         return report
@@ -56,16 +61,19 @@ class Rows:
             with self._store.write() as conn:
                 orphaned = self._delete(conn, item_ids)
                 version = embedding_store.bump_content_version(conn) if orphaned else None
-        finally:
+        except BaseException:
             self._kept.clear()
+            raise
         self._live.forget(orphaned, version)
         return len(orphaned)
 
-    @staticmethod
-    def _delete(conn, item_ids: Sequence[int]) -> set[int]:
-        """Rows deleted and out of their clusters' records; the texts left without a row."""
+    def _delete(self, conn, item_ids: Sequence[int]) -> set[int]:
+        """Rows deleted and out of their clusters' records, the rows kept for cuts told;
+        the texts left without a row."""
+        touched = item_store.text_ids_of_rows(conn, item_ids)
         orphaned = item_store.mark_items_deleted(conn, item_ids)
         cluster_records.forget_rows(conn, item_ids)
+        self._kept.rows_changed(touched, item_store.bump_rows_version(conn))
         return orphaned
 
     # -- imports (batches) ----------------------------------------------------------------
@@ -97,8 +105,9 @@ class Rows:
                 rows = item_store.remove_source(conn, batch)
                 orphaned = self._delete(conn, rows)
                 version = embedding_store.bump_content_version(conn) if orphaned else None
-        finally:
+        except BaseException:
             self._kept.clear()
+            raise
         self._live.forget(orphaned, version)
         return len(rows)
 

@@ -22,8 +22,12 @@ from sqlalchemy import (
 )
 
 from engine.errors import ProjectError
-from engine.store.dialects import binary_order, insert_missing, leading_number
-from engine.store.schema import items, sources, texts
+from engine.store.dialects import binary_order, conflict_insert, insert_missing, leading_number
+from engine.store.schema import items, meta, sources, texts
+
+# Bumped in every transaction that adds or deletes rows: what the rows kept between cuts
+# (`engine.dedup.clustered_rows`) are keyed by; encoding does not change it.
+ROWS_VERSION_KEY = "rows_version"
 
 # Stay well under every database's limit on bound parameters in one statement.
 _IN_BATCH = 500
@@ -120,6 +124,46 @@ def add_rows(conn: Connection, source_id: int, rows: Sequence[NewRow]) -> int:
         for r in rows
     ])
     return created
+
+
+def rows_version(conn: Connection) -> int:
+    value = conn.execute(select(meta.c.value).where(meta.c.key == ROWS_VERSION_KEY)).scalar()
+    return int(value) if value is not None else 0
+
+
+def bump_rows_version(conn: Connection) -> int:
+    """One more inside the caller's write transaction (atomic, as the content version)."""
+    from sqlalchemy import BigInteger, Text
+
+    stmt = conflict_insert(conn, meta).values(key=ROWS_VERSION_KEY, value="1")
+    conn.execute(stmt.on_conflict_do_update(
+        index_elements=["key"], set_={"value": cast(cast(meta.c.value, BigInteger) + 1, Text)}))
+    return rows_version(conn)
+
+
+def text_ids_of_rows(conn: Connection, item_ids: Sequence[int]) -> set[int]:
+    found: set[int] = set()
+    for start in range(0, len(item_ids), _IN_BATCH):
+        found.update(conn.execute(select(items.c.text_id).where(
+            items.c.id.in_(list(item_ids[start:start + _IN_BATCH])))).scalars())
+    return found
+
+
+def text_ids_of_source(conn: Connection, source_id: int) -> set[int]:
+    return set(conn.execute(select(items.c.text_id).where(items.c.source_id == source_id)
+                            .distinct()).scalars())
+
+
+def live_row_counts(conn: Connection, text_ids: Sequence[int]) -> dict[int, int]:
+    """text id -> its live rows, for these texts (those with none left out)."""
+    found: dict[int, int] = {}
+    wanted = list(text_ids)
+    for start in range(0, len(wanted), _IN_BATCH):
+        found.update(conn.execute(
+            select(items.c.text_id, func.count()).where(
+                items.c.text_id.in_(wanted[start:start + _IN_BATCH]), ~items.c.deleted)
+            .group_by(items.c.text_id)).all())
+    return found
 
 
 def count_items(conn: Connection) -> int:

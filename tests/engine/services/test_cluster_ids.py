@@ -215,3 +215,38 @@ def test_an_import_taken_back_out_leaves_the_ids_as_they_were(store_location, en
         add(project, tmp_path, SECOND, "second.csv")     # the same file again: import 3
         again = ids_of(project.clusters.cut(0.8))
         assert again["p3"] == week1["p1"] and number(again["k1"]) > number(week2["k1"])
+
+
+def as_compared(clusters) -> list[tuple]:
+    return [(c.cluster_id, [(m.item_id, round(m.score, 6), m.decision) for m in c.members],
+             [m.item_id for m in c.rejected]) for c in clusters]
+
+
+def test_after_an_import_only_what_changed_is_cut_and_it_equals_a_whole_cut(new_project,
+                                                                            data_dir,
+                                                                            tmp_path, encoder):
+    project = new_project()
+    project.rows.import_table(data_dir / "questions.csv", ["question"], id_column="qid")
+    project.vectors.encode()
+    first = project.clusters.cut(0.8)
+    python = next(c for c in first if "q1" in {m.id for m in c.members})
+    project.labels.set_canonical([], [python.members[-1].item_id])   # a decision to keep
+    project.clusters.cut(0.8)
+    add(project, tmp_path, SECOND.replace("p3", "x3") + "x4,How do I learn Python quickly?\n",
+        "second.csv")
+    stages: list[str] = []
+    after = project.clusters.cut(0.8, progress=lambda p: stages.append(p.stage))
+    assert "neighbours of new texts" in stages and "neighbours" not in stages   # updated
+    with Project.open(project.path) as fresh:       # a new process: the whole cut
+        fresh.model.attach(encoder, is_default=True)
+        whole = fresh.clusters.cut(0.8)
+    assert as_compared(after) == as_compared(whole)
+    assert "x4" in {m.id for c in after for m in c.members if c.cluster_id == python.cluster_id}
+    # rows deleted: the same again
+    gone = [m.item_id for m in python.members[:2]]
+    project.rows.delete(gone)
+    after = project.clusters.cut(0.8)
+    with Project.open(project.path) as fresh:
+        fresh.model.attach(encoder, is_default=True)
+        whole = fresh.clusters.cut(0.8)
+    assert as_compared(after) == as_compared(whole)
