@@ -195,6 +195,12 @@ def _place_new_rows(project, batch: int, cancel: CancelToken) -> None:
         return
     threshold, _ = followed
     counts = Counter(c.change for c in project.ids.changes_since(batch).values())
-    said = ", ".join(f"{n} {kind}" for kind, n in sorted(counts.items())) or "nothing changed"
+    said = ", ".join(f"{counts[kind]} {what}" for kind, what in _SAID.items()
+                     if counts[kind]) or "no cluster changed"
     say(f"clusters at {threshold:g} updated: {said} (duplens duplicates --changes-since "
         f"{batch} lists them)")
+
+
+_SAID = {"joined": "rows joined existing clusters", "new": "rows in new clusters",
+         "merged": "rows in merged clusters", "split": "rows split off",
+         "left": "rows left their clusters"}

@@ -9,6 +9,7 @@ re-reading (the rows of clustered texts are kept between cuts, `RowsByText`).
 from __future__ import annotations
 
 import gc
+import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
@@ -111,6 +112,9 @@ class Clusters:
         self._graph_key: tuple | None = None
         self._update: _Updated | None = None     # how the graph changed since the last cut
         self._last: LastCut | None = None        # the last cut, kept for the next import
+        # One graph update or cut at a time: the window cuts on its review thread while an
+        # import's job places the new rows (`follow_imports`) on another.
+        self._lock = threading.RLock()
 
     def graph(self, k: int = DEFAULT_NEIGHBOURS, *, progress: ProgressCallback = no_progress,
               cancel: CancelToken | None = None) -> KnnGraph:
@@ -119,6 +123,11 @@ class Clusters:
         the project file, keyed by the saved index it was built from. When the index gained
         or lost texts since the graph was made, the graph is updated for them
         (`engine.dedup.graph_update`) instead of built again."""
+        with self._lock:
+            return self._graph_now(k, progress, cancel)
+
+    def _graph_now(self, k: int, progress: ProgressCallback, cancel: CancelToken | None
+                   ) -> KnnGraph:
         index = self._vectors.index()
         model_id = self._vectors.model_id()
         with self._store.read() as conn:
@@ -235,6 +244,11 @@ class Clusters:
         """
         if not 0.0 < threshold <= 1.0:
             raise InputError(f"threshold must be between 0 and 1, not {threshold}")
+        with self._lock:
+            return self._cut_now(threshold, k, decisions, progress, cancel)
+
+    def _cut_now(self, threshold: float, k: int, decisions: bool, progress: ProgressCallback,
+                 cancel: CancelToken | None) -> list[Cluster]:
         graph = self.graph(k, progress=progress, cancel=cancel)
         with _no_gc_pauses():
             with self._store.read() as conn:

@@ -45,7 +45,8 @@ def test_a_second_weeks_file_joins_the_first_weeks_clusters_and_can_be_taken_out
 
     second = run("import", project, str(tmp_path / "week2.csv"), "--column", "question",
                  "--id-column", "id")
-    assert "clusters at 0.8 updated: 1 joined, 2 new" in second.stderr
+    assert ("clusters at 0.8 updated: 1 rows joined existing clusters, 2 rows in new "
+            "clusters") in second.stderr
 
     changes = tmp_path / "changes.csv"
     run("duplicates", project, "--threshold", "0.8", "--changes-since", "2", "--out",
