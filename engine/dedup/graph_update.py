@@ -9,8 +9,9 @@ file adds a few thousand. So the graph is updated:
   nearest become its neighbours (and, mirrored, it becomes theirs, as in a full build),
   and an old text gains it beyond that where it is closer than that text's current k-th
   neighbour (or the text has fewer than k);
-- dense neighbourhoods are completed as the full build does (`engine.dedup.dense`), in the
-  part of the graph the new texts reach through links at the floor or above.
+- dense neighbourhoods are completed as the full build does (`engine.dedup.dense`): in the
+  component of links at the floor or above that each new text is in, every pair of it
+  with another text at the floor or above is found by exact search.
 
 Entries already in the graph stay as they are (with their similarity), so a row that gained
 nothing is the same row: the incremental re-cut (`engine.dedup.recut`) starts from the rows
@@ -27,8 +28,10 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
+from scipy import sparse
+from scipy.sparse.csgraph import connected_components
 
-from engine.dedup.dense import VectorReader, complete_dense
+from engine.dedup.dense import VectorReader
 from engine.dedup.graph import KnnGraph, normalised
 from engine.dedup.knn_search import GRAPH_EF
 from engine.index.hnsw import HnswIndex
@@ -38,6 +41,7 @@ from engine.progress import CancelToken, Progress, ProgressCallback, RateMeter, 
 # old texts they are closer to than those texts' k-th.
 WIDEN = 2
 _QUERY_BATCH = 4096
+_BLOCK_ROWS = 512      # added texts of one component multiplied at once
 
 
 @dataclass(frozen=True)
@@ -78,8 +82,6 @@ def update_graph(graph: KnnGraph, index: HnswIndex, ids: np.ndarray, *,
 
     rows, cols, sims, own_kth = _search(index, read, new_ids, queries, k, ef, threads,
                                         progress, cancel)
-    is_added = np.zeros(n, dtype=bool)
-    is_added[added_pos] = True
     kth[added_pos] = own_kth[np.searchsorted(queries, added_pos)]
     offered = (sims > kth[cols]) | ~np.isfinite(kth[cols])
     rank_in_row = _rank_in_row(rows)
@@ -90,8 +92,7 @@ def update_graph(graph: KnnGraph, index: HnswIndex, ids: np.ndarray, *,
                             np.concatenate([sims, sims]))
 
     # Dense neighbourhoods the new texts reach, completed as a full build completes them.
-    seeds = np.union1d(added_pos, np.unique(np.concatenate([rows, cols])))
-    extra = _dense_pairs(first, read, seeds, floor, is_added, own_kth_of=(queries, own_kth),
+    extra = _dense_pairs(first, read, added_pos, floor, (queries, own_kth),
                          progress=progress, cancel=cancel)
     final = first
     if len(extra[0]):
@@ -188,48 +189,78 @@ def _merge(graph: KnnGraph, new_ids: np.ndarray, old_to_new: np.ndarray, r_old: 
     return KnnGraph(new_ids, indptr, indices, out_sims, graph.k, graph.floor), touched
 
 
-def _dense_pairs(graph: KnnGraph, read: VectorReader, seeds: np.ndarray, floor: float,
-                 is_added: np.ndarray, own_kth_of: tuple[np.ndarray, np.ndarray], *,
+def _dense_pairs(graph: KnnGraph, read: VectorReader, added: np.ndarray, floor: float,
+                 own_kth_of: tuple[np.ndarray, np.ndarray], *,
                  progress: ProgressCallback, cancel: CancelToken | None
                  ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Pairs at the floor or above in the dense neighbourhoods around `seeds`: the linked
-    part of the graph they reach (links: entries at the floor or above with a saturated
-    end, as in `engine.dedup.graph.build_knn_graph`), searched exactly."""
-    empty = (np.empty(0, np.int32), np.empty(0, np.int32), np.empty(0, np.float32))
-    if floor > 1 or not len(seeds):
+    """Pairs (an added text, any text) at the floor or above in the dense neighbourhoods the
+    added texts are in: the component of links (entries at the floor or above with a
+    saturated end, as in `engine.dedup.graph.build_knn_graph`) around each, searched
+    exactly. Pairs of two old texts were completed when the graph was built; only the added
+    texts' rows of a component are multiplied, so a large old component costs its size
+    once per added text in it, not its square."""
+    empty = (np.empty(0, np.int64), np.empty(0, np.int64), np.empty(0, np.float32))
+    if floor > 1 or not len(added):
         return empty
     k, n = graph.k, len(graph.ids)
-    degrees = graph.degrees()
     saturated = np.zeros(n, dtype=bool)
-    full = degrees >= k
+    full = graph.degrees() >= k
     saturated[full] = graph.sims[graph.indptr[:-1][full] + k - 1] >= floor
     queries, own_kth = own_kth_of     # an added text: saturated by its own search, as built
-    added = queries[is_added[queries]]
     saturated[added] = own_kth[np.searchsorted(queries, added)] >= floor
     at_floor = graph.counts_at(floor)
     region = np.zeros(n, dtype=bool)
-    frontier = np.unique(seeds)
+    frontier = np.unique(added)
     region[frontier] = True
-    links_a, links_b, links_s = [], [], []
+    links_a, links_b = [], []
     while len(frontier):
         lengths = at_floor[frontier]
-        starts = graph.indptr[frontier]
-        entry = np.repeat(starts - np.r_[0, np.cumsum(lengths)[:-1]], lengths) + \
-            np.arange(lengths.sum())
+        entry = np.repeat(graph.indptr[frontier] - np.r_[0, np.cumsum(lengths)[:-1]],
+                          lengths) + np.arange(lengths.sum())
         a = np.repeat(frontier, lengths)
         b = graph.indices[entry].astype(np.int64)
         link = saturated[a] | saturated[b]
         links_a.append(a[link])
         links_b.append(b[link])
-        links_s.append(graph.sims[entry][link])
         nxt = np.unique(b[link])
         frontier = nxt[~region[nxt]]
         region[frontier] = True
-    a, b, s = (np.concatenate(links_a), np.concatenate(links_b), np.concatenate(links_s))
+    a, b = np.concatenate(links_a), np.concatenate(links_b)
     if not len(a):
         return empty
-    return complete_dense(read, graph.ids, a, b, s, saturated, floor, progress=progress,
-                          cancel=cancel)
+    nodes = np.flatnonzero(region)
+    local = np.full(n, -1, dtype=np.int64)
+    local[nodes] = np.arange(len(nodes))
+    links = sparse.coo_matrix((np.ones(len(a), dtype=np.int8), (local[a], local[b])),
+                              shape=(len(nodes), len(nodes)))
+    _, label = connected_components(links.tocsr(), directed=False)
+    is_added = np.zeros(n, dtype=bool)
+    is_added[added] = True
+    found_a, found_b, found_s = [], [], []
+    meter = RateMeter()
+    done = 0
+    for c in np.unique(label[local[added]]).tolist():
+        if cancel is not None:
+            cancel.raise_if_cancelled()
+        members = nodes[label == c]
+        if len(members) < 2:
+            continue
+        vectors = read(graph.ids[members])
+        new = np.flatnonzero(is_added[members])
+        for lo in range(0, len(new), _BLOCK_ROWS):
+            rows = new[lo:lo + _BLOCK_ROWS]
+            scores = vectors[rows] @ vectors.T
+            i, j = np.nonzero(scores >= floor)
+            keep = members[rows[i]] != members[j]
+            found_a.append(members[rows[i][keep]])
+            found_b.append(members[j[keep]])
+            found_s.append(scores[i[keep], j[keep]].astype(np.float32))
+        done += len(new)
+        progress(Progress("dense neighbourhoods of new texts", done, len(added),
+                          meter.rate(done)))
+    if not found_a:
+        return empty
+    return np.concatenate(found_a), np.concatenate(found_b), np.concatenate(found_s)
 
 
 def _positions(ids: np.ndarray, wanted: np.ndarray) -> np.ndarray:
