@@ -25,6 +25,7 @@ where the graph promises each text's k nearest, not every pair.
 from __future__ import annotations
 
 import math
+import os
 from dataclasses import dataclass
 
 import numpy as np
@@ -121,7 +122,7 @@ def _search(index: HnswIndex, read: VectorReader, ids: np.ndarray, queries: np.n
             cancel.raise_if_cancelled()
         batch = queries[start:start + _QUERY_BATCH]
         labels, found = index.query(read(ids[batch]), width + 1, ef=max(ef, width + 1),
-                                    threads=threads or 1)
+                                    threads=threads or os.cpu_count() or 1)
         pos = _positions(ids, labels.ravel()).reshape(labels.shape)
         valid = (pos >= 0) & (pos != batch[:, None])
         order = np.argsort(~valid, axis=1, kind="stable")[:, :width]
@@ -239,13 +240,21 @@ def _dense_pairs(graph: KnnGraph, read: VectorReader, added: np.ndarray, floor: 
     found_a, found_b, found_s = [], [], []
     meter = RateMeter()
     done = 0
-    for c in np.unique(label[local[added]]).tolist():
+    wanted = np.isin(label, np.unique(label[local[added]]))
+    # One read for every component's vectors (in id order, which the store reads fastest).
+    every = read(graph.ids[nodes[wanted]])
+    row_of = np.full(len(nodes), -1, dtype=np.int64)
+    row_of[wanted] = np.arange(int(wanted.sum()))
+    order = np.argsort(label, kind="stable")
+    bounds = np.flatnonzero(np.r_[True, np.diff(label[order]) != 0, True])
+    for lo_c, hi_c in zip(bounds[:-1].tolist(), bounds[1:].tolist(), strict=True):
+        part = order[lo_c:hi_c]
+        if not wanted[part[0]] or len(part) < 2:
+            continue
         if cancel is not None:
             cancel.raise_if_cancelled()
-        members = nodes[label == c]
-        if len(members) < 2:
-            continue
-        vectors = read(graph.ids[members])
+        members = nodes[part]
+        vectors = every[row_of[part]]
         new = np.flatnonzero(is_added[members])
         for lo in range(0, len(new), _BLOCK_ROWS):
             rows = new[lo:lo + _BLOCK_ROWS]
