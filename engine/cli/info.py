@@ -39,4 +39,6 @@ def cmd_info(args, _cancel: CancelToken) -> int:
             print(f"{key:12} {info[key]}")
         for s in info["sources"]:
             print(f"import {s['batch']:<5} {describe_batch(s)}")
+        for cid, into in info["merged_into"].items():
+            print(f"retired      {cid} -> {into or '(its rows are gone)'}")
     return EXIT_OK

@@ -121,9 +121,8 @@ class ClusterIds:
     def retired(self) -> dict[str, str | None]:
         """Every retired id and the id it merged into (None: its rows are all gone)."""
         with self._store.read() as conn:
-            found = records.ids_of(conn)
-        return {label(cid): (label(r["merged_into"]) if r["merged_into"] else None)
-                for cid, r in found.items() if r["retired"]}
+            found = records.retired(conn)
+        return {label(cid): (label(into) if into else None) for cid, into in found.items()}
 
     def changes_since(self, batch: int) -> dict[int, Change]:
         """Rows (item ids, live) whose cluster changed since import `batch` was made, as

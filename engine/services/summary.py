@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from engine.dedup.id_rules import label
+from engine.store import cluster_records
 from engine.store import embeddings as embedding_store
 from engine.store import items as item_store
 from engine.store.database import Store
@@ -23,8 +25,12 @@ def summarize(store: Store, active: dict | None) -> dict:
             "encoded": embedding_store.count_embeddings(conn, model_id) if model_id else 0,
             "truncated": embedding_store.count_truncated(conn, model_id) if model_id else 0,
         }
+        retired = cluster_records.retired(conn)
     head = {"project": described["project"], "schema_version": SCHEMA_VERSION}
-    return {**head, **counts, **described}   # the order `duplens info --json` always had
+    # Each cluster id retired by a merge and the id it became (None: its rows are gone).
+    merged = {label(cid): (label(into) if into else None) for cid, into in retired.items()}
+    return {**head, **counts, **described,   # the order `duplens info --json` always had
+            "merged_into": merged}
 
 
 def describe(store: Store, active: dict | None) -> dict:

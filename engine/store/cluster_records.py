@@ -116,6 +116,12 @@ def ids_of(conn: Connection) -> dict[int, dict]:
     return {r["id"]: dict(r) for r in conn.execute(select(cluster_ids)).mappings()}
 
 
+def retired(conn: Connection) -> dict[int, int | None]:
+    """Every retired id and the id it merged into (None: its rows are gone)."""
+    return dict(conn.execute(select(cluster_ids.c.id, cluster_ids.c.merged_into)
+                             .where(cluster_ids.c.retired)).all())
+
+
 def ids_before(conn: Connection, batch: int) -> dict[int, int | None]:
     """item -> its cluster id (None: in none) before the changes recorded since `batch`
     was imported, for the rows that changed since; the others have their id now."""

@@ -60,6 +60,7 @@ def test_a_threshold_moved_back_and_forth_gives_back_the_same_ids(store_location
         gone = max(python, java)
         assert big.merged_from == (gone,)
         assert project.ids.retired() == {gone: big.cluster_id}
+        assert project.info()["merged_into"] == {gone: big.cluster_id}   # duplens info --json
         assert ids_of(project.clusters.cut(0.8)) == at_08   # the merged-away id is back
         assert project.ids.retired() == {}
         for threshold in (0.95, 0.6, 0.7, 0.5, 0.8):
