@@ -25,12 +25,8 @@ def summarize(store: Store, active: dict | None) -> dict:
             "encoded": embedding_store.count_embeddings(conn, model_id) if model_id else 0,
             "truncated": embedding_store.count_truncated(conn, model_id) if model_id else 0,
         }
-        retired = cluster_records.retired(conn)
     head = {"project": described["project"], "schema_version": SCHEMA_VERSION}
-    # Each cluster id retired by a merge and the id it became (None: its rows are gone).
-    merged = {label(cid): (label(into) if into else None) for cid, into in retired.items()}
-    return {**head, **counts, **described,   # the order `duplens info --json` always had
-            "merged_into": merged}
+    return {**head, **counts, **described}   # the order `duplens info --json` always had
 
 
 def describe(store: Store, active: dict | None) -> dict:
@@ -58,4 +54,7 @@ def describe(store: Store, active: dict | None) -> dict:
                  "imported_by": s["imported_by"] or "", "removed_at": s["removed_at"]}
                 for s in item_store.list_sources(conn)
             ],
+            # Each cluster id retired by a merge and the id it became (None: rows gone).
+            "merged_into": {label(cid): (label(into) if into else None)
+                            for cid, into in cluster_records.retired(conn).items()},
         }
