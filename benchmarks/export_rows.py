@@ -64,13 +64,15 @@ def _child(args: list[str]) -> dict:
 
 
 def _export(project_path: str, out: str) -> None:
+    from engine.dedup.id_rules import label
     from engine.dedup.row_clusters import Cluster, Member
     from engine.project import Project
 
     with Project.open(project_path) as project:
         ids = project.rows.order()
         clusters = [
-            Cluster(n, [Member(int(ids[j]), str(j), j, 1, "", 1.0 if j == start else 0.9, 0)
+            Cluster(label(n), [Member(int(ids[j]), str(j), j, 1, "", 1.0 if j == start else 0.9,
+                                      0)
                         for j in range(start, min(start + CLUSTER_SIZE, len(ids)))])
             for n, start in enumerate(range(0, len(ids), CLUSTER_EVERY), start=1)]
         started = time.perf_counter()

@@ -32,6 +32,7 @@ REGISTRY = (
     Benchmark("gpu_import", "GPU import"),
     Benchmark("ray_encode", "Encoding on Ray"),
     Benchmark("match_throughput", "Checking a file against a project"),
+    Benchmark("weekly", "Week after week: stable cluster ids, incremental clusters"),
     Benchmark("finetune_quora", "Fine-tuning objectives on Quora pairs", quick=False,
               runner="benchmarks.external:finetune"),
     Benchmark("window_latency", "The window", quick=False, runner="benchmarks.external:window"),

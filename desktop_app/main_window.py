@@ -158,6 +158,7 @@ class MainWindow(QMainWindow):
         self.imports.finished.connect(self._encoded)
         self.imports.stopped.connect(self._import_stopped)
         self.imports.failed.connect(self._job_failed)
+        self.imports.removed.connect(self._import_removed)
         self.matches.checked.connect(self._file_checked)
         self.matches.added.connect(self._checked_rows_added)
         self.matches.failed.connect(self._match_failed)
@@ -316,6 +317,35 @@ class MainWindow(QMainWindow):
         wizard.controller.discarded.connect(self._say_deleted)
         self.finetune_wizard = wizard
         wizard.open()
+
+    @guarded
+    def show_imports(self) -> None:
+        """File → Imports…: the project's imports; one can be taken back out."""
+        from desktop_app.views.imports_dialog import ImportsDialog
+
+        dialog = ImportsDialog(self.bridge, self)
+        dialog.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
+        dialog.removeRequested.connect(self.remove_import)
+        dialog.destroyed.connect(lambda *_: setattr(self, "imports_dialog", None))
+        self.imports_dialog = dialog
+        dialog.open()
+
+    @guarded
+    def remove_import(self, batch: int) -> None:
+        self._follow(f"Removing import {batch}…", self.imports.remove(batch))
+
+    @guarded
+    def _import_removed(self, result: dict) -> None:
+        self._set_busy(False)
+        self._set_info(result["info"])
+        self.items_view.reload()
+        self.status.say(f"Import {result['batch']}: {result['rows']:,} rows removed")
+        dialog = getattr(self, "imports_dialog", None)
+        if dialog is not None and dialog.isVisible():
+            dialog.reload()
+        self.review.index_changed()
+        self.review.load_imports()
+        self._index_changed()
 
     @guarded
     def show_model_versions(self) -> None:
@@ -548,6 +578,7 @@ class MainWindow(QMainWindow):
         self._set_info(result["info"])
         self.items_view.reload()
         self.status.say(summary(result))
+        self.review.load_imports()
         self._index_changed()
 
     @guarded

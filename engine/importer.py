@@ -27,7 +27,14 @@ from engine.io import (
 from engine.progress import CancelToken, Progress, ProgressCallback, RateMeter, no_progress
 from engine.store.database import Store
 from engine.store.embeddings import bump_content_version
-from engine.store.items import NewRow, add_rows, add_source, find_source, update_source
+from engine.store.items import (
+    NewRow,
+    add_rows,
+    add_source,
+    bump_rows_version,
+    find_source,
+    update_source,
+)
 from engine.store.schema import items, texts
 from engine.text import join_cells, norm_key
 
@@ -55,6 +62,7 @@ class ImportReport:
     # Verdicts given while checking this file that became labelled pairs now that its rows
     # are in (`engine.store.pending_verdicts`; set by `Rows.import_table`).
     verdicts_adopted: int = 0
+    rows_version: int | None = None     # `items.rows_version` after this import's rows
 
     @property
     def exact_duplicates(self) -> int:
@@ -121,6 +129,7 @@ def import_table(store: Store, path: str | os.PathLike, text_columns: list[str],
         report.bad_lines = list(read.bad_lines)
         if report.rows_read == 0:
             raise InputError(f"{path.name}: the file has no data rows")
+        report.rows_version = bump_rows_version(conn)
         update_source(conn, source_id, rows_read=report.rows_read,
                       rows_imported=report.rows_imported, rows_empty=report.rows_empty,
                       bad_lines=report.bad_lines)

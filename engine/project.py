@@ -9,6 +9,7 @@ keep between re-cuts, and the notices for the user. Each concern is a service of
     project.vectors    encoding, the index, search
     project.rows       importing, deleting, browsing rows
     project.clusters   duplicate clusters, decisions over them, review plots
+    project.ids        the stored cluster ids cuts are labelled with; changes since an import
     project.labels     verdicts on pairs, canonical choices, the threshold curve
     project.versions   fine-tuning and model versions
     project.exports    spreadsheets out
@@ -30,6 +31,7 @@ from engine.dedup.clustered_rows import RowsByText
 from engine.keystroke_search import SearchHit
 from engine.services.active_model import ActiveModel
 from engine.services.asking import Asking
+from engine.services.cluster_ids import ClusterIds
 from engine.services.clusters import DEFAULT_NEIGHBOURS, Clusters
 from engine.services.exports import Exports
 from engine.services.labels import Labels
@@ -58,7 +60,8 @@ class Project:
         self.vectors = Vectors(store, self.model, live)
         self.rows = Rows(store, live, kept_rows)
         self.labels = Labels(store, self.vectors)
-        self.clusters = Clusters(store, self.vectors, kept_rows)
+        self.ids = ClusterIds(store)
+        self.clusters = Clusters(store, self.vectors, kept_rows, self.ids)
         self.versions = ModelVersions(store, self.model, live, self.labels)
         self.exports = Exports(store)
         self.asking = Asking(store, self.vectors, self.clusters, self.labels)

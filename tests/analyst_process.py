@@ -72,8 +72,15 @@ def _graph(project, history, command) -> dict:
     return {"built": bool(steps), "texts": len(graph.ids)}
 
 
+def _cut(project, history, command) -> dict:
+    """Clusters at `threshold`, recorded: row id -> its stored cluster id."""
+    clusters = project.clusters.cut(command["threshold"])
+    return {"ids": {str(m.item_id): c.cluster_id for c in clusters
+                    for m in (*c.members, *c.rejected)}}
+
+
 ACTIONS = {"label": _label, "undo": _undo, "label_of": _label_of, "search": _search,
-           "wait_for": _wait_for, "graph": _graph}
+           "wait_for": _wait_for, "graph": _graph, "cut": _cut}
 
 if __name__ == "__main__":
     main(sys.argv[1])

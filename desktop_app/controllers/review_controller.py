@@ -49,14 +49,19 @@ class ReviewController(QObject):
     calibrationReady = Signal(object)        # engine.review.calibration.Calibration | None
     exported = Signal(str, int)              # path, rows written
     busy = Signal(str)                       # what the review thread is doing ("" when idle)
+    importsReady = Signal(list)              # the project's imports (`Rows.imports`)
+    sinceChanged = Signal(object)            # the import the list is filtered on, or None
 
     def __init__(self, bridge: EngineBridge, parent: QObject | None = None) -> None:
         super().__init__(parent)
         self.bridge = bridge
         self.threshold = DEFAULT_THRESHOLD
         self.sort_key = "size"
-        self.raw: dict[int, Cluster] = {}        # cluster id -> as cut
+        self.raw: dict[str, Cluster] = {}        # cluster id -> as cut
         self.clusters: list[Cluster] = []        # as shown
+        self.everything: list[Cluster] = []      # as decided, before "since import N"
+        self.since: int | None = None            # show what changed since this import
+        self.changes: dict[str, set[str]] = {}   # cluster id -> what changed since then
         self.history: ReviewHistory | None = None
         self._active = False                     # a project is open and encoded
         self._clusters_current = False           # cut since the index last changed
@@ -73,7 +78,8 @@ class ReviewController(QObject):
     # -- lifecycle -------------------------------------------------------------------------
     def project_opened(self) -> None:
         """A new project: forget the old one's clusters and history."""
-        self.raw, self.clusters = {}, []
+        self.raw, self.clusters, self.everything = {}, [], []
+        self.since, self.changes = None, {}
         self.history = None
         self._active = True
         self._threshold_chosen = False
@@ -81,7 +87,9 @@ class ReviewController(QObject):
         self.ask.reset()
         self.index_changed()
         self.clustersChanged.emit([])
+        self.sinceChanged.emit(None)
         self._emit_history("")
+        self.load_imports()
 
     def index_changed(self) -> None:
         """Rows were added or the model changed: clusters and plots are out of date."""
@@ -160,19 +168,59 @@ class ReviewController(QObject):
         threshold = self.threshold
         self.busy.emit(f"Finding clusters at {threshold:.2f}…")
 
-        def work(job: Job) -> tuple[list[Cluster], list[Cluster]]:
+        since = self.since
+
+        def work(job: Job) -> tuple[list[Cluster], list[Cluster], dict]:
             project = job.project
             raw = project.clusters.cut(threshold, decisions=False)
-            return raw, project.clusters.apply_decisions(raw)
+            applied = project.clusters.apply_decisions(raw)
+            changes = project.ids.changed_clusters(since, applied) if since else {}
+            return raw, applied, changes
 
-        def done(result: tuple[list[Cluster], list[Cluster]]) -> None:
-            raw, applied = result
+        def done(result: tuple[list[Cluster], list[Cluster], dict]) -> None:
+            raw, applied, changes = result
             self.raw = {c.cluster_id: c for c in raw}
-            self.clusters = self._sorted(applied)
+            self.everything, self.changes = applied, changes
+            self.clusters = self._shown()
             self.busy.emit("")
             self.clustersChanged.emit(self.clusters)
 
         self.bridge.run(work, pool=Pool.REVIEW, on_done=done, latest=self._key("clusters"))
+
+    # -- what changed since an import --------------------------------------------------------
+    def load_imports(self) -> None:
+        """Read the project's imports for the "since import" choice."""
+        self.bridge.run(lambda job: job.project.rows.imports(), pool=Pool.REVIEW,
+                        on_done=self.importsReady.emit, latest=self._key("imports"))
+
+    def set_since(self, batch: int | None) -> None:
+        """Show only the clusters that changed since import `batch` (new rows joined them,
+        they are new, or another cluster merged into them); None shows them all."""
+        if batch == self.since:
+            return
+        self.since = batch
+        self.sinceChanged.emit(batch)
+        if not self._active or not self.everything:
+            return
+        clusters = self.everything
+
+        def work(job: Job) -> dict:
+            return job.project.ids.changed_clusters(batch, clusters) if batch else {}
+
+        def done(changes: dict) -> None:
+            if batch != self.since:
+                return
+            self.changes = changes
+            self.clusters = self._shown()
+            self.clustersChanged.emit(self.clusters)
+
+        self.bridge.run(work, pool=Pool.REVIEW, on_done=done, latest=self._key("since"))
+
+    def _shown(self) -> list[Cluster]:
+        """The clusters the list shows: all, or those changed since the chosen import."""
+        if self.since is None:
+            return self._sorted(self.everything)
+        return self._sorted([c for c in self.everything if c.cluster_id in self.changes])
 
     def _key(self, what: str) -> str:
         """The `latest` key of this controller's `what` requests."""
@@ -224,6 +272,7 @@ class ReviewController(QObject):
         def done(result: tuple[object, list[Cluster]]) -> None:
             change, updated = result
             by_id = {c.cluster_id: c for c in updated}
+            self.everything = [by_id.get(c.cluster_id, c) for c in self.everything]
             for pos, shown in enumerate(self.clusters):
                 new = by_id.get(shown.cluster_id)
                 if new is not None and new != shown:

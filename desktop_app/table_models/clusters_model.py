@@ -1,7 +1,9 @@
 """`ClustersModel`: the list of duplicate clusters, one line each, for the review screen.
 
 A list model rather than widget items: tens of thousands of clusters at a low threshold are
-only painted when visible, and one cluster changing after a decision updates one row.
+only painted when visible, and one cluster changing after a decision updates one row. Each
+line starts with the cluster's stored id (`C000123`, the one exports write), and, while the
+review shows what changed since an import, what changed ("new", "joined", "merged").
 """
 
 from __future__ import annotations
@@ -19,12 +21,16 @@ class ClustersModel(QAbstractListModel):
     def __init__(self, parent: object | None = None) -> None:
         super().__init__(parent)  # type: ignore[arg-type]
         self._clusters: list[Cluster] = []
+        self._changes: dict[str, set[str]] = {}
         self._rows = 0
         self._reviewed = 0
 
-    def set_clusters(self, clusters: list[Cluster]) -> None:
+    def set_clusters(self, clusters: list[Cluster],
+                     changes: dict[str, set[str]] | None = None) -> None:
+        """`changes`: cluster id -> what changed since an import, shown on its line."""
         self.beginResetModel()
         self._clusters = list(clusters)
+        self._changes = dict(changes or {})
         self._rows = sum(len(c.members) for c in self._clusters)
         self._reviewed = sum(c.reviewed for c in self._clusters)
         self.endResetModel()
@@ -46,7 +52,7 @@ class ClustersModel(QAbstractListModel):
     def cluster(self, position: int) -> Cluster | None:
         return self._clusters[position] if 0 <= position < len(self._clusters) else None
 
-    def position_of(self, cluster_id: int) -> int | None:
+    def position_of(self, cluster_id: str) -> int | None:
         for pos, c in enumerate(self._clusters):
             if c.cluster_id == cluster_id:
                 return pos
@@ -64,10 +70,15 @@ class ClustersModel(QAbstractListModel):
         if role == Qt.ItemDataRole.DisplayRole:
             mark = "✓ " if cluster.reviewed else ""
             text = " ".join(cluster.canonical.text.split())
-            return f"{mark}{len(cluster.members)} rows · {cluster.score:.2f} · {text}"
+            changed = "".join(f"{kind} · " for kind in sorted(
+                self._changes.get(cluster.cluster_id, ())))
+            return (f"{mark}{cluster.cluster_id} · {changed}{len(cluster.members)} rows · "
+                    f"{cluster.score:.2f} · {text}")
         if role == Qt.ItemDataRole.ToolTipRole:
             moved = f", {len(cluster.rejected)} moved out" if cluster.rejected else ""
+            merged = (f"; {', '.join(cluster.merged_from)} merged into it"
+                      if cluster.merged_from else "")
             return (f"Cluster {cluster.cluster_id}: {len(cluster.members)} rows{moved}; "
-                    f"mean similarity to the canonical {cluster.score:.3f}\n\n"
+                    f"mean similarity to the canonical {cluster.score:.3f}{merged}\n\n"
                     f"{cluster.canonical.text}")
         return None

@@ -50,6 +50,7 @@ ENTRIES: tuple[MenuEntry, ...] = (
               Needs.IDLE_PROJECT),
     MenuEntry("&File", "check", "&Check a file against this project…", "check_file",
               needs=Needs.IDLE_PROJECT),
+    MenuEntry("&File", "imports", "Im&ports…", "show_imports", needs=Needs.IDLE_PROJECT),
     MenuEntry("&File", "export", "&Export clusters…", "export_clusters", "Ctrl+E",
               Needs.PROJECT),
     MenuEntry("&File", "settings", "&Settings…", "open_settings", Keys.Preferences,

@@ -26,6 +26,7 @@ from desktop_app.controllers.review_controller import ReviewController
 from desktop_app.table_models.clusters_model import ClustersModel
 from desktop_app.views.ask_view import AskView
 from desktop_app.views.cluster_pane import KEYS, MOVED_OUT, ClusterPane
+from desktop_app.views.since_filter import SinceFilter
 from desktop_app.views.threshold_bar import SLIDER_MIN, SLIDER_STEPS, ThresholdBar
 from engine.dedup.row_clusters import Cluster, Member
 from engine.review.calibration import Calibration
@@ -94,8 +95,10 @@ class ClusterReviewView(QWidget):
         self.stack = QStackedWidget(self)
         self.stack.addWidget(split)
         self.stack.addWidget(self.ask_view)
+        self.since = SinceFilter(self)      # "changed since import N"
         layout = QVBoxLayout(self)
         layout.addWidget(self.bar)
+        layout.addWidget(self.since)
         layout.addWidget(self.stack, 1)
 
     def _make_actions(self) -> None:
@@ -143,6 +146,9 @@ class ClusterReviewView(QWidget):
         c.ask.undoChanged.connect(self._ask_undo_changed)
         c.busy.connect(self._show_busy)
         c.calibrationReady.connect(self.show_calibration)
+        c.importsReady.connect(self.since.set_imports)
+        c.sinceChanged.connect(self.since.show_since)
+        self.since.sinceChosen.connect(c.set_since)
         self.use_calibrated_button.clicked.connect(c.use_calibrated)
         self.ask_button.toggled.connect(self.set_asking)
         self.ask_view.backRequested.connect(lambda: self.set_asking(False))
@@ -184,7 +190,8 @@ class ClusterReviewView(QWidget):
 
     def show_clusters(self, clusters: list[Cluster]) -> None:
         current = self.cluster.cluster_id if self.cluster is not None else None
-        self.clusters_model.set_clusters(clusters)
+        self.clusters_model.set_clusters(clusters, self.controller.changes
+                                         if self.controller.since is not None else None)
         self._show_summary()
         pos = self.clusters_model.position_of(current) if current is not None else None
         self.select_cluster(pos if pos is not None else 0)

@@ -28,6 +28,7 @@ from engine.cli import (
     evaluate,
     finetune,
     importing,
+    imports,
     info,
     label,
     match,
@@ -57,8 +58,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action=_Version, nargs=0,
                         help="show the version number and exit")
     sub = parser.add_subparsers(dest="command", parser_class=Parser)
-    for command in (importing, search, match, duplicates, info, evaluate, finetune, models,
-                    ask, label, copy):
+    for command in (importing, search, match, duplicates, info, imports, evaluate, finetune,
+                    models, ask, label, copy):
         command.register(sub)
     p = sub.add_parser("gui", help="open the window")
     p.add_argument("project", nargs="?", help="a project to open")

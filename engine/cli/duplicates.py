@@ -3,14 +3,17 @@
 from __future__ import annotations
 
 import json
+from collections import Counter
 
 from engine.cli.common import (
     EXIT_CANCELLED,
+    EXIT_INPUT,
     EXIT_OK,
     json_option,
     nothing_indexed,
     one_line,
     open_project,
+    positive,
     project_argument,
     say,
     trust_option,
@@ -45,6 +48,10 @@ def register(sub) -> None:
     form.add_argument("--deduplicated", dest="form", action="store_const", const=DEDUPLICATED,
                       help="with --out: one row per cluster (its canonical) and every row "
                            "in none")
+    p.add_argument("--changes-since", type=positive, metavar="N",
+                   help="only the rows whose cluster changed since import N (see duplens "
+                        "imports), with a change column: joined / new / merged / split / "
+                        "left, and the id each had before")
     json_option(p, "the clusters ([{cluster_id, canonical_id, members: [{id, text, score}]}])")
     trust_option(p)
     p.set_defaults(run=cmd_duplicates, form=ALL)
@@ -60,6 +67,11 @@ def cmd_duplicates(args, cancel: CancelToken) -> int:
             if args.json:
                 print("[]")
             return EXIT_OK
+        since = args.changes_since
+        if since is not None and since not in {b["batch"] for b in project.rows.imports()}:
+            say(f"duplens: there is no import {since} in this project (see duplens imports "
+                f"{args.project})")
+            return EXIT_INPUT
         threshold = args.threshold
         if threshold is None:
             calibration = project.labels.calibration()
@@ -76,6 +88,8 @@ def cmd_duplicates(args, cancel: CancelToken) -> int:
         bar.close()
         for notice in project.notices:
             say(notice)
+        if since is not None:
+            return _changes(project, args, clusters, since)
         if not clusters:
             # Said in words (exit 0: finding none is an answer): an empty output alone
             # leaves the user wondering whether anything ran.
@@ -92,4 +106,35 @@ def cmd_duplicates(args, cancel: CancelToken) -> int:
             print(f"cluster {c.cluster_id} ({len(c.members)} rows)")
             for m in c.members:
                 print(f"  {m.score:.3f}  [{m.id}]  {one_line(m.text)}")
+    return EXIT_OK
+
+
+def _changes(project, args, clusters, since: int) -> int:
+    """`--changes-since N`: the rows whose cluster changed, to the file, as JSON or listed."""
+    changes = project.ids.changes_since(since)
+    counts = Counter(c.change for c in changes.values())
+    summary = ", ".join(f"{n} {kind}" for kind, n in sorted(counts.items())) or "none"
+    if args.out:
+        n = project.exports.rows(args.out, clusters, changes=changes)
+        say(f"{n} rows changed cluster since import {since} ({summary}); written to "
+            f"{args.out}")
+    else:
+        say(f"{len(changes)} rows changed cluster since import {since} ({summary})")
+    if args.json or not args.out:
+        placed = {m.item_id: (c, m) for c in clusters for m in (*c.members, *c.rejected)}
+        found = {r["item_id"]: r for r in project.rows.by_ids(list(changes))}
+        lines = []
+        for item_id, change in changes.items():
+            cluster, _ = placed.get(item_id, (None, None))
+            row = found.get(item_id, {})
+            lines.append({"id": row.get("id"), "row": row.get("row"), "item_id": item_id,
+                          "text": row.get("text"), "first_seen": row.get("source_id"),
+                          "cluster_id": cluster.cluster_id if cluster else "",
+                          "previous_cluster_id": change.previous, "change": change.change})
+        if args.json:
+            print(json.dumps(lines, ensure_ascii=False, indent=1))
+        else:
+            for line in lines:
+                print(f"{line['change']:7} {line['previous_cluster_id'] or '-':>8} -> "
+                      f"{line['cluster_id'] or '-':8} [{line['id']}]  {one_line(line['text'])}")
     return EXIT_OK

@@ -127,6 +127,8 @@ def _import(args, cancel: CancelToken, executor: Executor | None) -> int:
             _report_import(report)
             if executor is None:
                 return EXIT_OK
+            if not report.already_imported:
+                args.new_batch = report.source_id
             return encode(project, args, cancel, executor)
     finally:
         if new is not None and not imported:
@@ -230,4 +232,37 @@ def encode(project, args, cancel: CancelToken, executor: Executor) -> int:
     print(f"{info['items']} items, {info['encoded']} texts encoded with {info['model']} on "
           f"{info['device']}", flush=True)
     prepare_torch_free(project)   # so that searches after this need no torch
+    batch = getattr(args, "new_batch", None)
+    if batch is not None:
+        _place_new_rows(project, batch, cancel)
     return EXIT_OK
+
+
+def _place_new_rows(project, batch: int, cancel: CancelToken) -> None:
+    """Once clusters were ever reviewed, an import's rows join them at once, at the
+    threshold their ids were recorded at: the changes then belong to this import."""
+    from collections import Counter
+
+    from engine.progress_bar import TqdmProgress
+
+    bar = TqdmProgress()
+    try:
+        followed = project.clusters.follow_imports(progress=bar, cancel=cancel)
+    except Cancelled:
+        bar.close()
+        say("clusters not updated (stopped); the next cut places the new rows")
+        return
+    bar.close()
+    if followed is None:
+        return
+    threshold, _ = followed
+    counts = Counter(c.change for c in project.ids.changes_since(batch).values())
+    said = ", ".join(f"{counts[kind]} {what}" for kind, what in _SAID.items()
+                     if counts[kind]) or "no cluster changed"
+    say(f"clusters at {threshold:g} updated: {said} (duplens duplicates --changes-since "
+        f"{batch} lists them)")
+
+
+_SAID = {"joined": "rows joined existing clusters", "new": "rows in new clusters",
+         "merged": "rows in merged clusters", "split": "rows split off",
+         "left": "rows left their clusters"}

@@ -1,4 +1,5 @@
-"""`duplens info`: what a project holds, without loading a model or an index."""
+"""`duplens info`: what a project holds, without loading a model or an index; each import
+(batch) with its number, file, rows, time and who made it."""
 
 from __future__ import annotations
 
@@ -6,6 +7,18 @@ import json
 
 from engine.cli.common import EXIT_OK, json_option, open_project, project_argument
 from engine.progress import CancelToken
+
+
+def describe_batch(s: dict) -> str:
+    """One import as `info` and `imports` list it: file, rows, when, who, removed."""
+    import time
+
+    when = time.strftime("%Y-%m-%d %H:%M", time.localtime(s["imported_at"]))
+    who = f" by {s['imported_by']}" if s["imported_by"] else ""
+    removed = ""
+    if s.get("removed_at") is not None:
+        removed = time.strftime(" (removed %Y-%m-%d %H:%M)", time.localtime(s["removed_at"]))
+    return f"{s['file_name']}: {s['rows_imported']} rows, {when}{who}{removed}"
 
 
 def register(sub) -> None:
@@ -25,5 +38,7 @@ def cmd_info(args, _cancel: CancelToken) -> int:
                     "truncated"):
             print(f"{key:12} {info[key]}")
         for s in info["sources"]:
-            print(f"source       {s['file_name']}: {s['rows_imported']} rows")
+            print(f"import {s['batch']:<5} {describe_batch(s)}")
+        for cid, into in info["merged_into"].items():
+            print(f"retired      {cid} -> {into or '(its rows are gone)'}")
     return EXIT_OK

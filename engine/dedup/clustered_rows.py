@@ -3,8 +3,10 @@
 Moving the threshold slider cuts the kept graph again in a fraction of a second; reading
 the rows of every clustered text back from the store took longer than the cut itself at
 100k rows (SQL IN batches and row objects). The rows of a text change only when rows are
-imported or deleted, so they are kept until then: `clear()` on those changes, and the
-content version as a second key for changes made by another process.
+imported or deleted, so they are kept until then: `rows_changed(texts, version)` forgets
+those texts' rows (and notes them, `take_touched`, so that an incremental re-cut knows
+whose clusters to build again), and the rows version (`engine.store.items.rows_version`,
+bumped by every import and deletion) is the key that catches another process's changes.
 """
 
 from __future__ import annotations
@@ -30,22 +32,51 @@ class RowsByText:
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._rows: dict[int, list[dict]] = {}
-        self._copies: list[int] | None = None
+        self._copies: set[int] | None = None
+        self._dirty: set[int] = set()            # texts whose copy count may have changed
         self._version: int | None = None
+        # Texts whose rows changed since `take_touched`; None: unknown (another process
+        # changed rows, or everything was forgotten).
+        self._touched: set[int] | None = None
         # Members by (row, similarity to its centre): most clusters keep their centre when
         # the threshold moves, so a re-cut makes few new ones (Member is frozen: shareable).
         self._members: dict[tuple[int, float], Member] = {}
 
     def clear(self) -> None:
-        """Rows were imported or deleted: read everything afresh next time."""
+        """Read everything afresh next time."""
         with self._lock:
-            self._rows, self._copies, self._version, self._members = {}, None, None, {}
+            self._forget_all(None)
+
+    def _forget_all(self, version: int | None) -> None:
+        self._rows, self._copies, self._version, self._members = {}, None, version, {}
+        self._dirty, self._touched = set(), None
+
+    def rows_changed(self, text_ids: set[int], version: int) -> None:
+        """This process imported or deleted rows of these texts, making rows version
+        `version`: their rows are read again; the rest is kept if nothing else changed."""
+        with self._lock:
+            if self._version is None or version != self._version + 1:
+                self._forget_all(version)
+                return
+            for t in text_ids:
+                self._rows.pop(t, None)
+            self._dirty.update(text_ids)
+            if self._touched is not None:
+                self._touched.update(text_ids)
+            self._version = version
 
     def check(self, version: int) -> None:
-        """Forget what was read under another content version."""
+        """Forget what was read under another rows version (another process's rows)."""
         with self._lock:
             if version != self._version:
-                self._rows, self._copies, self._version, self._members = {}, None, version, {}
+                self._forget_all(version)
+
+    def take_touched(self) -> set[int] | None:
+        """Texts whose rows changed since the last call (None: not known, take all), and
+        start noting afresh."""
+        with self._lock:
+            touched, self._touched = self._touched, set()
+            return touched
 
     def member(self, item: dict, score: float) -> Member:
         """`duplicates.member`, made once per row and similarity (a bounded cache)."""
@@ -63,14 +94,18 @@ class RowsByText:
         return len(self._members)
 
     def texts_with_copies(self, conn: Connection) -> list[int]:
-        """Texts shared by several live rows (exact duplicates)."""
+        """Texts shared by several live rows (exact duplicates), ascending."""
         with self._lock:
-            copies = self._copies
+            copies, dirty = self._copies, self._dirty
+            self._dirty = set()
         if copies is None:
-            copies = item_store.texts_with_copies(conn)
-            with self._lock:
-                self._copies = copies
-        return copies
+            copies = set(item_store.texts_with_copies(conn))
+        elif dirty:
+            counts = item_store.live_row_counts(conn, sorted(dirty))
+            copies = (copies - dirty) | {t for t, n in counts.items() if n > 1}
+        with self._lock:
+            self._copies = copies
+        return sorted(copies)
 
     def rows(self, conn: Connection, text_ids: Sequence[int],
              also: Sequence[int] = ()) -> dict[int, list[dict]]:

@@ -49,7 +49,6 @@ def cut_clusters(graph: KnnGraph, threshold: float, min_size: int = 2) -> list[T
 
     taken = bytearray(n)
     clusters: list[TextCluster] = []
-    means: list[float] = []
     for centre in order.tolist():
         if taken[centre]:
             continue
@@ -63,7 +62,13 @@ def cut_clusters(graph: KnnGraph, threshold: float, min_size: int = 2) -> list[T
             taken[m] = 1
         clusters.append(TextCluster(np.asarray(members, dtype=np.int64),
                                     np.asarray(scores, dtype=np.float32)))
-        means.append(sum(scores) / len(scores))
+    return rank_clusters(clusters)
+
+
+def rank_clusters(clusters: list[TextCluster]) -> list[TextCluster]:
+    """Clusters made in the order their centres were taken, biggest first, then tighter
+    (higher mean similarity to the centre); ties keep the order they were made in."""
+    means = [sum(scores) / len(scores) for scores in (c.scores.tolist() for c in clusters)]
     ranked = sorted(range(len(clusters)),
                     key=lambda i: (-len(clusters[i].members), -means[i]))
     return [clusters[i] for i in ranked]

@@ -178,7 +178,7 @@ def build_knn_graph(index: HnswIndex, k: int, ids: np.ndarray | None = None, *,
     hands out slowly; the store's, `engine.store.embeddings.read_vectors`, are 5 times faster).
     """
     ids = np.sort(np.asarray(index.ids() if ids is None else ids, dtype=np.int64))
-    read = _normalised(vectors or index.vectors)
+    read = normalised(vectors or index.vectors)
     nbr, sim = search_neighbours(index, ids, k, read, ef=ef, threads=threads,
                                  progress=progress, cancel=cancel)
     n = len(ids)
@@ -198,7 +198,7 @@ def build_knn_graph(index: HnswIndex, k: int, ids: np.ndarray | None = None, *,
                               floor if math.isfinite(floor) and floor <= 1 else math.inf)
 
 
-def _normalised(read: VectorReader) -> VectorReader:
+def normalised(read: VectorReader) -> VectorReader:
     """`read`, its rows scaled to length 1: similarities are dot products, as in the index
     (cosine space), whatever the model stored."""
     def normalised(text_ids: np.ndarray) -> np.ndarray:

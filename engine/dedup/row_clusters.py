@@ -39,11 +39,15 @@ CANONICAL, DUPLICATE, NOT_DUPLICATE, UNREVIEWED = "canonical", "duplicate", "not
 
 @dataclass(frozen=True)
 class Cluster:
-    cluster_id: int
+    # The stored id (`engine.dedup.id_rules`, e.g. "C000123"), which stays with the cluster
+    # across cuts, imports and models; "" until `Clusters.cut` gives it.
+    cluster_id: str
     members: list[Member] = field(default_factory=list)   # canonical first
     # Members the analyst moved out (labelled "not duplicate" of the canonical): shown apart
     # and exported with their verdict, but no longer part of the cluster.
     rejected: list[Member] = field(default_factory=list)
+    # Ids retired into this one by merges (each one's `merged_into` is this cluster's id).
+    merged_from: tuple[str, ...] = ()
 
     @property
     def canonical(self) -> Member:
@@ -67,7 +71,8 @@ class Cluster:
         return {"cluster_id": self.cluster_id, "canonical_id": self.canonical.id,
                 "size": len(self.members), "score": round(self.score, 6),
                 "members": [m.as_json() for m in self.members],
-                "rejected": [m.as_json() for m in self.rejected]}
+                "rejected": [m.as_json() for m in self.rejected],
+                "merged_from": list(self.merged_from)}
 
 
 def member(item: dict, score: float) -> Member:
@@ -85,18 +90,42 @@ def expand_clusters(text_clusters: list[tuple[list[int], list[float]]],
     `exact_only_texts` are texts with several rows that no similarity cluster took.
     `member` makes a row's Member (a caching one keeps them between re-cuts).
     """
-    built: list[list[Member]] = []
+    keyed = expand_keyed(text_clusters, items_by_text, exact_only_texts, member)
+    return [Cluster("", ms) for _, ms in rank_row_clusters(keyed)]
+
+
+Keyed = tuple[int, list[Member]]   # (cluster key, its rows: the canonical first)
+
+
+def cluster_key(text_cluster_ids: list[int] | None = None, exact_text: int | None = None
+                ) -> int:
+    """What names a row cluster between two cuts of one threshold: its centre text's id, or
+    for a cluster of exact copies only, minus one minus the text's id."""
+    return text_cluster_ids[0] if text_cluster_ids is not None else -1 - int(exact_text)
+
+
+def expand_keyed(text_clusters: list[tuple[list[int], list[float]]],
+                 items_by_text: dict[int, list[dict]], exact_only_texts: list[int],
+                 member: Callable[[dict, float], Member] = member) -> list[Keyed]:
+    """`expand_clusters`' row clusters with their keys, in the order they are made (text
+    clusters first, then exact copies), not yet ranked."""
+    built: list[Keyed] = []
     for text_ids, scores in text_clusters:
         members = [member(item, score) for t, score in zip(text_ids, scores, strict=True)
                    for item in items_by_text.get(t, [])]
         if len(members) >= 2:
-            built.append(members)
+            built.append((cluster_key(text_ids), members))
     for t in exact_only_texts:
         rows = items_by_text.get(t, [])
         if len(rows) >= 2:
-            built.append([member(item, 1.0) for item in rows])
-    built.sort(key=lambda ms: (-len(ms), -sum(m.score for m in ms) / len(ms)))
-    return [Cluster(i + 1, ms) for i, ms in enumerate(built)]
+            built.append((cluster_key(exact_text=t), [member(item, 1.0) for item in rows]))
+    return built
+
+
+def rank_row_clusters(keyed: list[Keyed]) -> list[Keyed]:
+    """Biggest first, then tighter; ties in the order made."""
+    return sorted(keyed, key=lambda km: (-len(km[1]), -sum(m.score for m in km[1])
+                                         / len(km[1])))
 
 
 def text_clusters_as_ids(clusters: list[TextCluster], ids) -> list[tuple[list[int], list[float]]]:

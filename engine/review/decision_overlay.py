@@ -57,7 +57,7 @@ def apply_decisions(cluster: Cluster, labels: dict[tuple[int, int], int], chosen
         (rejected if verdict == NOT_DUPLICATE else kept).append(updated)
     kept.sort(key=lambda m: -m.score)
     rejected.sort(key=lambda m: -m.score)
-    return Cluster(cluster.cluster_id, [head, *kept], rejected)
+    return Cluster(cluster.cluster_id, [head, *kept], rejected, cluster.merged_from)
 
 
 def _with(m: Member, score: float, decision: str) -> Member:

@@ -9,8 +9,10 @@ re-reading (the rows of clustered texts are kept between cuts, `RowsByText`).
 from __future__ import annotations
 
 import gc
+import threading
 from collections.abc import Iterator
 from contextlib import contextmanager, suppress
+from dataclasses import dataclass, replace
 
 import numpy as np
 from sqlalchemy import select
@@ -18,7 +20,14 @@ from sqlalchemy import select
 from engine.dedup.clustered_rows import RowsByText
 from engine.dedup.cut import cut_clusters
 from engine.dedup.graph import DEFAULT_FLOOR, KnnGraph, build_knn_graph, texts_near
-from engine.dedup.row_clusters import Cluster, expand_clusters
+from engine.dedup.graph_update import update_graph
+from engine.dedup.last_cut import LastCut, assemble, plan
+from engine.dedup.recut import full_cut, recut_clusters
+from engine.dedup.row_clusters import (
+    Cluster,
+    expand_keyed,
+    rank_row_clusters,
+)
 from engine.dedup.row_clusters import text_clusters_as_ids as as_ids
 from engine.errors import DiskFull, InputError
 from engine.progress import CancelToken, ProgressCallback, no_progress
@@ -26,6 +35,7 @@ from engine.review.calibration import DEFAULT_THRESHOLD
 from engine.review.decision_overlay import apply_decisions
 from engine.review.histogram import Histogram, similarity_histogram
 from engine.review.layout import MAP_SAMPLE, EmbeddingMap, project_2d, sample_ids
+from engine.services.cluster_ids import ClusterIds
 from engine.services.vectors import Vectors
 from engine.store import decisions as decision_store
 from engine.store import embeddings as embedding_store
@@ -39,6 +49,37 @@ DEFAULT_NEIGHBOURS = 10
 # A cut also reads the rows of texts that would join this much lower: the slider's next
 # steps down then read nothing (benchmarks/mining.py times re-cuts 0.05 down and up).
 PREFETCH_MARGIN = 0.05
+# The graph is updated rather than built again while the texts added and removed are at
+# most this share of it (each costs about WIDEN searches where a build costs one per text).
+UPDATE_SHARE = 0.3
+
+
+@dataclass(frozen=True)
+class _Updated:
+    """The graph `before` (the one the last cut was made on) updated into `after`; the texts
+    whose rows changed between the two."""
+
+    before: KnnGraph
+    after: KnnGraph
+    touched: np.ndarray
+
+
+def _live_ids(index) -> np.ndarray:
+    """The texts the index serves (live rows' embedded texts: the index's one rule,
+    `engine.index.reconcile`), without reading every row's text id from the store."""
+    deleted = np.fromiter(index.deleted, dtype=np.int64, count=len(index.deleted))
+    return np.setdiff1d(index.ids(), deleted)
+
+
+def _few_changed(graph: KnnGraph, live: np.ndarray) -> bool:
+    changed = len(np.setxor1d(graph.ids, live, assume_unique=True))
+    return changed <= UPDATE_SHARE * max(len(graph.ids), 1)
+
+
+def _with_ids(raw: list[Cluster], decided: list[Cluster]) -> list[Cluster]:
+    """The clusters as cut, with the ids and merges their decided forms were labelled with."""
+    return [replace(c, cluster_id=d.cluster_id, merged_from=d.merged_from)
+            for c, d in zip(raw, decided, strict=True)]
 
 
 @contextmanager
@@ -61,19 +102,32 @@ def _no_gc_pauses() -> Iterator[None]:
 class Clusters:
     """The neighbour graph, cuts of it at a threshold, decisions over them, review plots."""
 
-    def __init__(self, store: Store, vectors: Vectors, kept_rows: RowsByText) -> None:
+    def __init__(self, store: Store, vectors: Vectors, kept_rows: RowsByText,
+                 ids: ClusterIds) -> None:
         self._store = store
         self._vectors = vectors
         self._kept = kept_rows
+        self._ids = ids
         self._graph: KnnGraph | None = None
         self._graph_key: tuple | None = None
+        self._update: _Updated | None = None     # how the graph changed since the last cut
+        self._last: LastCut | None = None        # the last cut, kept for the next import
+        # One graph update or cut at a time: the window cuts on its review thread while an
+        # import's job places the new rows (`follow_imports`) on another.
+        self._lock = threading.RLock()
 
     def graph(self, k: int = DEFAULT_NEIGHBOURS, *, progress: ProgressCallback = no_progress,
               cancel: CancelToken | None = None) -> KnnGraph:
         """Each text's k nearest others, completed with every pair at the graph's floor (0.75)
         or above where a text has more than k (`engine.dedup.graph`); cached in memory and in
-        the project file, keyed by the saved index it was built from (any change to the index
-        makes a new one)."""
+        the project file, keyed by the saved index it was built from. When the index gained
+        or lost texts since the graph was made, the graph is updated for them
+        (`engine.dedup.graph_update`) instead of built again."""
+        with self._lock:
+            return self._graph_now(k, progress, cancel)
+
+    def _graph_now(self, k: int, progress: ProgressCallback, cancel: CancelToken | None
+                   ) -> KnnGraph:
         index = self._vectors.index()
         model_id = self._vectors.model_id()
         with self._store.read() as conn:
@@ -87,17 +141,12 @@ class Clusters:
         name = f"knn/{model_id}/{k}"
         graph = None
         if signature is not None and self._store.get_meta(name) == stamp:
-            with self._store.read() as conn:
-                data = get_blob(conn, name)
-            try:
-                graph = KnnGraph.from_bytes(data) if data else None
-            except (ValueError, KeyError, OSError):
-                graph = None
+            graph = self._stored(name)
         if graph is None and not self._store.is_file and not self._store.read_only \
                 and signature is not None:
             graph = self._build_once_per_team(index, k, name, stamp, progress, cancel)
         if graph is None:
-            graph = self._build(index, k, progress, cancel)
+            graph = self._make(index, k, name, progress, cancel)
             if not self._store.read_only and signature is not None:
                 # Kept for the next review; on a full disk the review goes on from memory.
                 with suppress(DiskFull), self._store.write() as conn:
@@ -105,6 +154,40 @@ class Clusters:
                     self._store.set_meta(name, stamp, conn)
         self._graph, self._graph_key = graph, key
         return graph
+
+    def _stored(self, name: str) -> KnnGraph | None:
+        with self._store.read() as conn:
+            data = get_blob(conn, name)
+        try:
+            return KnnGraph.from_bytes(data) if data else None
+        except (ValueError, KeyError, OSError):
+            return None
+
+    def _make(self, index, k: int, name: str, progress: ProgressCallback,
+              cancel: CancelToken | None) -> KnnGraph:
+        """The graph of the index's texts now: updated from the last one made for this model
+        (in memory, else the one stored) when few texts came or went, else built whole."""
+        model_id = self._vectors.model_id()
+        base = self._graph if (self._graph is not None and self._graph_key is not None
+                               and self._graph_key[0] == model_id and self._graph.k == k) \
+            else None
+        if base is None:
+            stored = self._stored(name)
+            base = stored if stored is not None and stored.k == k else None
+        live = _live_ids(index)
+        if base is None or base.floor != DEFAULT_FLOOR or not _few_changed(base, live):
+            self._update = None
+            return self._build(index, k, progress, cancel)
+        update = update_graph(base, index, live,
+                              vectors=self._stored_vectors(model_id, index.dim),
+                              progress=progress, cancel=cancel)
+        earlier = self._update
+        if earlier is not None and earlier.after is base:   # two updates since the last cut
+            touched = np.union1d(earlier.touched, update.touched)
+            self._update = _Updated(earlier.before, update.graph, touched)
+        else:
+            self._update = _Updated(base, update.graph, update.touched)
+        return update.graph
 
     def _stored_vectors(self, model_id: int, dim: int):
         """The graph's vector reader: the stored blobs, which hnswlib's own `vectors` (Python
@@ -128,8 +211,8 @@ class Clusters:
                              ) -> KnnGraph:
         """On a server, several analysts opening the review after one import would each
         build the same graph (every text's search, minutes at a million rows). The first
-        builds it holding the graph's lock; the others wait for that lock, then read the
-        graph it stored instead of building their own."""
+        builds (or updates) it holding the graph's lock; the others wait for that lock, then
+        read the graph it stored instead of making their own."""
         with self._store.write() as conn:
             lock(conn, f"build:{name}")
             stored = conn.execute(select(meta.c.value).where(meta.c.key == name)).scalar()
@@ -140,7 +223,7 @@ class Clusters:
                         return KnnGraph.from_bytes(data)
                 except (ValueError, KeyError, OSError):
                     pass
-            graph = self._build(index, k, progress, cancel)
+            graph = self._make(index, k, name, progress, cancel)
             put_blob(conn, name, graph.to_bytes())
             self._store.set_meta(name, stamp, conn)
             return graph
@@ -152,23 +235,89 @@ class Clusters:
 
         With `decisions`, the analyst's stored verdicts are laid over the cut (canonical
         choices lead, rows marked "not duplicate" of the canonical are moved out); without,
-        the clusters are exactly as cut, which is what `apply_decisions` takes.
+        the clusters are exactly as cut, which is what `apply_decisions` takes. Either way
+        each cluster carries its stored id (`ClusterIds.label`, decided on the clusters as
+        the decisions make them), and the cut is recorded as the project's assignment.
+
+        After an import (or a deletion) at the threshold of the last cut, only what changed
+        is cut and built again (`engine.dedup.recut`, `engine.dedup.last_cut`); the result
+        is the same as cutting it all.
         """
         if not 0.0 < threshold <= 1.0:
             raise InputError(f"threshold must be between 0 and 1, not {threshold}")
+        with self._lock:
+            return self._cut_now(threshold, k, decisions, progress, cancel)
+
+    def _cut_now(self, threshold: float, k: int, decisions: bool, progress: ProgressCallback,
+                 cancel: CancelToken | None) -> list[Cluster]:
         graph = self.graph(k, progress=progress, cancel=cancel)
         with _no_gc_pauses():
-            text_clusters = as_ids(cut_clusters(graph, threshold), graph.ids)
-            clustered = {t for ids, _ in text_clusters for t in ids}
             with self._store.read() as conn:
-                self._kept.check(embedding_store.content_version(conn))
-                exact = [t for t in self._kept.texts_with_copies(conn) if t not in clustered]
-                # Texts that join when the slider moves down a little are read now, with the
-                # rest, so that the next re-cut reads nothing (one read instead of two).
-                nearby = texts_near(graph, round(threshold - PREFETCH_MARGIN, 6))
-                rows = self._kept.rows(conn, [*clustered, *exact], also=nearby)
-            clusters = expand_clusters(text_clusters, rows, exact, self._kept.member)
-            return self.apply_decisions(clusters) if decisions else clusters
+                self._kept.check(item_store.rows_version(conn))
+                decided_by = decision_store.fingerprint(conn)
+            touched = self._kept.take_touched()
+            last, update = self._last, self._update
+            same = last is not None and last.threshold == threshold and last.k == k \
+                and last.decisions == decided_by and touched is not None \
+                and last.ids_version == self._ids.stored()
+            if same and update is not None and update.before is last.state.graph \
+                    and update.after is graph:
+                made = self._cut_again(last, graph, update.touched, touched)
+            elif same and last.state.graph is graph:
+                made = self._cut_again(last, graph, np.zeros(0, np.int64), touched)
+            else:
+                made = self._cut_whole(graph, threshold, k, decided_by)
+            made.ids_version = self._ids.seen()
+            self._last, self._update = made, None
+        return made.decided if decisions else made.raw
+
+    def _cut_whole(self, graph: KnnGraph, threshold: float, k: int, decided_by: tuple
+                   ) -> LastCut:
+        state = full_cut(graph, threshold)
+        text_clusters = as_ids(state.clusters, graph.ids)
+        clustered = {t for ids, _ in text_clusters for t in ids}
+        with self._store.read() as conn:
+            exact = [t for t in self._kept.texts_with_copies(conn) if t not in clustered]
+            # Texts that join when the slider moves down a little are read now, with the
+            # rest, so that the next re-cut reads nothing (one read instead of two).
+            nearby = texts_near(graph, round(threshold - PREFETCH_MARGIN, 6))
+            rows = self._kept.rows(conn, [*clustered, *exact], also=nearby)
+        keyed = rank_row_clusters(expand_keyed(text_clusters, rows, exact, self._kept.member))
+        raw = [Cluster("", ms) for _, ms in keyed]
+        decided = self._ids.label(self.apply_decisions(raw), threshold=threshold)
+        raw = _with_ids(raw, decided)
+        return LastCut(state, k, decided_by, [key for key, _ in keyed], raw, decided)
+
+    def _cut_again(self, last: LastCut, graph: KnnGraph, touched_texts: np.ndarray,
+                   touched_rows: set[int]) -> LastCut:
+        """The cut at the last cut's threshold after rows came or went: the text clusters
+        replayed where the graph changed, row clusters built only where they changed."""
+        again = recut_clusters(last.state, graph, touched_texts)
+        text_clusters = as_ids(again.state.clusters, graph.ids)
+        clustered = {t for ids, _ in text_clusters for t in ids}
+        with self._store.read() as conn:
+            exact = [t for t in self._kept.texts_with_copies(conn) if t not in clustered]
+            what = plan(last, text_clusters, again.changed, exact, touched_rows)
+            wanted = [t for ids, _ in what.build_text for t in ids] + what.build_exact
+            rows = self._kept.rows(conn, wanted)
+        built = expand_keyed(what.build_text, rows, what.build_exact, self._kept.member)
+        raw = [Cluster("", ms) for _, ms in built]
+        decided = self._ids.label(self.apply_decisions(raw), threshold=last.threshold,
+                                  every_cluster=False, released=what.released)
+        raw = _with_ids(raw, decided)
+        keys, raw, decided = assemble(last, what, built, raw, decided)
+        return LastCut(again.state, last.k, last.decisions, keys, raw, decided)
+
+    def follow_imports(self, k: int = DEFAULT_NEIGHBOURS, *,
+                       progress: ProgressCallback = no_progress,
+                       cancel: CancelToken | None = None) -> tuple[float, list[Cluster]] | None:
+        """After an import is encoded: cut again at the threshold the ids were last
+        recorded at, so the new rows join their clusters (and take their ids) as part of
+        that import; None when no cut was ever recorded (the first review does it)."""
+        threshold = self._ids.recorded_threshold()
+        if threshold is None:
+            return None
+        return threshold, self.cut(threshold, k, progress=progress, cancel=cancel)
 
     def apply_decisions(self, clusters: list[Cluster]) -> list[Cluster]:
         """Clusters as cut → clusters as the analyst's stored decisions make them.

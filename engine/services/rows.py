@@ -19,9 +19,9 @@ from engine.dedup.clustered_rows import RowsByText
 from engine.errors import InputError
 from engine.importer import ImportReport, import_table
 from engine.services.live_index import LiveIndex
+from engine.store import cluster_records, pending_verdicts
 from engine.store import embeddings as embedding_store
 from engine.store import items as item_store
-from engine.store import pending_verdicts
 from engine.store.database import Store
 from engine.store.items import IdSink
 from engine.store.schema import sources
@@ -47,8 +47,13 @@ class Rows:
         """
         try:
             report = import_table(self._store, path, text_columns, **options)
-        finally:
+        except BaseException:
             self._kept.clear()
+            raise
+        if report.rows_version is not None:
+            with self._store.read() as conn:
+                texts = item_store.text_ids_of_source(conn, report.source_id)
+            self._kept.rows_changed(texts, report.rows_version)
         if report.revived_texts:
             self._live.revive(report.revived_texts, report.content_version)
         if report.source_id is not None and not self._store.read_only:
@@ -70,12 +75,57 @@ class Rows:
         Returns how many texts were left without a row."""
         try:
             with self._store.write() as conn:
-                orphaned = item_store.mark_items_deleted(conn, item_ids)
+                orphaned = self._delete(conn, item_ids)
                 version = embedding_store.bump_content_version(conn) if orphaned else None
-        finally:
+        except BaseException:
             self._kept.clear()
+            raise
         self._live.forget(orphaned, version)
         return len(orphaned)
+
+    def _delete(self, conn, item_ids: Sequence[int]) -> set[int]:
+        """Rows deleted and out of their clusters' records, the rows kept for cuts told;
+        the texts left without a row."""
+        touched = item_store.text_ids_of_rows(conn, item_ids)
+        orphaned = item_store.mark_items_deleted(conn, item_ids)
+        cluster_records.forget_rows(conn, item_ids)
+        self._kept.rows_changed(touched, item_store.bump_rows_version(conn))
+        return orphaned
+
+    # -- imports (batches) ----------------------------------------------------------------
+    def imports(self) -> list[dict]:
+        """Every import, oldest first: `batch` (its number, the source id), `file_name`,
+        `imported_at`, `imported_by`, `rows` (imported), `live` (still in the project) and
+        `removed_at` (None unless taken back out)."""
+        with self._store.read() as conn:
+            found = item_store.list_sources(conn)
+            live = item_store.live_rows_per_source(conn)
+        return [{"batch": s["id"], "file_name": s["file_name"],
+                 "imported_at": s["imported_at"], "imported_by": s["imported_by"] or "",
+                 "rows": s["rows_imported"], "live": live.get(s["id"], 0),
+                 "removed_at": s["removed_at"]} for s in found]
+
+    def remove_import(self, batch: int) -> int:
+        """Undo an import: every row batch `batch` brought is deleted, in one transaction,
+        and the batch is marked removed (its number is never reused; its file can be
+        imported again). Clusters follow at the next cut, by the id rules. Returns the rows
+        removed; `InputError` for a batch that does not exist or was removed already."""
+        try:
+            with self._store.write() as conn:
+                source = item_store.get_source(conn, batch)
+                if source is None:
+                    raise InputError(f"there is no import {batch} in this project")
+                if source["removed_at"] is not None:
+                    raise InputError(f"import {batch} ({source['file_name']}) was removed "
+                                     f"already")
+                rows = item_store.remove_source(conn, batch)
+                orphaned = self._delete(conn, rows)
+                version = embedding_store.bump_content_version(conn) if orphaned else None
+        except BaseException:
+            self._kept.clear()
+            raise
+        self._live.forget(orphaned, version)
+        return len(rows)
 
     # -- reading ---------------------------------------------------------------------------
     def count(self) -> int:
@@ -146,5 +196,7 @@ def browse_row(r: dict) -> dict:
 
 
 def source_columns(sources: list[dict]) -> list[str]:
-    """The union of all imported files' columns, in first-seen order."""
-    return list(dict.fromkeys(c for s in sources for c in s["columns"]))
+    """The union of the imported files' columns, in first-seen order (removed imports'
+    columns left out: none of their rows is in the project)."""
+    return list(dict.fromkeys(c for s in sources if s.get("removed_at") is None
+                              for c in s["columns"]))

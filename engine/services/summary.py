@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from engine.dedup.id_rules import label
+from engine.store import cluster_records
 from engine.store import embeddings as embedding_store
 from engine.store import items as item_store
 from engine.store.database import Store
@@ -44,9 +46,15 @@ def describe(store: Store, active: dict | None) -> dict:
             "model_location": active["location"] if active else None,
             "index_items": index_row["count"] if index_row else 0,
             "device": store.get_meta("last_device"),
+            # Each import is a batch, numbered by its source id (`first_seen` in exports).
             "sources": [
-                {"file_name": s["file_name"], "rows_imported": s["rows_imported"],
-                 "rows_empty": s["rows_empty"], "bad_lines": len(s["bad_lines"])}
+                {"batch": s["id"], "file_name": s["file_name"],
+                 "rows_imported": s["rows_imported"], "rows_empty": s["rows_empty"],
+                 "bad_lines": len(s["bad_lines"]), "imported_at": s["imported_at"],
+                 "imported_by": s["imported_by"] or "", "removed_at": s["removed_at"]}
                 for s in item_store.list_sources(conn)
             ],
+            # Each cluster id retired by a merge and the id it became (None: rows gone).
+            "merged_into": {label(cid): (label(into) if into else None)
+                            for cid, into in cluster_records.retired(conn).items()},
         }

@@ -169,3 +169,13 @@ def was_offered(conn: Connection, item_a: int, item_b: int) -> bool:
     a, b = ordered(item_a, item_b)
     return conn.execute(select(func.count()).select_from(offered_pairs).where(
         offered_pairs.c.item_a == a, offered_pairs.c.item_b == b)).scalar_one() > 0
+
+
+def fingerprint(conn: Connection) -> tuple:
+    """Changes whenever a verdict or a canonical choice is written or removed (the count
+    moves, or a later time is stamped): cuts kept between imports are decided again then."""
+    labels = conn.execute(select(func.count(), func.max(pair_labels.c.created_at))
+                          .select_from(pair_labels)).one()
+    chosen = conn.execute(select(func.count(), func.max(canonical_items.c.created_at))
+                          .select_from(canonical_items)).one()
+    return (*labels, *chosen)

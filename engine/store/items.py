@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import getpass
 import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
@@ -21,8 +22,12 @@ from sqlalchemy import (
 )
 
 from engine.errors import ProjectError
-from engine.store.dialects import binary_order, insert_missing, leading_number
-from engine.store.schema import items, sources, texts
+from engine.store.dialects import binary_order, conflict_insert, insert_missing, leading_number
+from engine.store.schema import items, meta, sources, texts
+
+# Bumped in every transaction that adds or deletes rows: what the rows kept between cuts
+# (`engine.dedup.clustered_rows`) are keyed by; encoding does not change it.
+ROWS_VERSION_KEY = "rows_version"
 
 # Stay well under every database's limit on bound parameters in one statement.
 _IN_BATCH = 500
@@ -48,15 +53,36 @@ def find_source(conn: Connection, sha256: str, mapping_key: str) -> int | None:
 
 
 def add_source(conn: Connection, **values) -> int:
-    """Record an imported file; `ProjectError` when another process recorded the same file
-    with the same mapping since the caller looked (two analysts importing it at once)."""
+    """Record an imported file (a batch: its number is the source id); `ProjectError` when
+    another process recorded the same file with the same mapping since the caller looked
+    (two analysts importing it at once)."""
     values.setdefault("imported_at", time.time())
+    values.setdefault("imported_by", who_imports())
     if insert_missing(conn, sources, [values], ["sha256", "mapping_key"]) == 0:
         raise ProjectError(f"{values.get('file_name', 'the file')}: was imported into the "
                            f"project by someone else just now; nothing was added twice")
     return conn.execute(select(sources.c.id).where(
         sources.c.sha256 == values["sha256"],
         sources.c.mapping_key == values["mapping_key"])).scalar_one()
+
+
+def who_imports() -> str:
+    """The name a batch records as who imported it: the computer's user name."""
+    try:
+        return getpass.getuser()
+    except (OSError, KeyError):   # no user name in the environment or the password file
+        return ""
+
+
+def remove_source(conn: Connection, source_id: int) -> list[int]:
+    """Mark a batch removed and mark its rows deleted; the ids of the rows it had live.
+    Its file's key is freed (the mapping key becomes "removed:<id>"), so the same file can
+    be imported again as a new batch."""
+    live = list(conn.execute(select(items.c.id).where(
+        items.c.source_id == source_id, ~items.c.deleted).order_by(items.c.id)).scalars())
+    conn.execute(sources.update().where(sources.c.id == source_id).values(
+        removed_at=time.time(), mapping_key=f"removed:{source_id}"))
+    return live
 
 
 def update_source(conn: Connection, source_id: int, **values) -> None:
@@ -98,6 +124,46 @@ def add_rows(conn: Connection, source_id: int, rows: Sequence[NewRow]) -> int:
         for r in rows
     ])
     return created
+
+
+def rows_version(conn: Connection) -> int:
+    value = conn.execute(select(meta.c.value).where(meta.c.key == ROWS_VERSION_KEY)).scalar()
+    return int(value) if value is not None else 0
+
+
+def bump_rows_version(conn: Connection) -> int:
+    """One more inside the caller's write transaction (atomic, as the content version)."""
+    from sqlalchemy import BigInteger, Text
+
+    stmt = conflict_insert(conn, meta).values(key=ROWS_VERSION_KEY, value="1")
+    conn.execute(stmt.on_conflict_do_update(
+        index_elements=["key"], set_={"value": cast(cast(meta.c.value, BigInteger) + 1, Text)}))
+    return rows_version(conn)
+
+
+def text_ids_of_rows(conn: Connection, item_ids: Sequence[int]) -> set[int]:
+    found: set[int] = set()
+    for start in range(0, len(item_ids), _IN_BATCH):
+        found.update(conn.execute(select(items.c.text_id).where(
+            items.c.id.in_(list(item_ids[start:start + _IN_BATCH])))).scalars())
+    return found
+
+
+def text_ids_of_source(conn: Connection, source_id: int) -> set[int]:
+    return set(conn.execute(select(items.c.text_id).where(items.c.source_id == source_id)
+                            .distinct()).scalars())
+
+
+def live_row_counts(conn: Connection, text_ids: Sequence[int]) -> dict[int, int]:
+    """text id -> its live rows, for these texts (those with none left out)."""
+    found: dict[int, int] = {}
+    wanted = list(text_ids)
+    for start in range(0, len(wanted), _IN_BATCH):
+        found.update(conn.execute(
+            select(items.c.text_id, func.count()).where(
+                items.c.text_id.in_(wanted[start:start + _IN_BATCH]), ~items.c.deleted)
+            .group_by(items.c.text_id)).all())
+    return found
 
 
 def count_items(conn: Connection) -> int:
@@ -148,6 +214,17 @@ def items_for_texts(conn: Connection, text_ids: Sequence[int]) -> dict[int, list
 
 def list_sources(conn: Connection) -> list[dict]:
     return [dict(r) for r in conn.execute(select(sources).order_by(sources.c.id)).mappings()]
+
+
+def get_source(conn: Connection, source_id: int) -> dict | None:
+    found = conn.execute(select(sources).where(sources.c.id == source_id)).mappings().first()
+    return dict(found) if found else None
+
+
+def live_rows_per_source(conn: Connection) -> dict[int, int]:
+    """source id -> its rows still in the project."""
+    return dict(conn.execute(select(items.c.source_id, func.count()).where(~items.c.deleted)
+                             .group_by(items.c.source_id)).all())
 
 
 def texts_with_copies(conn: Connection) -> list[int]:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from sqlalchemy import Connection, inspect, select
+from sqlalchemy import Connection, inspect, select, text
 
 from engine.store import schema
 
@@ -36,11 +36,24 @@ def _v4_pending_verdicts(conn: Connection) -> None:
     schema.pending_verdicts.create(conn, checkfirst=True)
 
 
-_ADDED_LATER = {"canonical_items", "offered_pairs", "pending_verdicts"}
+def _v5_batches_and_cluster_ids(conn: Connection) -> None:
+    # Imports as batches (who, removed) and the stable cluster ids. A project made by this
+    # version already has the columns (`_v1_initial` creates today's `sources`).
+    have = {c["name"] for c in inspect(conn).get_columns("sources")}
+    for name, kind in (("imported_by", "TEXT"), ("removed_at", "FLOAT")):
+        if name not in have:
+            conn.execute(text(f"ALTER TABLE sources ADD COLUMN {name} {kind}"))
+    for table in (schema.cluster_ids, schema.item_clusters, schema.cluster_history):
+        table.create(conn, checkfirst=True)
+
+
+_ADDED_LATER = {"canonical_items", "offered_pairs", "pending_verdicts", "cluster_ids",
+                "item_clusters", "cluster_history"}
 
 # MIGRATIONS[i] brings a project from version i to version i + 1.
 MIGRATIONS: list[Callable[[Connection], None]] = [_v1_initial, _v2_canonical_items,
-                                                  _v3_offered_pairs, _v4_pending_verdicts]
+                                                  _v3_offered_pairs, _v4_pending_verdicts,
+                                                  _v5_batches_and_cluster_ids]
 SCHEMA_VERSION = len(MIGRATIONS)
 
 

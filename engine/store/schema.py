@@ -54,6 +54,11 @@ sources = Table(
     Column("rows_empty", Integer, nullable=False, default=0),
     Column("bad_lines", JSON, nullable=False, default=list),
     Column("imported_at", Float, nullable=False),
+    # Each import is a batch (schema v5): who imported it, and when it was taken back out
+    # (`duplens imports --delete`); a removed batch keeps its row, so batch numbers (the
+    # source ids) are never handed out twice, and frees its file's key for a re-import.
+    Column("imported_by", Text),
+    Column("removed_at", Float),
     UniqueConstraint("sha256", "mapping_key", name="uq_sources_file_mapping"),
 )
 
@@ -178,4 +183,42 @@ pending_verdicts = Table(
     Column("item_id", Integer, ForeignKey("items.id", ondelete="CASCADE"), nullable=False),
     Column("label", Integer, nullable=False),
     Column("created_at", Float, nullable=False),
+)
+
+
+# Stable cluster ids (schema v5, `engine.dedup.id_rules`): every id ever handed out, never
+# deleted, so a new cluster always gets a number never used before. `anchor_item` is the
+# row the id follows (its canonical); `merged_into` says which id a retired one became.
+# Batches are source ids: `created_batch` / `changed_batch` are the latest import when the
+# id was made / last retired, revived or split from (`split_from`).
+cluster_ids = Table(
+    "cluster_ids",
+    metadata,
+    Column("id", Integer, primary_key=True, autoincrement=False),
+    Column("anchor_item", Integer),
+    Column("retired", Boolean, nullable=False, default=False),
+    Column("merged_into", Integer),
+    Column("split_from", Integer),
+    Column("created_batch", Integer, nullable=False),
+    Column("changed_batch", Integer, nullable=False),
+    Column("created_at", Float, nullable=False),
+)
+
+# The rows in a cluster at the last recorded cut, and the id of that cluster.
+item_clusters = Table(
+    "item_clusters",
+    metadata,
+    Column("item_id", Integer, ForeignKey("items.id", ondelete="CASCADE"), primary_key=True),
+    Column("cluster_id", Integer, nullable=False),
+    Index("ix_item_clusters_cluster", "cluster_id"),
+)
+
+# A row's cluster id (NULL: in none) before its first change while `batch` was the latest
+# import: what "changed since import N" compares with.
+cluster_history = Table(
+    "cluster_history",
+    metadata,
+    Column("batch", Integer, primary_key=True, autoincrement=False),
+    Column("item_id", Integer, ForeignKey("items.id", ondelete="CASCADE"), primary_key=True),
+    Column("cluster_id", Integer),
 )

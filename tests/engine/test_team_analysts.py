@@ -15,7 +15,7 @@ from sqlalchemy import select
 
 from engine.project import Project
 from engine.store.dialects import lock
-from engine.store.schema import items
+from engine.store.schema import cluster_ids, items
 
 ROOT = Path(__file__).resolve().parents[2]
 DATA = ROOT / "tests" / "data" / "questions.csv"
@@ -151,3 +151,31 @@ def test_the_neighbour_graph_is_built_by_one_analyst_and_read_by_the_other(team,
     answers = [first.read(), second.read()]
     assert sorted(a["built"] for a in answers) == [False, True]
     assert answers[0]["texts"] == answers[1]["texts"] == 46
+
+
+def test_two_analysts_cutting_at_once_share_one_set_of_cluster_ids(team, postgres_server):
+    """Both cut at the same moment (held at the ids' lock so they truly overlap), at two
+    thresholds: no new number is handed out twice, and each threshold gives every analyst
+    the same ids afterwards."""
+    url, _, start = team
+    first, second = start(), start()
+    with Project.open(url) as project:
+        project.clusters.graph()          # built and stored: neither waits on its lock
+        database = project.store.name
+        with project.store.write() as conn:
+            lock(conn, "cluster-ids")
+            first.send(do="cut", threshold=0.85)
+            second.send(do="cut", threshold=0.6)
+            deadline = time.monotonic() + 120
+            while postgres_server.sql(
+                    "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' "
+                    f"AND datname = '{database}'")[0][0] < 2:
+                assert time.monotonic() < deadline, "the analysts never waited for the lock"
+                time.sleep(0.05)
+    at_085, at_06 = first.read(), second.read()
+    assert "error" not in at_085 and "error" not in at_06
+    with Project.open(url) as project, project.store.read() as conn:
+        numbers = list(conn.execute(select(cluster_ids.c.id)).scalars())
+    assert len(numbers) == len(set(numbers)) >= len(set(at_085["ids"].values()))
+    assert second.ask(do="cut", threshold=0.85) == at_085     # the other analyst's ids
+    assert first.ask(do="cut", threshold=0.6) == at_06

@@ -51,9 +51,10 @@ def test_every_row_round_trips_cell_by_cell(cut, tmp_path, delimiter, newline, b
     assert got[0] == [*ROWS[0], *ADDED_COLUMNS]
     assert [line[:4] for line in got[1:]] == ROWS[1:]          # order and every cell exact
     added = {line[0]: dict(zip(ADDED_COLUMNS, line[4:], strict=True)) for line in got[1:]}
-    assert added["a3"] == added["a5"] == dict.fromkeys(ADDED_COLUMNS, "")
+    assert added["a3"] == added["a5"] == {**dict.fromkeys(ADDED_COLUMNS, ""), "first_seen": "1"}
     group = {k: added[k] for k in ("a1", "a2", "a4")}
-    assert len({a["cluster_id"] for a in group.values()}) == 1 and group["a1"]["cluster_id"]
+    assert len({a["cluster_id"] for a in group.values()}) == 1
+    assert group["a1"]["cluster_id"] == "C000001"     # the project's first stored id
     canonical = [k for k, a in group.items() if a["is_canonical"] == "True"]
     assert len(canonical) == 1
     for key, a in group.items():

@@ -156,3 +156,42 @@ def test_a_first_schema_project_is_upgraded_on_open(store_location):
             assert inspect(conn).has_table("canonical_items")
     finally:
         store.close()
+
+
+def test_a_schema_3_project_gains_batches_and_cluster_ids(store_location):
+    """Before schema 4 `sources` had no `imported_by` / `removed_at` and there were no
+    cluster id tables: opening adds them and keeps the rows."""
+    from sqlalchemy import inspect, text
+
+    from engine.store.dialects import backend
+    from engine.store.location import parse_location
+    from engine.store.migrations import MIGRATIONS
+    from engine.store.schema import sources
+
+    where = parse_location(store_location)
+    engine = backend(where.dialect).make_engine(where)
+    with engine.begin() as conn:
+        for step in MIGRATIONS[:3]:
+            step(conn)
+        for column in ("imported_by", "removed_at"):
+            conn.execute(text(f"ALTER TABLE sources DROP COLUMN {column}"))
+        conn.execute(text(
+            "INSERT INTO sources (file_name, file_path, sha256, mapping_key, format, "
+            "text_columns, columns, rows_read, rows_imported, rows_empty, bad_lines, "
+            "imported_at) VALUES ('old.csv', '/x/old.csv', 'a', 'b', '{}', '[]', '[]', 1, 1, "
+            "0, '[]', 1.0)"))
+        conn.execute(meta.insert(), [{"key": "app", "value": "duplens"},
+                                     {"key": "schema_version", "value": "3"}])
+    engine.dispose()
+    store = Store.open(store_location)
+    try:
+        assert store.get_meta("schema_version") == str(SCHEMA_VERSION)
+        with store.read() as conn:
+            names = {c["name"] for c in inspect(conn).get_columns("sources")}
+            assert {"imported_by", "removed_at"} <= names
+            assert all(inspect(conn).has_table(t)
+                       for t in ("cluster_ids", "item_clusters", "cluster_history"))
+            row = conn.execute(sources.select()).mappings().one()
+        assert row["file_name"] == "old.csv" and row["removed_at"] is None
+    finally:
+        store.close()

@@ -1,0 +1,281 @@
+"""Updating the neighbour graph for rows added or deleted, instead of building it again.
+
+Building the graph searches the index once per text (74.5 s at a million items); a week's
+file adds a few thousand. So the graph is updated:
+
+- texts removed (no live row left) leave it, with every entry pointing at them; the texts
+  that lose a neighbour that way are searched again, so that they keep k;
+- each text added is searched for its nearest others (`WIDEN` times k of them): its k
+  nearest become its neighbours (and, mirrored, it becomes theirs, as in a full build),
+  and an old text gains it beyond that where it is closer than that text's current k-th
+  neighbour (or the text has fewer than k);
+- dense neighbourhoods are completed as the full build does (`engine.dedup.dense`): in the
+  component of links at the floor or above that each new text is in, every pair of it
+  with another text at the floor or above is found by exact search.
+
+Entries already in the graph stay as they are (with their similarity), so a row that gained
+nothing is the same row: the incremental re-cut (`engine.dedup.recut`) starts from the rows
+that changed (`GraphUpdate.touched`). An updated graph is not byte for byte what a full
+build would give: a displaced k-th neighbour stays in a row (a full build drops it unless
+it is mirrored), and a text's k-th neighbour among the new texts that did not find it is
+missed when it is not among their `WIDEN` × k nearest; both only matter below the floor,
+where the graph promises each text's k nearest, not every pair.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from dataclasses import dataclass
+
+import numpy as np
+from scipy import sparse
+from scipy.sparse.csgraph import connected_components
+
+from engine.dedup.dense import VectorReader
+from engine.dedup.graph import KnnGraph, normalised
+from engine.dedup.knn_search import GRAPH_EF
+from engine.index.hnsw import HnswIndex
+from engine.progress import CancelToken, Progress, ProgressCallback, RateMeter, no_progress
+
+# An added text is searched for this many times k neighbours: the extra ones are offered to
+# old texts they are closer to than those texts' k-th.
+WIDEN = 2
+_QUERY_BATCH = 4096
+_BLOCK_ROWS = 512      # added texts of one component multiplied at once
+
+
+@dataclass(frozen=True)
+class GraphUpdate:
+    graph: KnnGraph          # the updated graph
+    added: np.ndarray        # text ids added
+    removed: np.ndarray      # text ids removed
+    touched: np.ndarray      # text ids whose rows changed (the added ones included)
+
+
+def update_graph(graph: KnnGraph, index: HnswIndex, ids: np.ndarray, *,
+                 vectors: VectorReader | None = None, ef: int = GRAPH_EF,
+                 threads: int | None = None, progress: ProgressCallback = no_progress,
+                 cancel: CancelToken | None = None) -> GraphUpdate:
+    """`graph` made the graph of the texts `ids` (all in `index`), searching only the texts
+    added and those that lost a neighbour."""
+    new_ids = np.unique(np.asarray(ids, dtype=np.int64))
+    added = np.setdiff1d(new_ids, graph.ids, assume_unique=True)
+    removed = np.setdiff1d(graph.ids, new_ids, assume_unique=True)
+    n, k = len(new_ids), graph.k
+    floor = graph.floor if math.isfinite(graph.floor) else 2.0
+    read = normalised(vectors or index.vectors)
+    old_to_new = _positions(new_ids, graph.ids)
+    old_rows = graph.row_of_entries()
+    r_old = old_to_new[old_rows]
+    c_old = old_to_new[graph.indices]
+    lost = np.unique(r_old[(r_old >= 0) & (c_old < 0)])
+    added_pos = _positions(new_ids, added)
+    queries = np.union1d(added_pos, lost)
+
+    # k-th similarity in each old row, before the update: where an added text is offered.
+    kth = np.full(n, -np.inf, dtype=np.float32)
+    full = graph.degrees() >= k
+    if k and full.any():
+        at = old_to_new[full]
+        keep = at >= 0
+        kth[at[keep]] = graph.sims[graph.indptr[:-1][full] + k - 1][keep]
+
+    rows, cols, sims, own_kth = _search(index, read, new_ids, queries, k, ef, threads,
+                                        progress, cancel)
+    kth[added_pos] = own_kth[np.searchsorted(queries, added_pos)]
+    offered = (sims > kth[cols]) | ~np.isfinite(kth[cols])
+    rank_in_row = _rank_in_row(rows)
+    chosen = (rank_in_row < k) | offered
+    rows, cols, sims = rows[chosen], cols[chosen], sims[chosen]
+    first, touched = _merge(graph, new_ids, old_to_new, r_old, c_old,
+                            np.concatenate([rows, cols]), np.concatenate([cols, rows]),
+                            np.concatenate([sims, sims]))
+
+    # Dense neighbourhoods the new texts reach, completed as a full build completes them.
+    extra = _dense_pairs(first, read, added_pos, floor, (queries, own_kth),
+                         progress=progress, cancel=cancel)
+    final = first
+    if len(extra[0]):
+        a, b, s = extra
+        final, more = _merge(first, new_ids, np.arange(n), first.row_of_entries(),
+                             first.indices.astype(np.int64), np.concatenate([a, b]),
+                             np.concatenate([b, a]), np.concatenate([s, s]))
+        touched |= more
+    touched[added_pos] = True
+    return GraphUpdate(final, added, removed, new_ids[touched])
+
+
+def _search(index: HnswIndex, read: VectorReader, ids: np.ndarray, queries: np.ndarray,
+            k: int, ef: int, threads: int | None, progress: ProgressCallback,
+            cancel: CancelToken | None
+            ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """(query position, neighbour position, similarity) of each query's `WIDEN` * k nearest
+    others among `ids`, best first per query; and each query's k-th similarity (-inf when
+    it has fewer than k)."""
+    width = WIDEN * k
+    rows, cols, sims = [], [], []
+    kth = np.full(len(queries), -np.inf, dtype=np.float32)
+    meter = RateMeter()
+    for start in range(0, len(queries), _QUERY_BATCH):
+        if cancel is not None:
+            cancel.raise_if_cancelled()
+        batch = queries[start:start + _QUERY_BATCH]
+        labels, found = index.query(read(ids[batch]), width + 1, ef=max(ef, width + 1),
+                                    threads=threads or os.cpu_count() or 1)
+        pos = _positions(ids, labels.ravel()).reshape(labels.shape)
+        valid = (pos >= 0) & (pos != batch[:, None])
+        order = np.argsort(~valid, axis=1, kind="stable")[:, :width]
+        valid = np.take_along_axis(valid, order, 1)
+        pos = np.take_along_axis(pos, order, 1)
+        found = np.take_along_axis(found, order, 1)
+        if k and valid.shape[1] >= k:
+            has = valid[:, k - 1]
+            kth[start:start + len(batch)][has] = found[has, k - 1]
+        r = np.repeat(batch, valid.shape[1]).reshape(valid.shape)
+        rows.append(r[valid])
+        cols.append(pos[valid])
+        sims.append(found[valid].astype(np.float32))
+        done = min(start + _QUERY_BATCH, len(queries))
+        progress(Progress("neighbours of new texts", done, len(queries), meter.rate(done)))
+    if not rows:
+        empty = np.zeros(0, dtype=np.int64)
+        return empty, empty, np.zeros(0, np.float32), kth
+    return np.concatenate(rows), np.concatenate(cols), np.concatenate(sims), kth
+
+
+def _rank_in_row(rows: np.ndarray) -> np.ndarray:
+    """For entries grouped by row (each group best first), the place within its group."""
+    if not len(rows):
+        return rows
+    starts = np.r_[0, np.flatnonzero(np.diff(rows)) + 1]
+    lengths = np.diff(np.r_[starts, len(rows)])
+    return np.arange(len(rows)) - np.repeat(starts, lengths)
+
+
+def _merge(graph: KnnGraph, new_ids: np.ndarray, old_to_new: np.ndarray, r_old: np.ndarray,
+           c_old: np.ndarray, rows: np.ndarray, cols: np.ndarray, sims: np.ndarray
+           ) -> tuple[KnnGraph, np.ndarray]:
+    """`graph`'s entries (positions mapped by `old_to_new`, -1 dropped) with the entries
+    (rows, cols, sims) added where a row lacks them, and which rows may have changed.
+    Rows that neither gain nor lose an entry are copied as they are; only the others are
+    sorted again."""
+    n = len(new_ids)
+    keep = (r_old >= 0) & (c_old >= 0)
+    touched = np.zeros(n, dtype=bool)
+    touched[rows] = True
+    touched[r_old[(r_old >= 0) & (c_old < 0)]] = True
+    row_touched = np.zeros(len(r_old), dtype=bool)
+    row_touched[keep] = touched[r_old[keep]]
+    plain = keep & ~row_touched
+    again = keep & row_touched
+    sub = KnnGraph.from_rows(new_ids, np.concatenate([r_old[again], rows]),
+                             np.concatenate([c_old[again], cols]),
+                             np.concatenate([graph.sims[again], sims]), graph.k, graph.floor)
+    degrees = np.where(touched, sub.degrees(),
+                       np.bincount(r_old[plain], minlength=n)).astype(np.int64)
+    indptr = np.zeros(n + 1, dtype=np.int64)
+    np.cumsum(degrees, out=indptr[1:])
+    indices = np.empty(indptr[-1], dtype=np.int32)
+    out_sims = np.empty(indptr[-1], dtype=np.float32)
+    entries = np.flatnonzero(plain)
+    old_row = graph.row_of_entries()[entries]
+    dest = indptr[r_old[entries]] + (entries - graph.indptr[old_row])
+    indices[dest] = c_old[entries]
+    out_sims[dest] = graph.sims[entries]
+    sub_rows = sub.row_of_entries()
+    dest = indptr[sub_rows] + (np.arange(len(sub_rows)) - sub.indptr[sub_rows])
+    indices[dest] = sub.indices
+    out_sims[dest] = sub.sims
+    return KnnGraph(new_ids, indptr, indices, out_sims, graph.k, graph.floor), touched
+
+
+def _dense_pairs(graph: KnnGraph, read: VectorReader, added: np.ndarray, floor: float,
+                 own_kth_of: tuple[np.ndarray, np.ndarray], *,
+                 progress: ProgressCallback, cancel: CancelToken | None
+                 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Pairs (an added text, any text) at the floor or above in the dense neighbourhoods the
+    added texts are in: the component of links (entries at the floor or above with a
+    saturated end, as in `engine.dedup.graph.build_knn_graph`) around each, searched
+    exactly. Pairs of two old texts were completed when the graph was built; only the added
+    texts' rows of a component are multiplied, so a large old component costs its size
+    once per added text in it, not its square."""
+    empty = (np.empty(0, np.int64), np.empty(0, np.int64), np.empty(0, np.float32))
+    if floor > 1 or not len(added):
+        return empty
+    k, n = graph.k, len(graph.ids)
+    saturated = np.zeros(n, dtype=bool)
+    full = graph.degrees() >= k
+    saturated[full] = graph.sims[graph.indptr[:-1][full] + k - 1] >= floor
+    queries, own_kth = own_kth_of     # an added text: saturated by its own search, as built
+    saturated[added] = own_kth[np.searchsorted(queries, added)] >= floor
+    at_floor = graph.counts_at(floor)
+    region = np.zeros(n, dtype=bool)
+    frontier = np.unique(added)
+    region[frontier] = True
+    links_a, links_b = [], []
+    while len(frontier):
+        lengths = at_floor[frontier]
+        entry = np.repeat(graph.indptr[frontier] - np.r_[0, np.cumsum(lengths)[:-1]],
+                          lengths) + np.arange(lengths.sum())
+        a = np.repeat(frontier, lengths)
+        b = graph.indices[entry].astype(np.int64)
+        link = saturated[a] | saturated[b]
+        links_a.append(a[link])
+        links_b.append(b[link])
+        nxt = np.unique(b[link])
+        frontier = nxt[~region[nxt]]
+        region[frontier] = True
+    a, b = np.concatenate(links_a), np.concatenate(links_b)
+    if not len(a):
+        return empty
+    nodes = np.flatnonzero(region)
+    local = np.full(n, -1, dtype=np.int64)
+    local[nodes] = np.arange(len(nodes))
+    links = sparse.coo_matrix((np.ones(len(a), dtype=np.int8), (local[a], local[b])),
+                              shape=(len(nodes), len(nodes)))
+    _, label = connected_components(links.tocsr(), directed=False)
+    is_added = np.zeros(n, dtype=bool)
+    is_added[added] = True
+    found_a, found_b, found_s = [], [], []
+    meter = RateMeter()
+    done = 0
+    wanted = np.isin(label, np.unique(label[local[added]]))
+    # One read for every component's vectors (in id order, which the store reads fastest).
+    every = read(graph.ids[nodes[wanted]])
+    row_of = np.full(len(nodes), -1, dtype=np.int64)
+    row_of[wanted] = np.arange(int(wanted.sum()))
+    order = np.argsort(label, kind="stable")
+    bounds = np.flatnonzero(np.r_[True, np.diff(label[order]) != 0, True])
+    for lo_c, hi_c in zip(bounds[:-1].tolist(), bounds[1:].tolist(), strict=True):
+        part = order[lo_c:hi_c]
+        if not wanted[part[0]] or len(part) < 2:
+            continue
+        if cancel is not None:
+            cancel.raise_if_cancelled()
+        members = nodes[part]
+        vectors = every[row_of[part]]
+        new = np.flatnonzero(is_added[members])
+        for lo in range(0, len(new), _BLOCK_ROWS):
+            rows = new[lo:lo + _BLOCK_ROWS]
+            scores = vectors[rows] @ vectors.T
+            i, j = np.nonzero(scores >= floor)
+            keep = members[rows[i]] != members[j]
+            found_a.append(members[rows[i][keep]])
+            found_b.append(members[j[keep]])
+            found_s.append(scores[i[keep], j[keep]].astype(np.float32))
+        done += len(new)
+        progress(Progress("dense neighbourhoods of new texts", done, len(added),
+                          meter.rate(done)))
+    if not found_a:
+        return empty
+    return np.concatenate(found_a), np.concatenate(found_b), np.concatenate(found_s)
+
+
+def _positions(ids: np.ndarray, wanted: np.ndarray) -> np.ndarray:
+    """Positions of `wanted` in the sorted `ids`; -1 where absent."""
+    wanted = np.asarray(wanted, dtype=np.int64)
+    if not len(ids):
+        return np.full(len(wanted), -1, dtype=np.int64)
+    pos = np.minimum(np.searchsorted(ids, wanted), len(ids) - 1)
+    return np.where(ids[pos] == wanted, pos, -1).astype(np.int64)

@@ -1,0 +1,98 @@
+"""The last cut, kept so that the next one after an import builds only the clusters that
+changed, and which clusters those are.
+
+A cut at a million rows spends most of its time outside the graph: turning text clusters
+into row clusters, laying decisions over them, labelling them with their ids. After an
+import most clusters are exactly what they were: same texts (the incremental re-cut,
+`engine.dedup.recut`, says which text clusters changed) and same rows (the rows kept
+between cuts, `engine.dedup.clustered_rows`, say whose rows changed). Those are taken from
+the last cut as they were, decided and labelled; only the others are built.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+from engine.dedup.recut import CutState
+from engine.dedup.row_clusters import Cluster, Keyed, cluster_key
+
+
+@dataclass
+class LastCut:
+    state: CutState                       # the text clusters and the graph they came from
+    k: int
+    decisions: tuple                      # `store.decisions.fingerprint` when decided
+    keys: list[int]                       # per cluster below (`row_clusters.cluster_key`)
+    raw: list[Cluster]                    # as cut, labelled, ranked
+    decided: list[Cluster]                # the same with the decisions laid over them
+    ids_version: int | None = None        # the id assignment's version once labelled
+    _at: dict[int, int] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        self._at = {key: i for i, key in enumerate(self.keys)}
+
+    @property
+    def threshold(self) -> float:
+        return self.state.threshold
+
+    def find(self, key: int) -> int | None:
+        return self._at.get(key)
+
+
+@dataclass(frozen=True)
+class Plan:
+    """What the next cut takes from the last one and what it builds."""
+
+    keep: dict[int, int]                  # key -> position in the last cut
+    build_text: list[tuple[list[int], list[float]]]   # text clusters to build
+    build_exact: list[int]                # texts of exact copies to build
+    order: list[int]                      # every key, in the order clusters are made
+    released: list[int]                   # rows of last clusters not kept (their ids move)
+
+
+def plan(last: LastCut, text_clusters: list[tuple[list[int], list[float]]],
+         changed: set[int], exact: list[int], touched_texts: set[int]) -> Plan:
+    """Keep every cluster of `last` whose text cluster did not change (`changed`: centre
+    text ids) and none of whose texts' rows changed (`touched_texts`); build the rest."""
+    keep: dict[int, int] = {}
+    build_text: list[tuple[list[int], list[float]]] = []
+    build_exact: list[int] = []
+    order: list[int] = []
+    for text_ids, scores in text_clusters:
+        key = cluster_key(text_ids)
+        order.append(key)
+        at = last.find(key)
+        if at is not None and key not in changed and touched_texts.isdisjoint(text_ids):
+            keep[key] = at
+        else:
+            build_text.append((text_ids, scores))
+    for t in exact:
+        key = cluster_key(exact_text=t)
+        order.append(key)
+        at = last.find(key)
+        if at is not None and t not in touched_texts:
+            keep[key] = at
+        else:
+            build_exact.append(t)
+    kept = set(keep.values())
+    released = [i for at, c in enumerate(last.raw) if at not in kept for i in c.item_ids()]
+    return Plan(keep, build_text, build_exact, order, released)
+
+
+def assemble(last: LastCut, the_plan: Plan, built: list[Keyed], raw: list[Cluster],
+             decided: list[Cluster]) -> tuple[list[int], list[Cluster], list[Cluster]]:
+    """(keys, raw, decided) of the new cut: kept and built clusters in the order they are
+    made, ranked as `row_clusters.rank_row_clusters` ranks them."""
+    made: dict[int, tuple[Cluster, Cluster]] = {
+        key: (last.raw[at], last.decided[at]) for key, at in the_plan.keep.items()}
+    for (key, _), r, d in zip(built, raw, decided, strict=True):
+        made[key] = (r, d)
+    entries = [(key, *made[key]) for key in the_plan.order if key in made]
+    entries.sort(key=lambda e: (-len(e[1].members),
+                                -sum(m.score for m in e[1].members) / len(e[1].members)))
+    return ([e[0] for e in entries], [e[1] for e in entries], [e[2] for e in entries])
+
+
+def rows_of(clusters: Iterable[Cluster]) -> list[int]:
+    return [i for c in clusters for i in c.item_ids()]

@@ -1,0 +1,230 @@
+"""Re-cutting only what changed: the greedy cut of an updated neighbour graph, replayed from
+the previous cut where the graph changed, with the same result as cutting it whole.
+
+`cut_clusters` walks every candidate centre in one order (most neighbours above the
+threshold first, then the strongest, then the lowest position) and each free one takes
+its free neighbours. After rows are added or deleted only the rows of a few texts change
+(`engine.dedup.graph_update`), so most of that walk would do what it did before.
+`recut_clusters` replays only the steps whose outcome can differ, in the same order:
+
+- a text whose row changed (its count, its strength, hence its place in the order, or its
+  neighbours) is evaluated again at its new place;
+- when a text changes hands (taken by another centre, or let go), every text that has it
+  as a neighbour above the threshold and comes later in the order is evaluated again, and
+  so is the centre that lost it: a step can affect only later steps, since a centre takes
+  a text only while the text's holder comes after it;
+- the members of a centre whose row changed count as changing hands too (its place in the
+  order may have moved past texts that now find them free, or taken).
+
+Every other step keeps its earlier outcome. A step reads the current holders: a text is
+taken at a centre's turn when its holder comes earlier. The result is `cut_clusters` of
+the new graph, cluster for cluster and in the same order (hypothesis tests on random
+graphs check it), so the incremental and the full cut never differ.
+"""
+
+from __future__ import annotations
+
+import heapq
+from dataclasses import dataclass
+
+import numpy as np
+
+from engine.dedup.cut import TextCluster, cut_clusters, rank_clusters
+from engine.dedup.graph import KnnGraph
+
+# Mirrored copies of an edge may carry similarities a rounding apart (each search measures
+# its own); texts that may hold p above the threshold are looked for a little below it.
+_MIRROR_SLACK = 1e-3
+
+
+@dataclass(frozen=True)
+class CutState:
+    """A cut of one graph at one threshold (positions are that graph's)."""
+
+    graph: KnnGraph
+    threshold: float
+    clusters: list[TextCluster]          # as `cut_clusters` returns them
+    min_size: int = 2
+
+
+@dataclass(frozen=True)
+class Recut:
+    state: CutState                      # the new cut
+    changed: set[int]                    # centre text ids of clusters new or not as before
+    gone: set[int]                       # centre text ids of earlier clusters not cut now
+
+
+def full_cut(graph: KnnGraph, threshold: float, min_size: int = 2) -> CutState:
+    return CutState(graph, threshold, cut_clusters(graph, threshold, min_size), min_size)
+
+
+def recut_clusters(previous: CutState, graph: KnnGraph, touched: np.ndarray) -> Recut:
+    """`cut_clusters(graph, previous.threshold)`, worked out from `previous` (the cut of
+    the graph that `graph` was updated from) and `touched`: the ids of the texts whose rows
+    changed (texts added; texts that gained or lost a neighbour). Texts removed since need
+    not be named: their rows are gone, and their neighbours' rows changed."""
+    t, min_size = previous.threshold, previous.min_size
+    ids = graph.ids
+    n = len(ids)
+    counts = graph.counts_at(t)
+    rank = _ranks(graph, counts, t, min_size)
+    start = graph.indptr[:-1]
+
+    # The previous outcome in this graph's positions.
+    old = previous.clusters
+    sizes = np.fromiter((len(c.members) for c in old), dtype=np.int64, count=len(old))
+    flat_old = (np.concatenate([c.members for c in old]) if old
+                else np.zeros(0, dtype=np.int64))
+    flat = _positions(ids, previous.graph.ids[flat_old])          # -1: no longer here
+    firsts = np.concatenate(([0], np.cumsum(sizes)[:-1])) if len(old) else sizes
+    owner = np.full(n, -1, dtype=np.int64)                        # who holds each text
+    centre_of = flat[firsts] if len(old) else flat                # -1: centre removed
+    holders = np.repeat(centre_of, sizes)
+    here = flat >= 0
+    owner[flat[here]] = holders[here]
+    cluster_at = {int(c): i for i, c in enumerate(centre_of.tolist()) if c >= 0}
+
+    members: dict[int, list[int]] = {}      # centres evaluated again: what they hold now
+    evaluated: set[int] = set()
+
+    def held_by(c: int) -> list[int]:
+        """What centre c holds now: its earlier members still here, unless evaluated."""
+        if c in members:
+            return members[c]
+        i = cluster_at.get(c)
+        if i is None:
+            return []
+        part = flat[firsts[i]:firsts[i] + sizes[i]]
+        return part[part >= 0].tolist()
+
+    def above(p: int) -> tuple[list[int], list[float]]:
+        lo = start[p]
+        return (graph.indices[lo:lo + counts[p]].tolist(),
+                graph.sims[lo:lo + counts[p]].tolist())
+
+    queue: list[tuple[int, int]] = []
+    queued: set[int] = set()
+
+    def push(p: int, after: int) -> None:
+        r = int(rank[p])
+        if r > after and p not in queued:
+            queued.add(p)
+            heapq.heappush(queue, (r, p))
+
+    def changed_hands(p: int, after: int) -> None:
+        push(p, after)
+        lo, hi = graph.indptr[p], graph.indptr[p + 1]
+        nearby = int(np.count_nonzero(graph.sims[lo:hi] >= t - _MIRROR_SLACK))
+        for q in graph.indices[lo:lo + nearby].tolist():
+            push(q, after)
+
+    # Texts whose holder left, or can no longer lead, are free from the start.
+    for i in np.flatnonzero(centre_of < 0).tolist():
+        for p in flat[firsts[i]:firsts[i] + sizes[i]].tolist():
+            if p >= 0:
+                owner[p] = -1
+                changed_hands(p, -1)
+    for c in [c for c in cluster_at if rank[c] < 0]:
+        for p in held_by(c):
+            if owner[p] == c:
+                owner[p] = -1
+                changed_hands(p, -1)
+        members[c] = []
+    for p in _positions(ids, np.asarray(touched, dtype=np.int64)).tolist():
+        if p < 0:
+            continue
+        push(p, -1)
+        if owner[p] == p:
+            for m in held_by(p)[1:]:
+                changed_hands(m, -1)
+
+    while queue:
+        r, c = heapq.heappop(queue)
+        queued.discard(c)
+        evaluated.add(c)
+        holder = int(owner[c])
+        taken = holder >= 0 and holder != c and rank[holder] < r
+        take: list[int] = []
+        if not taken:
+            for q in above(c)[0]:
+                h = int(owner[q])
+                if h < 0 or h == c or rank[h] > r:
+                    take.append(q)
+        was = held_by(c)
+        if taken or len(take) + 1 < min_size:
+            if owner[c] == c:
+                owner[c] = -1
+                changed_hands(c, r)
+            for m in was[1:]:
+                if owner[m] == c:
+                    owner[m] = -1
+                    changed_hands(m, r)
+            members[c] = []
+            continue
+        if owner[c] != c:
+            owner[c] = c
+            changed_hands(c, r)
+        for q in take:
+            h = int(owner[q])
+            if h != c:
+                owner[q] = c
+                changed_hands(q, r)
+                if h >= 0 and h != q:
+                    push(h, r)
+        kept = set(take)
+        for m in was[1:]:
+            if m not in kept and owner[m] == c:
+                owner[m] = -1
+                changed_hands(m, r)
+        members[c] = [c, *take]
+
+    centres = [c for c in cluster_at if c not in members]
+    centres += [c for c, held in members.items() if held]
+    centres.sort(key=lambda c: rank[c])
+    made: list[TextCluster] = []
+    changed: set[int] = set()
+    same_positions = n >= len(previous.graph.ids) and \
+        np.array_equal(ids[:len(previous.graph.ids)], previous.graph.ids)
+    for c in centres:
+        i = cluster_at.get(c)
+        if c not in members or (c not in evaluated and i is not None):
+            made.append(old[i] if same_positions else
+                        TextCluster(flat[firsts[i]:firsts[i] + sizes[i]], old[i].scores))
+            continue
+        targets, sims = above(c)
+        score = dict(zip(targets, sims, strict=True))
+        held = members[c]
+        cluster = TextCluster(np.asarray(held, dtype=np.int64),
+                              np.asarray([1.0, *(score[q] for q in held[1:])],
+                                         dtype=np.float32))
+        if i is not None and np.array_equal(held, flat[firsts[i]:firsts[i] + sizes[i]]) \
+                and np.array_equal(cluster.scores, old[i].scores):
+            made.append(old[i] if same_positions else cluster)
+            continue
+        made.append(cluster)
+        changed.add(int(ids[c]))
+    now = {int(ids[c]) for c in centres}
+    gone = {int(previous.graph.ids[c.members[0]]) for c in old} - now
+    return Recut(CutState(graph, t, rank_clusters(made), min_size), changed, gone)
+
+
+def _ranks(graph: KnnGraph, counts: np.ndarray, threshold: float, min_size: int
+           ) -> np.ndarray:
+    """Each text's place in `cut_clusters`' order (-1: never a centre)."""
+    n = len(graph.ids)
+    candidates = np.nonzero(counts >= max(min_size - 1, 1))[0]
+    above = graph.sims >= threshold
+    rows = np.repeat(np.arange(n), np.diff(graph.indptr))
+    strength = np.bincount(rows[above], weights=graph.sims[above], minlength=n)
+    order = candidates[np.lexsort((candidates, -strength[candidates], -counts[candidates]))]
+    rank = np.full(n, -1, dtype=np.int64)
+    rank[order] = np.arange(len(order))
+    return rank
+
+
+def _positions(ids: np.ndarray, wanted: np.ndarray) -> np.ndarray:
+    """Positions of `wanted` text ids in the sorted `ids`; -1 where absent."""
+    if not len(ids):
+        return np.full(len(wanted), -1, dtype=np.int64)
+    pos = np.minimum(np.searchsorted(ids, wanted), len(ids) - 1)
+    return np.where(ids[pos] == wanted, pos, -1).astype(np.int64)

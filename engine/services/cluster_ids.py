@@ -1,0 +1,241 @@
+"""`ClusterIds`: the stored ids every cut is labelled with, and what changed since an import.
+
+Every cut (`Clusters.cut`: the window's review, `duplens duplicates`, every export) is
+recorded: its clusters get their ids by `engine.dedup.id_rules` from the assignment the
+project recorded last, and the changes are written back in one transaction. So "the"
+assignment is always the last cut recorded, at whatever threshold it was made; because ids
+follow their anchor rows and a retired id comes back with its anchor, a threshold visited
+again gives back the ids it gave (docs/architecture.md, "Cluster ids that stay").
+
+A cut that changes nothing writes nothing (one read of a version number), so moving the
+slider over thresholds already seen costs no write. The assignment is kept in memory and
+read again only when another process recorded one (the version moved). A read-only
+project labels cuts without recording them: its new clusters show numbers that are not
+reserved.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+
+from sqlalchemy import select
+
+from engine.dedup.id_rules import Assignment, Before, CutCluster, apply, assign, label
+from engine.dedup.row_clusters import CANONICAL, Cluster
+from engine.store import cluster_records as records
+from engine.store.database import Store
+from engine.store.schema import items
+
+# What happened to a row's cluster since an import (`changes_since`).
+JOINED, NEW, MERGED, SPLIT, LEFT = "joined", "new", "merged", "split", "left"
+CHANGES = (JOINED, NEW, MERGED, SPLIT, LEFT)
+THRESHOLD_KEY = "cluster_ids_threshold"
+
+
+@dataclass(frozen=True)
+class Change:
+    change: str                    # one of CHANGES
+    previous: str                  # the row's cluster id before ("" when in none)
+
+
+class ClusterIds:
+    """Labels cuts with the project's stored cluster ids and records each assignment."""
+
+    def __init__(self, store: Store) -> None:
+        self._store = store
+        self._lock = threading.Lock()
+        self._before: Before | None = None
+        self._version: int | None = None
+
+    def label(self, clusters: Sequence[Cluster], *, threshold: float | None = None,
+              every_cluster: bool = True, released: Sequence[int] = ()) -> list[Cluster]:
+        """`clusters` (a cut at `threshold`, the analyst's decisions laid over it) with
+        their stored ids, in the same order; the assignment is recorded unless the project
+        is read-only, with its threshold when it changed anything (`recorded_threshold`).
+
+        `every_cluster=False`: `clusters` are only those an incremental re-cut changed; the
+        rest of the last recorded cut stands as it was, except the rows `released` (those of
+        the earlier clusters these replace), which are in no cluster unless `clusters` hold
+        them."""
+        cuts = [CutCluster(tuple(c.item_ids()), c.canonical.item_id,
+                           c.canonical.decision == CANONICAL) for c in clusters]
+        with self._lock:
+            before = self._current()
+            result = assign(cuts, before, every_cluster=every_cluster, released=released)
+            if not result.writes_nothing and not self._store.read_only:
+                before, result = self._record(cuts, before, result, every_cluster, threshold,
+                                              released)
+            merged_from = _merged_from(before, result)
+        return [replace(c, cluster_id=label(cid),
+                        merged_from=tuple(label(m) for m in merged_from.get(cid, ())))
+                for c, cid in zip(clusters, result.ids, strict=True)]
+
+    def _current(self) -> Before:
+        """The last recorded assignment: kept in memory while its version stands."""
+        with self._store.read() as conn:
+            stored = records.version(conn)
+            if self._before is None or stored != self._version:
+                self._before, self._version = records.read_before(conn), stored
+        return self._before
+
+    def _record(self, cuts: list[CutCluster], before: Before, result: Assignment,
+                every_cluster: bool, threshold: float | None, released: Sequence[int]
+                ) -> tuple[Before, Assignment]:
+        """Write `result`; decided again first if another process recorded meanwhile."""
+        with self._store.write() as conn:
+            records.hold(conn)
+            if records.version(conn) != self._version:
+                before = records.read_before(conn)
+                result = assign(cuts, before, every_cluster=every_cluster, released=released)
+            records.write(conn, result, records.current_batch(conn))
+            if threshold is not None:
+                self._store.set_meta(THRESHOLD_KEY, repr(float(threshold)), conn)
+            version = records.version(conn)
+        self._before, self._version = apply(before, result), version
+        return before, result
+
+    def seen(self) -> int | None:
+        """The version of the assignment this process last read or wrote."""
+        return self._version
+
+    def stored(self) -> int:
+        """The version of the assignment in the store now (another process may have moved
+        it: a cut kept from before is then labelled again)."""
+        with self._store.read() as conn:
+            return records.version(conn)
+
+    def recorded_threshold(self) -> float | None:
+        """The threshold of the last cut that changed the ids (None before any): where an
+        import's new rows are placed at once (`Clusters.follow_imports`)."""
+        value = self._store.get_meta(THRESHOLD_KEY)
+        return float(value) if value is not None else None
+
+    def forget(self) -> None:
+        """Rows were deleted (their memberships too): read the assignment again."""
+        with self._lock:
+            self._before = self._version = None
+
+    # -- what the assignment says ----------------------------------------------------------
+    def retired(self) -> dict[str, str | None]:
+        """Every retired id and the id it merged into (None: its rows are all gone)."""
+        with self._store.read() as conn:
+            found = records.retired(conn)
+        return {label(cid): (label(into) if into else None) for cid, into in found.items()}
+
+    def changes_since(self, batch: int) -> dict[int, Change]:
+        """Rows (item ids, live) whose cluster changed since import `batch` was made, as
+        recorded by the cuts since (cut first, so that the latest rows are placed):
+
+        - "new": in a cluster whose id was made since (rows of a new cluster);
+        - "split": in a cluster split off since from the one it was in;
+        - "merged": its cluster was merged since into the one it is in now (its previous
+          id is the retired one, its cluster_id the id that one became);
+        - "joined": in a cluster that existed before, which it was not in (rows of batch
+          `batch` or later that joined an existing cluster, and older rows moved into one);
+        - "left": in no cluster now, though it was in one.
+        """
+        with self._store.read() as conn:
+            before = records.ids_before(conn, batch)
+            now = records.members_now(conn)
+            ids = records.ids_of(conn)
+            fresh = set(conn.execute(select(items.c.id).where(
+                items.c.source_id >= batch, ~items.c.deleted)).scalars())
+            asked = (set(before) | fresh) - fresh
+            live = _live(conn, asked) | fresh
+        out: dict[int, Change] = {}
+        for item in sorted(live):
+            was = None if item in fresh else before.get(item, now.get(item))
+            cid = now.get(item)
+            if was == cid:
+                continue
+            kind = _kind(was, cid, ids, batch)
+            out[item] = Change(kind, label(was) if was is not None else "")
+        return out
+
+    def changed_clusters(self, batch: int, clusters: Sequence[Cluster]
+                         ) -> dict[str, set[str]]:
+        """The review's "since import N": cluster id -> what happened to it since — "joined"
+        (new rows joined it), "new" (made since, splits included), "merged" (another id was
+        merged into it since)."""
+        with self._store.read() as conn:
+            ids = records.ids_of(conn)
+            fresh = set(conn.execute(select(items.c.id).where(
+                items.c.source_id >= batch, ~items.c.deleted)).scalars())
+        absorbed = {r["merged_into"] for r in ids.values()
+                    if r["retired"] and r["merged_into"] and r["changed_batch"] >= batch}
+        out: dict[str, set[str]] = {}
+        for c in clusters:
+            if not c.cluster_id:
+                continue
+            record = ids.get(int(c.cluster_id[1:]))
+            kinds: set[str] = set()
+            if record is None or record["created_batch"] >= batch:
+                kinds.add(NEW)
+            elif fresh.intersection(c.item_ids()):
+                kinds.add(JOINED)
+            if record is not None and record["id"] in absorbed:
+                kinds.add(MERGED)
+            if kinds:
+                out[c.cluster_id] = kinds
+        return out
+
+
+def _merged_from(before: Before, result: Assignment) -> dict[int, list[int]]:
+    """Live id -> the ids retired into it (through a chain of merges), as the assignment
+    just made leaves them."""
+    def status(cid: int) -> tuple[bool, int | None]:
+        if cid in result.retired:
+            return True, result.retired[cid]
+        rec = before.records.get(cid)
+        if rec is None or cid in result.revived:
+            return False, None
+        return rec.retired, rec.merged_into
+
+    into: dict[int, list[int]] = {}
+    for cid in {*result.retired, *(r.id for r in before.records.values() if r.retired)}:
+        gone, target = status(cid)
+        seen = {cid}
+        while gone and target is not None and target not in seen:
+            seen.add(target)
+            still_gone, after = status(target)
+            if not still_gone:
+                into.setdefault(target, []).append(cid)
+                break
+            target = after
+    return {cid: sorted(found) for cid, found in into.items()}
+
+
+def _kind(was: int | None, now: int | None, ids: dict[int, dict], batch: int) -> str:
+    if now is None:
+        return LEFT
+    record = ids[now]
+    if was is not None and _merged_into(was, ids, batch) == now:
+        return MERGED
+    if record["created_batch"] >= batch:
+        return SPLIT if record["split_from"] is not None and was is not None else NEW
+    if was is not None and record["changed_batch"] >= batch and not record["retired"]:
+        return SPLIT   # a retired id taken back by the part that left the merged cluster
+    return JOINED
+
+
+def _merged_into(cid: int, ids: dict[int, dict], batch: int) -> int | None:
+    """The live id that `cid` became through merges made since `batch`, if it did."""
+    seen = set()
+    while cid in ids and ids[cid]["retired"] and ids[cid]["merged_into"] is not None \
+            and cid not in seen:
+        if ids[cid]["changed_batch"] < batch:
+            return None
+        seen.add(cid)
+        cid = ids[cid]["merged_into"]
+    return cid if seen else None
+
+
+def _live(conn, item_ids: set[int]) -> set[int]:
+    found: set[int] = set()
+    wanted = list(item_ids)
+    for start in range(0, len(wanted), 500):
+        found.update(conn.execute(select(items.c.id).where(
+            items.c.id.in_(wanted[start:start + 500]), ~items.c.deleted)).scalars())
+    return found

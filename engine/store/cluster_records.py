@@ -1,0 +1,140 @@
+"""Reading and writing the stable cluster ids: every id handed out, which rows are in which,
+and what each row's id was before the changes of each import.
+
+The rules that decide the ids are `engine.dedup.id_rules`; this module only moves their
+input (`Before`) out of the store and their outcome (`Assignment`) into it, inside the
+caller's write transaction. On a server, the whole read-decide-write step holds the
+`cluster-ids` advisory lock (`hold`), so two analysts cutting at once never hand out the
+same new number or write over each other's assignment half-way.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+
+from sqlalchemy import BigInteger, Connection, Text, cast, delete, func, select
+
+from engine.dedup.id_rules import Assignment, Before, IdRecord
+from engine.store.dialects import conflict_insert, insert_missing, lock
+from engine.store.schema import cluster_history, cluster_ids, item_clusters, items, meta, sources
+
+VERSION_KEY = "cluster_ids_version"
+_IN_BATCH = 500
+
+
+def hold(conn: Connection) -> None:
+    """Be the only process recording cluster ids until this transaction ends."""
+    lock(conn, "cluster-ids")
+
+
+def version(conn: Connection) -> int:
+    """Bumped by every write here: a process whose `Before` was read at another version
+    reads it again."""
+    value = conn.execute(select(meta.c.value).where(meta.c.key == VERSION_KEY)).scalar()
+    return int(value) if value is not None else 0
+
+
+def bump_version(conn: Connection) -> int:
+    stmt = conflict_insert(conn, meta).values(key=VERSION_KEY, value="1")
+    conn.execute(stmt.on_conflict_do_update(
+        index_elements=["key"], set_={"value": cast(cast(meta.c.value, BigInteger) + 1, Text)}))
+    return version(conn)
+
+
+def current_batch(conn: Connection) -> int:
+    """The latest import's number (0 before any): changes recorded now belong to it."""
+    return conn.execute(select(func.max(sources.c.id))).scalar() or 0
+
+
+def read_before(conn: Connection) -> Before:
+    """Everything the id rules start from."""
+    members = dict(conn.execute(select(item_clusters.c.item_id, item_clusters.c.cluster_id))
+                   .all())
+    records = {
+        cid: IdRecord(cid, anchor, bool(retired), merged)
+        for cid, anchor, retired, merged in conn.execute(select(
+            cluster_ids.c.id, cluster_ids.c.anchor_item, cluster_ids.c.retired,
+            cluster_ids.c.merged_into))
+    }
+    top = max(records, default=0)
+    anchors = select(cluster_ids.c.anchor_item).where(
+        ~cluster_ids.c.retired, cluster_ids.c.anchor_item.is_not(None))
+    alive = set(conn.execute(select(items.c.id).where(
+        items.c.id.in_(anchors), ~items.c.deleted)).scalars())
+    dead = {r.anchor for r in records.values()
+            if not r.retired and r.anchor is not None and r.anchor not in alive}
+    return Before(members, records, top + 1, dead)
+
+
+def write(conn: Connection, result: Assignment, batch: int) -> None:
+    """Record `result`, made from the `Before` read in this transaction; `batch` is the
+    latest import (`current_batch`)."""
+    now = time.time()
+    if result.changed:
+        # What each changed row was before this import's first change to it.
+        insert_missing(conn, cluster_history, [
+            {"batch": batch, "item_id": item, "cluster_id": old}
+            for item, (old, _) in result.changed.items()], ["batch", "item_id"])
+        moved = list(result.changed)
+        for start in range(0, len(moved), _IN_BATCH):
+            conn.execute(delete(item_clusters).where(
+                item_clusters.c.item_id.in_(moved[start:start + _IN_BATCH])))
+        placed = [{"item_id": item, "cluster_id": new}
+                  for item, (_, new) in result.changed.items() if new is not None]
+        if placed:
+            conn.execute(item_clusters.insert(), placed)
+    if result.minted:
+        conn.execute(cluster_ids.insert(), [
+            {"id": cid, "anchor_item": result.anchors.get(cid), "retired": False,
+             "merged_into": None, "split_from": source, "created_batch": batch,
+             "changed_batch": batch, "created_at": now}
+            for cid, source in result.minted.items()])
+    for cid, into in result.retired.items():
+        conn.execute(cluster_ids.update().where(cluster_ids.c.id == cid).values(
+            retired=True, merged_into=into, changed_batch=batch))
+    for cid in result.revived:
+        conn.execute(cluster_ids.update().where(cluster_ids.c.id == cid).values(
+            retired=False, merged_into=None, changed_batch=batch))
+    for cid, anchor in result.anchors.items():
+        if cid not in result.minted:
+            conn.execute(cluster_ids.update().where(cluster_ids.c.id == cid)
+                         .values(anchor_item=anchor))
+    bump_version(conn)
+
+
+def forget_rows(conn: Connection, item_ids: Sequence[int]) -> None:
+    """Deleted rows leave their clusters: they no longer count among an id's rows."""
+    for start in range(0, len(item_ids), _IN_BATCH):
+        conn.execute(delete(item_clusters).where(
+            item_clusters.c.item_id.in_(list(item_ids[start:start + _IN_BATCH]))))
+    bump_version(conn)
+
+
+def ids_of(conn: Connection) -> dict[int, dict]:
+    """Every id's record: retired, merged_into, split_from, created_batch, changed_batch."""
+    return {r["id"]: dict(r) for r in conn.execute(select(cluster_ids)).mappings()}
+
+
+def retired(conn: Connection) -> dict[int, int | None]:
+    """Every retired id and the id it merged into (None: its rows are gone)."""
+    return dict(conn.execute(select(cluster_ids.c.id, cluster_ids.c.merged_into)
+                             .where(cluster_ids.c.retired)).all())
+
+
+def ids_before(conn: Connection, batch: int) -> dict[int, int | None]:
+    """item -> its cluster id (None: in none) before the changes recorded since `batch`
+    was imported, for the rows that changed since; the others have their id now."""
+    first = (select(cluster_history.c.item_id, func.min(cluster_history.c.batch).label("b"))
+             .where(cluster_history.c.batch >= batch)
+             .group_by(cluster_history.c.item_id).subquery())
+    rows = conn.execute(select(cluster_history.c.item_id, cluster_history.c.cluster_id)
+                        .join(first, (first.c.item_id == cluster_history.c.item_id)
+                              & (first.c.b == cluster_history.c.batch)))
+    return dict(rows.all())
+
+
+def members_now(conn: Connection) -> dict[int, int]:
+    """item -> cluster id, as recorded at the last cut."""
+    return dict(conn.execute(select(item_clusters.c.item_id, item_clusters.c.cluster_id))
+                .all())

@@ -1,0 +1,81 @@
+"""Adding next week's file from the command line: import, review, import again, see what
+changed, take an import back out — real processes, the real model."""
+
+from __future__ import annotations
+
+import csv
+import json
+
+import pytest
+
+from tests.engine.cli.test_cli import run
+
+FIRST = """id,question
+p1,How do I learn Python quickly?
+p2,What is the fastest way to learn Python?
+j1,How do I learn Java quickly?
+j2,What is the fastest way to learn Java?
+t1,Why is the sky blue?
+t2,What makes the sky look blue?
+"""
+
+SECOND = """id,question
+p3,What's the quickest way to learn Python?
+k1,Why do cats purr?
+k2,What is the reason cats purr?
+"""
+
+
+def rows_of(path) -> dict[str, dict]:
+    with open(path, encoding="utf-8-sig", newline="") as fh:
+        return {r["id"]: r for r in csv.DictReader(fh)}
+
+
+@pytest.mark.slow
+def test_a_second_weeks_file_joins_the_first_weeks_clusters_and_can_be_taken_out(tmp_path):
+    project = str(tmp_path / "weekly.duplens")
+    (tmp_path / "week1.csv").write_text(FIRST, encoding="utf-8")
+    (tmp_path / "week2.csv").write_text(SECOND, encoding="utf-8")
+    run("import", project, str(tmp_path / "week1.csv"), "--column", "question",
+        "--id-column", "id")
+    run("duplicates", project, "--threshold", "0.8", "--out", str(tmp_path / "w1.csv"))
+    week1 = rows_of(tmp_path / "w1.csv")
+    assert week1["p1"]["cluster_id"] == week1["p2"]["cluster_id"] != ""
+    assert {r["first_seen"] for r in week1.values()} == {"1"}
+
+    second = run("import", project, str(tmp_path / "week2.csv"), "--column", "question",
+                 "--id-column", "id")
+    assert ("clusters at 0.8 updated: 1 rows joined existing clusters, 2 rows in new "
+            "clusters") in second.stderr
+
+    changes = tmp_path / "changes.csv"
+    run("duplicates", project, "--threshold", "0.8", "--changes-since", "2", "--out",
+        str(changes))
+    changed = rows_of(changes)
+    assert set(changed) == {"p3", "k1", "k2"}
+    assert changed["p3"]["change"] == "joined"
+    assert changed["p3"]["cluster_id"] == week1["p1"]["cluster_id"]
+    assert changed["k1"]["change"] == changed["k2"]["change"] == "new"
+    assert changed["k1"]["first_seen"] == "2"
+
+    run("duplicates", project, "--threshold", "0.8", "--out", str(tmp_path / "w2.csv"))
+    week2 = rows_of(tmp_path / "w2.csv")
+    assert {k: week2[k]["cluster_id"] for k in week1} == \
+        {k: r["cluster_id"] for k, r in week1.items()}
+
+    info = run("info", project)
+    assert "import 1     week1.csv: 6 rows" in info.stdout
+    assert "import 2     week2.csv: 3 rows" in info.stdout
+    refused = run("imports", project, "--delete", "2", check_code=2, stdin=None,
+                  input="")
+    assert "--yes" in refused.stderr
+    run("imports", project, "--delete", "2", "--yes")
+    listed = json.loads(run("imports", project, "--json").stdout)
+    assert [b["batch"] for b in listed] == [1, 2] and listed[1]["removed_at"] is not None
+    assert listed[1]["live"] == 0
+    run("duplicates", project, "--threshold", "0.8", "--out", str(tmp_path / "w3.csv"))
+    week3 = rows_of(tmp_path / "w3.csv")
+    assert {k: r["cluster_id"] for k, r in week3.items()} == \
+        {k: r["cluster_id"] for k, r in week1.items()}
+    missing = run("duplicates", project, "--changes-since", "9", check_code=2)
+    assert "no import 9" in missing.stderr

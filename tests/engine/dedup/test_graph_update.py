@@ -1,0 +1,112 @@
+"""Updating the neighbour graph for texts added and removed, against building it again."""
+
+import numpy as np
+import pytest
+
+from engine.dedup.cut import cut_clusters
+from engine.dedup.graph import KnnGraph, build_knn_graph
+from engine.dedup.graph_update import update_graph
+from engine.dedup.recut import full_cut, recut_clusters
+from engine.index.hnsw import HnswIndex
+
+K = 10
+FLOOR = 0.75
+
+
+def _unit(x: np.ndarray) -> np.ndarray:
+    return (x / np.linalg.norm(x, axis=1, keepdims=True)).astype(np.float32)
+
+
+def _pairs_above(graph: KnnGraph, threshold: float) -> set[tuple[int, int]]:
+    rows = graph.row_of_entries()
+    keep = graph.sims >= threshold
+    a, b = graph.ids[rows[keep]], graph.ids[graph.indices[keep]]
+    return {(min(x, y), max(x, y)) for x, y in zip(a.tolist(), b.tolist(), strict=True)}
+
+
+def _rows(graph: KnnGraph) -> dict[int, list[tuple[int, float]]]:
+    out = {}
+    for p, t in enumerate(graph.ids.tolist()):
+        lo, hi = graph.indptr[p], graph.indptr[p + 1]
+        out[t] = list(zip(graph.ids[graph.indices[lo:hi]].tolist(),
+                          graph.sims[lo:hi].tolist(), strict=True))
+    return out
+
+
+@pytest.fixture(scope="module")
+def world():
+    """600 texts: 40 groups of 5 noisy copies (pairs about 0.9) and 400 loners, plus a
+    dense group of 30; ids interleaved so that added texts land between old ones."""
+    rng = np.random.default_rng(7)
+    centres = rng.normal(size=(40, 48))
+    groups = _unit(np.repeat(centres, 5, axis=0) + 0.3 * rng.normal(size=(200, 48)))
+    dense = _unit(rng.normal(size=(1, 48)) + 0.33 * rng.normal(size=(30, 48)))
+    loners = _unit(rng.normal(size=(400, 48)))
+    vectors = np.concatenate([groups, dense, loners])
+    ids = rng.permutation(len(vectors)).astype(np.int64) * 2 + 1
+    return ids, vectors
+
+
+def _index(ids, vectors) -> HnswIndex:
+    index = HnswIndex(48)
+    index.add(ids, vectors)
+    return index
+
+
+def test_added_texts_find_what_a_full_build_finds(world):
+    ids, vectors = world
+    rng = np.random.default_rng(1)
+    later = rng.random(len(ids)) < 0.25                    # a quarter arrive next week
+    index = _index(ids[~later], vectors[~later])
+    before = build_knn_graph(index, K, floor=FLOOR)
+    index.add(ids[later], vectors[later])
+    update = update_graph(before, index, ids)
+    full = build_knn_graph(index, K, floor=FLOOR)
+    assert set(update.added.tolist()) == set(ids[later].tolist()) and not len(update.removed)
+    assert (update.graph.ids == full.ids).all()
+    wanted = _pairs_above(full, 0.8)
+    got = _pairs_above(update.graph, 0.8)
+    assert got >= wanted                                   # every pair the build holds
+    exact = vectors @ vectors.T
+    at = {t: i for i, t in enumerate(ids.tolist())}
+    for a, row in _rows(update.graph).items():           # and only real pairs
+        assert all(abs(exact[at[a], at[b]] - s) < 1e-4 for b, s in row)
+    # Rows the update did not touch are the rows they were.
+    old_rows, new_rows = _rows(before), _rows(update.graph)
+    untouched = set(old_rows) - set(update.touched.tolist())
+    assert untouched and all(old_rows[t] == new_rows[t] for t in untouched)
+    # Below the floor each text still has its k nearest (as the build's own search found).
+    assert all(len(row) >= K for row in new_rows.values())
+
+
+def test_removed_texts_leave_and_their_neighbours_keep_k(world):
+    ids, vectors = world
+    index = _index(ids, vectors)
+    before = build_knn_graph(index, K, floor=FLOOR)
+    gone = ids[::7]
+    index.mark_deleted(gone)
+    live = np.setdiff1d(ids, gone)
+    update = update_graph(before, index, live)
+    assert set(update.removed.tolist()) == set(gone.tolist())
+    assert not set(update.graph.ids.tolist()) & set(gone.tolist())
+    rows = _rows(update.graph)
+    assert not {b for row in rows.values() for b, _ in row} & set(gone.tolist())
+    assert all(len(row) >= K for row in rows.values())
+    full = build_knn_graph(index, K, live, floor=FLOOR)
+    assert _pairs_above(update.graph, 0.8) >= _pairs_above(full, 0.8)
+
+
+def test_the_cut_of_an_updated_graph_is_recut_only_where_it_changed(world):
+    ids, vectors = world
+    later = np.zeros(len(ids), bool)
+    later[-40:] = True
+    index = _index(ids[~later], vectors[~later])
+    before = build_knn_graph(index, K, floor=FLOOR)
+    previous = full_cut(before, 0.8)
+    index.add(ids[later], vectors[later])
+    update = update_graph(before, index, ids)
+    result = recut_clusters(previous, update.graph, update.touched)
+    full = cut_clusters(update.graph, 0.8)
+    assert [c.members.tolist() for c in result.state.clusters] == \
+        [c.members.tolist() for c in full]
+    assert len(result.changed) < len(full)
