@@ -89,8 +89,8 @@ class Clusters:
             with self._store.read() as conn:
                 data = get_blob(conn, name)
             try:
-                graph = KnnGraph.from_bytes(data) if data else None
-            except (ValueError, KeyError, OSError):
+                graph = KnnGraph.from_bytes(data, k=k, labels=index.ids()) if data else None
+            except ValueError:   # another layout, or crafted or damaged: built again
                 graph = None
         if graph is None and not self._store.is_file and not self._store.read_only \
                 and signature is not None:
@@ -135,8 +135,8 @@ class Clusters:
                 data = get_blob(conn, name)
                 try:
                     if data:
-                        return KnnGraph.from_bytes(data)
-                except (ValueError, KeyError, OSError):
+                        return KnnGraph.from_bytes(data, k=k, labels=index.ids())
+                except ValueError:
                     pass
             graph = self._build(index, k, progress, cancel)
             put_blob(conn, name, graph.to_bytes())
