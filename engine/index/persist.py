@@ -2,6 +2,9 @@
 
 The bytes are stored as a chunked blob with their sha256 beside them: a damaged blob is
 caught by the checksum before hnswlib ever parses it, and then rebuilt from the embeddings.
+The checksum is in the same project file, so it cannot catch a crafted index: every file
+hnswlib loads, from the blob or from the side file, is first checked by `index_check`
+(through `HnswIndex.load`) against the project's embeddings and settings.
 Both directions stream through a temporary file, chunk by chunk, so the index is never
 held twice in memory (at 1M items it is about 1.8 GB). The file goes to /dev/shm when it has
 room (writing to a disk-backed /tmp cost five times the CPU here), and the checksum
