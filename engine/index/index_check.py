@@ -119,7 +119,11 @@ def check_index_file(path: str | os.PathLike, expected: Expected) -> Summary:
     """Raise `IndexFileError` unless the hnswlib index file at `path` is one hnswlib can load
     and search safely and that matches `expected` (see the module's docstring)."""
     _check_expected(expected)
-    with open(path, "rb") as fh:
+    try:
+        fh = open(path, "rb")   # noqa: SIM115 - closed below, after the maps
+    except OSError as exc:
+        raise IndexFileError(f"the file cannot be opened ({exc.strerror})") from exc
+    with fh:
         size = os.fstat(fh.fileno()).st_size
         if size < HEADER.size:
             raise IndexFileError(f"the file has {size} bytes, fewer than hnswlib's header")

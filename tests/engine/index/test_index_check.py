@@ -247,6 +247,8 @@ def test_a_file_made_for_other_settings_or_another_dimension_is_refused(tmp_path
         _check(MID.data, _expected(MID, m=1), tmp_path)
     with pytest.raises(ValueError, match="not ones Duplens uses"):
         HnswIndex.load(tmp_path / "index.bin", DIM, HnswParams(space="l2"))
+    with pytest.raises(IndexFileError, match="cannot be opened"):
+        check_index_file(tmp_path / "missing.bin", _expected(MID))
 
 
 # -- through a project ----------------------------------------------------------------------
