@@ -16,6 +16,7 @@ import subprocess
 import sys
 import time
 from dataclasses import dataclass
+from functools import lru_cache
 from pathlib import Path
 
 import numpy as np
@@ -82,7 +83,9 @@ def build(n: int, replaced: int = 0, deleted: int = 0, first: int = FIRST_LABEL,
     return index, labels, vectors
 
 
+@lru_cache(maxsize=1)
 def make_bases() -> dict[str, Base]:
+    """The base files, built once per process (the tests only read them)."""
     bases = {}
     for name, (n, replaced, deleted, first, seed) in BASES.items():
         index, _, _ = build(n, replaced, deleted, first, seed)
