@@ -231,9 +231,7 @@ def _check_level0(level0: np.ndarray, h: Header, expected: Expected) -> int:
     outside = (labels < np.uint64(low)) | (labels > np.uint64(high))
     _refuse_any(outside, "element {} has label {}, not a text id of this project "
                 f"({low}-{high})", labels)
-    ordered = np.sort(labels)
-    repeated = ordered[1:] == ordered[:-1]
-    _refuse_any(repeated, "two elements have label {1}", ordered[1:])
+    _refuse_repeats(labels, low, high)
     marked = (first & DELETE_MARK) != 0
     if expected.deleted is not None:
         flagged = np.sort(labels[marked])
@@ -243,6 +241,20 @@ def _check_level0(level0: np.ndarray, h: Header, expected: Expected) -> int:
             raise IndexFileError(f"{len(flagged)} elements are marked deleted, the project "
                                  f"recorded {len(recorded)} others or a different number")
     return int(marked.sum())
+
+
+def _refuse_repeats(labels: np.ndarray, low: int, high: int) -> None:
+    """Refuse a label held by two elements. Text ids are dense, so counting each one in a
+    table as wide as their range is a fraction of a sort's cost; sparse ones are sorted."""
+    span = high - low + 1
+    if span <= 8 * len(labels):
+        counts = np.bincount((labels - np.uint64(low)).astype(np.int64), minlength=span)
+        twice = np.flatnonzero(counts > 1)
+        if len(twice):
+            raise IndexFileError(f"two elements have label {int(twice[0]) + low}")
+        return
+    ordered = np.sort(labels)
+    _refuse_any(ordered[1:] == ordered[:-1], "two elements have label {1}", ordered[1:])
 
 
 def _check_upper_sizes(tail: np.ndarray, h: Header
@@ -292,22 +304,22 @@ def _nonzero_sizes(tail: np.ndarray, count: int) -> tuple[np.ndarray, np.ndarray
         segment = np.asarray(tail[at:end])
         found = np.flatnonzero(segment)
         if len(found):
-            sizes = segment[found].astype(np.int64)
-            found = found + at
-            ends = found + 1 + sizes // 4
-            following = np.searchsorted(found, ends)
-            j = 0
+            j, last, top = 0, len(found), int(found[-1])
             while True:
-                positions.append(int(found[j]))
-                values.append(int(sizes[j]))
+                size = int(segment[found[j]])
+                position = at + int(found[j])
+                positions.append(position)
+                values.append(size)
                 if len(positions) > count:
                     raise IndexFileError(f"the file has link lists for more than its {count} "
                                          f"elements")
-                k = int(following[j])
-                if k >= len(found):
+                ends = position + 1 + size // 4
+                # the next non-zero word at or after this record's end (payload words, which
+                # are in `found` too, are skipped by the search)
+                j = int(found.searchsorted(ends - at)) if ends - at <= top else last
+                if j >= last:
                     break
-                j = k
-            reached = max(end, int(ends[j]))
+            reached = max(end, ends)
         else:
             reached = end
         window = min(max(2 * (reached - at), _FIRST_WINDOW), _MAX_WINDOW)

@@ -167,6 +167,14 @@ def test_level0_lists_and_labels_that_do_not_add_up_are_refused(tmp_path, ops, m
         _check(apply(MID, [ops], BASES), _expected(MID), tmp_path)
 
 
+def test_a_repeated_label_is_refused_whether_text_ids_are_dense_or_sparse(tmp_path):
+    repeated = apply(MID, [["label", 4, 100 + 250]], BASES)
+    for labels in ((100, 399), (100, 10**9)):   # counted in a table, or sorted
+        with pytest.raises(IndexFileError, match="two elements have label 350"):
+            _check(repeated, _expected(MID, labels=labels), tmp_path)
+    assert _check(MID.data, _expected(MID, labels=(100, 399)), tmp_path).count == 300
+
+
 def test_deleted_marks_must_be_the_ones_the_project_recorded(tmp_path):
     live = next(i for i in range(MID.count)
                 if 100 + i not in MID.deleted)   # labels are 100.. in element order
