@@ -55,7 +55,8 @@ def run(quick: bool) -> dict:
         "sizes": measured,
         "data": corpus.NOISE_NOTE,
         "headline": [
-            {"figure": f"check of a saved {m['items']:,}-item index ({m['index_mib']:,} MiB)",
+            {"figure": f"check of a saved {m['items']:,}-item index ({m['index_mib']:,} MiB"
+                       + (", tiled)" if m.get("tiled") else ")"),
              "duplens": f"{m['check_s']} s", "baseline": f"hnswlib load {m['hnswlib_load_s']} s",
              "ratio": f"{m['check_share']:.0%} of the load", "goal": None, "met": None}
             for m in measured] + [
