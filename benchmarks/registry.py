@@ -29,6 +29,7 @@ REGISTRY = (
     Benchmark("mining_1m", "Duplicate mining at 1M items", quick=False),
     Benchmark("scale_1m", "Scale and footprint (1M items)"),
     Benchmark("team_index", "Team projects on PostgreSQL: where the index lives"),
+    Benchmark("index_check", "Checking a saved index before hnswlib loads it"),
     Benchmark("gpu_import", "GPU import"),
     Benchmark("ray_encode", "Encoding on Ray"),
     Benchmark("match_throughput", "Checking a file against a project"),

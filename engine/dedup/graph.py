@@ -18,6 +18,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from engine.dedup.dense import VectorReader, complete_dense
+from engine.dedup.graph_check import check_graph, read_graph_arrays
 from engine.dedup.knn_search import GRAPH_EF, search_neighbours
 from engine.index.hnsw import HnswIndex
 from engine.progress import CancelToken, ProgressCallback, no_progress
@@ -140,16 +141,19 @@ class KnnGraph:
         return buf.getvalue()
 
     @classmethod
-    def from_bytes(cls, data: bytes) -> KnnGraph:
-        """The graph `to_bytes` wrote; KeyError or ValueError for another layout (a graph
-        stored by an older version is built again rather than read)."""
-        with np.load(io.BytesIO(data), allow_pickle=False) as z:
-            if int(z["format"]) != _FORMAT:
-                raise ValueError(f"neighbour graph format {int(z['format'])}")
-            graph = cls(z["ids"], z["indptr"], z["indices"], z["sims"], int(z["k"]),
-                        float(z["floor"]))
-        if len(graph.indptr) != len(graph.ids) + 1 or graph.indptr[-1] != len(graph.indices):
-            raise ValueError("neighbour graph rows do not match its entries")
+    def from_bytes(cls, data: bytes, *, k: int | None = None,
+                   labels: np.ndarray | None = None) -> KnnGraph:
+        """The graph `to_bytes` wrote; ValueError for anything else (a graph stored by an
+        older version, or one crafted or damaged: see `graph_check`), which callers build
+        again rather than read. `k`: the neighbours per text it must have been built with;
+        `labels`: the index's, which its texts must be among."""
+        z = read_graph_arrays(data)
+        if int(z["format"]) != _FORMAT:
+            raise ValueError(f"neighbour graph format {int(z['format'])}")
+        graph = cls(z["ids"], z["indptr"], z["indices"], z["sims"], int(z["k"]),
+                    float(z["floor"]))
+        check_graph(graph.ids, graph.indptr, graph.indices, graph.sims, graph.k, graph.floor,
+                    wanted_k=k, labels=labels)
         return graph
 
 

@@ -17,6 +17,8 @@ from dataclasses import asdict, dataclass
 import hnswlib
 import numpy as np
 
+from engine.index.index_check import Expected, check_index_file
+
 # hnswlib holds a lock per call, but resizing while another thread searches is not safe,
 # and adding in small slices lets a search slip in between them during a long import.
 _ADD_SLICE = 512
@@ -147,15 +149,25 @@ class HnswIndex:
 
     @classmethod
     def load(cls, path: str | os.PathLike, dim: int, params: HnswParams,
-             deleted: set[int] | None = None) -> HnswIndex:
-        """Load a file written by `save`; raises ValueError when it is unusable."""
+             deleted: set[int] | None = None, *,
+             labels: tuple[int, int] | None = None) -> HnswIndex:
+        """Load a file written by `save`; raises ValueError when it is unusable.
+
+        hnswlib reads only a file that `index_check` found to add up: its sizes and offsets
+        those of `dim` and `params`, every link in range, exactly as long as it should be,
+        its labels within `labels` (the project's text ids) and the elements marked deleted
+        exactly `deleted`. A crafted file never reaches hnswlib's unchecked C++ loader.
+        """
+        if params.space != "cosine" or type(params.ef) is not int or not 1 <= params.ef <= 10**6:
+            raise ValueError(f"the index settings {asdict(params)} are not ones Duplens uses")
+        check_index_file(path, Expected(
+            dim=dim, m=params.M, ef_construction=params.ef_construction, labels=labels,
+            deleted=None if deleted is None else frozenset(deleted)))
         raw = hnswlib.Index(space=params.space, dim=dim)
         try:
             raw.load_index(os.fspath(path), allow_replace_deleted=False)
         except Exception as exc:  # noqa: BLE001 - hnswlib raises RuntimeError or worse
             raise ValueError(f"unreadable index: {exc}") from exc
-        if raw.dim != dim:
-            raise ValueError(f"index has dimension {raw.dim}, expected {dim}")
         return cls(dim, params, _raw=raw, deleted=deleted)
 
     def to_bytes(self) -> bytes:

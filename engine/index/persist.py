@@ -2,6 +2,9 @@
 
 The bytes are stored as a chunked blob with their sha256 beside them: a damaged blob is
 caught by the checksum before hnswlib ever parses it, and then rebuilt from the embeddings.
+The checksum is in the same project file, so it cannot catch a crafted index: every file
+hnswlib loads, from the blob or from the side file, is first checked by `index_check`
+(through `HnswIndex.load`) against the project's embeddings and settings.
 Both directions stream through a temporary file, chunk by chunk, so the index is never
 held twice in memory (at 1M items it is about 1.8 GB). The file goes to /dev/shm when it has
 room (writing to a disk-backed /tmp cost five times the CPU here), and the checksum
@@ -35,14 +38,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
 
-from sqlalchemy import Connection, delete, select
+from sqlalchemy import Connection, delete, func, select
 
 from engine.index import side_file
 from engine.index.hnsw import HnswIndex, HnswParams
 from engine.store.blobs import blob_lock, chunk_bytes, delete_blob, iter_blob, put_blob_chunks
 from engine.store.dialects import upsert
 from engine.store.embeddings import content_version, count_model_embeddings
-from engine.store.schema import indexes, meta
+from engine.store.schema import embeddings, indexes, meta
 
 
 def blob_name(model_id: int) -> str:
@@ -200,20 +203,24 @@ def load_saved(conn: Connection, model_id: int, dim: int, *, refresh: bool = Fal
         return Loaded(None, "no saved index")
     if row["dim"] != dim:
         return Loaded(None, f"saved index has dimension {row['dim']}, the model has {dim}")
+    problem = _row_problem(row)
+    if problem:
+        return Loaded(None, f"the saved index cannot be read ({problem})")
     try:
         params = HnswParams(**row["params"])
     except TypeError as exc:
         return Loaded(None, f"the saved index cannot be read ({exc})")
+    labels = label_range(conn, model_id)
     with side_file.open_matching(conn, model_id, row["sha256"]) as side:
         if side is not None:
             try:
-                index = HnswIndex.load(side, dim, params, set(row["deleted"]))
+                index = HnswIndex.load(side, dim, params, set(row["deleted"]), labels=labels)
                 return Loaded(index, "", "side file", row["sha256"])
             except ValueError:
                 pass   # unreadable after all: the blobs decide
     writer = side_file.SideWriter(side_file.side_path(conn, model_id) if refresh else None)
     try:
-        index, why = _load_blob(conn, model_id, dim, row, params, writer)
+        index, why = _load_blob(conn, model_id, dim, row, params, labels, writer)
     except BaseException:
         writer.discard()
         raise
@@ -236,8 +243,32 @@ def adopt_side_file(conn: Connection, model_id: int, loaded: Loaded) -> None:
     side_file.publish(conn, model_id, loaded.pending, loaded.sha256)
 
 
+def _row_problem(row) -> str:
+    """What is wrong with the `indexes` row's own fields, if anything: the project file may
+    come from someone else, so its record of the index is read as carefully as the index."""
+    if not (type(row["size"]) is int and row["size"] >= 0 and isinstance(row["sha256"], str)
+            and isinstance(row["params"], dict)):
+        return "its record is malformed"
+    deleted = row["deleted"]
+    if not isinstance(deleted, list) or not all(type(label) is int for label in deleted):
+        return "its list of deleted items is malformed"
+    return ""
+
+
+def label_range(conn: Connection, model_id: int) -> tuple[int, int]:
+    """The lowest and highest text id `model_id` has an embedding of: every label of its
+    index lies between them (an index only ever gets texts as their embeddings are stored,
+    and embeddings are never deleted but with their model). Two queries, each one step down
+    the primary key's index; (1, 0), an empty range, when there is none."""
+    where = embeddings.c.model_id == model_id
+    low = conn.execute(select(func.min(embeddings.c.text_id)).where(where)).scalar()
+    high = conn.execute(select(func.max(embeddings.c.text_id)).where(where)).scalar()
+    return (1, 0) if low is None or high is None else (int(low), int(high))
+
+
 def _load_blob(conn: Connection, model_id: int, dim: int, row, params: HnswParams,
-               writer: side_file.SideWriter) -> tuple[HnswIndex | None, str]:
+               labels: tuple[int, int], writer: side_file.SideWriter
+               ) -> tuple[HnswIndex | None, str]:
     with _scratch_file(row["size"]) as (path, fh):
         size = 0
         with _Digest() as digest:
@@ -252,7 +283,7 @@ def _load_blob(conn: Connection, model_id: int, dim: int, row, params: HnswParam
         if digest.hexdigest() != row["sha256"]:
             return None, "the saved index is damaged (checksum mismatch)"
         try:
-            return HnswIndex.load(path, dim, params, set(row["deleted"])), ""
+            return HnswIndex.load(path, dim, params, set(row["deleted"]), labels=labels), ""
         except ValueError as exc:
             return None, f"the saved index cannot be read ({exc})"
 

@@ -141,7 +141,7 @@ class Clusters:
         name = f"knn/{model_id}/{k}"
         graph = None
         if signature is not None and self._store.get_meta(name) == stamp:
-            graph = self._stored(name)
+            graph = self._stored(name, k=k, labels=index.ids())
         if graph is None and not self._store.is_file and not self._store.read_only \
                 and signature is not None:
             graph = self._build_once_per_team(index, k, name, stamp, progress, cancel)
@@ -155,11 +155,15 @@ class Clusters:
         self._graph, self._graph_key = graph, key
         return graph
 
-    def _stored(self, name: str) -> KnnGraph | None:
+    def _stored(self, name: str, *, k: int | None = None,
+                labels: np.ndarray | None = None) -> KnnGraph | None:
+        """The graph stored under `name`, checked before anything indexes with it
+        (`engine.dedup.graph_check`: `k` and the index's `labels` where given); None when
+        there is none, or another layout, or a crafted or damaged one: built again."""
         with self._store.read() as conn:
             data = get_blob(conn, name)
         try:
-            return KnnGraph.from_bytes(data) if data else None
+            return KnnGraph.from_bytes(data, k=k, labels=labels) if data else None
         except (ValueError, KeyError, OSError):
             return None
 
@@ -220,8 +224,8 @@ class Clusters:
                 data = get_blob(conn, name)
                 try:
                     if data:
-                        return KnnGraph.from_bytes(data)
-                except (ValueError, KeyError, OSError):
+                        return KnnGraph.from_bytes(data, k=k, labels=index.ids())
+                except ValueError:
                     pass
             graph = self._make(index, k, name, progress, cancel)
             put_blob(conn, name, graph.to_bytes())

@@ -1,12 +1,15 @@
 """The neighbour graph holds every pair above its floor, even where a text has more than k."""
 
+import io
 import json
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from engine.dedup.cut import cut_clusters
-from engine.dedup.graph import KnnGraph, build_knn_graph
+from engine.dedup.graph import KnnGraph, build_knn_graph, texts_near
 from engine.index.hnsw import HnswIndex
 
 GROUP = 30   # near-identical texts: each has 29 neighbours above the threshold, k is 10
@@ -112,7 +115,6 @@ def test_vectors_can_come_from_elsewhere_and_are_normalised(dense_set):
 
 
 def test_bytes_round_trip_and_an_old_layout_is_refused(dense_set):
-    import io
 
     index, _, _ = dense_set
     graph = build_knn_graph(index, K)
@@ -215,3 +217,129 @@ def test_the_stored_vectors_come_back_by_id_in_the_order_asked(eggs_project):
     unit = got / np.linalg.norm(got, axis=1, keepdims=True)
     np.testing.assert_allclose(unit, expected[::-1], atol=1e-5)
     np.testing.assert_allclose(scattered, got[[-1, 0]])
+
+
+# -- a stored graph from someone else's project ---------------------------------------------
+def _archive(graph: KnnGraph, **changes) -> bytes:
+    """`graph.to_bytes()` with some members replaced (or added)."""
+    members = dict(format=np.int64(2), ids=graph.ids, indptr=graph.indptr,
+                   indices=graph.indices, sims=graph.sims, k=np.int64(graph.k),
+                   floor=np.float64(graph.floor))
+    members.update(changes)
+    buf = io.BytesIO()
+    np.savez(buf, **members)
+    return buf.getvalue()
+
+
+def _crafted(graph: KnnGraph) -> dict[str, bytes]:
+    n, e = len(graph.ids), len(graph.indices)
+    indices, sims, indptr, ids = (graph.indices.copy(), graph.sims.copy(),
+                                  graph.indptr.copy(), graph.ids.copy())
+    far, below, own = indices.copy(), indices.copy(), indices.copy()
+    far[e // 2] = n
+    below[3] = -1
+    own[graph.indptr[5]] = 5
+    unsorted = sims.copy()
+    row = int(np.flatnonzero(np.diff(indptr) >= 2)[0])
+    unsorted[indptr[row]], unsorted[indptr[row] + 1] = sims[indptr[row] + 1] - 0.01, sims[
+        indptr[row]]
+    back = indptr.copy()
+    back[7] = back[8] + 1
+    swapped = ids.copy()
+    swapped[[2, 3]] = swapped[[3, 2]]
+    compressed = io.BytesIO()
+    np.savez_compressed(compressed, format=np.int64(2), ids=ids, indptr=indptr,
+                        indices=indices, sims=sims, k=np.int64(graph.k),
+                        floor=np.float64(graph.floor))
+    good = graph.to_bytes()
+    return {
+        "a neighbour beyond the nodes": _archive(graph, indices=far),
+        "a negative neighbour": _archive(graph, indices=below),
+        "a node its own neighbour": _archive(graph, indices=own),
+        "rows that go back": _archive(graph, indptr=back),
+        "rows past the entries": _archive(graph, indptr=np.r_[indptr[:-1], e + 5]),
+        "a row start missing": _archive(graph, indptr=indptr[:-1]),
+        "entries without similarities": _archive(graph, sims=sims[:-1]),
+        "ids out of order": _archive(graph, ids=swapped),
+        "ids the index does not hold": _archive(graph, ids=ids + 1),
+        "a similarity NaN": _archive(graph, sims=np.where(np.arange(e) == 4, np.nan, sims)
+                                     .astype(np.float32)),
+        "a similarity of 2": _archive(graph, sims=np.where(np.arange(e) == 4, 2, sims)
+                                      .astype(np.float32)),
+        "a row not sorted": _archive(graph, sims=unsorted),
+        "64-bit neighbours": _archive(graph, indices=indices.astype(np.int64)),
+        "big-endian ids": _archive(graph, ids=ids.astype(">i8")),
+        "a 2-d array": _archive(graph, sims=np.c_[sims, sims]),
+        "another k": _archive(graph, k=np.int64(11)),
+        "a floor of NaN": _archive(graph, floor=np.float64(np.nan)),
+        "a member more": _archive(graph, extra=np.zeros(3)),
+        "compressed members": compressed.getvalue(),
+        "half an archive": good[: len(good) // 2],
+        "an archive's start and garbage": good[:4] + bytes(200),
+        "not an archive": b"\x93NUMPY" + bytes(100),
+        "nothing": b"",
+    }
+
+
+def test_a_crafted_or_damaged_stored_graph_is_refused(dense_set):
+    index, _, _ = dense_set
+    graph = build_knn_graph(index, K)
+    again = KnnGraph.from_bytes(graph.to_bytes(), k=K, labels=index.ids())
+    assert np.array_equal(again.indices, graph.indices)
+    for name, data in _crafted(graph).items():
+        with pytest.raises(ValueError):
+            KnnGraph.from_bytes(data, k=K, labels=index.ids())
+            pytest.fail(name)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.data())
+def test_whatever_bytes_a_stored_graph_holds_it_is_refused_or_cuts(dense_set, data):
+    """Random damage to a real stored graph: ValueError, or a graph that every use of it
+    (a cut, the dense views, the histogram) handles without an exception."""
+    index, _, _ = dense_set
+    blob = bytearray(_stored_graph(index))
+    for _ in range(data.draw(st.integers(1, 4))):
+        at = data.draw(st.integers(0, len(blob) - 1))
+        blob[at:at + 8] = data.draw(st.binary(min_size=1, max_size=8))
+    try:
+        graph = KnnGraph.from_bytes(bytes(blob), k=K, labels=index.ids())
+    except ValueError:
+        return
+    cut_clusters(graph, THRESHOLD)
+    texts_near(graph, THRESHOLD)
+    assert graph.nbr.shape == graph.sim.shape == (len(graph.ids), K)
+    graph.nearest_similarities()
+
+
+_GRAPHS: dict[int, bytes] = {}
+
+
+def _stored_graph(index: HnswIndex) -> bytes:
+    if id(index) not in _GRAPHS:
+        _GRAPHS[id(index)] = build_knn_graph(index, K).to_bytes()
+    return _GRAPHS[id(index)]
+
+
+def test_a_project_whose_stored_graph_was_crafted_builds_it_again(open_questions, encoder):
+    """The stored graph's stamp still matches (it is in the same file), its arrays do not add
+    up: the review cuts the same clusters from a graph built again."""
+    from engine.project import Project
+    from engine.store.blobs import get_blob, put_blob
+
+    project = open_questions
+    before = [sorted(c.item_ids()) for c in project.clusters.cut(0.8)]
+    path, model = project.path, project.model.id()
+    name = f"knn/{model}/10"
+    with project.store.write() as conn:
+        stored = KnnGraph.from_bytes(get_blob(conn, name))
+        indices = stored.indices.copy()
+        indices[::3] = 10**6                          # far beyond the graph's nodes
+        put_blob(conn, name, _archive(stored, indices=indices))
+    project.close()
+    reopened = Project.open(path)
+    try:
+        reopened.model.attach(encoder, is_default=True)
+        assert [sorted(c.item_ids()) for c in reopened.clusters.cut(0.8)] == before != []
+    finally:
+        reopened.close()

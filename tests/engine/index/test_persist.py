@@ -15,6 +15,7 @@ from engine.store import postgres, sqlite
 from engine.store.blobs import iter_blob
 from engine.store.database import Store
 from engine.store.schema import blobs
+from tests.engine.index.index_files import embed_texts
 
 DIM = 16
 
@@ -31,10 +32,14 @@ def store(store_location, monkeypatch):
 
 @pytest.fixture
 def model(store):
+    """A model with embeddings of texts 100-799: an index's labels must be texts the model
+    has embedded (`index_check`)."""
     with store.write() as conn:
-        return embedding_store.get_or_add_model(conn, name="m", location="default",
-                                             fingerprint="sha256:m", dim=DIM,
-                                             max_seq_length=8)
+        model_id = embedding_store.get_or_add_model(conn, name="m", location="default",
+                                                    fingerprint="sha256:m", dim=DIM,
+                                                    max_seq_length=8)
+        embed_texts(conn, model_id, range(100, 800), DIM)
+        return model_id
 
 
 def _index(n: int = 600, seed: int = 0) -> tuple[HnswIndex, np.ndarray]:

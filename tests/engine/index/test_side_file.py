@@ -25,6 +25,7 @@ from engine.project import Project
 from engine.store import embeddings as embedding_store
 from engine.store.database import Store
 from engine.store.schema import indexes
+from tests.engine.index.index_files import embed_texts
 from tests.engine.store.project_checks import ROOT, fill, small_disk
 
 QUERY = "how do I fix a flat tire"
@@ -156,7 +157,7 @@ rng = np.random.default_rng(seed)
 for n in range(200, 208):
     vecs = rng.normal(size=(n, 16)).astype(np.float32)
     index = HnswIndex(16)
-    index.add(np.arange(n), vecs / np.linalg.norm(vecs, axis=1, keepdims=True))
+    index.add(np.arange(1, n + 1), vecs / np.linalg.norm(vecs, axis=1, keepdims=True))
     with store.write() as conn:
         save_index(conn, model, index, version=None)
 store.close()
@@ -170,6 +171,7 @@ def test_two_processes_saving_leave_a_side_file_that_agrees_with_the_store(tmp_p
         model = embedding_store.get_or_add_model(conn, name="m", location="default",
                                               fingerprint="sha256:m", dim=16,
                                               max_seq_length=8)
+        embed_texts(conn, model, range(1, 208), 16)   # the savers' labels are these texts
     store.close()
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     savers = [subprocess.Popen([sys.executable, "-c", _SAVER, str(path), str(model), str(seed)],

@@ -29,6 +29,7 @@ from engine.store import embeddings as embedding_store
 from engine.store.blobs import get_blob, put_blob
 from engine.store.database import Store
 from engine.store.schema import embeddings, models, pair_labels, texts
+from tests.engine.index.index_files import embed_texts
 
 ROOT = Path(__file__).resolve().parents[3]
 
@@ -195,7 +196,7 @@ def _index(n: int, seed: int) -> HnswIndex:
     rng = np.random.default_rng(seed)
     vecs = rng.normal(size=(n, 8)).astype(np.float32)
     index = HnswIndex(8)
-    index.add(np.arange(n), vecs / np.linalg.norm(vecs, axis=1, keepdims=True))
+    index.add(np.arange(1, n + 1), vecs / np.linalg.norm(vecs, axis=1, keepdims=True))
     return index
 
 
@@ -203,6 +204,7 @@ def test_saving_one_index_from_two_analysts_keeps_the_newer_whole(two):
     a, b = two
     with a.write() as conn:
         model = _model(conn)
+        embed_texts(conn, model, range(1, 51), 8)   # the indexes' labels are these texts
         old = embedding_store.bump_content_version(conn)
         new = embedding_store.bump_content_version(conn)
     # the newer index is saved first; an older one saved after it does not replace it
