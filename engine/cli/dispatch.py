@@ -21,6 +21,7 @@ from engine.cli import (
     ask,
     copy,
     duplicates,
+    estimate,
     evaluate,
     finetune,
     importing,
@@ -54,7 +55,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"duplens {__version__}")
     sub = parser.add_subparsers(dest="command", parser_class=Parser)
     for command in (importing, search, match, duplicates, info, evaluate, finetune, models,
-                    ask, label, copy):
+                    ask, label, estimate, copy):
         command.register(sub)
     p = sub.add_parser("gui", help="open the window")
     p.add_argument("project", nargs="?")

@@ -227,7 +227,6 @@ def _rows(rows: RowsInput, sizes: np.ndarray, stratum: np.ndarray, dup: np.ndarr
     value = rows.copies + float(np.sum(np.divide(sizes * z_sum, n_h, out=np.zeros(count),
                                                  where=n_h > 0)))
     rest = (sizes - n_h).astype(np.float64)
-    shares = rng.beta(y_h + 0.5, n_h - y_h + 0.5, size=(draws, count))
     all_dup_weights = weight[dup]
     mean_weights = np.empty((draws, count))
     for h in range(count):
@@ -238,8 +237,15 @@ def _rows(rows: RowsInput, sizes: np.ndarray, stratum: np.ndarray, dup: np.ndarr
             mean_weights[:, h] = 2.0
             continue
         mean_weights[:, h] = rng.dirichlet(np.ones(len(w)), size=draws) @ w
-    totals = rows.copies + z_sum.sum() + (shares * mean_weights) @ rest
-    return _interval(value, totals, totals)
+    ends = []
+    for a, b in (LOWER, UPPER):
+        shares = np.zeros((draws, count))
+        live = (y_h + a) > 0
+        if live.any():
+            shares[:, live] = rng.beta((y_h + a)[live], np.maximum((n_h - y_h + b)[live], 1e-9),
+                                       size=(draws, int(live.sum())))
+        ends.append(rows.copies + z_sum.sum() + (shares * mean_weights) @ rest)
+    return _interval(value, ends[0], ends[1])
 
 
 def _num(x: float) -> float | None:

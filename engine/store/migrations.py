@@ -32,11 +32,16 @@ def _v3_offered_pairs(conn: Connection) -> None:
     schema.offered_pairs.create(conn, checkfirst=True)
 
 
-_ADDED_LATER = {"canonical_items", "offered_pairs"}
+def _v4_quality_samples(conn: Connection) -> None:
+    schema.quality_samples.create(conn, checkfirst=True)
+    schema.quality_draws.create(conn, checkfirst=True)
+
+
+_ADDED_LATER = {"canonical_items", "offered_pairs", "quality_samples", "quality_draws"}
 
 # MIGRATIONS[i] brings a project from version i to version i + 1.
 MIGRATIONS: list[Callable[[Connection], None]] = [_v1_initial, _v2_canonical_items,
-                                                  _v3_offered_pairs]
+                                                  _v3_offered_pairs, _v4_quality_samples]
 SCHEMA_VERSION = len(MIGRATIONS)
 
 
