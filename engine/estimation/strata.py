@@ -29,6 +29,7 @@ OUTSIDE = 0
 GRID = (0.5, 0.6, 0.7, 0.75, 0.8, 0.85, 0.9, 0.95)
 MIN_STRATUM = 20
 _TOP = 1.0 + 1e-6     # similarities of exact copies can round to a hair above 1
+_BOTTOM = -2.0        # below every cosine similarity
 
 
 @dataclass(frozen=True)
@@ -36,7 +37,8 @@ class Strata:
     """Stratum h >= 1 holds the candidate pairs with similarity in [bounds[h-1], bounds[h]);
     stratum 0 every other pair. `sizes[h]` is how many pairs each holds."""
 
-    bounds: np.ndarray     # (H + 1,) ascending; bounds[0] is -inf-like, bounds[-1] just above 1
+    bounds: np.ndarray     # (H + 1,) ascending; bounds[0] = -2 (below any cosine), bounds[-1]
+                           # just above 1 (finite: a design is stored as JSON)
     sizes: np.ndarray      # (H + 1,) int64, sizes[0] the outside stratum
     threshold: float       # the threshold the strata were designed for
 
@@ -59,7 +61,7 @@ class Strata:
         if h == OUTSIDE:
             return "outside the graph"
         low, high = self.bounds[h - 1], min(self.bounds[h], 1.0)
-        return f"below {high:.2f}" if not np.isfinite(low) else f"{low:.2f}-{high:.2f}"
+        return f"below {high:.2f}" if low < -1 else f"{low:.2f}-{high:.2f}"
 
     def middle(self) -> np.ndarray:
         """A similarity representative of each stratum (NaN for the outside one)."""
@@ -83,10 +85,10 @@ def make_strata(candidate_similarities: np.ndarray, outside_size: int,
     a sample designed for `threshold`."""
     sims = np.asarray(candidate_similarities, dtype=np.float64)
     cuts = sorted({*(g for g in GRID if abs(g - threshold) > 0.01), round(float(threshold), 6)})
-    bounds = [-np.inf, *cuts, _TOP]
+    bounds = [_BOTTOM, *cuts, _TOP]
     # Merge small bins, never across the threshold: the threshold's bound always stays.
     while len(bounds) > 2:
-        counts = np.histogram(sims, bins=np.clip(bounds, -2.0, 2.0))[0]
+        counts = np.histogram(sims, bins=bounds)[0]
         small = [i for i, c in enumerate(counts) if c < MIN_STRATUM]
         removable = []
         for i in small:
@@ -98,8 +100,7 @@ def make_strata(candidate_similarities: np.ndarray, outside_size: int,
             break
         del bounds[removable[0]]
     bounds_arr = np.asarray(bounds, dtype=np.float64)
-    bounds_arr[0] = -np.inf
-    counts = np.histogram(sims, bins=np.clip(bounds_arr, -2.0, 2.0))[0]
+    counts = np.histogram(sims, bins=bounds_arr)[0]
     sizes = np.r_[int(outside_size), counts].astype(np.int64)
     return Strata(bounds_arr, sizes, float(threshold))
 
