@@ -23,6 +23,7 @@ from PySide6.QtCore import QObject, QTimer, Signal
 
 from desktop_app.bridge import EngineBridge
 from desktop_app.controllers.ask_controller import AskController
+from desktop_app.controllers.measure_controller import MeasureController
 from desktop_app.job_runner import Job, Pool
 from engine.dedup.row_clusters import DEFAULT_THRESHOLD, Cluster
 from engine.review.calibration import Calibration, default_threshold
@@ -67,6 +68,10 @@ class ReviewController(QObject):
         self._threshold_chosen = False           # the user set it: calibration stays advice
         self.ask = AskController(bridge, self)
         self.ask.answered.connect(self._asked_answered)
+        self.measure = MeasureController(bridge, lambda: self.threshold, self)
+        self.measure.answered.connect(self._asked_answered)
+        self.calibrationReady.connect(
+            lambda c: self.measure.estimate_at(c.threshold if c is not None else None))
 
     # -- lifecycle -------------------------------------------------------------------------
     def project_opened(self) -> None:
@@ -77,6 +82,7 @@ class ReviewController(QObject):
         self._threshold_chosen = False
         self.calibration = None
         self.ask.reset()
+        self.measure.reset()
         self.index_changed()
         self.clustersChanged.emit([])
         self._emit_history("")

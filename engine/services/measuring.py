@@ -357,17 +357,22 @@ class Measuring:
 
     # -- estimates -------------------------------------------------------------------------
     def measure(self, threshold: float | None = None, *, curve: bool = False,
-                progress: ProgressCallback = no_progress,
+                create: bool = True, progress: ProgressCallback = no_progress,
                 cancel: CancelToken | None = None) -> Measurement:
         """The estimate at `threshold` (default: the cut's), with what it rests on; with
-        `curve`, also at every threshold of `CURVE_THRESHOLDS` (for the band)."""
+        `curve`, also at every threshold of `CURVE_THRESHOLDS` (for the band). Without
+        `create`, a project whose sample is gone (or never was) gets no new one."""
         t = float(threshold if threshold is not None else self.threshold())
         if not 0.0 < t <= 1.0:
             raise InputError(f"threshold must be between 0 and 1, not {t}")
-        population, sample, changed = self._current(t, create=not self._store.read_only,
-                                                    progress=progress, cancel=cancel)
         row = self._model.row()
         model = row["name"] if row else "(none yet)"
+        if not create:
+            with self._store.read() as conn:
+                if sample_store.latest_sample(conn) is None:   # never measured: no graph
+                    return Measurement(None, t, 0, 0, {}, None, None, model, None)
+        population, sample, changed = self._current(
+            t, create=create and not self._store.read_only, progress=progress, cancel=cancel)
         if sample is None:
             return Measurement(None, t, 0, 0, {}, None, None, model, None, changed)
         with self._store.read() as conn:
