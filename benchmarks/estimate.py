@@ -190,27 +190,35 @@ def _simulate(pop: dict, threshold: float, reps: int) -> dict:
 
     population = PairPopulation(pop["score"], pop["candidate"], pop["dup"])
     flagged = pop["score"] >= threshold
-    strata, which = population.strata(threshold)
     out: dict = {m: {b: defaultdict(list) for b in BUDGETS} for m in METHODS}
-    oasis_strata = {}
+    oasis_strata: dict = {}
     started = time.perf_counter()
     for rep in range(reps):
         rng = np.random.default_rng(1000 + rep)
-        sample = run_design(population, flagged, threshold, max(BUDGETS), rng,
-                            stratification=(strata, which))
-        proportional = _proportional(strata, which, max(BUDGETS), rng)
+        # Each repetition sizes the outside strata from its own first phase.
+        strata, which = population.strata(threshold, rng)
+        if "duplens" in METHODS:
+            sample = run_design(population, flagged, threshold, max(BUDGETS), rng,
+                                stratification=(strata, which))
+        if "proportional" in METHODS:
+            proportional = _proportional(strata, which, max(BUDGETS), rng)
         srs = rng.permutation(len(flagged))[:max(BUDGETS)]
         for budget in BUDGETS:
-            prefix = Sample(strata, which, sample.drawn[:budget], sample.stratum[:budget])
-            _record(out["duplens"][budget],
-                    prefix.estimate(population, flagged, threshold=threshold, seed=rep))
-            chosen = proportional[budget]
-            fixed = Sample(strata, which, chosen, which[chosen])
-            _record(out["proportional"][budget],
-                    fixed.estimate(population, flagged, threshold=threshold, seed=rep))
-            for figure, value in _srs_wilson(pop, flagged, srs[:budget]).items():
-                out["srs_wilson"][budget][figure].append(value)
+            if "duplens" in METHODS:
+                prefix = Sample(strata, which, sample.drawn[:budget], sample.stratum[:budget])
+                _record(out["duplens"][budget],
+                        prefix.estimate(population, flagged, threshold=threshold, seed=rep))
+            if "proportional" in METHODS:
+                chosen = proportional[budget]
+                fixed = Sample(strata, which, chosen, which[chosen])
+                _record(out["proportional"][budget],
+                        fixed.estimate(population, flagged, threshold=threshold, seed=rep))
+            if "srs_wilson" in METHODS:
+                for figure, value in _srs_wilson(pop, flagged, srs[:budget]).items():
+                    out["srs_wilson"][budget][figure].append(value)
         for method, proba in (("oasis", True), ("oasis_logistic", False)):
+            if method not in METHODS:
+                continue
             for budget, figures in _oasis(pop, flagged, proba, 1000 + rep,
                                           oasis_strata).items():
                 for figure, value in figures.items():
@@ -236,7 +244,8 @@ def _proportional(strata, which: np.ndarray, budget: int, rng: np.random.Generat
     for b in BUDGETS:
         share = strata.sizes / strata.sizes.sum() * b
         n = np.floor(share).astype(int)
-        n = np.maximum(n, (strata.sizes > 0).astype(int))
+        n = np.minimum(np.maximum(n, (strata.sizes > 0).astype(int)),
+                       [len(m) for m in members])
         for h in np.argsort(-(share - np.floor(share))):
             if n.sum() >= b:
                 break
@@ -302,10 +311,17 @@ def _oasis(pop: dict, flagged: np.ndarray, proba: bool, seed: int, cache: dict) 
 
 def _import_oasis():
     """The `oasis` package (0.1.3, installed with --no-deps plus tables: it declares the
-    retired `sklearn` package). What it uses that numpy 2 removed is put back here, in this
-    process only: nothing is, as of numpy 2.4 (checked; the names it needs still exist)."""
-    import oasis
+    retired `sklearn` package). Its stratification calls `scipy.percentile` and
+    `scipy.ptp`, numpy aliases that SciPy has since removed: its module is handed a stand-in
+    for scipy that has them (numpy's own), in this process only; nothing else is changed."""
+    import types
 
+    import oasis
+    import oasis.stratification as stratification
+
+    if not hasattr(stratification.sp, "percentile"):
+        stand_in = types.SimpleNamespace(percentile=np.percentile, ptp=np.ptp)
+        stratification.sp = stand_in
     return oasis
 
 

@@ -109,19 +109,17 @@ class Estimate:
 def estimate(sizes: np.ndarray, flagged_sizes: np.ndarray, stratum: np.ndarray,
              duplicate: np.ndarray, flagged: np.ndarray, *, threshold: float = float("nan"),
              rows: RowsInput | None = None, draws: int = DRAWS, seed: int = 0,
-             labels: list[str] | None = None) -> Estimate:
+             labels: list[str] | None = None,
+             phase_one: tuple[np.ndarray, int] | None = None) -> Estimate:
     """The figures at one threshold.
 
     `sizes[h]` pairs in stratum h, `flagged_sizes[h]` of them flagged at the threshold;
     for each answered draw its `stratum`, whether it is a `duplicate` and whether it is
     `flagged`. `seed` fixes the interval's random draws (the same seed at every threshold
-    gives a smooth band).
+    gives a smooth band). `phase_one` = (m, N0): the first len(m) strata's sizes are
+    estimates, N0 * m / sum(m), from a uniform first phase of the N0 pairs outside the graph;
+    the intervals then draw those sizes too (N0 times a Dirichlet(m + 1/2) share).
     """
-    sizes = np.asarray(sizes, dtype=np.int64)
-    n_f_pop = np.asarray(flagged_sizes, dtype=np.int64)
-    n_u_pop = sizes - n_f_pop
-    if (n_u_pop < 0).any():
-        raise ValueError("a stratum cannot flag more pairs than it holds")
     stratum = np.asarray(stratum, dtype=np.int64)
     dup = np.asarray(duplicate, dtype=bool)
     flag = np.asarray(flagged, dtype=bool)
@@ -131,8 +129,12 @@ def estimate(sizes: np.ndarray, flagged_sizes: np.ndarray, stratum: np.ndarray,
     n_u = np.bincount(stratum[~flag], minlength=count)
     y_u = np.bincount(stratum[~flag & dup], minlength=count)
     n_h, y_h = n_f + n_u, y_f + y_u
-    if (n_f > n_f_pop).any() or (n_u > n_u_pop).any():
-        raise ValueError("more answered pairs than a stratum's domain holds")
+    n_f_pop = np.asarray(flagged_sizes, dtype=np.float64)
+    if (n_f > n_f_pop).any():
+        raise ValueError("more answered flagged pairs than a stratum flags")
+    # An estimated size is never below what is known to be in the stratum.
+    sizes = np.maximum(np.asarray(sizes, dtype=np.float64), n_f_pop + n_u)
+    n_u_pop = sizes - n_f_pop
 
     pooled = np.divide(y_h, n_h, out=np.zeros(count), where=n_h > 0)
     p_f = np.divide(y_f, n_f, out=pooled.copy(), where=n_f > 0)
@@ -143,13 +145,21 @@ def estimate(sizes: np.ndarray, flagged_sizes: np.ndarray, stratum: np.ndarray,
     point = _figures(np.array([tp]), np.array([dups]), flagged_total)
 
     rng = np.random.default_rng(seed)
-    # Each bound from the side of every share that pushes the figure that way (`_BOUNDS`):
-    # the upper bound of recall takes flagged duplicates from their upper posteriors and
-    # missed ones from their lower posteriors.
+    unflagged_sizes = n_u_pop
+    if phase_one is not None:
+        m, outside_total = np.asarray(phase_one[0], dtype=np.float64), phase_one[1]
+        g = len(m)
+        drawn_sizes = np.tile(sizes, (draws, 1))
+        drawn_sizes[:, :g] = outside_total * rng.dirichlet(m + 0.5, size=draws)
+        drawn_sizes = np.maximum(drawn_sizes, n_f_pop + n_u)
+        unflagged_sizes = drawn_sizes - n_f_pop
+    # Each bound from the side of every share that pushes the figure that way: the upper
+    # bound of recall takes flagged duplicates from their upper ends and missed ones from
+    # their lower ends.
     tp_lo = _domain_totals(rng, draws, n_f_pop, n_f, y_f, n_h, y_h, LOWER)
     tp_hi = _domain_totals(rng, draws, n_f_pop, n_f, y_f, n_h, y_h, UPPER)
-    miss_lo = _domain_totals(rng, draws, n_u_pop, n_u, y_u, n_h, y_h, LOWER)
-    miss_hi = _domain_totals(rng, draws, n_u_pop, n_u, y_u, n_h, y_h, UPPER)
+    miss_lo = _domain_totals(rng, draws, unflagged_sizes, n_u, y_u, n_h, y_h, LOWER)
+    miss_hi = _domain_totals(rng, draws, unflagged_sizes, n_u, y_u, n_h, y_h, UPPER)
     low = _figures(tp_lo, tp_lo + miss_hi, flagged_total)
     high = _figures(tp_hi, tp_hi + miss_lo, flagged_total)
     low["duplicates"] = tp_lo + miss_lo
@@ -183,16 +193,18 @@ def _domain_totals(rng: np.random.Generator, draws: int, size: np.ndarray, n: np
                    prior: tuple[float, float]) -> np.ndarray:
     """(draws,) joint draws of a domain family's duplicates summed over strata: the answered
     duplicates plus the rest of each domain times a share drawn from Beta(y + a, n - y + b),
-    (a, b) = `prior` (the stratum's counts when the domain has no answer of its own)."""
+    (a, b) = `prior` (the stratum's counts when the domain has no answer of its own).
+    `size`: each domain's size, or (draws, strata) sizes drawn with the shares."""
     own = n > 0
     a = np.where(own, y, y_h) + prior[0]
     b = np.where(own, n - y, n_h - y_h) + prior[1]
-    rest = (size - n).astype(np.float64)
-    live = (rest > 0) & (a > 0)           # a share of a = 0 is 0: nothing to add
+    rest = np.maximum(np.asarray(size, dtype=np.float64) - n, 0.0)
+    live = ((rest > 0).any(axis=0) if rest.ndim == 2 else rest > 0) & (a > 0)
     total = np.full(draws, float(y.sum()))
     if live.any():
         shares = rng.beta(a[live], np.maximum(b[live], 1e-9), size=(draws, int(live.sum())))
-        total += shares @ rest[live]
+        rest_live = rest[:, live] if rest.ndim == 2 else rest[live]
+        total += (shares * rest_live).sum(axis=1)
     return total
 
 

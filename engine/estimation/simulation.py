@@ -15,7 +15,7 @@ import numpy as np
 
 from engine.estimation.allocation import next_strata, shares
 from engine.estimation.estimators import Estimate, estimate
-from engine.estimation.strata import OUTSIDE, Strata, make_strata, prior_share
+from engine.estimation.strata import PHASE_ONE, Strata, make_strata, prior_share
 
 
 @dataclass(frozen=True)
@@ -27,12 +27,22 @@ class PairPopulation:
     candidate: np.ndarray
     duplicate: np.ndarray
 
-    def strata(self, threshold: float) -> tuple[Strata, np.ndarray]:
-        """The design's strata for `threshold`, and each pair's stratum."""
+    def strata(self, threshold: float, rng: np.random.Generator | None = None,
+               phase_one: int = PHASE_ONE) -> tuple[Strata, np.ndarray]:
+        """The design's strata for `threshold`, and each pair's stratum. The outside
+        strata are sized from a uniform first phase of `phase_one` outside pairs drawn with
+        `rng` (all of them when there are no more)."""
         cand = np.asarray(self.candidate, dtype=bool)
-        strata = make_strata(self.similarity[cand], int((~cand).sum()), threshold)
-        which = np.full(len(cand), OUTSIDE, dtype=np.int64)
+        outside = np.flatnonzero(~cand)
+        first = outside
+        if len(outside) > phase_one:
+            rng = rng or np.random.default_rng(0)
+            first = rng.choice(outside, phase_one, replace=False)
+        strata = make_strata(self.similarity[cand], self.similarity[first], len(outside),
+                             threshold)
+        which = np.empty(len(cand), dtype=np.int64)
         which[cand] = strata.of(self.similarity[cand])
+        which[~cand] = strata.of_outside(self.similarity[~cand])
         return strata, which
 
 
@@ -53,30 +63,34 @@ class Sample:
         flagged_sizes = np.bincount(self.stratum_of[flagged], minlength=self.strata.count)
         return estimate(self.strata.sizes, flagged_sizes, self.stratum,
                         population.duplicate[self.drawn], flagged[self.drawn],
-                        threshold=threshold, draws=draws, seed=seed)
+                        threshold=threshold, draws=draws, seed=seed,
+                        phase_one=self.strata.phase_one_uncertainty())
 
 
 def run_design(population: PairPopulation, design_flagged: np.ndarray, threshold: float,
                budget: int, rng: np.random.Generator, *, batch: int = 1,
                stratification: tuple[Strata, np.ndarray] | None = None) -> Sample:
     """Draw `budget` pairs as a project would: the pilot, then the adaptive allocation, in
-    batches of `batch` draws decided together (the command line's `--next N`)."""
-    strata, which = stratification or population.strata(threshold)
+    batches of `batch` draws decided together (the command line's `--next N`). An outside
+    stratum's draws are uniform over its pairs, as drawing from its first-phase pairs is."""
+    strata, which = stratification or population.strata(threshold, rng)
     count = strata.count
     members = _shuffled_members(which, count, rng)
     flagged_share = np.divide(
         np.bincount(which[np.asarray(design_flagged, dtype=bool)], minlength=count),
         strata.sizes, out=np.zeros(count), where=strata.sizes > 0)
     prior = prior_share(strata)
+    middle = strata.middle()
+    caps = np.minimum(strata.caps(), [len(m) for m in members])
     taken = np.zeros(count, dtype=np.int64)
     found = np.zeros(count, dtype=np.int64)
     drawn: list[int] = []
     drawn_strata: list[int] = []
-    budget = min(budget, int(strata.sizes.sum()))
+    budget = min(budget, int(caps.sum()))
     while len(drawn) < budget:
-        share = shares(found, taken, prior, strata.middle())
+        share = shares(found, taken, prior, middle, strata.outside_count)
         for h in next_strata(strata.sizes, taken, share, flagged_share,
-                             min(batch, budget - len(drawn))):
+                             min(batch, budget - len(drawn)), caps):
             pair = int(members[h][taken[h]])
             taken[h] += 1
             found[h] += int(population.duplicate[pair])

@@ -30,7 +30,7 @@ import numpy as np
 from engine.dedup.row_clusters import DEFAULT_THRESHOLD as CLUSTER_THRESHOLD
 from engine.errors import InputError, ProjectError
 from engine.estimation.allocation import answers_to_halve, next_strata, shares
-from engine.estimation.drawing import LISTED_OUTSIDE, draw_unlisted, next_listed, pair_keys
+from engine.estimation.drawing import next_listed, pair_keys
 from engine.estimation.estimators import Estimate, RowsInput, estimate, stratum_shares
 from engine.estimation.graph_population import (
     GraphPopulation,
@@ -39,7 +39,7 @@ from engine.estimation.graph_population import (
     graph_population,
     graph_signature,
 )
-from engine.estimation.strata import OUTSIDE, Strata, prior_share
+from engine.estimation.strata import Strata, prior_share
 from engine.progress import CancelToken, Progress, ProgressCallback, no_progress
 from engine.review.calibration import default_threshold
 from engine.services.active_model import ActiveModel
@@ -138,16 +138,16 @@ class Measuring:
         verdicts, else the cut's 0.85 (as `duplens duplicates`)."""
         return default_threshold(self._labels.calibration(), CLUSTER_THRESHOLD)
 
-    def _populate(self, design_threshold: float, strata: Strata | None = None, *,
+    def _populate(self, design_threshold: float, seed: int, strata: Strata | None = None, *,
                   progress: ProgressCallback = no_progress,
                   cancel: CancelToken | None = None) -> GraphPopulation:
         graph = self._clusters.graph(DEFAULT_NEIGHBOURS, progress=progress, cancel=cancel)
         cached = self._population
         if (cached is not None and cached.graph is graph
-                and cached.threshold == design_threshold):
+                and cached.threshold == design_threshold and cached.seed == seed):
             return cached
         population = graph_population(graph, self._vectors.model_id(), design_threshold,
-                                      self._vectors.vectors, strata)
+                                      self._vectors.vectors, seed, strata)
         self._population = population
         return population
 
@@ -164,15 +164,21 @@ class Measuring:
             latest = sample_store.latest_sample(conn)
         if sample is not None:
             design = sample["design"]
-            population = self._populate(design["threshold"], Strata.from_json(design["strata"]),
+            population = self._populate(design["threshold"], int(design["seed"]),
+                                        Strata.from_json(design["strata"]),
                                         progress=progress, cancel=cancel)
             return population, sample, False
         changed = latest is not None
         design_threshold = round(float(threshold if threshold is not None
                                        else self.threshold()), 4)
-        population = self._populate(design_threshold, progress=progress, cancel=cancel)
         if not create or self._store.read_only:
+            seed = int(self._store.get_meta("quality_seed") or 0)
+            population = self._populate(design_threshold, seed, progress=progress,
+                                        cancel=cancel)
             return population, None, changed
+        with self._store.write() as conn:
+            seed = _seed(self._store, conn)
+        population = self._populate(design_threshold, seed, progress=progress, cancel=cancel)
         refill = 0
         with self._store.write() as conn:
             sample_store.take_lock(conn)
@@ -182,7 +188,7 @@ class Measuring:
                     refill = sum(1 for d in sample_store.draws(conn, latest["id"])
                                  if d["verdict"] is not None)
                 design = {"strata": population.strata.as_json(),
-                          "threshold": design_threshold, "seed": _seed(self._store, conn),
+                          "threshold": design_threshold, "seed": seed,
                           "texts": population.texts, "neighbours": DEFAULT_NEIGHBOURS,
                           "model_id": self._vectors.model_id()}
                 sample = sample_store.create_sample(conn, signature, design,
@@ -239,30 +245,30 @@ class Measuring:
             done = np.bincount([d["stratum"] for d in answered], minlength=strata.count)
             found = np.bincount([d["stratum"] for d in answered if d["verdict"] == 1],
                                 minlength=strata.count)
-            share = shares(found, done, prior_share(strata), strata.middle())
-            wanted = next_strata(strata.sizes, taken, share, flagged_share, k)
+            share = shares(found, done, prior_share(strata), strata.middle(),
+                           strata.outside_count)
+            wanted = next_strata(strata.sizes, taken, share, flagged_share, k, strata.caps())
             rows = []
-            rng = np.random.default_rng(secrets.randbits(64))
             for h in sorted(set(wanted)):
                 count = wanted.count(h)
-                keys = self._keys_in(population, h, seed, drawn_keys, count, rng,
-                                     int(taken[h]))
+                keys = self._keys_in(population, h, seed, drawn_keys, count)
                 for key in keys:
                     before = int(taken[h])
                     taken[h] += 1
                     drawn_keys.add(key)
+                    # The chance that this pair was the one drawn: one of the stratum's
+                    # undrawn pairs (an outside one: one of its first-phase pairs, which
+                    # were pool of its sizes[h] pairs).
+                    pool = float(strata.caps()[h])
                     rows.append({"stratum": h, "key": key,
-                                 "stratum_size": int(strata.sizes[h]),
-                                 "probability": 1 / max(int(strata.sizes[h]) - before, 1)})
+                                 "stratum_size": int(round(strata.sizes[h])),
+                                 "probability": (1 / max(pool - before, 1))
+                                 * min(pool / max(float(strata.sizes[h]), 1.0), 1.0)})
             if not rows:
                 return 0
             keys = np.asarray([r.pop("key") for r in rows], dtype=np.int64)
             a, b = keys >> 32, keys & 0xFFFFFFFF
             sims = population.similarity_of(keys)
-            unknown = ~np.isfinite(sims)
-            if unknown.any():
-                sims[unknown] = np.einsum("ij,ij->i", self._vectors.vectors(a[unknown]),
-                                          self._vectors.vectors(b[unknown]))
             earlier = sample_store.earlier_verdicts(
                 conn, {(int(x), int(y)) for x, y in zip(a, b, strict=True)})
             now = time.time()
@@ -277,14 +283,10 @@ class Measuring:
         return len(rows)
 
     def _keys_in(self, population: GraphPopulation, h: int, seed: int, drawn: set[int],
-                 count: int, rng: np.random.Generator, taken: int) -> list[int]:
-        """`count` undrawn pairs of stratum h (`taken` of it drawn so far), in drawing
-        order: candidates and a small project's outside pairs by their permanent random
-        numbers, a large project's outside pairs by rejection."""
-        if h != OUTSIDE or population.texts <= LISTED_OUTSIDE:
-            return next_listed(population.ordered(h, seed), drawn, count)
-        return draw_unlisted(population.graph.ids, population.keys, drawn, count, rng,
-                             int(population.strata.sizes[OUTSIDE]) - taken)
+                 count: int) -> list[int]:
+        """`count` undrawn pairs of stratum h, in drawing order (permanent random numbers
+        over its candidates, or over its first-phase pairs outside the graph)."""
+        return next_listed(population.ordered(h, seed), drawn, count)
 
     def _shown(self, draws: list[dict], strata: Strata) -> list[DrawnPair]:
         wanted = sorted({t for d in draws for t in (d["text_a"], d["text_b"])})
@@ -392,9 +394,9 @@ class Measuring:
                                   out=np.zeros(population.strata.count),
                                   where=population.strata.sizes > 0)
         share = shares(inputs.found, inputs.done, prior_share(population.strata),
-                       population.strata.middle())
+                       population.strata.middle(), population.strata.outside_count)
         more = answers_to_halve(population.strata.sizes, inputs.done, share, flagged_share,
-                                _FIGURE_INDEX[widest])
+                                _FIGURE_INDEX[widest], caps=population.strata.caps())
         band = []
         if curve:
             for i, step in enumerate(CURVE_THRESHOLDS):
@@ -434,7 +436,8 @@ class _Answers:
         strata = population.strata
         return estimate(strata.sizes, sizes, self.stratum, self.dup, flagged,
                         threshold=threshold, rows=rows, draws=draws,
-                        labels=[strata.label(h) for h in range(strata.count)])
+                        labels=[strata.label(h) for h in range(strata.count)],
+                        phase_one=strata.phase_one_uncertainty())
 
     def row_weights(self, population: GraphPopulation, copied: set[int]) -> np.ndarray:
         """For each answered draw: 0 unless a duplicate; then, for each of its texts held
@@ -444,6 +447,10 @@ class _Answers:
         project at the outside stratum's). Summed over a text's duplicate pairs this counts
         it once (exactly so when every pair is answered)."""
         share = stratum_shares(population.strata.sizes, self.stratum, self.dup)
+        strata = population.strata
+        g = strata.outside_count
+        # A text's pairs outside the graph are spread over the outside strata as all are.
+        outside_share = float(share[:g] @ (strata.sizes[:g] / max(strata.sizes[:g].sum(), 1)))
         n = population.texts
         low, high = population.keys >> 32, population.keys & 0xFFFFFFFF
         answered_pairs: dict[int, list[tuple[int, bool, int]]] = {}
@@ -460,14 +467,19 @@ class _Answers:
                     continue
                 mine = (low == text) | (high == text)
                 per_stratum = np.bincount(population.stratum[mine],
-                                          minlength=population.strata.count).astype(float)
-                per_stratum[OUTSIDE] = (n - 1) - per_stratum.sum()
+                                          minlength=strata.count).astype(float)
+                outside = (n - 1) - per_stratum.sum()
                 known = 0
                 for partner, is_dup, h in answered_pairs.get(text, []):
-                    per_stratum[h] -= 1            # answered: not an expected partner
+                    if strata.is_outside(h):       # answered: not an expected partner
+                        outside -= 1
+                    else:
+                        per_stratum[h] -= 1
                     if partner != other:
                         known += is_dup
-                total += 1 / (1 + known + float(np.maximum(per_stratum, 0) @ share))
+                expected = (float(np.maximum(per_stratum[g:], 0) @ share[g:])
+                            + max(outside, 0.0) * outside_share)
+                total += 1 / (1 + known + expected)
             weights[i] = total
         return weights
 

@@ -9,7 +9,7 @@ import pytest
 from engine.estimation.allocation import answers_to_halve
 from engine.estimation.estimators import estimate
 from engine.estimation.simulation import PairPopulation, run_design
-from engine.estimation.strata import OUTSIDE, make_strata
+from engine.estimation.strata import make_strata
 
 
 def _population(seed: int, candidates: int, outside: int, outside_share: float
@@ -74,11 +74,14 @@ def test_intervals_cover_the_truth_on_a_synthetic_population():
     flagged = pop.candidate & (pop.similarity >= 0.8)
     truth = _truth(pop, flagged)
     assert 0.01 < truth["duplicates"] / len(pop.duplicate) < 0.05
-    stratification = pop.strata(0.8)
     reps, covered = 60, dict.fromkeys(truth, 0)
     for rep in range(reps):
-        sample = run_design(pop, flagged, 0.8, 150, np.random.default_rng(100 + rep),
-                            batch=5, stratification=stratification)
+        rng = np.random.default_rng(100 + rep)
+        # The outside strata sized from 5,000 of the 40,000 outside pairs, anew each time.
+        stratification = pop.strata(0.8, rng, phase_one=5000)
+        assert not stratification[0].phase_one_complete
+        sample = run_design(pop, flagged, 0.8, 150, rng, batch=5,
+                            stratification=stratification)
         got = sample.estimate(pop, flagged, threshold=0.8, draws=1000, seed=rep)
         for name, value in truth.items():
             covered[name] += got.figure(name).low <= value <= got.figure(name).high
@@ -99,7 +102,8 @@ def test_duplicates_outside_the_graph_lower_the_recall():
     for rep in range(20):
         sample = run_design(pop, flagged, 0.8, 150, np.random.default_rng(rep), batch=5,
                             stratification=stratification)
-        assert (sample.stratum == OUTSIDE).sum() >= 10    # the allocation goes there too
+        outside = sample.stratum < sample.strata.outside_count
+        assert outside.sum() >= 10                        # the allocation goes there too
         got = sample.estimate(pop, flagged, threshold=0.8, draws=1000)
         recalls.append(got.recall.value)
         covered += got.recall.low <= truth["recall"] <= got.recall.high
@@ -110,15 +114,24 @@ def test_duplicates_outside_the_graph_lower_the_recall():
 def test_strata_put_a_boundary_at_the_threshold_and_merge_tiny_bins():
     rng = np.random.default_rng(0)
     sims = np.r_[rng.uniform(0.5, 1.0, 5000), [0.31, 0.42]]
-    strata = make_strata(sims, 10_000, 0.83)
+    first = np.r_[rng.uniform(-0.1, 0.45, 900), rng.uniform(0.5, 0.7, 100)]
+    strata = make_strata(sims, first, 10_000, 0.83)
     assert 0.83 in strata.bounds.tolist()
-    assert strata.sizes[OUTSIDE] == 10_000 and strata.sizes.sum() == 15_002
-    assert (strata.sizes[1:] >= 20).all()           # the two pairs below 0.5 were merged
+    g = strata.outside_count
+    assert g >= 3 and strata.phase_one.sum() == 1000 and not strata.phase_one_complete
+    assert strata.sizes[:g].sum() == pytest.approx(10_000)   # N0 * m_g / M
+    assert strata.sizes.sum() == pytest.approx(15_002)
+    assert (strata.sizes[g:] >= 20).all()          # the two pairs below 0.5 were merged
+    assert (strata.phase_one >= 20).all()
     which = strata.of(sims)
-    assert (which >= 1).all()
-    assert np.array_equal(np.bincount(which, minlength=strata.count)[1:], strata.sizes[1:])
+    assert (which >= g).all()
+    assert np.array_equal(np.bincount(which, minlength=strata.count)[g:], strata.sizes[g:])
     above = strata.of(np.array([0.83, 0.8299]))
     assert above[0] == above[1] + 1                 # the threshold starts a stratum
+    assert strata.of_outside(np.array([-0.5, 0.65])).tolist() == [0, g - 1]
+    assert strata.label(0).startswith("outside the graph, below")
+    again = type(strata).from_json(strata.as_json())
+    assert np.array_equal(again.sizes, strata.sizes) and again.outside_count == g
 
 
 def test_answers_to_halve_one_stratum_needs_three_times_as_many_again():
