@@ -90,9 +90,11 @@ def _table(e: Estimate, m) -> str:
             (f"The widest interval ({_h(m.widest or '')}) would take about "
              f"{m.more_to_halve:,} more answers to halve." if m.more_to_halve is not None
              else "The widest interval would take more than a million more answers to halve."))
+    why = m.why_wide()
+    why_html = f" {_h(why)}" if why else ""
     return (f"<h2>The figures</h2><table><thead><tr><th>figure</th><th>estimate</th>"
             f"<th>95% interval</th></tr></thead><tbody>{body}</tbody></table>"
-            f"<p class='note'>{stop}</p>")
+            f"<p class='note'>{stop}{why_html}</p>")
 
 
 def _curve_section(m) -> str:

@@ -128,8 +128,10 @@ class MeasureView(QWidget):
         elif m.widest is not None:
             more = (f"about {m.more_to_halve:,} more answers" if m.more_to_halve is not None
                     else "very many more answers")
+            why = m.why_wide()
             self.advice.setText(f"The widest interval ({m.widest}) would take {more} to "
-                                "halve; stop when every interval is within ±3 points.")
+                                "halve; stop when every interval is within ±3 points."
+                                + (f" {why}" if why else ""))
 
 
 def _figure(f: Figure | None, pct: bool) -> str:

@@ -110,6 +110,9 @@ def _print_measurement(args, m) -> None:
         more = (f"about {m.more_to_halve:,} more answers" if m.more_to_halve is not None
                 else "more than a million more answers")
         print(f"the widest interval ({m.widest}) would take {more} to halve")
+        why = m.why_wide()
+        if why:
+            print(why)
 
 
 def _fmt(f, percent: bool) -> str:

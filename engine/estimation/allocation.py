@@ -24,6 +24,15 @@ import numpy as np
 
 PILOT = 2           # draws every non-empty stratum gets before the allocation adapts
 PRIOR_WEIGHT = 2.0  # pseudo-answers behind the prior guess of a stratum's duplicate share
+# The least and the most of the draws that go to pairs outside the graph, once each has its
+# pilot; in between, the variance decides. Their share of duplicates is taken from the
+# candidates' curve of similarity (their own answers would bias them: a stratum whose lucky
+# first answers held no duplicate would get fewer draws and keep its 0), which can be far
+# off for them, hence the floor. And left to the variance alone, millions of unrelated
+# pairs, each a duplicate with a chance of a few in a million, took most answers (144 of 200
+# in a 3,000-question project) though no few hundred answers could bound what they hide,
+# starving precision, the one figure always within reach: hence the ceiling.
+OUTSIDE_SHARE = (0.1, 0.3)
 # How much each figure's relative variance counts: precision, recall, F1, duplicates.
 FIGURE_WEIGHTS = np.array([1.0, 1.0, 1.0, 1.0])
 
@@ -34,32 +43,34 @@ def shares(duplicates: np.ndarray, answered: np.ndarray, prior: np.ndarray,
 
     Without `similarity`: the stratum's answers shrunk toward the prior by `PRIOR_WEIGHT`
     pseudo-answers. With it (each stratum's typical similarity): one logistic curve of
-    similarity fitted to the answers (and the prior's pseudo-answers) of all candidate
-    strata, another to those of the `outside_count` first strata (pairs outside the graph
-    are a different kind of pair at the same similarity). A stratum's own answers then sway
-    its allocation only as much as its neighbours': letting a stratum's lucky first answers
-    decide how many more it gets biases its mean (measured on a synthetic population: +1.6
-    points of precision when every stratum followed its own answers, +0.3 with the curve;
-    recall 9 points too high when one outside stratum followed its own answers).
+    similarity fitted to the answers (and the prior's pseudo-answers) of the candidate
+    strata, which the `outside_count` first strata (pairs outside the graph) follow too. A
+    stratum's own answers then sway its allocation only as much as its neighbours': letting
+    a stratum's lucky first answers decide how many more it gets biases its mean (measured
+    on a synthetic population: +1.6 points of precision when every stratum followed its own
+    answers, +0.3 with the curve; recall 9 points too high when the outside stratum followed
+    its own answers, 14 with a curve fitted to the outside strata).
     """
     own = (duplicates + PRIOR_WEIGHT * prior) / (answered + PRIOR_WEIGHT)
     if similarity is None:
         return own
     sims = np.asarray(similarity, dtype=np.float64)
-    out = own.copy()
-    for part in (slice(0, outside_count), slice(outside_count, len(sims))):
-        if part.stop - part.start >= 2:
-            out[part] = _logistic_fit(sims[part], duplicates[part] + PRIOR_WEIGHT * prior[part],
-                                      answered[part] + PRIOR_WEIGHT)
-        elif part.stop > part.start:
-            out[part] = prior[part]
-    return out
+    g = outside_count
+    if len(sims) - g < 2:
+        return np.asarray(prior, dtype=np.float64).copy()
+    succ = duplicates + PRIOR_WEIGHT * prior
+    trials = answered + PRIOR_WEIGHT
+    b0, b1, centre = _logistic_fit(sims[g:], succ[g:], trials[g:])
+    logit = b0 + b1 * (sims - centre) * 10
+    return np.clip(1 / (1 + np.exp(-np.clip(logit, -30, 30))), 1e-9, 1 - 1e-4)
 
 
-def _logistic_fit(x: np.ndarray, successes: np.ndarray, trials: np.ndarray) -> np.ndarray:
+def _logistic_fit(x: np.ndarray, successes: np.ndarray, trials: np.ndarray
+                  ) -> tuple[float, float, float]:
     """Binomial logistic regression of successes/trials on x (Newton steps, a light ridge
-    so that strata all of one kind do not send the slope to infinity); fitted shares.
-    Plain floats: a dozen strata, and it runs before every draw."""
+    so that strata all of one kind do not send the slope to infinity): (b0, b1, centre),
+    log-odds = b0 + b1 * (x - centre) * 10. Plain floats: a dozen strata, and it runs
+    before every draw."""
     xs, ys, ns = x.tolist(), successes.tolist(), trials.tolist()
     centre = sum(a * n for a, n in zip(xs, ns, strict=True)) / sum(ns)
     us = [(a - centre) * 10 for a in xs]
@@ -81,8 +92,7 @@ def _logistic_fit(x: np.ndarray, successes: np.ndarray, trials: np.ndarray) -> n
         b0, b1 = b0 + d0, b1 + d1
         if max(abs(d0), abs(d1)) < 1e-7:
             break
-    fitted = 1 / (1 + np.exp(-np.clip(b0 + b1 * np.asarray(us), -30, 30)))
-    return np.clip(fitted, 1e-4, 1 - 1e-4)
+    return b0, b1, centre
 
 
 def variance_terms(sizes: np.ndarray, share: np.ndarray, flagged_share: np.ndarray
@@ -114,10 +124,12 @@ def variance_terms(sizes: np.ndarray, share: np.ndarray, flagged_share: np.ndarr
 
 
 def next_strata(sizes: np.ndarray, drawn: np.ndarray, share: np.ndarray,
-                flagged_share: np.ndarray, k: int, caps: np.ndarray | None = None
-                ) -> list[int]:
+                flagged_share: np.ndarray, k: int, caps: np.ndarray | None = None,
+                outside_count: int = 0) -> list[int]:
     """The strata of the next k draws, given the draws each stratum has (answered or not);
-    `caps` bounds the draws a stratum can give (default its size)."""
+    `caps` bounds the draws a stratum can give (default its size). The first
+    `outside_count` strata (outside the graph) together get at most `OUTSIDE_SHARE` of the
+    draws once past their pilot."""
     sizes = np.asarray(sizes, dtype=np.float64)
     caps = sizes if caps is None else np.asarray(caps, dtype=np.float64)
     counts = np.asarray(drawn, dtype=np.float64).copy()
@@ -127,6 +139,17 @@ def next_strata(sizes: np.ndarray, drawn: np.ndarray, share: np.ndarray,
         room = counts < caps
         if not room.any():
             break
+        if outside_count and (counts[:outside_count] >= np.minimum(PILOT, caps[:outside_count])
+                              ).all():
+            # Past the pilot the pairs outside the graph get between OUTSIDE_SHARE's two
+            # shares of the draws, whatever the answers there.
+            share_out = counts[:outside_count].sum() / (counts.sum() + 1)
+            group = np.zeros(len(counts), dtype=bool)
+            group[:outside_count] = True
+            if share_out < OUTSIDE_SHARE[0] and (room & group).any():
+                room = room & group
+            elif share_out >= OUTSIDE_SHARE[1] and (room & ~group).any():
+                room = room & ~group
         pilot = room & (counts < np.minimum(PILOT, caps))
         if pilot.any():
             # The emptiest first, then the stratum that matters most.
@@ -134,7 +157,9 @@ def next_strata(sizes: np.ndarray, drawn: np.ndarray, share: np.ndarray,
             order = np.lexsort((-weight, counts))
             h = int(next(i for i in order if pilot[i]))
         else:
-            h = int(np.argmax(_gains(terms, counts, sizes, caps)))
+            gains = _gains(terms, counts, sizes, caps)
+            gains[~room] = -np.inf
+            h = int(np.argmax(gains))
         out.append(h)
         counts[h] += 1
     return out

@@ -92,6 +92,11 @@ class Estimate:
     def figure(self, name: str) -> Figure:
         return getattr(self, name)
 
+    def uncertain_stratum(self) -> dict | None:
+        """The stratum whose unanswered pairs could hide the most missed duplicates at the
+        interval's upper end: what a wide recall comes from."""
+        return max(self.strata, key=lambda s: s["missed_could_be"], default=None)
+
     def widest(self) -> tuple[str, Figure]:
         """The ratio figure with the widest interval (what "halve the widest" means)."""
         ratios = [(name, self.figure(name)) for name in ("precision", "recall", "f1")]
@@ -170,9 +175,20 @@ def estimate(sizes: np.ndarray, flagged_sizes: np.ndarray, stratum: np.ndarray,
     if rows is not None:
         rows_figure = _rows(rows, sizes, stratum, dup, n_h, y_h, rng, draws)
 
-    table = [{"stratum": labels[h] if labels else str(h), "pairs": int(sizes[h]),
+    # How many more missed duplicates each stratum could hold at its interval's upper end:
+    # where the width of recall (and of the number of duplicates) comes from.
+    from scipy.stats import beta as beta_dist
+
+    own = n_u > 0
+    a_u = np.where(own, y_u, y_h) + UPPER[0]
+    b_u = np.where(own, n_u - y_u, n_h - y_h) + UPPER[1]
+    upper = np.where(b_u > 0, beta_dist.ppf(1 - (1 - LEVEL) / 2, a_u, np.maximum(b_u, 1e-9)),
+                     1.0)
+    room = np.maximum(n_u_pop - n_u, 0.0) * np.maximum(upper - p_u, 0.0)
+    table = [{"stratum": labels[h] if labels else str(h), "pairs": int(round(sizes[h])),
               "flagged": int(n_f_pop[h]), "answered": int(n_h[h]),
-              "duplicates_found": int(y_h[h])} for h in range(count)]
+              "duplicates_found": int(y_h[h]), "missed_could_be": round(float(room[h]))}
+             for h in range(count)]
     return Estimate(threshold, out["precision"], out["recall"], out["f1"], out["duplicates"],
                     rows_figure, int(flagged_total), int(len(stratum)),
                     bool(((n_h > 0) | (sizes == 0)).all()), table)

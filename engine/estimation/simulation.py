@@ -90,7 +90,7 @@ def run_design(population: PairPopulation, design_flagged: np.ndarray, threshold
     while len(drawn) < budget:
         share = shares(found, taken, prior, middle, strata.outside_count)
         for h in next_strata(strata.sizes, taken, share, flagged_share,
-                             min(batch, budget - len(drawn)), caps):
+                             min(batch, budget - len(drawn)), caps, strata.outside_count):
             pair = int(members[h][taken[h]])
             taken[h] += 1
             found[h] += int(population.duplicate[pair])

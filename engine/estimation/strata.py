@@ -147,11 +147,17 @@ def prior_share(strata: Strata) -> np.ndarray:
     next draws go depends on it (`engine.estimation.allocation`), never an estimate.
 
     A logistic step at the design threshold (duplicates above it, not below), kept away from
-    0 and 1 so no stratum looks settled; pairs outside the graph a tenth as likely.
+    0 and 1 so no candidate stratum looks settled. Pairs outside the graph are guessed a
+    tenth as likely, and far below the threshold nearly never: a stratum of millions of
+    unrelated pairs guessed at even 0.2% would take most of the answers (measured: 142 of
+    200 on a project of 3,000 Quora questions, for an upper bound on its missed
+    duplicates that stayed useless), while its point estimate hardly moves.
     """
     mids = strata.middle()
-    guess = np.clip(1 / (1 + np.exp(-(mids - strata.threshold) / 0.04)), 0.02, 0.98)
-    guess[:strata.outside_count] *= 0.1
+    step = 1 / (1 + np.exp(-(mids - strata.threshold) / 0.04))
+    guess = np.clip(step, 0.02, 0.98)
+    g = strata.outside_count
+    guess[:g] = np.clip(step[:g], 1e-6, 0.98) * 0.1
     return guess
 
 

@@ -99,6 +99,24 @@ class Measurement:
             np.isfinite(e.figure(n).half_width) and e.figure(n).half_width <= STOP_HALF_WIDTH
             for n in _FIGURE_INDEX)
 
+    def why_wide(self) -> str | None:
+        """Where most of the doubt about recall lies, in words (None when there is little)."""
+        e = self.estimate
+        if e is None or self.enough:
+            return None
+        s = e.uncertain_stratum()
+        if not s or s["missed_could_be"] < 1:
+            return None
+        label = s["stratum"]
+        if label.startswith("outside the graph"):
+            span = label.partition(", ")[2]
+            where = "pairs the index never returned" + (f" (similarity {span})" if span else "")
+        else:
+            where = f"pairs of similarity {label}"
+        return (f"Most of the doubt about recall is in the {s['pairs']:,} {where}: "
+                f"{s['duplicates_found']} duplicates among the {s['answered']} drawn there so "
+                f"far still allows up to {s['missed_could_be']:,} missed duplicates there.")
+
     def as_json(self) -> dict:
         return {"threshold": round(self.threshold, 4), "answers": self.answers,
                 "pending": self.pending, "answerers": self.answerers, "model": self.model,
@@ -247,7 +265,8 @@ class Measuring:
                                 minlength=strata.count)
             share = shares(found, done, prior_share(strata), strata.middle(),
                            strata.outside_count)
-            wanted = next_strata(strata.sizes, taken, share, flagged_share, k, strata.caps())
+            wanted = next_strata(strata.sizes, taken, share, flagged_share, k, strata.caps(),
+                                 strata.outside_count)
             rows = []
             for h in sorted(set(wanted)):
                 count = wanted.count(h)
