@@ -143,8 +143,10 @@ def _figure(f: Figure | None, pct: bool) -> str:
 
 
 def _where(stratum: str) -> str:
-    if stratum == "outside the graph":
-        return "the model never compared"
+    """A stratum's label as the end of "drawn from the pairs …"."""
+    if stratum.startswith("outside the graph"):
+        span = stratum.partition(", ")[2]
+        return "the index never returned" + (f", of similarity {span}" if span else "")
     if stratum.startswith("below"):
         return f"of similarity {stratum}"
     return f"of similarity {stratum.replace('-', ' to ')}"

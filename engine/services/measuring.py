@@ -224,6 +224,8 @@ class Measuring:
         judged are answered with that verdict as they are drawn, never shown."""
         if n < 1:
             raise InputError(f"ask for at least one pair, not {n}")
+        if threshold is not None and not 0.0 < threshold <= 1.0:
+            raise InputError(f"threshold must be between 0 and 1, not {threshold}")
         if self._store.read_only:
             raise ProjectError(f"{self._store.name}: the project is open read-only")
         population, sample, _ = self._current(threshold, create=True, progress=progress,

@@ -104,7 +104,7 @@ def test_duplicates_outside_the_graph_lower_the_recall():
         sample = run_design(pop, flagged, 0.8, 150, np.random.default_rng(rep), batch=5,
                             stratification=stratification)
         outside = sample.stratum < sample.strata.outside_count
-        assert outside.sum() >= 0.25 * 150                # its share of the answers
+        assert outside.sum() >= 0.1 * 150                 # its least share of the answers
         got = sample.estimate(pop, flagged, threshold=0.8, draws=500)
         dups.append(got.duplicates.value)
         for name in covered:
