@@ -75,6 +75,11 @@ Z = 1.959963984540054
 
 
 def run(quick: bool) -> dict:
+    try:
+        _import_oasis()
+    except ImportError:
+        return {"skipped": "the comparison needs OASIS: pip install --no-deps oasis==0.1.3 "
+                           "tables numexpr py-cpuinfo (it declares the retired `sklearn`)"}
     reps = QUICK_REPS if quick else REPS
     quora = _quora()
     populations = {"A": _population_a(quora), "B": _population_b(quora)}

@@ -9,10 +9,11 @@ after an import (new strata, new sizes) starts with largely the same pairs, whos
 are reused instead of asked again: the "permanent random numbers" of coordinated survey
 samples (Ohlsson 1995).
 
-The outside stratum (every pair the graph does not hold) is too big to list in a large
-project: it is drawn by rejection, a pair of texts uniformly at random, refused when it is a
-candidate or already drawn, which is uniform over what is left. Projects of up to
-`LISTED_OUTSIDE` texts list it and use the permanent numbers too.
+The pairs the graph does not hold are too many to list in a large project: their first
+phase (`engine.estimation.strata`) is drawn by rejection, a pair of texts uniformly at
+random, refused when it is a candidate or already drawn, which is uniform over what is left;
+the pairs to judge are then taken from it in permanent-number order too. Projects of up to
+`LISTED_OUTSIDE` texts list every such pair instead.
 """
 
 from __future__ import annotations

@@ -278,8 +278,8 @@ class Measuring:
                     taken[h] += 1
                     drawn_keys.add(key)
                     # The chance that this pair was the one drawn: one of the stratum's
-                    # undrawn pairs (an outside one: one of its first-phase pairs, which
-                    # were pool of its sizes[h] pairs).
+                    # undrawn pairs; outside the graph one of the undrawn first-phase
+                    # pairs, themselves `pool` of the stratum's sizes[h].
                     pool = float(strata.caps()[h])
                     rows.append({"stratum": h, "key": key,
                                  "stratum_size": int(round(strata.sizes[h])),
