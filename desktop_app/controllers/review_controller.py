@@ -72,6 +72,9 @@ class ReviewController(QObject):
         self.measure.answered.connect(self._asked_answered)
         self.calibrationReady.connect(
             lambda c: self.measure.estimate_at(c.threshold if c is not None else None))
+        # Once measured, the estimate follows the slider (the newest threshold only).
+        self.thresholdChanged.connect(
+            lambda _t: self.measure.refresh() if self.measure.measurement is not None else None)
 
     # -- lifecycle -------------------------------------------------------------------------
     def project_opened(self) -> None:

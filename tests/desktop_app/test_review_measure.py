@@ -81,6 +81,12 @@ def test_drawn_pairs_are_answered_with_keys_and_the_estimates_follow(qtbot, wind
     assert measure.current.draw_id == third.draw_id
     assert _answered_draws(questions_project) == 1
 
+    # The estimate follows the slider.
+    with qtbot.waitSignal(measure.measured, timeout=SIGNAL_TIMEOUT_MS,
+                          check_params_cb=lambda m: m.threshold == pytest.approx(0.7)):
+        view.spin.setValue(0.7)
+    assert "At threshold 0.70" in view.measure_view.rests_on.text()
+
     view.measure_button.click()                          # back to the clusters
     assert not view.measuring and view.actions_by_name["next"].isEnabled()
 
