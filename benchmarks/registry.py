@@ -39,5 +39,6 @@ REGISTRY = (
     Benchmark("window_latency", "The window", quick=False, runner="benchmarks.external:window"),
     Benchmark("ask_vs_random", "Asked pairs against random pairs", quick=False,
               runner="benchmarks.ask_vs_random:suite"),
+    Benchmark("estimate", "Quality estimate: intervals from a few hundred answers"),
 )
 BY_NAME = {b.name: b for b in REGISTRY}

@@ -182,6 +182,8 @@ class MainWindow(QMainWindow):
         self.review.clusterUpdated.connect(
             lambda _pos, cluster: self.items_model.annotate_cluster(cluster))
         self.review.exported.connect(self._exported)
+        self.review.measure.reportWritten.connect(
+            lambda path: self.status.say(f"Quality report written to {path}"))
 
     # -- questions to the user (tests replace these) ---------------------------------------
     def ask_spreadsheet(self) -> str | None:
@@ -277,6 +279,25 @@ class MainWindow(QMainWindow):
         if path:
             self.status.say(f"Exporting to {Path(path).name}…", 0)
             self.review.export(path, form)
+
+    @guarded
+    def export_quality_report(self) -> None:
+        """File → Export quality report: the estimate from the random sample, as one page."""
+        if self._info is None:
+            return
+        path = self.ask_report_path()
+        if path:
+            self.status.say(f"Writing the quality report to {Path(path).name}…", 0)
+            self.review.measure.export_report(path)
+
+    def ask_report_path(self) -> str | None:
+        project = Path(self._info["project"]) if self._info else Path("project")
+        suggested = str(project.with_name(project.stem + "-quality.html"))
+        path, _ = QFileDialog.getSaveFileName(self, "Export quality report", suggested,
+                                              "Web page (*.html)")
+        if path and Path(path).suffix.lower() not in (".html", ".htm"):
+            path += ".html"
+        return path or None
 
     @guarded
     def show_about(self) -> None:

@@ -15,6 +15,7 @@ keep between re-cuts, and the notices for the user. Each concern is a service of
     project.exports    spreadsheets out
     project.asking     the pairs the model is least sure of, and answers to them
     project.matching   a new file's rows looked up in the project, nothing added
+    project.measuring  how right the duplicates are, estimated from a random sample of pairs
 
 A new feature is a method on the one service it belongs to, or a new service, not another
 method here. `search` stays as a one-line delegate: the CLI and the window call it on every
@@ -37,6 +38,7 @@ from engine.services.exports import Exports
 from engine.services.labels import Labels
 from engine.services.live_index import LiveIndex
 from engine.services.matching import Matching
+from engine.services.measuring import Measuring
 from engine.services.rows import Rows
 from engine.services.summary import summarize
 from engine.services.vectors import Vectors
@@ -66,6 +68,7 @@ class Project:
         self.exports = Exports(store)
         self.asking = Asking(store, self.vectors, self.clusters, self.labels)
         self.matching = Matching(store, self.model, self.vectors, self.labels)
+        self.measuring = Measuring(store, self.model, self.vectors, self.clusters, self.labels)
         if store.snapshot:
             self._notice(f"{store.name}: the disk is full: opened as last saved, read-only, "
                          f"until there is room again")

@@ -25,6 +25,7 @@ from PySide6.QtCore import QObject, QTimer, Signal
 
 from desktop_app.bridge import EngineBridge
 from desktop_app.controllers.ask_controller import AskController
+from desktop_app.controllers.measure_controller import MeasureController
 from desktop_app.job_runner import Job, Pool
 from engine.dedup.row_clusters import Cluster
 from engine.review.calibration import DEFAULT_THRESHOLD, Calibration, default_threshold
@@ -74,6 +75,13 @@ class ReviewController(QObject):
         self._threshold_chosen = False           # the user set it: calibration stays advice
         self.ask = AskController(bridge, self, threshold=lambda: self.threshold)
         self.ask.answered.connect(self._asked_answered)
+        self.measure = MeasureController(bridge, lambda: self.threshold, self)
+        self.measure.answered.connect(self._asked_answered)
+        self.calibrationReady.connect(
+            lambda c: self.measure.estimate_at(c.threshold if c is not None else None))
+        # Once measured, the estimate follows the slider (the newest threshold only).
+        self.thresholdChanged.connect(
+            lambda _t: self.measure.refresh() if self.measure.measurement is not None else None)
 
     # -- lifecycle -------------------------------------------------------------------------
     def project_opened(self) -> None:
@@ -85,6 +93,7 @@ class ReviewController(QObject):
         self._threshold_chosen = False
         self.calibration = None
         self.ask.reset()
+        self.measure.reset()
         self.index_changed()
         self.clustersChanged.emit([])
         self.sinceChanged.emit(None)

@@ -53,6 +53,8 @@ ENTRIES: tuple[MenuEntry, ...] = (
     MenuEntry("&File", "imports", "Im&ports…", "show_imports", needs=Needs.IDLE_PROJECT),
     MenuEntry("&File", "export", "&Export clusters…", "export_clusters", "Ctrl+E",
               Needs.PROJECT),
+    MenuEntry("&File", "quality_report", "Export &quality report…", "export_quality_report",
+              needs=Needs.PROJECT),
     MenuEntry("&File", "settings", "&Settings…", "open_settings", Keys.Preferences,
               separator_before=True),
     MenuEntry("&File", "quit", "&Quit", "close", Keys.Quit, separator_before=True),

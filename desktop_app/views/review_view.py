@@ -9,7 +9,9 @@ itself (a checkbox under the buttons turns that off, kept in QSettings); an undo
 brings back the cluster it changed. Above, the project threshold and the one calibrated on
 the verdicts (precision, recall, how many labels it rests on), and "Ask me", which swaps the
 clusters for one pair at a time that the model is unsure of (`AskView`; D, N and S answer
-it, Ctrl+Z takes an answer back, Esc or "Back to clusters" leaves it).
+it, Ctrl+Z takes an answer back, Esc or "Back to clusters" leaves it), and "Measure quality",
+one pair drawn at random at a time under the estimates (`MeasureView`, the same keys; Esc
+leaves it too).
 Everything it shows comes from the `ReviewController`. The parts are widgets of their own:
 `ThresholdBar` (the top rows), the cluster list, `ClusterPane` (members, comparison,
 buttons) and `AskView`; this view lays them out, owns the keys and sends each key to the
@@ -26,6 +28,7 @@ from desktop_app.controllers.review_controller import ReviewController
 from desktop_app.table_models.clusters_model import ClustersModel
 from desktop_app.views.ask_view import AskView
 from desktop_app.views.cluster_pane import KEYS, MOVED_OUT, ClusterPane
+from desktop_app.views.measure_view import MeasureView
 from desktop_app.views.since_filter import SinceFilter
 from desktop_app.views.threshold_bar import SLIDER_MIN, SLIDER_STEPS, ThresholdBar
 from engine.dedup.row_clusters import Cluster, Member
@@ -50,6 +53,7 @@ class ClusterReviewView(QWidget):
         self._ask_undo: tuple[bool, str] = (False, "")                 # Ask me's
         self._decided: int | None = None   # the cluster a verdict was just given in
         self._follow_change = False        # an undo / redo: show the cluster it changes
+        self._measure_undo: tuple[bool, str] = (False, "")             # Measure quality's
         self._build()
         self._make_actions()
         self._connect()
@@ -63,6 +67,7 @@ class ClusterReviewView(QWidget):
         self.summary = self.bar.summary
         self.undo_button, self.redo_button = self.bar.undo_button, self.bar.redo_button
         self.export_button, self.ask_button = self.bar.export_button, self.bar.ask_button
+        self.measure_button = self.bar.measure_button
         self.calibration_label = self.bar.calibration_label
         self.use_calibrated_button = self.bar.use_calibrated_button
 
@@ -96,6 +101,8 @@ class ClusterReviewView(QWidget):
         self.stack.addWidget(split)
         self.stack.addWidget(self.ask_view)
         self.since = SinceFilter(self)      # "changed since import N"
+        self.measure_view = MeasureView(self.controller.measure, self)
+        self.stack.addWidget(self.measure_view)
         layout = QVBoxLayout(self)
         layout.addWidget(self.bar)
         layout.addWidget(self.since)
@@ -128,7 +135,7 @@ class ClusterReviewView(QWidget):
             action.triggered.connect(handler)
             self.addAction(action)
             self.actions_by_name[name] = action
-        self.actions_by_name["leave_ask"].setEnabled(False)   # Esc: only while asking
+        self.actions_by_name["leave_ask"].setEnabled(False)   # Esc: only in a pair mode
         for name, button in self.action_buttons.items():
             button.clicked.connect(self.actions_by_name[name].trigger)
         self.undo_button.clicked.connect(self.actions_by_name["undo"].trigger)
@@ -144,6 +151,8 @@ class ClusterReviewView(QWidget):
         c.clusterUpdated.connect(self.update_cluster)
         c.historyChanged.connect(self.show_history)
         c.ask.undoChanged.connect(self._ask_undo_changed)
+        c.measure.undoChanged.connect(self._measure_undo_changed)
+        c.measure.calibratedEstimate.connect(self.bar.show_estimated)
         c.busy.connect(self._show_busy)
         c.calibrationReady.connect(self.show_calibration)
         c.importsReady.connect(self.since.set_imports)
@@ -152,6 +161,7 @@ class ClusterReviewView(QWidget):
         self.use_calibrated_button.clicked.connect(c.use_calibrated)
         self.ask_button.toggled.connect(self.set_asking)
         self.ask_view.backRequested.connect(lambda: self.set_asking(False))
+        self.measure_button.toggled.connect(self.set_measuring)
         self.cluster_list.selectionModel().currentChanged.connect(
             lambda current, _prev: self.show_cluster(self.clusters_model.cluster(current.row())))
 
@@ -169,24 +179,47 @@ class ClusterReviewView(QWidget):
 
     def set_asking(self, on: bool) -> None:
         """Swap the clusters for "Ask me" and back (re-cut: answers are verdicts too)."""
-        if on == self.asking and self.ask_button.isChecked() == on:
+        self._set_mode(self.ask_view if on else None)
+
+    def set_measuring(self, on: bool) -> None:
+        """Swap the clusters for "Measure quality" and back."""
+        self._set_mode(self.measure_view if on else None)
+
+    def _set_mode(self, view: QWidget | None) -> None:
+        """Show one of the pair modes (or, None, the clusters): the others' buttons go off,
+        the clusters' own actions only work on the clusters."""
+        before = self.stack.currentWidget()
+        if before is (view if view is not None else self.stack.widget(0)) and all(
+                button.isChecked() == (view is mode) for button, mode in
+                ((self.ask_button, self.ask_view), (self.measure_button, self.measure_view))):
             return
-        self.ask_button.setChecked(on)
-        self.stack.setCurrentWidget(self.ask_view if on else self.stack.widget(0))
+        for button, mode in ((self.ask_button, self.ask_view),
+                             (self.measure_button, self.measure_view)):
+            button.blockSignals(True)
+            button.setChecked(view is mode)
+            button.blockSignals(False)
+        self.stack.setCurrentWidget(view if view is not None else self.stack.widget(0))
+        on = view is not None
         for name in ("canonical", "move_out", "next", "previous", "redo"):
             self.actions_by_name[name].setEnabled(not on)   # their keys too
             if name in self.action_buttons:
                 self.action_buttons[name].setEnabled(not on)
         self.actions_by_name["leave_ask"].setEnabled(on)
         self._show_undo()
-        if on:
+        if view is self.ask_view:
             self.controller.ask.start()
-        else:
+        elif view is self.measure_view:
+            self.controller.measure.start()
+        elif before is not self.stack.widget(0):
             self.controller.show_clusters()
 
     @property
     def asking(self) -> bool:
         return self.stack.currentWidget() is self.ask_view
+
+    @property
+    def measuring(self) -> bool:
+        return self.stack.currentWidget() is self.measure_view
 
     def show_clusters(self, clusters: list[Cluster]) -> None:
         current = self.cluster.cluster_id if self.cluster is not None else None
@@ -245,11 +278,17 @@ class ClusterReviewView(QWidget):
         self._ask_undo = (can_undo, what)
         self._show_undo()
 
+    def _measure_undo_changed(self, can_undo: bool, what: str) -> None:
+        self._measure_undo = (can_undo, what)
+        self._show_undo()
+
     def _show_undo(self) -> None:
         """Undo and Redo act on what is on screen: the clusters' history, or in Ask me this
         session's answers (taken back last first; there is no redo of those)."""
         if self.asking:
             (can_undo, what), can_redo = self._ask_undo, False
+        elif self.measuring:
+            (can_undo, what), can_redo = self._measure_undo, False
         else:
             can_undo, can_redo, what = self._history
         self.bar.show_history(can_undo, can_redo, what)
@@ -257,6 +296,8 @@ class ClusterReviewView(QWidget):
     def undo(self) -> None:
         if self.asking:
             self.controller.ask.undo()
+        elif self.measuring:
+            self.controller.measure.undo()
         else:
             self._follow_change = True
             self.controller.undo()
@@ -287,6 +328,9 @@ class ClusterReviewView(QWidget):
         if self.asking:
             self.controller.ask.answer(label)
             return
+        if self.measuring:
+            self.controller.measure.answer(label)
+            return
         pair = self.current_pair()
         if pair is None or self.cluster is None:
             self.pair_label.setText("Select a member (or two) to mark first.")
@@ -309,6 +353,9 @@ class ClusterReviewView(QWidget):
         """Leave this member undecided: go to the next one, or the next cluster."""
         if self.asking:
             self.controller.ask.answer(None)
+            return
+        if self.measuring:
+            self.controller.measure.answer(None)
             return
         selected = self.selected_members()
         row = self.pane.row_of(selected[-1].item_id) if selected else 0

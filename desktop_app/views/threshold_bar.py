@@ -1,5 +1,6 @@
 """The review's top rows: the threshold (slider and box), the clusters' order and summary,
-Undo / Redo / Export / Ask me, and the calibrated threshold with what it rests on.
+Undo / Redo / Export / Ask me / Measure quality, and the calibrated threshold with what it
+rests on (its precision and recall estimated from the random sample once there is one).
 
 A widget of its own because it is shared by the two modes of the review (the clusters and
 Ask me) and holds no review state: it shows what the `ReviewController` emits and reports
@@ -74,6 +75,12 @@ class ThresholdBar(QWidget):
         self.ask_button = QPushButton("Ask me", self)
         self.ask_button.setCheckable(True)
         self.ask_button.setToolTip("Answer the pairs the model is least sure of (D / N / S)")
+        self.measure_button = QPushButton("Measure quality", self)
+        self.measure_button.setCheckable(True)
+        self.measure_button.setToolTip("Judge pairs drawn at random: precision, recall and "
+                                       "the number of duplicates in the whole project")
+        self._calibration: Calibration | None = None
+        self._estimated = None
         top = QHBoxLayout()
         top.addWidget(QLabel("Threshold", self))
         top.addWidget(self.slider, 2)
@@ -85,6 +92,7 @@ class ThresholdBar(QWidget):
         top.addWidget(self.redo_button)
         top.addWidget(self.export_button)
         top.addWidget(self.ask_button)
+        top.addWidget(self.measure_button)
         calibration_row = QHBoxLayout()
         calibration_row.addWidget(self.calibration_label, 1)
         calibration_row.addWidget(self.use_calibrated_button)
@@ -109,20 +117,38 @@ class ThresholdBar(QWidget):
         """The project threshold and why it is that: the calibrated threshold and what it
         rests on, or the default and what calibrating it still needs."""
         project = format_threshold(default_threshold(calibration))
+        self._calibration = calibration
         if calibration is None:
             text = (f"Project threshold {project} (the default): label pairs duplicate (D) "
                     f"and not duplicate (N); from {ENOUGH_OF_EACH} of each, the threshold "
                     f"calibrated on them replaces it.")
         else:
             why = "calibrated" if calibration.enough else "the default"
+            e = self._estimated.estimate if self._estimated is not None else None
+            if e is not None and abs(e.threshold - calibration.threshold) < 1e-9:
+                # From the random sample: the file's precision and recall, not the labels'.
+                scores = (f"estimated precision {e.precision.value:.0%} "
+                          f"({e.precision.low:.0%}–{e.precision.high:.0%}) · estimated "
+                          f"recall {e.recall.value:.0%} ({e.recall.low:.0%}–"
+                          f"{e.recall.high:.0%}) from {self._estimated.answers:,} random "
+                          f"pairs")
+            else:
+                scores = (f"precision {calibration.precision:.0%} · recall "
+                          f"{calibration.recall:.0%}")
             text = (f"Project threshold {project} ({why}) · Calibrated threshold "
-                    f"{calibration.threshold:.3f} · precision {calibration.precision:.0%} · "
-                    f"recall {calibration.recall:.0%} · on {calibration.labels:,} labels "
-                    f"({calibration.positives:,} duplicate, {calibration.negatives:,} not)")
+                    f"{calibration.threshold:.3f} · {scores} · on {calibration.labels:,} "
+                    f"labels ({calibration.positives:,} duplicate, {calibration.negatives:,} "
+                    f"not)")
             if not calibration.enough:
                 text += f" · the default from {ENOUGH_OF_EACH} of each"
         self.calibration_label.setText(text)
         self.use_calibrated_button.setEnabled(calibration is not None and calibration.enough)
+
+    def show_estimated(self, measurement) -> None:
+        """The estimate at the calibrated threshold (an `engine.services.measuring.
+        Measurement`, or None while there is no random sample)."""
+        self._estimated = measurement
+        self.show_calibration(self._calibration)
 
     def show_history(self, can_undo: bool, can_redo: bool, what: str) -> None:
         self.undo_button.setEnabled(can_undo)

@@ -25,6 +25,7 @@ from engine.cli import (
     ask,
     copy,
     duplicates,
+    estimate,
     evaluate,
     finetune,
     importing,
@@ -59,7 +60,7 @@ def build_parser() -> argparse.ArgumentParser:
                         help="show the version number and exit")
     sub = parser.add_subparsers(dest="command", parser_class=Parser)
     for command in (importing, search, match, duplicates, info, imports, evaluate, finetune,
-                    models, ask, label, copy):
+                    models, ask, label, estimate, copy):
         command.register(sub)
     p = sub.add_parser("gui", help="open the window")
     p.add_argument("project", nargs="?", help="a project to open")

@@ -10,5 +10,6 @@ cluster cuts keep), never the whole project.
 - `labels.Labels`: verdicts on pairs, canonical choices, the threshold curve.
 - `versions.ModelVersions`: fine-tuning, listing, activating, exporting, deleting versions.
 - `exports.Exports`: spreadsheets out.
+- `measuring.Measuring`: the quality estimate from a random sample of judged pairs.
 - `summary.summarize`: counts for `info`.
 """

@@ -47,13 +47,19 @@ def _v5_batches_and_cluster_ids(conn: Connection) -> None:
         table.create(conn, checkfirst=True)
 
 
+def _v6_quality_samples(conn: Connection) -> None:
+    schema.quality_samples.create(conn, checkfirst=True)
+    schema.quality_draws.create(conn, checkfirst=True)
+
+
 _ADDED_LATER = {"canonical_items", "offered_pairs", "pending_verdicts", "cluster_ids",
-                "item_clusters", "cluster_history"}
+                "item_clusters", "cluster_history", "quality_samples", "quality_draws"}
 
 # MIGRATIONS[i] brings a project from version i to version i + 1.
 MIGRATIONS: list[Callable[[Connection], None]] = [_v1_initial, _v2_canonical_items,
                                                   _v3_offered_pairs, _v4_pending_verdicts,
-                                                  _v5_batches_and_cluster_ids]
+                                                  _v5_batches_and_cluster_ids,
+                                                  _v6_quality_samples]
 SCHEMA_VERSION = len(MIGRATIONS)
 
 

@@ -222,3 +222,43 @@ cluster_history = Table(
     Column("item_id", Integer, ForeignKey("items.id", ondelete="CASCADE"), primary_key=True),
     Column("cluster_id", Integer),
 )
+
+
+# Pairs drawn at random to measure quality (schema v6, `duplens estimate`, "Measure
+# quality"). A sample is one design over one population of pairs (the graph it was drawn
+# from: `signature`); a new model or index makes a new sample and closes the old one.
+quality_samples = Table(
+    "quality_samples",
+    metadata,
+    Column("id", Integer, primary_key=True),
+    Column("signature", String(64), nullable=False),
+    # the strata (bounds, sizes), the threshold designed for, the seed of the random numbers
+    Column("design", JSON, nullable=False),
+    Column("created_at", Float, nullable=False),
+    Column("created_by", Text, nullable=False),
+    Column("closed_at", Float),
+)
+
+# One drawn pair of texts, its stratum, its chance of being drawn, and the answer.
+quality_draws = Table(
+    "quality_draws",
+    metadata,
+    Column("id", Integer, primary_key=True),
+    Column("sample_id", Integer, ForeignKey("quality_samples.id", ondelete="CASCADE"),
+           nullable=False),
+    Column("seq", Integer, nullable=False),              # order of drawing in the sample
+    Column("stratum", Integer, nullable=False),
+    Column("text_a", Integer, ForeignKey("texts.id"), nullable=False),   # smaller id first
+    Column("text_b", Integer, ForeignKey("texts.id"), nullable=False),
+    Column("similarity", Float, nullable=False),
+    Column("stratum_size", Integer, nullable=False),     # pairs in the stratum (N_h)
+    Column("probability", Float, nullable=False),        # 1 / (N_h - drawn before it in h)
+    Column("verdict", Integer),                          # 1 duplicate, 0 not, NULL not yet
+    Column("answered_by", Text),                         # OS user, or the PostgreSQL role
+    Column("answered_at", Float),
+    Column("reused", Boolean, nullable=False, default=False),   # an earlier verdict, not asked
+    Column("offered_to", Text),                          # shown to this analyst, unanswered
+    Column("offered_at", Float),
+    UniqueConstraint("sample_id", "text_a", "text_b", name="uq_quality_draws_pair"),
+    Index("ix_quality_draws_sample", "sample_id", "seq"),
+)

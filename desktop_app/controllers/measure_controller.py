@@ -1,0 +1,206 @@
+"""`MeasureController`: the "Measure quality" mode: drawn pairs one at a time, and the
+estimate after every answer.
+
+Pairs come from `project.measuring.next_pairs` (drawn at random by the sampling design,
+never chosen by the model's doubt), a batch at a time on the review pool, and are handed out
+one at a time; the next batch is fetched before the queue runs dry. An answer is written on
+the same pool, in order, then the estimate is computed again (`measure`, the newest request
+only), so the figures above the pair move with every answer. A skipped pair stays drawn and
+comes back in a later session: a sample whose hard pairs were skipped for good would be
+biased. Undo takes this session's answers back, last first.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from PySide6.QtCore import QObject, Signal
+
+from desktop_app.bridge import EngineBridge
+from desktop_app.job_runner import Job, Pool
+from engine.services.measuring import Answered, DrawnPair, Measurement
+
+BATCH = 10
+REFILL_AT = 3
+
+
+class MeasureController(QObject):
+    """Drawn pairs to judge, the estimate, and the quality report."""
+
+    pairChanged = Signal(object)          # the DrawnPair on screen, or None
+    measured = Signal(object)             # Measurement at the review's threshold
+    calibratedEstimate = Signal(object)   # Measurement at the calibrated threshold, or None
+    answered = Signal(int)                # answers given in this session
+    busy = Signal(str)
+    undoChanged = Signal(bool, str)
+    reportWritten = Signal(str)           # the report's path
+
+    def __init__(self, bridge: EngineBridge, threshold: Callable[[], float],
+                 parent: QObject | None = None) -> None:
+        super().__init__(parent)
+        self.bridge = bridge
+        self._threshold = threshold
+        self.current: DrawnPair | None = None
+        self.queue: list[DrawnPair] = []
+        self.given = 0
+        self.measurement: Measurement | None = None
+        self._seen: set[int] = set()                 # draw ids shown in this session
+        self._given: list[tuple[DrawnPair, int]] = []
+        # What each answer changed, by draw id: written and read only by the review pool's
+        # one thread (an undo job runs after its answer's job), never by the GUI thread.
+        self._answers: dict[int, Answered] = {}
+        self._fetching = False
+
+    def start(self) -> None:
+        if self.current is None:
+            self._advance()
+        self.refresh()
+
+    def reset(self) -> None:
+        self.current, self.queue, self.given, self.measurement = None, [], 0, None
+        self._seen.clear()
+        self._given.clear()
+        self._emit_undo()
+
+    # -- answers ---------------------------------------------------------------------------
+    def answer(self, label: int | None) -> None:
+        """1 duplicate, 0 not, None skip (the pair stays drawn); the next pair follows."""
+        pair = self.current
+        if pair is None:
+            return
+        if label is not None:
+            draw_id = pair.draw_id
+            answers = self._answers
+
+            def work(job: Job) -> None:
+                answers[draw_id] = job.project.measuring.answer(draw_id, label)
+
+            self.bridge.run(work, pool=Pool.REVIEW, on_done=lambda _: self._answered())
+            self._given.append((pair, label))
+            self._emit_undo()
+        self._advance()
+
+    def undo(self) -> None:
+        """Take back the last answer: the pair is shown again, and its draw waits for a
+        verdict, unless another analyst has changed it since."""
+        if not self._given:
+            return
+        pair, _label = self._given.pop()
+        if self.current is not None:
+            self.queue.insert(0, self.current)
+            self._seen.discard(self.current.draw_id)
+        self.current = pair
+        draw_id = pair.draw_id
+        answers = self._answers
+
+        def work(job: Job) -> bool:
+            done = answers.pop(draw_id, None)
+            return done is not None and job.project.measuring.take_back(done)
+
+        def done(taken_back: bool) -> None:
+            if taken_back:
+                self.given -= 1
+                self.answered.emit(self.given)
+                self.refresh()
+            else:
+                self.busy.emit("Another analyst has answered this pair since; their "
+                               "answer stays.")
+
+        self.bridge.run(work, pool=Pool.REVIEW, on_done=done)
+        self.pairChanged.emit(pair)
+        self._emit_undo()
+
+    def _answered(self) -> None:
+        self.given += 1
+        self.answered.emit(self.given)
+        self.refresh()
+
+    def _emit_undo(self) -> None:
+        if not self._given:
+            self.undoChanged.emit(False, "")
+            return
+        pair, label = self._given[-1]
+        verdict = "duplicate" if label == 1 else "not duplicate"
+        self.undoChanged.emit(True, f"{pair.a.public_id} / {pair.b.public_id}: {verdict}")
+
+    # -- the estimate ----------------------------------------------------------------------
+    def refresh(self) -> None:
+        """The estimate at the review's threshold, again (the newest request wins)."""
+        if not self.bridge.has_project:
+            return
+        threshold = self._threshold()
+
+        def done(m: Measurement) -> None:
+            self.measurement = m
+            self.measured.emit(m)
+
+        self.bridge.run(lambda job: job.project.measuring.measure(threshold), pool=Pool.REVIEW,
+                        on_done=done, latest="measure quality")
+
+    def estimate_at(self, threshold: float | None) -> None:
+        """The estimate at the calibrated threshold, if a sample exists (none is made)."""
+        if threshold is None or not 0.0 < threshold <= 1.0 or not self.bridge.has_project:
+            self.calibratedEstimate.emit(None)     # (few labels can calibrate below 0)
+            return
+
+        def work(job: Job) -> Measurement | None:
+            m = job.project.measuring.measure(threshold, create=False)
+            return m if m.estimate is not None else None
+
+        self.bridge.run(work, pool=Pool.REVIEW, on_done=self.calibratedEstimate.emit,
+                        latest="measure calibrated")
+
+    def export_report(self, path: str) -> None:
+        """Write the quality report (with the curve over thresholds) to `path`."""
+        threshold = self._threshold()
+
+        def work(job: Job) -> str:
+            from engine.quality_report import write_report
+
+            m = job.project.measuring.measure(threshold, curve=True, progress=job.progress,
+                                              cancel=job.token)
+            return str(write_report(path, m, job.project.store.name))
+
+        self.bridge.run(work, pool=Pool.REVIEW, on_done=self.reportWritten.emit)
+
+    # -- the queue -------------------------------------------------------------------------
+    def _advance(self) -> None:
+        self.current = None
+        while self.queue and self.current is None:
+            pair = self.queue.pop(0)
+            if pair.draw_id not in self._seen:
+                self._seen.add(pair.draw_id)
+                self.current = pair
+        if self.current is not None:
+            self.pairChanged.emit(self.current)
+        if len(self.queue) <= REFILL_AT:
+            self._fetch(show_when_done=self.current is None)
+
+    def _fetch(self, show_when_done: bool) -> None:
+        if self._fetching or not self.bridge.has_project:
+            return
+        self._fetching = True
+        if show_when_done:
+            self.busy.emit("Drawing pairs at random…")
+        wanted = BATCH + len(self._seen)
+        threshold = self._threshold()
+
+        def work(job: Job) -> list[DrawnPair]:
+            return job.project.measuring.next_pairs(wanted, threshold=threshold,
+                                                    progress=job.progress, cancel=job.token)
+
+        def done(pairs: list[DrawnPair]) -> None:
+            self._fetching = False
+            self.busy.emit("")
+            queued = {p.draw_id for p in self.queue}
+            self.queue += [p for p in pairs if p.draw_id not in self._seen | queued]
+            if self.current is None and self.queue:
+                self._advance()
+            elif self.current is None:
+                self.pairChanged.emit(None)
+
+        def failed(message: str, _details: str) -> None:
+            self._fetching = False
+            self.busy.emit(message)
+
+        self.bridge.run(work, pool=Pool.REVIEW, on_done=done, on_failed=failed)

@@ -1,0 +1,152 @@
+"""`MeasureView`: the "Measure quality" mode of the review: one drawn pair at a time, and
+above it the estimates, updated after every answer.
+
+The figures (precision, recall, F1, duplicate pairs, rows with a duplicate) each with their
+95% interval, what they rest on, and when to stop: once every interval is within ±3 points
+it says so; until then, how many more answers would halve the widest. Below, the pair side by
+side (the review's comparison panel) with D duplicate, N not duplicate, S skip and the
+review's Undo (Ctrl+Z), whose keys the review screen forwards here while this mode is shown.
+"""
+
+from __future__ import annotations
+
+import math
+
+from PySide6.QtCore import Qt
+from PySide6.QtWidgets import (
+    QFrame,
+    QGridLayout,
+    QHBoxLayout,
+    QLabel,
+    QPushButton,
+    QVBoxLayout,
+    QWidget,
+)
+
+from desktop_app.controllers.measure_controller import MeasureController
+from desktop_app.views.compare_panel import ComparePanel
+from engine.estimation.estimators import Figure
+from engine.services.measuring import DrawnPair, Measurement
+
+COMPARE_HEIGHT = 200
+ANSWERS = (("Duplicate (D)", 1), ("Not duplicate (N)", 0), ("Skip (S)", None))
+FIGURES = (("precision", "Precision", "of flagged pairs are duplicates", True),
+           ("recall", "Recall", "of all duplicate pairs are flagged", True),
+           ("f1", "F1", "precision and recall in one", True),
+           ("duplicates", "Duplicate pairs", "in the whole project", False),
+           ("rows", "Rows with a duplicate", "what a deduplicated export removes", False))
+
+
+class MeasureView(QWidget):
+    """Shows `MeasureController.current` and its `measurement`; the buttons answer."""
+
+    def __init__(self, controller: MeasureController, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.controller = controller
+        self.intro = QLabel("Pairs drawn at random from the whole project, not chosen by the "
+                            "model: your answers estimate how right the duplicates are, in "
+                            "every pair of the file, with 95% intervals.", self)
+        self.intro.setWordWrap(True)
+        box = QFrame(self)
+        box.setFrameShape(QFrame.Shape.StyledPanel)
+        grid = QGridLayout(box)
+        self.values: dict[str, QLabel] = {}
+        for row, (key, name, what, _pct) in enumerate(FIGURES):
+            title = QLabel(f"<b>{name}</b>", box)
+            value = QLabel("—", box)
+            value.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+            hint = QLabel(what, box)
+            hint.setStyleSheet("color: palette(mid);")
+            grid.addWidget(title, row, 0)
+            grid.addWidget(value, row, 1)
+            grid.addWidget(hint, row, 2)
+            self.values[key] = value
+        grid.setColumnStretch(2, 1)
+        self.rests_on = QLabel("No answers yet.", self)
+        self.rests_on.setWordWrap(True)
+        self.advice = QLabel("", self)
+        self.advice.setWordWrap(True)
+        self.score_label = QLabel("", self)
+        self.score_label.setTextFormat(Qt.TextFormat.PlainText)
+        self.compare = ComparePanel(self)
+        self.compare.setMaximumHeight(COMPARE_HEIGHT)
+        self.count_label = QLabel("", self)
+        self.buttons: dict[int | None, QPushButton] = {}
+        row_layout = QHBoxLayout()
+        for text, label in ANSWERS:
+            button = QPushButton(text, self)
+            button.setFocusPolicy(Qt.FocusPolicy.NoFocus)
+            button.clicked.connect(lambda _=False, v=label: controller.answer(v))
+            self.buttons[label] = button
+            row_layout.addWidget(button)
+        row_layout.addStretch(1)
+        row_layout.addWidget(self.count_label)
+        layout = QVBoxLayout(self)
+        layout.addWidget(self.intro)
+        layout.addWidget(box)
+        layout.addWidget(self.rests_on)
+        layout.addWidget(self.advice)
+        layout.addWidget(self.score_label)
+        layout.addWidget(self.compare)
+        layout.addLayout(row_layout)
+        layout.addStretch(1)
+        controller.pairChanged.connect(self.show_pair)
+        controller.measured.connect(self.show_measurement)
+        controller.answered.connect(
+            lambda n: self.count_label.setText(f"{n:,} answered in this session"))
+        controller.busy.connect(lambda what: what and self.score_label.setText(what))
+
+    def show_pair(self, pair: DrawnPair | None) -> None:
+        for button in self.buttons.values():
+            button.setEnabled(pair is not None)
+        if pair is None:
+            self.compare.clear()
+            self.score_label.setText("Every pair of the project has been drawn and answered.")
+            return
+        self.compare.show_pair(pair.a.public_id, pair.a.text, pair.b.public_id, pair.b.text)
+        self.score_label.setText(f"Similarity {pair.similarity:.3f} · drawn from the pairs "
+                                 f"{_where(pair.stratum)}")
+
+    def show_measurement(self, m: Measurement) -> None:
+        e = m.estimate
+        for key, _name, _what, pct in FIGURES:
+            figure = None if e is None else (e.rows if key == "rows" else e.figure(key))
+            self.values[key].setText(_figure(figure, pct))
+        if e is None:
+            self.rests_on.setText("No answers yet: answer the pair below (D or N).")
+            self.advice.setText("")
+            return
+        who = ", ".join(f"{name} {n:,}" for name, n in sorted(m.answerers.items()))
+        waiting = f"; {m.pending:,} drawn pairs wait" if m.pending else ""
+        self.rests_on.setText(f"At threshold {e.threshold:.2f}: {e.flagged:,} pairs flagged · "
+                              f"from {m.answers:,} answers ({who}){waiting}"
+                              + ("" if e.ready else " · provisional: some groups of pairs "
+                                 "have no answer yet"))
+        if m.enough:
+            self.advice.setText("<b>Every interval is within ±3 points: you can stop.</b> "
+                                "More answers would change little.")
+        elif m.widest is not None:
+            more = (f"about {m.more_to_halve:,} more answers" if m.more_to_halve is not None
+                    else "very many more answers")
+            why = m.why_wide()
+            self.advice.setText(f"The widest interval ({m.widest}) would take {more} to "
+                                "halve; stop when every interval is within ±3 points."
+                                + (f" {why}" if why else ""))
+
+
+def _figure(f: Figure | None, pct: bool) -> str:
+    if f is None or not math.isfinite(f.value):
+        return "—"
+    if pct:
+        return f"{f.value:.1%}  ({f.low:.1%} – {f.high:.1%})"
+    return f"{f.value:,.0f}  ({f.low:,.0f} – {f.high:,.0f})"
+
+
+def _where(stratum: str) -> str:
+    """A stratum's label as the end of "drawn from the pairs …"."""
+    if stratum.startswith("outside the graph"):
+        span = stratum.partition(", ")[2]
+        return "the index never returned" + (f", of similarity {span}" if span else "")
+    if stratum.startswith("below"):
+        return f"of similarity {stratum}"
+    return f"of similarity {stratum.replace('-', ' to ')}"

@@ -1,0 +1,566 @@
+"""`Measuring`: how right the project's duplicates are, estimated from a random sample of
+pairs the analyst judges ("Measure quality", `duplens estimate`).
+
+The statistics are `engine.estimation`'s; this service applies them to the project. The
+population is every pair of the graph's texts (`estimation.graph_population`); a sample is
+stored with its design (schema v6, `store.quality_samples`) and draws are added to it as the
+analysts ask for pairs, each where the allocation says the next answer is worth most. Only
+drawn pairs count: a verdict given in the review or Ask me is not a random pair and never
+enters the estimate, unless that very pair is drawn, and then it is reused instead of asked
+again. Answers are also stored as verdicts on the two rows shown (origin "measured"), so the
+review, the calibrated threshold and fine-tuning see them.
+
+When the population changes (an import, a deletion of a text's last row, another model:
+the graph's signature changes), the open sample is closed and a new one drawn from the new
+population, as many pairs as the old one had answers: the permanent random numbers pick
+largely the same candidate pairs again, and every verdict already given on a drawn pair is
+reused. The new sample is a probability sample of the new population, so its estimate is
+as honest as the first; the old answers on pairs not drawn again are left out, since
+their chance of being drawn under the new design is not known.
+"""
+
+from __future__ import annotations
+
+import secrets
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from engine.errors import InputError, ProjectError
+from engine.estimation.allocation import answers_to_halve, next_strata, shares
+from engine.estimation.drawing import next_listed, pair_keys
+from engine.estimation.estimators import Estimate, RowsInput, estimate, stratum_shares
+from engine.estimation.graph_population import (
+    GraphPopulation,
+    cluster_labels,
+    flagged_pairs,
+    graph_population,
+    graph_signature,
+)
+from engine.estimation.strata import Strata, prior_share
+from engine.progress import CancelToken, Progress, ProgressCallback, no_progress
+from engine.review.calibration import default_threshold
+from engine.services.active_model import ActiveModel
+from engine.services.asking import AskedRow
+from engine.services.clusters import DEFAULT_NEIGHBOURS, Clusters
+from engine.services.labels import Labels
+from engine.services.vectors import Vectors
+from engine.store import decisions as decision_store
+from engine.store import items as item_store
+from engine.store import quality_samples as sample_store
+from engine.store.database import Store
+
+MEASURED = "measured"          # the origin of a verdict given to a drawn pair
+OFFER_HOLD_S = 30 * 60         # another analyst's unanswered pairs are skipped this long
+STOP_HALF_WIDTH = 0.03         # every ratio within ±3 points: enough answers
+CURVE_THRESHOLDS = np.round(np.arange(0.50, 1.0001, 0.02), 2)
+_FIGURE_INDEX = {"precision": 0, "recall": 1, "f1": 2}
+
+
+@dataclass(frozen=True)
+class DrawnPair:
+    """A drawn pair waiting for a verdict, shown as one row of each text."""
+
+    draw_id: int
+    a: AskedRow
+    b: AskedRow
+    similarity: float
+    stratum: str
+
+    def as_json(self) -> dict:
+        return {"a": {"id": self.a.public_id, "text": self.a.text},
+                "b": {"id": self.b.public_id, "text": self.b.text},
+                "score": round(self.similarity, 4), "stratum": self.stratum}
+
+
+@dataclass(frozen=True)
+class Measurement:
+    """The estimate at one threshold and what it rests on."""
+
+    estimate: Estimate | None      # None before the first answer
+    threshold: float
+    answers: int
+    pending: int                   # drawn, not answered yet
+    answerers: dict[str, int]
+    widest: str | None             # the ratio with the widest interval
+    more_to_halve: int | None      # answers expected to halve it (None: very many)
+    model: str
+    started: float | None          # when the sample was drawn
+    changed: bool = False          # the project changed since: a new sample is due
+    curve: list[Estimate] = field(default_factory=list)
+
+    @property
+    def enough(self) -> bool:
+        """Every ratio's interval is within ±3 points: more answers add little."""
+        e = self.estimate
+        return e is not None and e.ready and all(
+            np.isfinite(e.figure(n).half_width) and e.figure(n).half_width <= STOP_HALF_WIDTH
+            for n in _FIGURE_INDEX)
+
+    def why_wide(self) -> str | None:
+        """Where most of the doubt about recall lies, in words (None when there is little)."""
+        e = self.estimate
+        if e is None or self.enough:
+            return None
+        s = e.uncertain_stratum()
+        if not s or s["missed_could_be"] < 1:
+            return None
+        label = s["stratum"]
+        if label.startswith("outside the graph"):
+            span = label.partition(", ")[2]
+            where = "pairs the index never returned" + (f" (similarity {span})" if span else "")
+        else:
+            where = f"pairs of similarity {label}"
+        return (f"Most of the doubt about recall is in the {s['pairs']:,} {where}: "
+                f"{s['duplicates_found']} duplicates among the {s['answered']} drawn there so "
+                f"far still allows up to {s['missed_could_be']:,} missed duplicates there.")
+
+    def as_json(self) -> dict:
+        return {"threshold": round(self.threshold, 4), "answers": self.answers,
+                "pending": self.pending, "answerers": self.answerers, "model": self.model,
+                "sample_started": self.started, "project_changed": self.changed,
+                "widest": self.widest, "more_answers_to_halve_widest": self.more_to_halve,
+                "enough": self.enough,
+                "estimate": self.estimate.as_json() if self.estimate else None,
+                "curve": [c.as_json() for c in self.curve]}
+
+
+@dataclass(frozen=True)
+class Answered:
+    """What `answer` changed, so that an undo can put it back."""
+
+    draw_id: int
+    verdict: int
+    item_a: int
+    item_b: int
+    previous_label: int | None
+
+
+class Measuring:
+    """Draw pairs, take answers, estimate precision, recall, F1 and duplicates."""
+
+    def __init__(self, store: Store, model: ActiveModel, vectors: Vectors, clusters: Clusters,
+                 labels: Labels) -> None:
+        self._store = store
+        self._model = model
+        self._vectors = vectors
+        self._clusters = clusters
+        self._labels = labels
+        self._population: GraphPopulation | None = None
+
+    # -- the population and its sample ---------------------------------------------------
+    def threshold(self) -> float:
+        """The threshold the cut uses by default: calibrated once there are enough
+        verdicts, else the default (as `duplens duplicates`)."""
+        return default_threshold(self._labels.calibration())
+
+    def _populate(self, design_threshold: float, seed: int, strata: Strata | None = None, *,
+                  progress: ProgressCallback = no_progress,
+                  cancel: CancelToken | None = None) -> GraphPopulation:
+        graph = self._clusters.graph(DEFAULT_NEIGHBOURS, progress=progress, cancel=cancel)
+        cached = self._population
+        if (cached is not None and cached.graph is graph
+                and cached.threshold == design_threshold and cached.seed == seed):
+            return cached
+        population = graph_population(graph, self._vectors.model_id(), design_threshold,
+                                      self._vectors.vectors, seed, strata)
+        self._population = population
+        return population
+
+    def _current(self, threshold: float | None, *, create: bool,
+                 progress: ProgressCallback = no_progress, cancel: CancelToken | None = None
+                 ) -> tuple[GraphPopulation, dict | None, bool]:
+        """(population, its open sample or None, whether an older sample was closed or is
+        due to be). With `create`, a missing sample is made (under the lock, so two analysts
+        make one) and refilled from the one it replaces."""
+        graph = self._clusters.graph(DEFAULT_NEIGHBOURS, progress=progress, cancel=cancel)
+        signature = graph_signature(graph, self._vectors.model_id())
+        with self._store.read() as conn:
+            sample = sample_store.open_sample(conn, signature)
+            latest = sample_store.latest_sample(conn)
+        if sample is not None:
+            design = sample["design"]
+            population = self._populate(design["threshold"], int(design["seed"]),
+                                        Strata.from_json(design["strata"]),
+                                        progress=progress, cancel=cancel)
+            return population, sample, False
+        changed = latest is not None
+        design_threshold = round(float(threshold if threshold is not None
+                                       else self.threshold()), 4)
+        if not create or self._store.read_only:
+            seed = int(self._store.get_meta("quality_seed") or 0)
+            population = self._populate(design_threshold, seed, progress=progress,
+                                        cancel=cancel)
+            return population, None, changed
+        with self._store.write() as conn:
+            seed = _seed(self._store, conn)
+        population = self._populate(design_threshold, seed, progress=progress, cancel=cancel)
+        refill = 0
+        with self._store.write() as conn:
+            sample_store.take_lock(conn)
+            sample = sample_store.open_sample(conn, signature)
+            if sample is None:
+                if latest is not None:
+                    refill = sum(1 for d in sample_store.draws(conn, latest["id"])
+                                 if d["verdict"] is not None)
+                design = {"strata": population.strata.as_json(),
+                          "threshold": design_threshold, "seed": seed,
+                          "texts": population.texts, "neighbours": DEFAULT_NEIGHBOURS,
+                          "model_id": self._vectors.model_id()}
+                sample = sample_store.create_sample(conn, signature, design,
+                                                    sample_store.who_answers(conn))
+        if refill:
+            self._draw(population, sample, refill)
+        return population, sample, changed
+
+    # -- drawing ---------------------------------------------------------------------------
+    def next_pairs(self, n: int = 10, *, threshold: float | None = None,
+                   progress: ProgressCallback = no_progress,
+                   cancel: CancelToken | None = None) -> list[DrawnPair]:
+        """The next n drawn pairs to judge: unanswered draws first (not those on another
+        analyst's screen), then new ones where the allocation wants them. Pairs already
+        judged are answered with that verdict as they are drawn, never shown."""
+        if n < 1:
+            raise InputError(f"ask for at least one pair, not {n}")
+        if threshold is not None and not 0.0 < threshold <= 1.0:
+            raise InputError(f"threshold must be between 0 and 1, not {threshold}")
+        if self._store.read_only:
+            raise ProjectError(f"{self._store.name}: the project is open read-only")
+        population, sample, _ = self._current(threshold, create=True, progress=progress,
+                                              cancel=cancel)
+        assert sample is not None
+        for _round in range(50):
+            with self._store.read() as conn:
+                who = sample_store.who_answers(conn)
+                waiting = _waiting(sample_store.draws(conn, sample["id"]), who)
+            if len(waiting) >= n:
+                break
+            if not self._draw(population, sample, n - len(waiting)):
+                break
+        chosen = waiting[:n]
+        with self._store.write() as conn:
+            sample_store.offer(conn, [d["id"] for d in chosen], who)
+        return self._shown(chosen, population.strata)
+
+    def _draw(self, population: GraphPopulation, sample: dict, k: int) -> int:
+        """Add k draws to the sample (under the lock, so analysts never draw a pair twice);
+        those already judged somewhere are answered at once. Returns how many were added."""
+        design = sample["design"]
+        strata = population.strata
+        seed = int(design["seed"])
+        design_flags = population.flagged_sizes(
+            flagged_pairs(population.graph, cluster_labels(population.graph,
+                                                           design["threshold"])))
+        flagged_share = np.divide(design_flags, strata.sizes, out=np.zeros(strata.count),
+                                  where=strata.sizes > 0)
+        with self._store.write() as conn:
+            sample_store.take_lock(conn)
+            existing = sample_store.draws(conn, sample["id"])
+            drawn_keys = {int(pair_keys(np.array([d["text_a"]]), np.array([d["text_b"]]))[0])
+                          for d in existing}
+            taken = np.bincount([d["stratum"] for d in existing], minlength=strata.count)
+            answered = [d for d in existing if d["verdict"] is not None]
+            done = np.bincount([d["stratum"] for d in answered], minlength=strata.count)
+            found = np.bincount([d["stratum"] for d in answered if d["verdict"] == 1],
+                                minlength=strata.count)
+            share = shares(found, done, prior_share(strata), strata.middle(),
+                           strata.outside_count)
+            wanted = next_strata(strata.sizes, taken, share, flagged_share, k, strata.caps(),
+                                 strata.outside_count)
+            rows = []
+            for h in sorted(set(wanted)):
+                count = wanted.count(h)
+                keys = self._keys_in(population, h, seed, drawn_keys, count)
+                for key in keys:
+                    before = int(taken[h])
+                    taken[h] += 1
+                    drawn_keys.add(key)
+                    # The chance that this pair was the one drawn: one of the stratum's
+                    # undrawn pairs; outside the graph one of the undrawn first-phase
+                    # pairs, themselves `pool` of the stratum's sizes[h].
+                    pool = float(strata.caps()[h])
+                    rows.append({"stratum": h, "key": key,
+                                 "stratum_size": int(round(strata.sizes[h])),
+                                 "probability": (1 / max(pool - before, 1))
+                                 * min(pool / max(float(strata.sizes[h]), 1.0), 1.0)})
+            if not rows:
+                return 0
+            keys = np.asarray([r.pop("key") for r in rows], dtype=np.int64)
+            a, b = keys >> 32, keys & 0xFFFFFFFF
+            sims = population.similarity_of(keys)
+            earlier = sample_store.earlier_verdicts(
+                conn, {(int(x), int(y)) for x, y in zip(a, b, strict=True)})
+            now = time.time()
+            for row, x, y, sim in zip(rows, a.tolist(), b.tolist(), sims.tolist(),
+                                      strict=True):
+                verdict = earlier.get((x, y))
+                row.update(text_a=x, text_b=y, similarity=float(sim), verdict=verdict,
+                           answered_by="earlier verdict" if verdict is not None else None,
+                           answered_at=now if verdict is not None else None,
+                           reused=verdict is not None)
+            sample_store.add_draws(conn, sample["id"], rows)
+        return len(rows)
+
+    def _keys_in(self, population: GraphPopulation, h: int, seed: int, drawn: set[int],
+                 count: int) -> list[int]:
+        """`count` undrawn pairs of stratum h, in drawing order (permanent random numbers
+        over its candidates, or over its first-phase pairs outside the graph)."""
+        return next_listed(population.ordered(h, seed), drawn, count)
+
+    def _shown(self, draws: list[dict], strata: Strata) -> list[DrawnPair]:
+        wanted = sorted({t for d in draws for t in (d["text_a"], d["text_b"])})
+        with self._store.read() as conn:
+            rows = item_store.items_for_texts(conn, wanted)
+        out = []
+        for d in draws:
+            row_a, row_b = rows.get(d["text_a"]), rows.get(d["text_b"])
+            if row_a and row_b:
+                out.append(DrawnPair(d["id"], _row(row_a[0]), _row(row_b[0]),
+                                     float(d["similarity"]), strata.label(d["stratum"])))
+        return out
+
+    # -- answers ---------------------------------------------------------------------------
+    def answer(self, draw_id: int, verdict: int) -> Answered:
+        """Record the analyst's verdict on a drawn pair (1 duplicate, 0 not), and the same
+        verdict on the two rows shown, in one transaction."""
+        if verdict not in (0, 1):
+            raise InputError(f"a verdict is 0 or 1, not {verdict!r}")
+        with self._store.write() as conn:
+            draw = _draw_row(conn, draw_id)
+            item_a, item_b = _shown_items(conn, draw)
+            previous = decision_store.get_label(conn, item_a, item_b)
+            sample_store.set_answer(conn, draw_id, verdict, sample_store.who_answers(conn))
+            decision_store.set_label(conn, item_a, item_b, verdict, MEASURED)
+        return Answered(draw_id, verdict, item_a, item_b, previous)
+
+    def take_back(self, answered: Answered) -> bool:
+        """Undo `answer`: the draw waits for a verdict again and the rows' verdict is what it
+        was, unless another analyst has changed either since (False: left as they are)."""
+        with self._store.write() as conn:
+            if not sample_store.set_answer(conn, answered.draw_id, None, None,
+                                           expected=answered.verdict):
+                return False
+            decision_store.replace_label(conn, answered.item_a, answered.item_b,
+                                         answered.verdict, answered.previous_label)
+        return True
+
+    def label_many(self, verdicts: list[tuple[int, int, int | None]]) -> int:
+        """Verdicts on pairs of rows, all in one transaction (`duplens label --from`): each
+        stored as `Labels.set_label` would, and, where the two rows' texts are a drawn pair
+        of the open sample, as that draw's answer too (None takes it back). Returns how
+        many were answers to drawn pairs."""
+        for a, b, label in verdicts:
+            if label not in (0, 1, None):
+                raise InputError(f"a pair label is 0 or 1, not {label!r}")
+            if a == b:
+                raise InputError("a pair needs two different rows")
+        answered = 0
+        with self._store.write() as conn:
+            who = sample_store.who_answers(conn)
+            sample = _open_any(conn)
+            by_pair = {}
+            if sample is not None:
+                by_pair = {(d["text_a"], d["text_b"]): d
+                           for d in sample_store.draws(conn, sample["id"])}
+            text_of = {i["id"]: i["text_id"] for i in
+                       item_store.items_by_ids(conn, [x for a, b, _ in verdicts
+                                                      for x in (a, b)]).values()}
+            for a, b, label in verdicts:
+                ta, tb = text_of[a], text_of[b]
+                draw = by_pair.get((min(ta, tb), max(ta, tb)))
+                offered = decision_store.was_offered(conn, a, b)
+                origin = MEASURED if draw is not None else ("asked" if offered else "review")
+                decision_store.set_label(conn, a, b, label, origin)
+                if draw is not None:
+                    sample_store.set_answer(conn, draw["id"], label, who)
+                    answered += 1
+        return answered
+
+    # -- estimates -------------------------------------------------------------------------
+    def measure(self, threshold: float | None = None, *, curve: bool = False,
+                create: bool = True, progress: ProgressCallback = no_progress,
+                cancel: CancelToken | None = None) -> Measurement:
+        """The estimate at `threshold` (default: the cut's), with what it rests on; with
+        `curve`, also at every threshold of `CURVE_THRESHOLDS` (for the band). Without
+        `create`, a project whose sample is gone (or never was) gets no new one."""
+        t = float(threshold if threshold is not None else self.threshold())
+        if not 0.0 < t <= 1.0:
+            raise InputError(f"threshold must be between 0 and 1, not {t}")
+        row = self._model.row()
+        model = row["name"] if row else "(none yet)"
+        if not create:
+            with self._store.read() as conn:
+                if sample_store.latest_sample(conn) is None:   # never measured: no graph
+                    return Measurement(None, t, 0, 0, {}, None, None, model, None)
+        population, sample, changed = self._current(
+            t, create=create and not self._store.read_only, progress=progress, cancel=cancel)
+        if sample is None:
+            return Measurement(None, t, 0, 0, {}, None, None, model, None, changed)
+        with self._store.read() as conn:
+            draws = sample_store.draws(conn, sample["id"])
+            who = sample_store.answerers(conn, sample["id"])
+            copies, copied = _rows_with_copies(conn, population.graph.ids)
+        answered = [d for d in draws if d["verdict"] is not None]
+        pending = len(draws) - len(answered)
+        if not answered:
+            return Measurement(None, t, 0, pending, who, None, None, model,
+                               sample["created_at"], changed)
+        inputs = _Answers(population, answered)
+        rows = RowsInput(copies, inputs.row_weights(population, copied))
+        result = inputs.estimate_at(population, t, rows=rows)
+        widest, _ = result.widest()
+        flagged_share = np.divide(_flagged_per_stratum(result), population.strata.sizes,
+                                  out=np.zeros(population.strata.count),
+                                  where=population.strata.sizes > 0)
+        share = shares(inputs.found, inputs.done, prior_share(population.strata),
+                       population.strata.middle(), population.strata.outside_count)
+        more = answers_to_halve(population.strata.sizes, inputs.done, share, flagged_share,
+                                _FIGURE_INDEX[widest], caps=population.strata.caps())
+        band = []
+        if curve:
+            for i, step in enumerate(CURVE_THRESHOLDS):
+                if cancel is not None:
+                    cancel.raise_if_cancelled()
+                progress(Progress("curve", i, len(CURVE_THRESHOLDS)))
+                band.append(inputs.estimate_at(population, float(step), draws=1000))
+            progress(Progress("curve", len(CURVE_THRESHOLDS), len(CURVE_THRESHOLDS)))
+        return Measurement(result, t, len(answered), pending, who, widest, more, model,
+                           sample["created_at"], changed, band)
+
+
+def _flagged_per_stratum(result: Estimate) -> np.ndarray:
+    return np.asarray([s["flagged"] for s in result.strata], dtype=np.float64)
+
+
+class _Answers:
+    """The answered draws of a sample as arrays, ready for the estimators."""
+
+    def __init__(self, population: GraphPopulation, answered: list[dict]) -> None:
+        self.a = np.asarray([d["text_a"] for d in answered], dtype=np.int64)
+        self.b = np.asarray([d["text_b"] for d in answered], dtype=np.int64)
+        self.stratum = np.asarray([d["stratum"] for d in answered], dtype=np.int64)
+        self.dup = np.asarray([d["verdict"] == 1 for d in answered], dtype=bool)
+        count = population.strata.count
+        self.done = np.bincount(self.stratum, minlength=count)
+        self.found = np.bincount(self.stratum[self.dup], minlength=count)
+        ids = population.graph.ids
+        self.pos_a = np.searchsorted(ids, self.a)
+        self.pos_b = np.searchsorted(ids, self.b)
+
+    def estimate_at(self, population: GraphPopulation, threshold: float, *,
+                    rows: RowsInput | None = None, draws: int = 4000) -> Estimate:
+        labels = cluster_labels(population.graph, threshold)
+        flagged = (labels[self.pos_a] >= 0) & (labels[self.pos_a] == labels[self.pos_b])
+        sizes = population.flagged_sizes(flagged_pairs(population.graph, labels))
+        strata = population.strata
+        return estimate(strata.sizes, sizes, self.stratum, self.dup, flagged,
+                        threshold=threshold, rows=rows, draws=draws,
+                        labels=[strata.label(h) for h in range(strata.count)],
+                        phase_one=strata.phase_one_uncertainty())
+
+    def row_weights(self, population: GraphPopulation, copied: set[int]) -> np.ndarray:
+        """For each answered draw: 0 unless a duplicate; then, for each of its texts held
+        by a single row (not in `copied`), 1 / that text's estimated number of duplicate
+        texts: this pair, its other answered duplicate pairs, and its unanswered pairs times
+        their stratum's duplicate share (candidates by stratum, every other pair of the
+        project at the outside stratum's). Summed over a text's duplicate pairs this counts
+        it once (exactly so when every pair is answered)."""
+        share = stratum_shares(population.strata.sizes, self.stratum, self.dup)
+        strata = population.strata
+        g = strata.outside_count
+        # A text's pairs outside the graph are spread over the outside strata as all are.
+        outside_share = float(share[:g] @ (strata.sizes[:g] / max(strata.sizes[:g].sum(), 1)))
+        n = population.texts
+        low, high = population.keys >> 32, population.keys & 0xFFFFFFFF
+        answered_pairs: dict[int, list[tuple[int, bool, int]]] = {}
+        for i, (x, y) in enumerate(zip(self.a.tolist(), self.b.tolist(), strict=True)):
+            for text, partner in ((x, y), (y, x)):
+                answered_pairs.setdefault(text, []).append(
+                    (partner, bool(self.dup[i]), int(self.stratum[i])))
+        weights = np.zeros(len(self.a))
+        for i in np.flatnonzero(self.dup):
+            total = 0.0
+            for text, other in ((int(self.a[i]), int(self.b[i])),
+                                (int(self.b[i]), int(self.a[i]))):
+                if text in copied:
+                    continue
+                mine = (low == text) | (high == text)
+                per_stratum = np.bincount(population.stratum[mine],
+                                          minlength=strata.count).astype(float)
+                outside = (n - 1) - per_stratum.sum()
+                known = 0
+                for partner, is_dup, h in answered_pairs.get(text, []):
+                    if strata.is_outside(h):       # answered: not an expected partner
+                        outside -= 1
+                    else:
+                        per_stratum[h] -= 1
+                    if partner != other:
+                        known += is_dup
+                expected = (float(np.maximum(per_stratum[g:], 0) @ share[g:])
+                            + max(outside, 0.0) * outside_share)
+                total += 1 / (1 + known + expected)
+            weights[i] = total
+        return weights
+
+
+def _rows_with_copies(conn, text_ids: np.ndarray) -> tuple[int, set[int]]:
+    """Live rows whose text has another live row (of the graph's texts), and those texts."""
+    from sqlalchemy import func, select
+
+    from engine.store.schema import items
+
+    counts = conn.execute(select(items.c.text_id, func.count()).where(~items.c.deleted)
+                          .group_by(items.c.text_id).having(func.count() > 1)).all()
+    known = set(np.asarray(text_ids).tolist())
+    copied = {int(t): int(c) for t, c in counts if t in known}
+    return sum(copied.values()), set(copied)
+
+
+def _waiting(draws: list[dict], who: str) -> list[dict]:
+    """Unanswered draws in drawing order, less those on another analyst's screen."""
+    now = time.time()
+    return [d for d in draws if d["verdict"] is None and not (
+        d["offered_to"] not in (None, who) and now - (d["offered_at"] or 0) < OFFER_HOLD_S)]
+
+
+def _draw_row(conn, draw_id: int) -> dict:
+    from sqlalchemy import select
+
+    from engine.store.schema import quality_draws
+
+    row = conn.execute(select(quality_draws).where(quality_draws.c.id == draw_id)
+                       ).mappings().first()
+    if row is None:
+        raise InputError(f"no drawn pair {draw_id}")
+    return dict(row)
+
+
+def _shown_items(conn, draw: dict) -> tuple[int, int]:
+    rows = item_store.items_for_texts(conn, [draw["text_a"], draw["text_b"]])
+    if not rows.get(draw["text_a"]) or not rows.get(draw["text_b"]):
+        raise InputError("a row of this pair was deleted; the sample is drawn again")
+    return rows[draw["text_a"]][0]["id"], rows[draw["text_b"]][0]["id"]
+
+
+def _open_any(conn) -> dict | None:
+    latest = sample_store.latest_sample(conn)
+    return latest if latest is not None and latest["closed_at"] is None else None
+
+
+def _seed(store: Store, conn) -> int:
+    """The project's seed of permanent random numbers: made once, kept in `meta`, so every
+    sample of the project draws its candidate pairs in the same order."""
+    from sqlalchemy import select
+
+    from engine.store.schema import meta
+
+    value = conn.execute(select(meta.c.value).where(meta.c.key == "quality_seed")).scalar()
+    if value is None:
+        value = str(secrets.randbits(48))
+        store.set_meta("quality_seed", value, conn)
+    return int(value)
+
+
+def _row(item: dict) -> AskedRow:
+    return AskedRow(int(item["id"]), item_store.public_id(item), item["text"])

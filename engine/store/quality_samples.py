@@ -1,0 +1,150 @@
+"""Reading and writing quality samples: the design, the drawn pairs, the answers and who gave
+them (schema v6).
+
+A pair is stored as two text ids, smaller first. Several analysts of a team project add to
+the one open sample of the current population: it is found (or made) under a lock, each new
+draw is numbered under the same lock, and an answer is one UPDATE of its draw's row.
+"""
+
+from __future__ import annotations
+
+import getpass
+import time
+from collections.abc import Sequence
+
+from sqlalchemy import Connection, and_, func, select, update
+
+from engine.store.dialects import lock
+from engine.store.schema import items, pair_labels, quality_draws, quality_samples
+
+_IN_BATCH = 400
+SAMPLE_LOCK = "quality-sample"
+
+
+def who_answers(conn: Connection) -> str:
+    """The analyst behind this connection: the PostgreSQL role on a team project (what the
+    server knows them by), else the operating system's user name."""
+    if conn.dialect.name == "postgresql":
+        return str(conn.execute(select(func.current_user())).scalar())
+    try:
+        return getpass.getuser()
+    except (KeyError, OSError):   # no user name in the environment or the password file
+        return "unknown"
+
+
+def open_sample(conn: Connection, signature: str) -> dict | None:
+    """The open sample drawn from the population `signature`, if there is one."""
+    row = conn.execute(select(quality_samples).where(
+        quality_samples.c.signature == signature, quality_samples.c.closed_at.is_(None))
+        .order_by(quality_samples.c.id.desc())).mappings().first()
+    return dict(row) if row else None
+
+
+def latest_sample(conn: Connection) -> dict | None:
+    """The most recent sample, open or closed (what a project had measured last)."""
+    row = conn.execute(select(quality_samples).order_by(quality_samples.c.id.desc())
+                       ).mappings().first()
+    return dict(row) if row else None
+
+
+def create_sample(conn: Connection, signature: str, design: dict, who: str) -> dict:
+    """A new open sample for `signature`; every other open sample is closed (its population
+    is gone). Call with `SAMPLE_LOCK` held, after `open_sample` found none."""
+    now = time.time()
+    conn.execute(update(quality_samples).where(quality_samples.c.closed_at.is_(None))
+                 .values(closed_at=now))
+    conn.execute(quality_samples.insert().values(signature=signature, design=design,
+                                                 created_at=now, created_by=who))
+    return open_sample(conn, signature)  # type: ignore[return-value]
+
+
+def draws(conn: Connection, sample_id: int) -> list[dict]:
+    """Every draw of a sample, in drawing order."""
+    return [dict(r) for r in conn.execute(
+        select(quality_draws).where(quality_draws.c.sample_id == sample_id)
+        .order_by(quality_draws.c.seq)).mappings()]
+
+
+def add_draws(conn: Connection, sample_id: int, rows: Sequence[dict]) -> None:
+    """Append drawn pairs (keys as in `quality_draws`, less sample_id and seq), numbered in
+    order after the last. Call with `SAMPLE_LOCK` held."""
+    if not rows:
+        return
+    last = conn.execute(select(func.max(quality_draws.c.seq))
+                        .where(quality_draws.c.sample_id == sample_id)).scalar()
+    start = 0 if last is None else last + 1
+    conn.execute(quality_draws.insert(), [
+        {**row, "sample_id": sample_id, "seq": start + i} for i, row in enumerate(rows)])
+
+
+def set_answer(conn: Connection, draw_id: int, verdict: int | None, who: str | None, *,
+               reused: bool = False, expected: int | None | str = "any") -> bool:
+    """Record (or, with None, take back) the answer on one draw. With `expected`, only while
+    the draw's answer still is that (an undo never takes back another analyst's answer);
+    False when it was not."""
+    condition = quality_draws.c.id == draw_id
+    if expected != "any":
+        condition = and_(condition, quality_draws.c.verdict.is_(None) if expected is None
+                         else quality_draws.c.verdict == expected)
+    done = conn.execute(update(quality_draws).where(condition).values(
+        verdict=verdict, answered_by=who if verdict is not None else None,
+        answered_at=time.time() if verdict is not None else None,
+        reused=bool(reused) if verdict is not None else False,
+        offered_to=None, offered_at=None))
+    return done.rowcount > 0
+
+
+def offer(conn: Connection, draw_ids: Sequence[int], who: str) -> None:
+    """Remember that these unanswered draws are on `who`'s screen now: another analyst's
+    next pairs skip them for a while (`engine.services.measuring.OFFER_HOLD_S`)."""
+    now = time.time()
+    ids = list(draw_ids)
+    for start in range(0, len(ids), _IN_BATCH):
+        conn.execute(update(quality_draws).where(
+            quality_draws.c.id.in_(ids[start:start + _IN_BATCH]),
+            quality_draws.c.verdict.is_(None)).values(offered_to=who, offered_at=now))
+
+
+def earlier_verdicts(conn: Connection, text_pairs: set[tuple[int, int]]
+                     ) -> dict[tuple[int, int], int]:
+    """The latest verdict anyone gave on each of these pairs of texts (smaller id first),
+    outside this sample's draws: a verdict in the review or Ask me on two of their rows,
+    or an answer in an earlier sample. Only pairs that were drawn are looked up, so reusing
+    these verdicts does not make the sample any less random."""
+    if not text_pairs:
+        return {}
+    found: dict[tuple[int, int], tuple[float, int]] = {}
+    for a, b, verdict, when in conn.execute(
+            select(quality_draws.c.text_a, quality_draws.c.text_b, quality_draws.c.verdict,
+                   quality_draws.c.answered_at)
+            .where(quality_draws.c.verdict.is_not(None), ~quality_draws.c.reused)):
+        if (a, b) in text_pairs and (found.get((a, b), (-1.0, 0))[0] < (when or 0)):
+            found[(a, b)] = (when or 0.0, verdict)
+    a_items, b_items = items.alias("a"), items.alias("b")
+    for ta, tb, verdict, when in conn.execute(
+            select(a_items.c.text_id, b_items.c.text_id, pair_labels.c.label,
+                   pair_labels.c.created_at)
+            .join(a_items, a_items.c.id == pair_labels.c.item_a)
+            .join(b_items, b_items.c.id == pair_labels.c.item_b)):
+        key = (min(ta, tb), max(ta, tb))
+        if key in text_pairs and found.get(key, (-1.0, 0))[0] < when:
+            found[key] = (when, verdict)
+    return {key: verdict for key, (_when, verdict) in found.items()}
+
+
+def answerers(conn: Connection, sample_id: int) -> dict[str, int]:
+    """How many answers each analyst gave in the sample (reused verdicts apart)."""
+    rows = conn.execute(
+        select(quality_draws.c.answered_by, quality_draws.c.reused, func.count())
+        .where(quality_draws.c.sample_id == sample_id, quality_draws.c.verdict.is_not(None))
+        .group_by(quality_draws.c.answered_by, quality_draws.c.reused)).all()
+    out: dict[str, int] = {}
+    for who, reused, count in rows:
+        name = "earlier verdicts" if reused else (who or "unknown")
+        out[name] = out.get(name, 0) + count
+    return out
+
+
+def take_lock(conn: Connection) -> None:
+    """Be the only process drawing into, or making, a sample until the transaction ends."""
+    lock(conn, SAMPLE_LOCK)

@@ -1,0 +1,145 @@
+"""The review's "Measure quality" mode: drawn pairs one at a time, D / N / S and Ctrl+Z,
+the estimates above updated after every answer, when to stop, the calibrated threshold's
+precision and recall from the estimate, and File → Export quality report."""
+
+from __future__ import annotations
+
+import sqlite3
+
+import pytest
+from PySide6.QtCore import Qt
+
+from desktop_app.views.measure_view import MeasureView
+from engine.estimation.estimators import Estimate, Figure
+from engine.services.measuring import Measurement
+from tests.desktop_app.conftest import SIGNAL_TIMEOUT_MS
+from tests.desktop_app.test_review import open_review
+from tests.desktop_app.test_review_ask import label_pairs
+from tests.engine.cli.test_cli_ask import DUPLICATES, NOT_DUPLICATES
+
+
+def _answered_draws(path) -> int:
+    con = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+    try:
+        return con.execute("SELECT count(*) FROM quality_draws WHERE verdict IS NOT NULL"
+                           ).fetchone()[0]
+    finally:
+        con.close()
+
+
+def _start(qtbot, window, path):
+    open_review(qtbot, window, path)
+    view = window.review_view
+    measure = window.review.measure
+    with qtbot.waitSignals([measure.pairChanged, measure.measured], timeout=SIGNAL_TIMEOUT_MS):
+        view.measure_button.click()
+    target = view.measure_view.compare.left
+    window.activateWindow()
+    target.setFocus()
+    qtbot.waitUntil(target.hasFocus, timeout=5_000)
+    return view, measure, target
+
+
+def _after_answer(qtbot, measure, answers: int):
+    return qtbot.waitSignal(measure.measured, timeout=SIGNAL_TIMEOUT_MS,
+                            check_params_cb=lambda m: m.answers == answers)
+
+
+@pytest.mark.slow
+def test_drawn_pairs_are_answered_with_keys_and_the_estimates_follow(qtbot, window,
+                                                                    questions_project):
+    view, measure, target = _start(qtbot, window, questions_project)
+    assert view.measuring and view.stack.currentWidget() is view.measure_view
+    assert not view.ask_button.isChecked() and view.measure_button.isChecked()
+    assert view.measure_view.values["precision"].text() == "—"
+    first = measure.current
+    panel = view.measure_view.compare
+    assert first.a.text in panel.left.toPlainText() and first.b.text in panel.right.toPlainText()
+    assert f"Similarity {first.similarity:.3f}" in view.measure_view.score_label.text()
+
+    with _after_answer(qtbot, measure, 1):
+        qtbot.keyClick(target, Qt.Key.Key_N)
+    second = measure.current
+    assert second is not None and second.draw_id != first.draw_id
+    qtbot.keyClick(target, Qt.Key.Key_S)                 # skipped: stays drawn, not counted
+    third = measure.current
+    assert third.draw_id not in (first.draw_id, second.draw_id)
+    with _after_answer(qtbot, measure, 2) as blocker:
+        qtbot.keyClick(target, Qt.Key.Key_D)
+    m = blocker.args[0]
+    assert m.estimate is not None
+    assert "from 2 answers" in view.measure_view.rests_on.text()
+    assert view.measure_view.values["duplicates"].text() != "—"
+    assert "%" in view.measure_view.values["precision"].text() or \
+        view.measure_view.values["precision"].text() == "—"   # nothing flagged answered yet
+    assert _answered_draws(questions_project) == 2
+
+    # Ctrl+Z: the last answer is taken back and its pair shown again.
+    assert view.undo_button.isEnabled()
+    with _after_answer(qtbot, measure, 1):
+        qtbot.keyClick(target, Qt.Key.Key_Z, Qt.KeyboardModifier.ControlModifier)
+    assert measure.current.draw_id == third.draw_id
+    assert _answered_draws(questions_project) == 1
+
+    # The estimate follows the slider.
+    with qtbot.waitSignal(measure.measured, timeout=SIGNAL_TIMEOUT_MS,
+                          check_params_cb=lambda m: m.threshold == pytest.approx(0.7)):
+        view.spin.setValue(0.7)
+    assert "At threshold 0.70" in view.measure_view.rests_on.text()
+
+    view.measure_button.click()                          # back to the clusters
+    assert not view.measuring and view.actions_by_name["next"].isEnabled()
+
+
+def _figure(v: float) -> Figure:
+    return Figure(v, v - 0.02, v + 0.02)
+
+
+def test_the_mode_says_when_to_stop(qtbot, window):
+    view = MeasureView(window.review.measure)
+    qtbot.addWidget(view)
+    tight = Estimate(0.85, _figure(0.9), _figure(0.8), _figure(0.85), Figure(100, 95, 105),
+                     Figure(150, 140, 160), 90, 400, True)
+    view.show_measurement(Measurement(tight, 0.85, 400, 0, {"ann": 400}, "recall", 1200,
+                                      "m", None))
+    assert "you can stop" in view.advice.text()
+    assert view.values["precision"].text() == "90.0%  (88.0% – 92.0%)"
+    wide = Estimate(0.85, _figure(0.9), Figure(0.8, 0.6, 0.95), _figure(0.85),
+                    Figure(100, 95, 105), None, 90, 60, True)
+    view.show_measurement(Measurement(wide, 0.85, 60, 3, {"ann": 60}, "recall", 180, "m",
+                                      None))
+    assert "you can stop" not in view.advice.text()
+    assert "recall" in view.advice.text() and "180" in view.advice.text()
+    assert "3 drawn pairs wait" in view.rests_on.text()
+
+
+@pytest.mark.slow
+def test_the_calibrated_line_shows_the_estimated_precision_and_recall(qtbot, window,
+                                                                      questions_project):
+    labelled = [(p, 1) for p in DUPLICATES] + [(p, 0) for p in NOT_DUPLICATES]
+    with label_pairs(questions_project, labelled) as project:
+        for p in project.measuring.next_pairs(12):
+            project.measuring.answer(p.draw_id, int(p.similarity > 0.8))
+    with qtbot.waitSignal(window.review.measure.calibratedEstimate,
+                          timeout=SIGNAL_TIMEOUT_MS,
+                          check_params_cb=lambda m: m is not None):
+        open_review(qtbot, window, questions_project)
+    text = window.review_view.calibration_label.text()
+    assert "estimated precision" in text and "estimated recall" in text
+    assert "random pairs" in text
+
+
+@pytest.mark.slow
+def test_file_export_quality_report_writes_the_page(qtbot, window, questions_project,
+                                                    tmp_path, monkeypatch):
+    with label_pairs(questions_project, []) as project:
+        for p in project.measuring.next_pairs(8):
+            project.measuring.answer(p.draw_id, int(p.similarity > 0.8))
+    open_review(qtbot, window, questions_project)
+    target = tmp_path / "quality.html"
+    monkeypatch.setattr(window, "ask_report_path", lambda: str(target))
+    with qtbot.waitSignal(window.review.measure.reportWritten, timeout=SIGNAL_TIMEOUT_MS):
+        window.menu.actions["quality_report"].trigger()
+    page = target.read_text(encoding="utf-8")
+    assert "How right are the duplicates in questions.duplens?" in page
+    assert "<svg" in page and "8</b> pairs drawn at random" in page

@@ -1,0 +1,133 @@
+"""`duplens estimate` and `duplens label --from` as analysts run them: the loop of drawn
+pairs and answers files, a bad file refused whole, and two analysts of a team project adding
+to one sample (real processes, the real model)."""
+
+from __future__ import annotations
+
+import csv
+import getpass
+import json
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+from tests.engine.cli.test_cli import ROOT, run
+
+DATA = ROOT / "tests" / "data" / "questions.csv"
+GROUPS = [{"q1", "q2", "q3", "q41", "q42"}, {"q4", "q5"}, {"q6", "q7"}, {"q8", "q9"},
+          {"q10", "q11"}, {"q12", "q13"}, {"q14", "q15"}, {"q16", "q17"}, {"q18", "q19"},
+          {"q20", "q21"}, {"q22", "q23"}, {"q24", "q25"}, {"q26", "q27"}, {"q28", "q29"},
+          {"q30", "q31"}, {"q47", "q48"}]
+GROUP_OF = {q: i for i, group in enumerate(GROUPS) for q in group}
+
+
+@pytest.fixture
+def project(tmp_path) -> Path:
+    path = tmp_path / "questions.duplens"
+    run("import", str(path), str(DATA), "--column", "question", "--id-column", "qid")
+    return path
+
+
+def _next(location: str, n: int) -> list[dict]:
+    return json.loads(run("estimate", location, "--next", str(n), "--json").stdout)
+
+
+def _answers(path: Path, pairs: list[dict]) -> Path:
+    """An answers file from the oracle's verdicts (the Quora-style groups above)."""
+    with path.open("w", newline="", encoding="utf-8") as fh:
+        writer = csv.writer(fh)
+        writer.writerow(["a_id", "b_id", "verdict"])
+        for p in pairs:
+            a, b = GROUP_OF.get(p["a"]["id"]), GROUP_OF.get(p["b"]["id"])
+            writer.writerow([p["a"]["id"], p["b"]["id"],
+                             "dup" if a is not None and a == b else "not"])
+    return path
+
+
+def _stored(path: Path) -> tuple[int, int]:
+    con = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+    labels = con.execute("SELECT count(*) FROM pair_labels").fetchone()[0]
+    answered = con.execute("SELECT count(*) FROM quality_draws WHERE verdict IS NOT NULL"
+                           ).fetchone()[0]
+    con.close()
+    return labels, answered
+
+
+@pytest.mark.slow
+def test_the_loop_of_drawn_pairs_and_answer_files(project, tmp_path):
+    questions = {r["qid"]: r["question"] for r in csv.DictReader(DATA.open(encoding="utf-8"))}
+    pairs = _next(str(project), 12)
+    assert len(pairs) == 12
+    assert len({frozenset((p["a"]["id"], p["b"]["id"])) for p in pairs}) == 12
+    for p in pairs:
+        assert set(p) == {"a", "b", "score", "stratum"}
+        assert p["a"]["text"] == questions[p["a"]["id"]].strip() or p["a"]["id"] == "q42"
+        assert p["b"]["text"] == questions[p["b"]["id"]].strip() or p["b"]["id"] == "q42"
+    assert "outside the graph" in {p["stratum"] for p in pairs}      # the pilot reaches it
+    assert _next(str(project), 12) == pairs        # unanswered: the same pairs again
+    proc = run("label", str(project), "--from", str(_answers(tmp_path / "a.csv", pairs)))
+    assert "12 verdicts stored (12 of them answers to drawn pairs)" in proc.stderr
+    second = _next(str(project), 8)
+    assert not {frozenset((p["a"]["id"], p["b"]["id"])) for p in second} & \
+        {frozenset((p["a"]["id"], p["b"]["id"])) for p in pairs}
+    run("label", str(project), "--from", str(_answers(tmp_path / "b.csv", second)))
+    report = json.loads(run("estimate", str(project), "--json").stdout)
+    assert report["answers"] == 20 and report["pending"] == 0
+    assert report["answerers"] == {getpass.getuser(): 20}
+    e = report["estimate"]
+    for name in ("precision", "recall", "f1"):
+        assert 0 <= e[name]["low"] <= e[name]["value"] <= e[name]["high"] <= 1
+    assert e["duplicates"]["low"] <= 18 <= e["duplicates"]["high"]
+    text = run("estimate", str(project), "--threshold", "0.8").stdout
+    assert "threshold 0.800" in text and "precision" in text and "from 20 answers" in text
+
+
+@pytest.mark.slow
+def test_a_bad_answers_file_is_refused_whole_with_its_line_numbers(project, tmp_path):
+    pairs = _next(str(project), 3)
+    bad = tmp_path / "bad.csv"
+    bad.write_text("a_id,b_id,verdict\n"
+                   f"{pairs[0]['a']['id']},{pairs[0]['b']['id']},dup\n"
+                   f"{pairs[1]['a']['id']},nosuchrow,not\n"
+                   f"{pairs[2]['a']['id']},{pairs[2]['b']['id']},maybe\n", encoding="utf-8")
+    proc = run("label", str(project), "--from", str(bad), check_code=2)
+    assert "nothing stored" in proc.stderr
+    assert "line 3: no row has the id 'nosuchrow'" in proc.stderr
+    assert "line 4: verdict 'maybe'" in proc.stderr and "line 2" not in proc.stderr
+    assert len(proc.stderr.strip().splitlines()) == 1 and "Traceback" not in proc.stderr
+    assert _stored(project) == (0, 0)
+    headless = tmp_path / "headless.csv"
+    headless.write_text("first,second\nq1,q2\n", encoding="utf-8")
+    proc = run("label", str(project), "--from", str(headless), check_code=2)
+    assert "a_id,b_id,verdict" in proc.stderr
+    run("label", str(project), "--from", str(tmp_path / "missing.csv"), check_code=2)
+    assert _stored(project) == (0, 0)
+
+
+@pytest.mark.slow
+def test_two_analysts_of_a_team_project_add_to_one_sample(postgres_server, tmp_path):
+    from devtools.postgres_server import ANALYST_PASSWORD
+
+    name = postgres_server.create_database()
+    postgres_server.sql("DO $$ BEGIN CREATE ROLE second_analyst LOGIN PASSWORD 'pw2'; "
+                        "EXCEPTION WHEN duplicate_object THEN NULL; END $$")
+    postgres_server.sql("GRANT analyst TO second_analyst")
+    first = postgres_server.url(name, password=ANALYST_PASSWORD)
+    second = postgres_server.url(name, user="second_analyst", password="pw2")
+    try:
+        run("import", first, str(DATA), "--column", "question", "--id-column", "qid")
+        mine, theirs = _next(first, 6), _next(second, 6)
+        keys = [{frozenset((p["a"]["id"], p["b"]["id"])) for p in x} for x in (mine, theirs)]
+        assert not keys[0] & keys[1]          # each analyst gets pairs of their own
+        run("label", second, "--from", str(_answers(tmp_path / "theirs.csv", theirs)))
+        run("label", first, "--from", str(_answers(tmp_path / "mine.csv", mine)))
+        for location in (first, second):
+            report = json.loads(run("estimate", location, "--json").stdout)
+            assert report["answers"] == 12
+            assert report["answerers"] == {"analyst": 6, "second_analyst": 6}
+        rows = postgres_server.sql("SELECT count(*), count(DISTINCT sample_id) FROM "
+                                   "quality_draws", database=name)
+        assert rows == [(12, 1)]
+    finally:
+        postgres_server.drop_database(name)

@@ -1,0 +1,148 @@
+"""The quality estimate's statistics, driven without a project: exact on a census, honest
+intervals on a seeded synthetic population, and missed duplicates outside the graph counted."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from engine.estimation.allocation import answers_to_halve
+from engine.estimation.estimators import estimate
+from engine.estimation.simulation import PairPopulation, run_design
+from engine.estimation.strata import make_strata
+
+
+def _population(seed: int, candidates: int, outside: int, outside_share: float
+                ) -> PairPopulation:
+    """Candidate pairs whose duplicate chance rises steeply around 0.8, and outside pairs
+    (low similarity) that are duplicates with `outside_share`."""
+    rng = np.random.default_rng(seed)
+    sims = np.clip(rng.beta(5, 2, candidates) * 0.7 + 0.3, 0, 1)
+    dup = rng.random(candidates) < 1 / (1 + np.exp(-(sims - 0.8) / 0.04))
+    out_sims = rng.beta(2, 5, outside) * 0.6
+    out_dup = rng.random(outside) < outside_share
+    return PairPopulation(np.r_[sims, out_sims],
+                          np.r_[np.ones(candidates, bool), np.zeros(outside, bool)],
+                          np.r_[dup, out_dup])
+
+
+def _truth(pop: PairPopulation, flagged: np.ndarray) -> dict[str, float]:
+    tp = int((flagged & pop.duplicate).sum())
+    dups = int(pop.duplicate.sum())
+    n_flagged = int(flagged.sum())
+    return {"precision": tp / n_flagged, "recall": tp / dups,
+            "f1": 2 * tp / (n_flagged + dups), "duplicates": dups}
+
+
+def test_every_pair_answered_gives_the_exact_figures_and_no_width():
+    pop = _population(0, 300, 600, 0.02)
+    rng = np.random.default_rng(1)
+    # Flagged: most pairs above the threshold, a few below it and a few outside the graph
+    # (pairs in one cluster that the graph does not hold), as a cut can make them.
+    flagged = (pop.similarity >= 0.8) & pop.candidate & (rng.random(900) < 0.9)
+    flagged |= rng.random(900) < 0.01
+    sample = run_design(pop, flagged, 0.8, 900, rng)
+    assert sorted(sample.drawn.tolist()) == list(range(900))
+    for threshold, flags in ((0.8, flagged), (0.7, pop.candidate & (pop.similarity >= 0.7))):
+        got = sample.estimate(pop, flags, threshold=threshold)
+        for name, value in _truth(pop, flags).items():
+            figure = got.figure(name)
+            assert figure.value == pytest.approx(value, abs=1e-9), name
+            assert figure.low == pytest.approx(value, abs=1e-9), name
+            assert figure.high == pytest.approx(value, abs=1e-9), name
+
+
+def test_post_stratified_estimate_by_hand():
+    # Stratum 0: 1000 pairs, none flagged; stratum 1: 100 pairs, 60 flagged.
+    sizes, flagged_sizes = np.array([1000, 100]), np.array([0, 60])
+    stratum = np.array([0, 0, 0, 0, 1, 1, 1, 1, 1])
+    dup = np.array([0, 1, 0, 0, 1, 1, 0, 1, 0], bool)
+    flag = np.array([0, 0, 0, 0, 1, 1, 1, 0, 0], bool)
+    got = estimate(sizes, flagged_sizes, stratum, dup, flag)
+    tp = 60 * 2 / 3                      # flagged domain of stratum 1: 2 of 3
+    missed = 1000 * 1 / 4 + 40 * 1 / 2   # stratum 0: 1 of 4; unflagged of stratum 1: 1 of 2
+    assert got.precision.value == pytest.approx(tp / 60)
+    assert got.recall.value == pytest.approx(tp / (tp + missed))
+    assert got.f1.value == pytest.approx(2 * tp / (60 + tp + missed))
+    assert got.duplicates.value == pytest.approx(tp + missed)
+    assert got.flagged == 60 and got.answers == 9 and got.ready
+
+
+def test_intervals_cover_the_truth_on_a_synthetic_population():
+    """95% intervals from 150 answers, 2% duplicates in all (a few outside the graph)."""
+    pop = _population(7, 4000, 40_000, 5e-4)
+    flagged = pop.candidate & (pop.similarity >= 0.8)
+    truth = _truth(pop, flagged)
+    assert 0.01 < truth["duplicates"] / len(pop.duplicate) < 0.05
+    reps, covered = 60, dict.fromkeys(truth, 0)
+    for rep in range(reps):
+        rng = np.random.default_rng(100 + rep)
+        # The outside strata sized from 5,000 of the 40,000 outside pairs, anew each time.
+        stratification = pop.strata(0.8, rng, phase_one=5000)
+        assert not stratification[0].phase_one_complete
+        sample = run_design(pop, flagged, 0.8, 150, rng, batch=5,
+                            stratification=stratification)
+        got = sample.estimate(pop, flagged, threshold=0.8, draws=1000, seed=rep)
+        for name, value in truth.items():
+            covered[name] += got.figure(name).low <= value <= got.figure(name).high
+    assert all(c / reps >= 0.9 for c in covered.values()), covered
+
+
+def test_duplicates_outside_the_graph_lower_the_recall():
+    """Recall counted among candidate pairs only would be overstated: the outside strata's
+    duplicates (what the index never returns) are estimated, without bias, and are in the
+    denominator."""
+    pop = _population(3, 1000, 3000, 0.05)
+    flagged = pop.candidate & (pop.similarity >= 0.8)
+    truth = _truth(pop, flagged)
+    in_graph = int((pop.candidate & pop.duplicate).sum())
+    within_graph = (flagged & pop.duplicate).sum() / in_graph
+    assert truth["recall"] < within_graph - 0.15
+    stratification = pop.strata(0.8)
+    reps, dups, covered = 40, [], {"recall": 0, "duplicates": 0}
+    for rep in range(reps):
+        sample = run_design(pop, flagged, 0.8, 150, np.random.default_rng(rep), batch=5,
+                            stratification=stratification)
+        outside = sample.stratum < sample.strata.outside_count
+        assert outside.sum() >= 0.1 * 150                 # its least share of the answers
+        got = sample.estimate(pop, flagged, threshold=0.8, draws=500)
+        dups.append(got.duplicates.value)
+        for name in covered:
+            covered[name] += got.figure(name).low <= truth[name] <= got.figure(name).high
+    # The number of duplicates is a sum over strata: unbiased, missed ones included.
+    spread = np.std(dups) / np.sqrt(reps)
+    assert abs(np.mean(dups) - truth["duplicates"]) < 3 * spread
+    assert np.mean(dups) > in_graph + 2 * spread
+    assert all(c >= 0.9 * reps for c in covered.values()), covered
+
+
+def test_strata_put_a_boundary_at_the_threshold_and_merge_tiny_bins():
+    rng = np.random.default_rng(0)
+    sims = np.r_[rng.uniform(0.5, 1.0, 5000), [0.31, 0.42]]
+    first = np.r_[rng.uniform(-0.1, 0.45, 900), rng.uniform(0.5, 0.7, 100)]
+    strata = make_strata(sims, first, 10_000, 0.83)
+    assert 0.83 in strata.bounds.tolist()
+    g = strata.outside_count
+    assert g >= 3 and strata.phase_one.sum() == 1000 and not strata.phase_one_complete
+    assert strata.sizes[:g].sum() == pytest.approx(10_000)   # N0 * m_g / M
+    assert strata.sizes.sum() == pytest.approx(15_002)
+    assert (strata.sizes[g:] >= 20).all()          # the two pairs below 0.5 were merged
+    assert (strata.phase_one >= 20).all()
+    which = strata.of(sims)
+    assert (which >= g).all()
+    assert np.array_equal(np.bincount(which, minlength=strata.count)[g:], strata.sizes[g:])
+    above = strata.of(np.array([0.83, 0.8299]))
+    assert above[0] == above[1] + 1                 # the threshold starts a stratum
+    assert strata.of_outside(np.array([-0.5, 0.65])).tolist() == [0, g - 1]
+    assert strata.label(0).startswith("outside the graph, below")
+    again = type(strata).from_json(strata.as_json())
+    assert np.array_equal(again.sizes, strata.sizes) and again.outside_count == g
+
+
+def test_answers_to_halve_one_stratum_needs_three_times_as_many_again():
+    sizes = np.array([0, 10**9])          # only a (huge) candidate stratum matters
+    drawn = np.array([0, 100])
+    share = np.array([0.0, 0.3])
+    flagged_share = np.array([0.0, 1.0])
+    more = answers_to_halve(sizes, drawn, share, flagged_share, figure=0)
+    assert more is not None and 290 <= more <= 310
