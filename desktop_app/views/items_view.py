@@ -7,7 +7,9 @@ big project's rows show at once and the scroll bar grows while the rest are read
 view holds the current `RowQuery`, asks again when the analyst types a filter or clicks a
 header, and only the newest request's answer is shown (`latest`). Sorting by Cluster or
 Decision uses the review's latest cut, which only the window knows, so that reordering is
-done here with `engine.browse.order_by_labels` on the ids already shown.
+done here with `engine.browse.order_by_labels` on the ids already shown. The rows of each
+page come from a worker as the table scrolls (`table_models.row_pages`); this view tells
+it which rows are on screen, so it reads those first and skips the pages a scroll left.
 """
 
 from __future__ import annotations
@@ -79,7 +81,7 @@ class ItemsView(QWidget):
     def __init__(self, bridge: EngineBridge, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.bridge = bridge
-        self.model = ItemsTableModel(bridge.items_by_ids, self)
+        self.model = ItemsTableModel(bridge, self)
         self.query = RowQuery()
         self._label_sort: tuple[int, bool] | None = None   # (column, descending)
         self._shown = False      # an answer is on screen
@@ -97,6 +99,9 @@ class ItemsView(QWidget):
         self.count_label = QLabel("", self)
         self.count_label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         self.table = self._make_table()
+        self.model.pages.visible = self._rows_on_screen
+        self.table.verticalScrollBar().valueChanged.connect(
+            lambda _value: self.model.pages.prefetch())
         self._set_filter_columns([])
         self._filter_timer = QTimer(self)
         self._filter_timer.setSingleShot(True)
@@ -136,6 +141,12 @@ class ItemsView(QWidget):
         header.sortIndicatorChanged.connect(self.model.sort)
         header.setStretchLastSection(False)
         return table
+
+    def _rows_on_screen(self) -> tuple[int, int]:
+        """The first and last row the table shows (the last row when it shows to the end)."""
+        first = max(self.table.rowAt(0), 0)
+        last = self.table.rowAt(self.table.viewport().height() - 1)
+        return first, self.model.rowCount() - 1 if last < 0 else last
 
     def _layout_columns(self) -> None:
         header = self.table.horizontalHeader()
