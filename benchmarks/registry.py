@@ -28,6 +28,7 @@ REGISTRY = (
     Benchmark("mining_1m", "Duplicate mining at 1M items", quick=False),
     Benchmark("scale_1m", "Scale and footprint (1M items)"),
     Benchmark("team_index", "Team projects on PostgreSQL: where the index lives"),
+    Benchmark("gui_stalls", "The window on a slow team server: GUI-thread stalls"),
     Benchmark("gpu_import", "GPU import"),
     Benchmark("ray_encode", "Encoding on Ray"),
     Benchmark("match_throughput", "Checking a file against a project"),

@@ -124,7 +124,8 @@ class RowPages(QObject):
         page = self._pages.get(number)
         if page is None:
             self._asked.add(number)
-            self._flush_timer.start()
+            if not self._flush_timer.isActive():
+                self._flush_timer.start()
             return LOADING
         self._pages.move_to_end(number)
         return page.rows[row % PAGE_SIZE]
