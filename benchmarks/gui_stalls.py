@@ -103,16 +103,18 @@ class DelayProxy:
 
     async def _relay(self, client_in: asyncio.StreamReader,
                      client_out: asyncio.StreamWriter) -> None:
+        writers = [client_out]
         try:
             server_in, server_out = await asyncio.open_connection("127.0.0.1",
                                                                   self.target_port)
-        except OSError:
-            client_out.close()
-            return
-        await asyncio.gather(self._pipe(client_in, server_out),
-                             self._pipe(server_in, client_out), return_exceptions=True)
-        for writer in (client_out, server_out):
-            writer.close()
+            writers.append(server_out)
+            await asyncio.gather(self._pipe(client_in, server_out),
+                                 self._pipe(server_in, client_out), return_exceptions=True)
+        except (OSError, asyncio.CancelledError):
+            pass   # no server, or `stop()`: the connection simply ends
+        finally:
+            for writer in writers:
+                writer.close()
 
     async def _pipe(self, source: asyncio.StreamReader, sink: asyncio.StreamWriter) -> None:
         loop = asyncio.get_running_loop()

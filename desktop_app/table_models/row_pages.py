@@ -5,8 +5,9 @@ The table keeps only the ids of its rows, in order; the rows themselves are read
 round trip (50 ms and more on a slow link), so a read in `data()` would freeze scrolling and
 typing while the server answers. Here a page that is not in memory yet is asked for and
 `LOADING` returned at once (the table draws a placeholder); the pages asked for during one
-pass of the event loop (one paint) go to the bridge's pages pool as one job, and each page
-that arrives is announced (`pagesRead`), so the table repaints those rows.
+pass of the event loop (one paint) go to the bridge's pages pool as one job, those on screen
+first, then a screenful above and below (read ahead, so a scroll finds them); each page is
+sent back as soon as it is read and announced (`pagesRead`), so the table repaints its rows.
 
 A fast scroll paints many pages it then leaves. The worker reads a page only if it is still
 wanted when its turn comes, that is, if the newest paint asked for it or it lies on or next
@@ -23,7 +24,7 @@ from __future__ import annotations
 
 from collections import OrderedDict
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 from PySide6.QtCore import QObject, QTimer, Signal
@@ -37,43 +38,45 @@ LOADING = object()   # `RowPages.get`'s answer for a row whose page is still bei
 
 @dataclass(frozen=True)
 class Page:
-    """One page in memory: its ids (to tell whether a new order still has it) and rows."""
+    """One page: its number, its ids (to tell whether a new order still has it) and rows
+    (None for a row deleted since the order was read)."""
 
+    number: int
     ids: np.ndarray
     rows: list[dict | None]
 
 
-@dataclass
+@dataclass(frozen=True)
 class PageRequest:
-    """The pages one job reads: page number -> the ids it holds, in order."""
+    """The pages one job reads, those on screen first: page number -> the ids it holds."""
 
     pages: dict[int, np.ndarray]
     token: int
 
 
-@dataclass
-class PagesRead:
-    """What a job read (page number -> its rows, None for a row deleted since) and the pages
-    it skipped because they were no longer wanted."""
+@dataclass(frozen=True)
+class PagesDone:
+    """A job's end: which pages of request `token` it read and which it skipped because
+    they were no longer wanted."""
 
     token: int
-    ids: dict[int, np.ndarray] = field(default_factory=dict)
-    rows: dict[int, list[dict | None]] = field(default_factory=dict)
-    skipped: list[int] = field(default_factory=list)
+    read: list[int]
+    skipped: list[int]
 
 
 def read_pages(request: PageRequest, wanted: Callable[[int, np.ndarray], bool],
-               job: Job) -> PagesRead:
-    """The job: each page of `request` still `wanted` when its turn comes, one query each."""
-    out = PagesRead(request.token)
+               job: Job) -> PagesDone:
+    """The job: each page of `request` still `wanted` when its turn comes, one query each,
+    sent as it is read (`job.partial`: the first at once, the page on screen)."""
+    read, skipped = [], []
     for number, ids in request.pages.items():
         if not wanted(number, ids):
-            out.skipped.append(number)
+            skipped.append(number)
             continue
         found = {r["item_id"]: r for r in job.project.rows.by_ids(ids.tolist())}
-        out.ids[number] = ids
-        out.rows[number] = [found.get(int(i)) for i in ids]
-    return out
+        job.partial(Page(number, ids, [found.get(int(i)) for i in ids]))
+        read.append(number)
+    return PagesDone(request.token, read, skipped)
 
 
 class RowPages(QObject):
@@ -139,22 +142,26 @@ class RowPages(QObject):
         self._flush_timer.start()
 
     # -- reading ---------------------------------------------------------------------------
-    def _near_screen(self) -> set[int]:
-        """The pages of the rows on screen and of a screenful above and below."""
+    def _screen(self) -> tuple[set[int], set[int]]:
+        """The pages of the rows on screen, and those of a screenful above and below."""
         if self.visible is None or not len(self._order):
-            return set()
+            return set(), set()
         first, last = self.visible()
         span = max(last - first, 0) + 1
-        first = max(first - span, 0)
-        last = min(last + span, len(self._order) - 1)
-        return set(range(first // PAGE_SIZE, last // PAGE_SIZE + 1))
+        near_first = max(first - span, 0)
+        near_last = min(last + span, len(self._order) - 1)
+        return (set(range(first // PAGE_SIZE, last // PAGE_SIZE + 1)),
+                set(range(near_first // PAGE_SIZE, near_last // PAGE_SIZE + 1)))
 
     def _flush(self) -> None:
-        wanted = {n for n in self._asked | self._near_screen()
+        shown, near = self._screen()
+        first = self._asked | shown
+        wanted = {n for n in first | near
                   if n not in self._pages and n * PAGE_SIZE < len(self._order)}
         self._asked.clear()
         self._wanted = frozenset(wanted)
-        new = sorted(wanted - self._requested.keys())
+        # those on screen (or asked for) first, then the ones a scroll reaches next
+        new = sorted(wanted - self._requested.keys(), key=lambda n: (n not in first, n))
         if not new:
             return
         self._tokens += 1
@@ -165,32 +172,37 @@ class RowPages(QObject):
         for n in new:
             self._requested[n] = token
         self._runner.run(lambda job: read_pages(request, self._still_wanted, job),
-                         pool=Pool.PAGES, on_done=self._arrived)
+                         pool=Pool.PAGES, on_partial=self._arrived, on_done=self._done)
 
     def _still_wanted(self, number: int, ids: np.ndarray) -> bool:
         """Asked in the pool thread: `_wanted` and `_order` are replaced whole, never changed
         in place, so it sees the old object or the new one."""
         return number in self._wanted and self._same_ids(number, ids)
 
-    def _arrived(self, read: PagesRead) -> None:
+    def _arrived(self, pages: list[Page]) -> None:
+        """Pages read: kept if the order still has them where they were read from."""
         shown: list[tuple[int, int]] = []
-        again = False
-        for number in [*read.rows, *read.skipped]:
-            if self._requested.get(number) == read.token:
-                del self._requested[number]
-        for number, rows in read.rows.items():
-            ids = read.ids[number]
-            if not self._same_ids(number, ids):
-                again = again or number in self._wanted   # the order changed on the way
-                continue
-            self._pages[number] = Page(ids, rows)
-            self._pages.move_to_end(number)
-            start = number * PAGE_SIZE
-            shown.append((start, start + len(rows) - 1))
+        for page in pages:
+            if not self._same_ids(page.number, page.ids):
+                continue   # the order changed on the way: `_done` asks again if wanted
+            self._pages[page.number] = page
+            self._pages.move_to_end(page.number)
+            start = page.number * PAGE_SIZE
+            shown.append((start, start + len(page.rows) - 1))
         while len(self._pages) > CACHED_PAGES:
             self._pages.popitem(last=False)
-        if again or any(n in self._wanted and n not in self._pages for n in read.skipped):
-            self._asked.update(n for n in self._wanted if n not in self._pages)
-            self._flush_timer.start()
         if shown:
             self.pagesRead.emit(shown)
+
+    def _done(self, done: PagesDone) -> None:
+        """A job ended: its pages are no longer on their way; those still wanted and not
+        in memory (skipped, or read for an order since replaced) are asked for again."""
+        for number in (*done.read, *done.skipped):
+            if self._requested.get(number) == done.token:
+                del self._requested[number]
+        missing = [n for n in self._wanted
+                   if n not in self._pages and n not in self._requested]
+        if missing:
+            self._asked.update(missing)
+            if not self._flush_timer.isActive():
+                self._flush_timer.start()
