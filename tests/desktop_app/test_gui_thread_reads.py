@@ -12,13 +12,15 @@ from __future__ import annotations
 
 import csv
 
+import pytest
 from PySide6.QtCore import Qt
 
 from desktop_app.controllers.import_controller import ImportChoices
+from desktop_app.job_runner import Pool
 from desktop_app.main_window import MainWindow
 from desktop_app.table_models.items_model import PLACEHOLDER
 from devtools.gui_thread_guard import describe, gui_thread_statements
-from tests.desktop_app.conftest import QUESTIONS_ITEMS, SIGNAL_TIMEOUT_MS
+from tests.desktop_app.conftest import QUESTIONS_ITEMS, SIGNAL_TIMEOUT_MS, open_in
 from tests.desktop_app.test_review import press, select_cluster_of
 
 
@@ -37,9 +39,16 @@ def _visible_rows_shown(qtbot, window: MainWindow) -> None:
     qtbot.waitUntil(shown, timeout=SIGNAL_TIMEOUT_MS)
 
 
-def test_the_window_never_reads_the_database_on_the_gui_thread(qtbot, window,
+@pytest.mark.parametrize("where", ["file", pytest.param("server", marks=pytest.mark.slow)])
+def test_the_window_never_reads_the_database_on_the_gui_thread(qtbot, window, where, request,
                                                                questions_project, tmp_path,
                                                                monkeypatch):
+    location = str(questions_project)
+    if where == "server":   # a team project: there every read is a network round trip
+        from engine.copy_project import copy_project
+
+        location = request.getfixturevalue("postgres_url")
+        copy_project(questions_project, location)
     new = tmp_path / "this-week.csv"
     with new.open("w", newline="", encoding="utf-8") as f:
         csv.writer(f).writerows([("ref", "question"), ("n1", "How do I learn Python?")])
@@ -52,7 +61,7 @@ def test_the_window_never_reads_the_database_on_the_gui_thread(qtbot, window,
         # open: the rows, then the counts
         with qtbot.waitSignals([window.bridge.projectOpened, view.rowsShown,
                                 window.counts.counted], timeout=SIGNAL_TIMEOUT_MS):
-            window.open_project(str(questions_project))
+            window.open_project(location)
         assert model.rowCount() == QUESTIONS_ITEMS
         _visible_rows_shown(qtbot, window)
         # scroll to the end, sort, filter
@@ -111,3 +120,18 @@ def test_the_window_never_reads_the_database_on_the_gui_thread(qtbot, window,
         window.grab()
 
     assert not reads, "database reads on the GUI thread:\n" + describe(reads)
+
+
+def test_the_guard_sees_a_read_on_the_gui_thread_and_none_in_a_worker(qtbot, bridge,
+                                                                      questions_project):
+    """Else the test above could pass by seeing nothing at all."""
+    open_in(qtbot, bridge, questions_project)
+    with gui_thread_statements() as reads:
+        with qtbot.waitCallback(timeout=SIGNAL_TIMEOUT_MS) as counted:
+            bridge.run(lambda job: job.project.rows.count(), pool=Pool.REVIEW,
+                       on_done=counted)
+        assert counted.args == [QUESTIONS_ITEMS] and reads == []
+        assert bridge.current_project().rows.count() == QUESTIONS_ITEMS   # on this thread
+    assert [r.statement for r in reads][0] == "connect"
+    assert any(r.statement.lstrip().upper().startswith("SELECT") for r in reads)
+    assert any(w.startswith("engine/services/rows.py") for r in reads for w in r.where)
