@@ -416,7 +416,7 @@ class MainWindow(QMainWindow):
         self.recent.add(info["project"])
         self.start_page.set_recent(self.recent.paths())
         self.setWindowTitle(f"{Path(info['project']).name} — Duplens")
-        self.items_view.reload()
+        self.items_view.reload(another_project=True)
         self.counts.count()
         self.pages.setCurrentWidget(self.project_page)
         self.tabs.setCurrentWidget(self.search_page)

@@ -158,8 +158,12 @@ class ItemsView(QWidget):
             header.resizeSection(column, 140)
 
     # -- requests --------------------------------------------------------------------------
-    def reload(self) -> None:
-        """Ask again for the current query (after opening a project or an import)."""
+    def reload(self, *, another_project: bool = False) -> None:
+        """Ask again for the current query (after an import, or with `another_project`
+        after opening a project: the rows shown, and the pages kept, were the last
+        project's, and row ids repeat from one project to the next)."""
+        if another_project:
+            self.model.clear()
         self._request(self.query)
 
     def set_filter(self, text: str) -> None:

@@ -114,3 +114,21 @@ def test_a_reload_of_the_same_order_keeps_its_rows_on_screen(qtbot, window, big_
         assert model.data(model.index(0, 1)) == text != PLACEHOLDER
     finally:
         gate.set()
+
+
+def test_another_project_with_the_same_row_ids_shows_its_own_rows(qtbot, window, tmp_path,
+                                                                  questions_project):
+    """Row ids start at 1 in every project: the pages kept from the last one must go."""
+    from engine.project import Project
+    from tests.desktop_app.conftest import QUESTIONS_ITEMS, table_column
+
+    other = tmp_path / "other.duplens"
+    with Project.open(other, create=True) as project:
+        project.rows.import_table(write_questions(tmp_path / "other.csv", QUESTIONS_ITEMS),
+                                  ["question"], id_column="qid")
+    _open(qtbot, window, questions_project)
+    before = table_column(qtbot, window.items_model, 1)
+    _open(qtbot, window, other)
+    after = table_column(qtbot, window.items_model, 1)
+    assert len(after) == QUESTIONS_ITEMS and not set(after) & set(before)
+    assert after[0].startswith("How do I clean python")
