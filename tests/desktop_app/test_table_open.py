@@ -77,6 +77,8 @@ def test_rows_show_a_slice_at_a_time_and_still_sort_and_filter(qtbot, window,
     with qtbot.waitSignals([window.bridge.projectOpened, window.items_view.rowsShown],
                            timeout=SIGNAL_TIMEOUT_MS):
         window.open_project(str(questions_project))
+    if seen[0] == ("reset", 0):
+        seen.pop(0)    # the table emptied as the project opened (no project's rows stay)
     assert seen[0] == ("reset", SLICE)
     assert [kind for kind, _ in seen[1:]] == ["added"] * (len(seen) - 1) and len(seen) > 1
     assert seen[-1] == ("added", QUESTIONS_ITEMS)
