@@ -147,6 +147,7 @@ class RowPages(QObject):
         if self.visible is None or not len(self._order):
             return set(), set()
         first, last = self.visible()
+        last = min(last, first + PAGE_SIZE)   # a screen is never more than a page
         span = max(last - first, 0) + 1
         near_first = max(first - span, 0)
         near_last = min(last + span, len(self._order) - 1)

@@ -143,10 +143,13 @@ class ItemsView(QWidget):
         return table
 
     def _rows_on_screen(self) -> tuple[int, int]:
-        """The first and last row the table shows (the last row when it shows to the end)."""
+        """The first and last row the table shows. From the rows' fixed height, not
+        `rowAt` at the bottom, which says -1 both below the last row and for a view not
+        laid out yet: taken as "to the end", it would ask for every page of the table."""
         first = max(self.table.rowAt(0), 0)
-        last = self.table.rowAt(self.table.viewport().height() - 1)
-        return first, self.model.rowCount() - 1 if last < 0 else last
+        height = max(self.table.verticalHeader().defaultSectionSize(), 1)
+        last = first + self.table.viewport().height() // height
+        return first, min(last, self.model.rowCount() - 1)
 
     def _layout_columns(self) -> None:
         header = self.table.horizontalHeader()

@@ -5,7 +5,7 @@ letter; the bridge runs it off the GUI thread and drops stale answers, so this p
 shows whatever `searchResults` delivers. The heading says "This may already exist" only when
 the best hit reaches the window's threshold (`set_threshold`, the review's), else "Nothing
 close; the nearest are:". While an import still encodes (`set_indexing`) it says the
-answer covers the texts indexed so far.
+answer covers the texts indexed so far, and asks again as the index grows (`index_grew`).
 """
 
 from __future__ import annotations
