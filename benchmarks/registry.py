@@ -30,6 +30,7 @@ REGISTRY = (
     Benchmark("scale_1m", "Scale and footprint (1M items)"),
     Benchmark("team_index", "Team projects on PostgreSQL: where the index lives"),
     Benchmark("index_check", "Checking a saved index before hnswlib loads it"),
+    Benchmark("gui_stalls", "The window on a slow team server: GUI-thread stalls"),
     Benchmark("gpu_import", "GPU import"),
     Benchmark("ray_encode", "Encoding on Ray"),
     Benchmark("match_throughput", "Checking a file against a project"),

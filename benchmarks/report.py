@@ -248,7 +248,7 @@ def _table_scroll_section(name: str, data: dict) -> Section:
         step = data.get(key)
         if not step:
             return [what, "not measured", ""]
-        return [f"{what} ({step['steps']} steps; p50 / p95 / max, repaint included)",
+        return [f"{what} ({step['steps']} steps; p50 / p95 / max, until its rows show)",
                 f"{step['p50_ms']} / {step['p95_ms']} / {step['max_ms']} ms", "–"]
 
     project = data.get("project", {})

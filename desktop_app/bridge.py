@@ -4,9 +4,10 @@ The bridge does not mirror the engine. Controllers and views run their own engin
 `bridge.run(fn, pool=..., on_done=...)` (`desktop_app.job_runner`: the threading is written once
 there). The bridge keeps only what they all share: the open project's lifecycle, the model
 warm-up and readiness (with the search held until then), the preferences new models are
-loaded with, the keystroke search, and the table's page reads.
+loaded with, and the keystroke search. Nothing here reads the project on the calling (GUI)
+thread: on a team project every read is a network round trip.
 
-Four thread pools of one thread each, on purpose:
+Five thread pools of one thread each, on purpose:
 
 - `Pool.JOBS`: opening a project, loading a model, import + encode, fine-tuning, activating,
   exporting or deleting a model version, one at a time in the order asked, so an import
@@ -20,7 +21,10 @@ Four thread pools of one thread each, on purpose:
   so a decision and the re-cut after it cannot cross and moving the threshold never
   waits behind an import;
 - `Pool.TABLE`: sorting and filtering the table of rows, and the import dialog's preview,
-  so a slow sort of a million rows delays neither the review nor the search.
+  so a slow sort of a million rows delays neither the review nor the search;
+- `Pool.PAGES`: the table's pages of rows as it scrolls (`table_models.row_pages`), a few
+  milliseconds each on a file, a round trip each on a server, so they never wait behind
+  reading a million ids in order, and the rows on screen show while the rest are read.
 
 All public signals are emitted on the GUI thread.
 """
@@ -30,7 +34,7 @@ from __future__ import annotations
 import logging
 import os
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from PySide6.QtCore import QObject, Signal
@@ -125,7 +129,7 @@ class EngineBridge(JobRunner):
         with self._project_lock:
             old, self._project = self._project, project
         if old is not None:
-            self.wait(Pool.SEARCH, Pool.REVIEW, Pool.TABLE)   # they may still hold the old one
+            self.wait(Pool.SEARCH, Pool.REVIEW, Pool.TABLE, Pool.PAGES)   # may hold the old one
             old.close()
         return info
 
@@ -276,17 +280,6 @@ class EngineBridge(JobRunner):
         self._delivered_search = seq
         self.searchResults.emit(seq, text, hits)
         return True
-
-    # -- the table's pages (synchronous on purpose) ----------------------------------------
-    def count_items(self) -> int:
-        """Live rows; a single indexed COUNT, cheap enough for the GUI thread."""
-        project = self._current()
-        return project.rows.count() if project is not None else 0
-
-    def items_by_ids(self, item_ids: Sequence[int]) -> list[dict]:
-        """One page of rows for the table, by id; small pages keep this a few milliseconds."""
-        project = self._current()
-        return project.rows.by_ids(item_ids) if project is not None else []
 
 
 def project_info(project: Project, *, counts: bool = True) -> dict:

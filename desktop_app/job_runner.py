@@ -59,6 +59,7 @@ class Pool(Enum):
     SEARCH = "search"
     REVIEW = "review"
     TABLE = "table"
+    PAGES = "pages"
 
 
 class Throttle:

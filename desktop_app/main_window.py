@@ -5,20 +5,19 @@ reacts to their signals; it decides nothing about data. Every slot is `guarded`:
 an error dialog and is logged, and the window carries on. A job with no handler of its own
 for failures reports through `bridge.failed`, shown here as that dialog. Questions to the
 user (file pickers, the import dialog) are small `ask_*` methods, so tests can answer them
-without a modal dialog.
+without a modal dialog; `views.questions` asks them, `views.message_boxes` shows the error
+and model-consent boxes.
 """
 
 from __future__ import annotations
 
 import logging
-import time
 from pathlib import Path
 
 from PySide6.QtCore import QSettings, Qt, QUrl
 from PySide6.QtGui import QCloseEvent, QDesktopServices
 from PySide6.QtWidgets import (
     QDialog,
-    QFileDialog,
     QMainWindow,
     QMessageBox,
     QSplitter,
@@ -48,14 +47,15 @@ from desktop_app.recent import RecentProjects
 from desktop_app.resources import sample_questions_path, user_data_dir
 from desktop_app.safety import guarded
 from desktop_app.team_servers import TeamServers
-from desktop_app.views.import_dialog import ImportDialog
+from desktop_app.views import questions
 from desktop_app.views.items_view import ItemsView
 from desktop_app.views.main_menu import MainMenu
 from desktop_app.views.match_results import MatchResultsDialog
+from desktop_app.views.message_boxes import error_box, model_consent_box
 from desktop_app.views.plots_view import PlotsView
 from desktop_app.views.review_view import ClusterReviewView
 from desktop_app.views.search_panel import SearchPanel
-from desktop_app.views.settings_dialog import Preferences, SettingsDialog
+from desktop_app.views.settings_dialog import Preferences
 from desktop_app.views.start_page import StartPage
 from desktop_app.views.status_bar import WindowStatusBar
 from desktop_app.views.team_dialog import TeamProjectDialog
@@ -63,11 +63,7 @@ from engine.services.summary import COUNTS
 
 log = logging.getLogger("duplens.gui")
 
-PROJECT_FILTER = "Duplens projects (*.duplens);;All files (*)"
-SHEET_FILTER = ("Spreadsheets (*.csv *.tsv *.txt *.xlsx *.xlsm *.parquet *.pq *.jsonl "
-                "*.ndjson);;All files (*)")
 LOADING_MODEL = "Loading the model…"
-SEARCH_AGAIN_S = 2.0   # while an import encodes, a query on screen is asked again this often
 
 
 class MainWindow(QMainWindow):
@@ -85,7 +81,6 @@ class MainWindow(QMainWindow):
         self._pending_import: ImportChoices | None = None
         self._opening: str | None = None
         self._recount = False          # counts asked for mid-import: take them
-        self._searched_at = 0.0        # when a running import last re-ran the search
         self.error_box: QMessageBox | None = None
         self.imports = ImportController(bridge, self)
         self.models = ModelController(bridge, self)
@@ -185,53 +180,31 @@ class MainWindow(QMainWindow):
         self.review.measure.reportWritten.connect(
             lambda path: self.status.say(f"Quality report written to {path}"))
 
-    # -- questions to the user (tests replace these) ---------------------------------------
+    # -- questions to the user (tests replace these; `views.questions` asks them) ---------
     def ask_spreadsheet(self) -> str | None:
-        path, _ = QFileDialog.getOpenFileName(self, "Choose a spreadsheet", "", SHEET_FILTER)
-        return path or None
+        return questions.ask_spreadsheet(self)
 
     def ask_import_choices(self, path: str) -> ImportChoices | None:
-        dialog = ImportDialog(path, self.bridge, self)
-        return dialog.choices() if dialog.exec() == QDialog.DialogCode.Accepted else None
+        return questions.ask_import_choices(self, self.bridge, path)
 
     def ask_check_choices(self, path: str) -> ImportChoices | None:
-        """The import dialog's choices for a check: it adds nothing, so its button says
-        "Check"."""
-        dialog = ImportDialog(path, self.bridge, self, purpose="check")
-        return dialog.choices() if dialog.exec() == QDialog.DialogCode.Accepted else None
+        return questions.ask_import_choices(self, self.bridge, path, purpose="check")
 
     def ask_new_project_path(self, suggested: str) -> str | None:
-        path, _ = QFileDialog.getSaveFileName(self, "Save the new project as", suggested,
-                                              PROJECT_FILTER)
-        if path and not Path(path).suffix:
-            path += ".duplens"
-        return path or None
+        return questions.ask_new_project_path(self, suggested)
 
     def ask_project_path(self) -> str | None:
-        path, _ = QFileDialog.getOpenFileName(self, "Open a project", "", PROJECT_FILTER)
-        return path or None
+        return questions.ask_project_path(self)
 
     def ask_export_path(self) -> str | None:
-        suggested = ""
-        if self._info is not None:
-            suggested = str(Path(self._info["project"]).with_name(
-                Path(self._info["project"]).stem + "-clusters.xlsx"))
-        path, _ = QFileDialog.getSaveFileName(self, "Export clusters", suggested,
-                                              "Excel (*.xlsx);;CSV (*.csv)")
-        if path and Path(path).suffix.lower() not in (".xlsx", ".csv"):
-            path += ".xlsx"
-        return path or None
+        return questions.ask_export_path(self, self._info["project"] if self._info else None)
 
     def ask_export_form(self) -> str | None:
-        from desktop_app.views.export_form import ExportFormDialog
-
-        dialog = ExportFormDialog(self)
-        return dialog.form() if dialog.exec() == QDialog.DialogCode.Accepted else None
+        return questions.ask_export_form(self)
 
     def ask_preferences(self, current: Preferences) -> Preferences | None:
         model = self._info.get("model_location") if self._info else None
-        dialog = SettingsDialog(current, model, self)
-        return dialog.preferences() if dialog.exec() == QDialog.DialogCode.Accepted else None
+        return questions.ask_preferences(self, current, model)
 
     def sample_project_path(self) -> Path:
         """Where "Try it with sample questions" keeps its project (the user's data folder)."""
@@ -291,13 +264,7 @@ class MainWindow(QMainWindow):
             self.review.measure.export_report(path)
 
     def ask_report_path(self) -> str | None:
-        project = Path(self._info["project"]) if self._info else Path("project")
-        suggested = str(project.with_name(project.stem + "-quality.html"))
-        path, _ = QFileDialog.getSaveFileName(self, "Export quality report", suggested,
-                                              "Web page (*.html)")
-        if path and Path(path).suffix.lower() not in (".html", ".htm"):
-            path += ".html"
-        return path or None
+        return questions.ask_report_path(self, self._info["project"] if self._info else None)
 
     @guarded
     def show_about(self) -> None:
@@ -494,7 +461,7 @@ class MainWindow(QMainWindow):
         self.recent.add(info["project"])
         self.start_page.set_recent(self.recent.paths())
         self.setWindowTitle(f"{Path(info['project']).name} — Duplens")
-        self.items_view.reload()
+        self.items_view.reload(another_project=True)
         self.counts.count()
         self.pages.setCurrentWidget(self.project_page)
         self.tabs.setCurrentWidget(self.search_page)
@@ -521,11 +488,7 @@ class MainWindow(QMainWindow):
             self.counts.count()            # the file's rows are in: say how many,
             self.items_view.reload()       # and show them (a hit's row can be selected)
         self.status.show_encoding(progress.done, progress.total)
-        now = time.monotonic()
-        if self.search_panel.query.text().strip() and \
-                now - self._searched_at >= SEARCH_AGAIN_S:
-            self._searched_at = now
-            self.search_panel.refresh()
+        self.search_panel.index_grew()
 
     def _import_ended(self) -> None:
         self.search_panel.set_indexing(False)
@@ -635,18 +598,10 @@ class MainWindow(QMainWindow):
         """A project from someone else names a model outside its own folder: loading it
         runs its tokenizer and weights, so the user decides (engine.model_trust)."""
         self.status.show_model_state("Model not loaded")
-        box = QMessageBox(QMessageBox.Icon.Question, "Load this model?",
-                          f"{message}.\n\nLoad it only if you trust whoever sent this "
-                          f"project. Your answer is remembered for this project.",
-                          QMessageBox.StandardButton.Yes | QMessageBox.StandardButton.No, self)
-        box.setDefaultButton(QMessageBox.StandardButton.No)
-        box.setObjectName("modelConsent")
-        box.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
-        box.finished.connect(lambda _result: self._consent_answered(box, location))
-        box.open()
+        model_consent_box(self, message, lambda yes: self._consent_answered(yes, location))
 
-    def _consent_answered(self, box: QMessageBox, location: str) -> None:
-        if box.standardButton(box.clickedButton()) == QMessageBox.StandardButton.Yes:
+    def _consent_answered(self, yes: bool, location: str) -> None:
+        if yes:
             self.bridge.approve_model(location)
         else:
             self.status.say("The project's model was not loaded: search and encoding "
@@ -662,13 +617,7 @@ class MainWindow(QMainWindow):
     def show_error(self, message: str, details: str = "") -> None:
         """A non-blocking warning box; the traceback (if any) under "Show Details…"."""
         log.warning("error shown to the user: %s", message)
-        box = QMessageBox(QMessageBox.Icon.Warning, "Duplens", message,
-                          QMessageBox.StandardButton.Ok, self)
-        if details:
-            box.setDetailedText(details)
-        box.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
-        self.error_box = box
-        box.open()
+        self.error_box = error_box(self, message, details)
 
     def _set_info(self, info: dict) -> None:
         self._info = info

@@ -3,25 +3,26 @@
 A project can hold millions of rows; reading them all would freeze the window and eat the
 memory. The model keeps only the ids of the rows to show, in order (`engine.browse`: 8 bytes
 a row, sorted and filtered by the engine off the GUI thread, and shown as they are read:
-`append_rows`), and an LRU of a few 200-row
-pages read by id as the view scrolls: one small primary-key query each, a few milliseconds,
-cheaper than a round trip through a thread, and as cheap at the end of the table as at
-its start.
+`append_rows`). The rows themselves come a 200-row page at a time, by id, as the view
+scrolls: one small primary-key query each, as cheap at the end of the table as at its start,
+read by a worker (`RowPages`), never in `data()`: on a team project each is a network round
+trip. Until its page arrives a row shows `PLACEHOLDER`; the cluster and decision columns and
+a row's id (`ITEM_ID_ROLE`) need no page and show at once.
 """
 
 from __future__ import annotations
 
-from collections import OrderedDict
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 
 import numpy as np
 from PySide6.QtCore import QAbstractTableModel, QModelIndex, QPersistentModelIndex, Qt, Signal
 
+from desktop_app.job_runner import JobRunner
+from desktop_app.table_models.row_pages import LOADING, RowPages
 from engine.browse import SORT_PUBLIC_ID, SORT_TEXT
 
-PAGE_SIZE = 200
-CACHED_PAGES = 20
 TOOLTIP_CHARS = 1500
+PLACEHOLDER = "…"   # a row whose page is still being read
 ITEM_ID_ROLE = Qt.ItemDataRole.UserRole + 1
 CLUSTER_COLUMN, DECISION_COLUMN = 2, 3
 FIXED_COLUMNS = ("ID", "Text", "Cluster", "Decision")
@@ -40,13 +41,12 @@ class ItemsTableModel(QAbstractTableModel):
 
     sortRequested = Signal(object, bool)   # engine sort key or CLUSTER/DECISION_COLUMN, desc
 
-    def __init__(self, fetch: Callable[[Sequence[int]], list[dict]],
-                 parent: object | None = None) -> None:
+    def __init__(self, runner: JobRunner, parent: object | None = None) -> None:
         super().__init__(parent)  # type: ignore[arg-type]
-        self._fetch = fetch
         self._order = np.zeros(0, dtype=np.int64)
         self._columns: list[str] = []
-        self._pages: OrderedDict[int, list[dict | None]] = OrderedDict()
+        self.pages = RowPages(runner, self)
+        self.pages.pagesRead.connect(self._pages_read)
         self._notes: dict[int, tuple[int, str]] = {}   # item id -> (cluster id, decision)
 
     # -- what is shown ---------------------------------------------------------------------
@@ -55,7 +55,7 @@ class ItemsTableModel(QAbstractTableModel):
         self.beginResetModel()
         self._order = np.asarray(order, dtype=np.int64)
         self._columns = list(columns)
-        self._pages.clear()
+        self.pages.reset(self._order)
         self.endResetModel()
 
     def append_rows(self, ids: np.ndarray) -> None:
@@ -65,7 +65,7 @@ class ItemsTableModel(QAbstractTableModel):
         start = len(self._order)
         self.beginInsertRows(QModelIndex(), start, start + len(ids) - 1)
         self._order = np.concatenate([self._order, np.asarray(ids, dtype=np.int64)])
-        self._pages.pop(start // PAGE_SIZE, None)   # read short, before these rows came
+        self.pages.extend(self._order, start)   # the last page was read short: again
         self.endInsertRows()
 
     def clear(self) -> None:
@@ -103,6 +103,11 @@ class ItemsTableModel(QAbstractTableModel):
     def _note(self, c) -> None:
         for m in (*c.members, *c.rejected):
             self._notes[m.item_id] = (c.cluster_id, m.decision)
+
+    def _pages_read(self, spans: list[tuple[int, int]]) -> None:
+        last_column = self.columnCount() - 1
+        for first, last in spans:
+            self.dataChanged.emit(self.index(first, 0), self.index(last, last_column))
 
     def _refresh_notes(self) -> None:
         if len(self._order):
@@ -143,19 +148,23 @@ class ItemsTableModel(QAbstractTableModel):
         if not index.isValid() or role not in (Qt.ItemDataRole.DisplayRole,
                                                Qt.ItemDataRole.ToolTipRole, ITEM_ID_ROLE):
             return None
-        item = self.item_at(index.row())
-        if item is None:
+        row, column = index.row(), index.column()
+        if not 0 <= row < len(self._order):
             return None
-        column = index.column()
         if role == ITEM_ID_ROLE:
-            return item["item_id"]
-        if column == 0:
-            return str(item["id"])
+            return int(self._order[row])
         if column in (CLUSTER_COLUMN, DECISION_COLUMN):
-            note = self._notes.get(item["item_id"])
-            if note is None:
+            note = self._notes.get(int(self._order[row]))
+            if note is None or role != Qt.ItemDataRole.DisplayRole:
                 return None
             return str(note[0]) if column == CLUSTER_COLUMN else note[1]
+        item = self.pages.get(row)
+        if item is LOADING:
+            return PLACEHOLDER if role == Qt.ItemDataRole.DisplayRole else None
+        if item is None:   # deleted since the order was read
+            return None
+        if column == 0:
+            return str(item["id"])
         if column == 1:
             text = str(item["text"])
         else:
@@ -166,27 +175,11 @@ class ItemsTableModel(QAbstractTableModel):
         return " ".join(text.split())   # one line per row: uniform heights keep it fast
 
     # -- lookups ---------------------------------------------------------------------------
-    def item_at(self, row: int) -> dict | None:
-        """The row's dict (id, row, text, item_id, extra, …), or None past the end or when
-        the row was deleted since the order was read."""
-        if not 0 <= row < len(self._order):
-            return None
-        return self._page(row // PAGE_SIZE)[row % PAGE_SIZE]
+    def rows_loaded(self, first: int, last: int) -> bool:
+        """Whether rows `first`..`last` are in memory (no placeholder among them)."""
+        return self.pages.loaded(first, last)
 
     def row_of_item(self, item_id: int) -> int | None:
         """The table row showing `item_id`, or None when the filter hides it."""
         hits = np.flatnonzero(self._order == item_id)
         return int(hits[0]) if len(hits) else None
-
-    def _page(self, number: int) -> list[dict | None]:
-        page = self._pages.get(number)
-        if page is not None:
-            self._pages.move_to_end(number)
-            return page
-        ids = self._order[number * PAGE_SIZE:(number + 1) * PAGE_SIZE].tolist()
-        found = {r["item_id"]: r for r in self._fetch(ids)}
-        page = [found.get(i) for i in ids]
-        self._pages[number] = page
-        while len(self._pages) > CACHED_PAGES:
-            self._pages.popitem(last=False)
-        return page

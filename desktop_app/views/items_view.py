@@ -7,7 +7,9 @@ big project's rows show at once and the scroll bar grows while the rest are read
 view holds the current `RowQuery`, asks again when the analyst types a filter or clicks a
 header, and only the newest request's answer is shown (`latest`). Sorting by Cluster or
 Decision uses the review's latest cut, which only the window knows, so that reordering is
-done here with `engine.browse.order_by_labels` on the ids already shown.
+done here with `engine.browse.order_by_labels` on the ids already shown. The rows of each
+page come from a worker as the table scrolls (`table_models.row_pages`); this view tells
+it which rows are on screen, so it reads those first and skips the pages a scroll left.
 """
 
 from __future__ import annotations
@@ -79,7 +81,7 @@ class ItemsView(QWidget):
     def __init__(self, bridge: EngineBridge, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.bridge = bridge
-        self.model = ItemsTableModel(bridge.items_by_ids, self)
+        self.model = ItemsTableModel(bridge, self)
         self.query = RowQuery()
         self._label_sort: tuple[int, bool] | None = None   # (column, descending)
         self._shown = False      # an answer is on screen
@@ -97,6 +99,9 @@ class ItemsView(QWidget):
         self.count_label = QLabel("", self)
         self.count_label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         self.table = self._make_table()
+        self.model.pages.visible = self._rows_on_screen
+        self.table.verticalScrollBar().valueChanged.connect(
+            lambda _value: self.model.pages.prefetch())
         self._set_filter_columns([])
         self._filter_timer = QTimer(self)
         self._filter_timer.setSingleShot(True)
@@ -137,6 +142,15 @@ class ItemsView(QWidget):
         header.setStretchLastSection(False)
         return table
 
+    def _rows_on_screen(self) -> tuple[int, int]:
+        """The first and last row the table shows. From the rows' fixed height, not
+        `rowAt` at the bottom, which says -1 both below the last row and for a view not
+        laid out yet: taken as "to the end", it would ask for every page of the table."""
+        first = max(self.table.rowAt(0), 0)
+        height = max(self.table.verticalHeader().defaultSectionSize(), 1)
+        last = first + self.table.viewport().height() // height
+        return first, min(last, self.model.rowCount() - 1)
+
     def _layout_columns(self) -> None:
         header = self.table.horizontalHeader()
         header.setSectionResizeMode(QHeaderView.ResizeMode.Interactive)
@@ -147,8 +161,12 @@ class ItemsView(QWidget):
             header.resizeSection(column, 140)
 
     # -- requests --------------------------------------------------------------------------
-    def reload(self) -> None:
-        """Ask again for the current query (after opening a project or an import)."""
+    def reload(self, *, another_project: bool = False) -> None:
+        """Ask again for the current query (after an import, or with `another_project`
+        after opening a project: the rows shown, and the pages kept, were the last
+        project's, and row ids repeat from one project to the next)."""
+        if another_project:
+            self.model.clear()
         self._request(self.query)
 
     def set_filter(self, text: str) -> None:

@@ -5,10 +5,12 @@ letter; the bridge runs it off the GUI thread and drops stale answers, so this p
 shows whatever `searchResults` delivers. The heading says "This may already exist" only when
 the best hit reaches the window's threshold (`set_threshold`, the review's), else "Nothing
 close; the nearest are:". While an import still encodes (`set_indexing`) it says the
-answer covers the texts indexed so far.
+answer covers the texts indexed so far, and asks again as the index grows (`index_grew`).
 """
 
 from __future__ import annotations
+
+import time
 
 from PySide6.QtCore import Qt, QTimer, Signal
 from PySide6.QtWidgets import QLabel, QLineEdit, QListWidget, QListWidgetItem, QVBoxLayout, QWidget
@@ -22,6 +24,7 @@ from engine.review.overlap import overlap, warm_up
 
 DEBOUNCE_MS = 50
 RESULTS = 10
+SEARCH_AGAIN_S = 2.0   # while an import encodes, a query on screen is asked again this often
 
 
 class SearchPanel(QWidget):
@@ -68,6 +71,7 @@ class SearchPanel(QWidget):
         bridge.searchResults.connect(self.show_results)
         self.shown_seq = 0
         self._overlap_warm = False
+        self._searched_at = 0.0        # when a running import last re-ran the search
 
     def set_threshold(self, value: float) -> None:
         """The window's threshold moved (the review's slider, or the project's read)."""
@@ -80,6 +84,14 @@ class SearchPanel(QWidget):
         """An import is encoding (True) or has ended: say what the answers cover."""
         self.indexing = on
         self._show_status()
+
+    def index_grew(self) -> None:
+        """An import encoding on committed more texts: a query on screen is asked again, at
+        most every `SEARCH_AGAIN_S`, so its answer grows with the index."""
+        now = time.monotonic()
+        if self.query.text().strip() and now - self._searched_at >= SEARCH_AGAIN_S:
+            self._searched_at = now
+            self.refresh()
 
     def refresh(self) -> None:
         """Search the current text again now (e.g. after an import added rows)."""

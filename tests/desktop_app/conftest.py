@@ -95,6 +95,30 @@ def open_in(qtbot, bridge: EngineBridge, path: Path, create: bool = False) -> di
     return blocker.args[0]
 
 
+def table_column(qtbot, model, column: int) -> list:
+    """What the table of rows shows in `column`, row by row, once every row's page has come
+    (a worker reads them; a row shows a placeholder until then)."""
+    from desktop_app.table_models.row_pages import PAGE_SIZE
+
+    rows = model.rowCount()
+
+    def loaded() -> bool:
+        for first in range(0, rows, PAGE_SIZE):
+            model.data(model.index(first, column))   # asks again for a page still missing
+        return model.rows_loaded(0, rows - 1)
+
+    if rows:
+        qtbot.waitUntil(loaded, timeout=SIGNAL_TIMEOUT_MS)
+    return [model.data(model.index(r, column)) for r in range(rows)]
+
+
+def table_cell(qtbot, model, row: int, column: int) -> object:
+    """What the table shows at (`row`, `column`) once the row's page has come."""
+    model.data(model.index(row, column))
+    qtbot.waitUntil(lambda: model.rows_loaded(row, row), timeout=SIGNAL_TIMEOUT_MS)
+    return model.data(model.index(row, column))
+
+
 def write_questions(path: Path, rows: int) -> Path:
     """A CSV of `rows` distinct, question-like texts (for long-running imports)."""
     subjects = ["python", "the sky", "a bicycle", "tax returns", "sourdough", "a laptop",

@@ -40,7 +40,7 @@ def test_import_end_to_end_reports_progress_on_the_gui_thread(qtbot, bridge, tmp
     assert result["import"].rows_imported == QUESTIONS_ITEMS and not result["cancelled"]
     assert seen and all(on_gui for *_, on_gui in seen)
     assert seen[-1][:3] == ("encoding", 46, 46)          # the final report is never dropped
-    assert bridge.model_ready and bridge.count_items() == QUESTIONS_ITEMS
+    assert bridge.model_ready and bridge.current_project().rows.count() == QUESTIONS_ITEMS
 
 
 def test_typing_shows_the_near_duplicates_first(qtbot, bridge, questions_project):

@@ -14,6 +14,8 @@ from tests.desktop_app.conftest import (
     QUESTIONS_ITEMS,
     SIGNAL_TIMEOUT_MS,
     shown_dialog,
+    table_cell,
+    table_column,
     write_questions,
 )
 
@@ -39,10 +41,10 @@ def _click_hit(qtbot, window: MainWindow, row: int) -> None:
     qtbot.mouseClick(results.viewport(), Qt.MouseButton.LeftButton, pos=rect.center())
 
 
-def _selected_id(window: MainWindow) -> str:
+def _selected_id(qtbot, window: MainWindow) -> str:
     rows = window.table.selectionModel().selectedRows()
     assert len(rows) == 1
-    return window.items_model.data(rows[0].siblingAtColumn(0))
+    return table_cell(qtbot, window.items_model, rows[0].row(), 0)
 
 
 def test_opening_a_project_shows_its_rows(qtbot, window, questions_project, settings):
@@ -51,7 +53,7 @@ def test_opening_a_project_shows_its_rows(qtbot, window, questions_project, sett
     assert window.pages.currentWidget() is window.project_page
     model = window.items_model
     assert model.rowCount() == QUESTIONS_ITEMS
-    assert model.data(model.index(0, 0)) == "q1"
+    assert table_cell(qtbot, model, 0, 0) == "q1"
     assert model.data(model.index(0, 1)) == "How do I learn Python quickly?"
     assert "48 items" in window.status_label.text()
     assert "all-MiniLM-L6-v2 on cpu" in window.status_label.text()
@@ -63,7 +65,7 @@ def test_clicking_a_hit_selects_its_row(qtbot, window, questions_project):
     _search(qtbot, window, "which city is australia's capital")
     top = window.search_panel.texts()[0].split(" · ")[0]
     _click_hit(qtbot, window, 0)
-    assert _selected_id(window) == top
+    assert _selected_id(qtbot, window) == top
 
 
 def test_a_bug_in_a_slot_shows_an_error_and_the_window_carries_on(qtbot, window,
@@ -83,7 +85,7 @@ def test_a_bug_in_a_slot_shows_an_error_and_the_window_carries_on(qtbot, window,
     box.close()
     monkeypatch.undo()
     _click_hit(qtbot, window, 0)                       # still alive and working
-    assert _selected_id(window) == window.search_panel.texts()[0].split(" · ")[0]
+    assert _selected_id(qtbot, window) == window.search_panel.texts()[0].split(" · ")[0]
 
 
 def test_new_project_from_a_spreadsheet(qtbot, window, tmp_path, questions_csv, monkeypatch):
@@ -146,9 +148,8 @@ def _click_header(qtbot, window: MainWindow, section: int) -> None:
                          pos=QPoint(pos, header.height() // 2))
 
 
-def _column(window: MainWindow, column: int) -> list[str]:
-    model = window.items_model
-    return [model.data(model.index(r, column)) for r in range(model.rowCount())]
+def _column(qtbot, window: MainWindow, column: int) -> list[str]:
+    return table_column(qtbot, window.items_model, column)
 
 
 def test_the_table_shows_the_files_columns_sorts_and_filters(qtbot, window, questions_project,
@@ -158,26 +159,26 @@ def test_the_table_shows_the_files_columns_sorts_and_filters(qtbot, window, ques
     model = window.items_model
     assert [model.headerData(c, Qt.Orientation.Horizontal) for c in range(5)] == \
         ["ID", "Text", "Cluster", "Decision", "topic"]
-    assert _column(window, 4) == [r["topic"] for r in rows]
+    assert _column(qtbot, window, 4) == [r["topic"] for r in rows]
     assert window.items_view.count_label.text() == f"{QUESTIONS_ITEMS} rows"
 
     _click_header(qtbot, window, 1)                    # Text, ascending
     shown = [" ".join(r["question"].split()) for r in rows]   # one line, as the table shows
-    assert _column(window, 1) == sorted(shown, key=str.casefold)
+    assert _column(qtbot, window, 1) == sorted(shown, key=str.casefold)
     _click_header(qtbot, window, 1)                    # again: descending
-    assert _column(window, 1)[0] == max(shown, key=str.casefold)
+    assert _column(qtbot, window, 1)[0] == max(shown, key=str.casefold)
 
     with qtbot.waitSignal(window.items_view.rowsShown, timeout=SIGNAL_TIMEOUT_MS):
         qtbot.keyClicks(window.items_view.filter_edit, "PYTHON")   # applied after a pause
     wanted = [q for q in shown if "python" in q.lower()]
-    assert sorted(_column(window, 1)) == sorted(wanted) and len(wanted) >= 2
+    assert sorted(_column(qtbot, window, 1)) == sorted(wanted) and len(wanted) >= 2
     assert window.items_view.count_label.text() == f"{len(wanted)} of {QUESTIONS_ITEMS} rows"
 
     view = window.items_view
     view.filter_column.setCurrentIndex(view.filter_column.findText("topic"))
     with qtbot.waitSignal(view.rowsShown, timeout=SIGNAL_TIMEOUT_MS):
         view.set_filter("health")
-    assert set(_column(window, 4)) == {"health"}
+    assert set(_column(qtbot, window, 4)) == {"health"}
     assert model.rowCount() == sum(r["topic"] == "health" for r in rows)
 
     _search(qtbot, window, "which city is australia's capital")   # not a health question
@@ -186,7 +187,7 @@ def test_the_table_shows_the_files_columns_sorts_and_filters(qtbot, window, ques
     with qtbot.waitSignal(view.rowsShown, timeout=SIGNAL_TIMEOUT_MS):
         view.set_filter("")
     _click_hit(qtbot, window, 0)
-    assert _selected_id(window) == window.search_panel.texts()[0].split(" · ")[0]
+    assert _selected_id(qtbot, window) == window.search_panel.texts()[0].split(" · ")[0]
 
 
 def test_cancel_in_the_status_bar_stops_the_import_it_shows(qtbot, window, tmp_path):

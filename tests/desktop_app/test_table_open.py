@@ -13,14 +13,18 @@ from desktop_app.main_window import MainWindow
 from desktop_app.table_models.items_model import ITEM_ID_ROLE
 from desktop_app.views.status_bar import COUNTING
 from engine.store import items as item_store
-from tests.desktop_app.conftest import QUESTIONS_ITEMS, SIGNAL_TIMEOUT_MS
+from tests.desktop_app.conftest import (
+    QUESTIONS_ITEMS,
+    SIGNAL_TIMEOUT_MS,
+    table_cell,
+    table_column,
+)
 
 SLICE = 5   # ids per slice in these tests, so 48 rows come in ten slices
 
 
-def _column(window: MainWindow, column: int) -> list[str]:
-    model = window.items_model
-    return [model.data(model.index(r, column)) for r in range(model.rowCount())]
+def _column(qtbot, window: MainWindow, column: int) -> list[str]:
+    return table_column(qtbot, window.items_model, column)
 
 
 def _questions(questions_csv) -> list[str]:
@@ -44,7 +48,7 @@ def test_the_table_shows_rows_before_the_counts_come(qtbot, window, questions_pr
                                timeout=SIGNAL_TIMEOUT_MS):
             window.open_project(str(questions_project))
         assert window.items_model.rowCount() == QUESTIONS_ITEMS
-        assert window.items_model.data(window.items_model.index(0, 0)) == "q1"
+        assert table_cell(qtbot, window.items_model, 0, 0) == "q1"
         assert window.status_label.text().startswith(COUNTING)
         assert "all-MiniLM-L6-v2" in window.status_label.text()
         assert "items" not in window._info and "counted" not in events
@@ -73,25 +77,27 @@ def test_rows_show_a_slice_at_a_time_and_still_sort_and_filter(qtbot, window,
     with qtbot.waitSignals([window.bridge.projectOpened, window.items_view.rowsShown],
                            timeout=SIGNAL_TIMEOUT_MS):
         window.open_project(str(questions_project))
+    if seen[0] == ("reset", 0):
+        seen.pop(0)    # the table emptied as the project opened (no project's rows stay)
     assert seen[0] == ("reset", SLICE)
     assert [kind for kind, _ in seen[1:]] == ["added"] * (len(seen) - 1) and len(seen) > 1
     assert seen[-1] == ("added", QUESTIONS_ITEMS)
     questions = _questions(questions_csv)
-    assert _column(window, 1) == questions                  # import order, every row once
+    assert _column(qtbot, window, 1) == questions                  # import order, every row once
     assert window.items_view.count_label.text() == f"{QUESTIONS_ITEMS} rows"
 
     view = window.items_view
     with qtbot.waitSignal(view.rowsShown, timeout=SIGNAL_TIMEOUT_MS):
         model.sort(1, Qt.SortOrder.DescendingOrder)        # as a header click asks
-    assert _column(window, 1) == sorted(questions, key=str.casefold, reverse=True)
+    assert _column(qtbot, window, 1) == sorted(questions, key=str.casefold, reverse=True)
     with qtbot.waitSignal(view.rowsShown, timeout=SIGNAL_TIMEOUT_MS):
         model.sort(0, Qt.SortOrder.AscendingOrder)
-    ids = _column(window, 0)
+    ids = _column(qtbot, window, 0)
     assert ids == sorted(ids) and len(ids) == QUESTIONS_ITEMS
     with qtbot.waitSignal(view.rowsShown, timeout=SIGNAL_TIMEOUT_MS):
         view.set_filter("how")
     wanted = [q for q in questions if "how" in q.lower()]
-    assert len(wanted) > SLICE and sorted(_column(window, 1)) == sorted(wanted)
+    assert len(wanted) > SLICE and sorted(_column(qtbot, window, 1)) == sorted(wanted)
     assert view.count_label.text() == f"{len(wanted)} of {QUESTIONS_ITEMS} rows"
 
 
