@@ -8,6 +8,7 @@ import json
 from engine.cli.common import (
     EXIT_CANCELLED,
     EXIT_OK,
+    json_option,
     one_line,
     open_project,
     positive,
@@ -35,7 +36,7 @@ def register(sub) -> None:
     p.add_argument("--report", metavar="FILE.html",
                    help="write a one-page report: the figures, the curve over thresholds "
                         "with its band, who answered, the model and how it was measured")
-    p.add_argument("--json", action="store_true")
+    json_option(p, "the estimates (or, with --next, the pairs to judge)")
     trust_option(p)
     p.set_defaults(run=cmd_estimate)
 

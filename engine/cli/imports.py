@@ -5,19 +5,28 @@ from __future__ import annotations
 import json
 import sys
 
-from engine.cli.common import EXIT_INPUT, EXIT_OK, open_project, positive, say
+from engine.cli.common import (
+    EXIT_INPUT,
+    EXIT_OK,
+    json_option,
+    open_project,
+    positive,
+    project_argument,
+    say,
+)
 from engine.progress import CancelToken
 
 
 def register(sub) -> None:
     p = sub.add_parser("imports", help="list a project's imports (batches); --delete N takes "
                        "one back out")
-    p.add_argument("project")
+    project_argument(p)
     p.add_argument("--delete", type=positive, metavar="N",
                    help="remove every row import N brought (asks first); clusters follow "
                         "the id rules at the next cut")
     p.add_argument("--yes", action="store_true", help="with --delete: do not ask")
-    p.add_argument("--json", action="store_true")
+    json_option(p, "the imports ([{batch, file_name, imported_at, imported_by, rows, live, "
+                   "removed_at}])")
     p.set_defaults(run=cmd_imports)
 
 
