@@ -62,7 +62,7 @@ class Project:
         self.vectors = Vectors(store, self.model, live)
         self.rows = Rows(store, live, kept_rows)
         self.labels = Labels(store, self.vectors)
-        self.ids = ClusterIds(store)
+        self.ids = ClusterIds(store, self._notice)
         self.clusters = Clusters(store, self.vectors, kept_rows, self.ids)
         self.versions = ModelVersions(store, self.model, live, self.labels)
         self.exports = Exports(store)

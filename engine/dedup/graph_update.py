@@ -29,8 +29,6 @@ import os
 from dataclasses import dataclass
 
 import numpy as np
-from scipy import sparse
-from scipy.sparse.csgraph import connected_components
 
 from engine.dedup.dense import VectorReader
 from engine.dedup.graph import KnnGraph, normalised
@@ -232,6 +230,10 @@ def _dense_pairs(graph: KnnGraph, read: VectorReader, added: np.ndarray, floor: 
     nodes = np.flatnonzero(region)
     local = np.full(n, -1, dtype=np.int64)
     local[nodes] = np.arange(len(nodes))
+    # Imported here: SciPy takes a while, and `duplens info` imports this module.
+    from scipy import sparse
+    from scipy.sparse.csgraph import connected_components
+
     links = sparse.coo_matrix((np.ones(len(a), dtype=np.int8), (local[a], local[b])),
                               shape=(len(nodes), len(nodes)))
     _, label = connected_components(links.tocsr(), directed=False)

@@ -11,19 +11,22 @@ A cut that changes nothing writes nothing (one read of a version number), so mov
 slider over thresholds already seen costs no write. The assignment is kept in memory and
 read again only when another process recorded one (the version moved). A read-only
 project labels cuts without recording them: its new clusters show numbers that are not
-reserved.
+reserved. So does a project on a full disk (read-only work goes on there): the cut is
+labelled from memory, and the next cut with room records it.
 """
 
 from __future__ import annotations
 
+import logging
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 
 from sqlalchemy import select
 
 from engine.dedup.id_rules import Assignment, Before, CutCluster, apply, assign, label
 from engine.dedup.row_clusters import CANONICAL, Cluster
+from engine.errors import DiskFull
 from engine.store import cluster_records as records
 from engine.store.database import Store
 from engine.store.schema import items
@@ -32,6 +35,8 @@ from engine.store.schema import items
 JOINED, NEW, MERGED, SPLIT, LEFT = "joined", "new", "merged", "split", "left"
 CHANGES = (JOINED, NEW, MERGED, SPLIT, LEFT)
 THRESHOLD_KEY = "cluster_ids_threshold"
+
+log = logging.getLogger("duplens.cluster_ids")
 
 
 @dataclass(frozen=True)
@@ -43,8 +48,10 @@ class Change:
 class ClusterIds:
     """Labels cuts with the project's stored cluster ids and records each assignment."""
 
-    def __init__(self, store: Store) -> None:
+    def __init__(self, store: Store, notice: Callable[[str], None] | None = None) -> None:
         self._store = store
+        self._notice = notice or log.warning
+        self._full_disk_said = False
         self._lock = threading.Lock()
         self._before: Before | None = None
         self._version: int | None = None
@@ -65,8 +72,16 @@ class ClusterIds:
             before = self._current()
             result = assign(cuts, before, every_cluster=every_cluster, released=released)
             if not result.writes_nothing and not self._store.read_only:
-                before, result = self._record(cuts, before, result, every_cluster, threshold,
-                                              released)
+                try:
+                    before, result = self._record(cuts, before, result, every_cluster,
+                                                  threshold, released)
+                except DiskFull:
+                    # Read-only work goes on when the disk is full: the ids are shown as
+                    # assigned, and the next cut with room records them.
+                    if not self._full_disk_said:
+                        self._full_disk_said = True
+                        self._notice(f"{self._store.name}: the disk is full: the cluster "
+                                     f"ids of this cut are not recorded until there is room")
             merged_from = _merged_from(before, result)
         return [replace(c, cluster_id=label(cid),
                         merged_from=tuple(label(m) for m in merged_from.get(cid, ())))

@@ -4,6 +4,7 @@ changed, take an import back out — real processes, the real model."""
 from __future__ import annotations
 
 import csv
+import io
 import json
 
 import pytest
@@ -32,7 +33,8 @@ def rows_of(path) -> dict[str, dict]:
 
 
 @pytest.mark.slow
-def test_a_second_weeks_file_joins_the_first_weeks_clusters_and_can_be_taken_out(tmp_path):
+def test_a_second_weeks_file_joins_the_first_weeks_clusters_and_can_be_taken_out(
+        tmp_path, monkeypatch):
     project = str(tmp_path / "weekly.duplens")
     (tmp_path / "week1.csv").write_text(FIRST, encoding="utf-8")
     (tmp_path / "week2.csv").write_text(SECOND, encoding="utf-8")
@@ -66,8 +68,9 @@ def test_a_second_weeks_file_joins_the_first_weeks_clusters_and_can_be_taken_out
     info = run("info", project)
     assert "import 1     week1.csv: 6 rows" in info.stdout
     assert "import 2     week2.csv: 3 rows" in info.stdout
-    refused = run("imports", project, "--delete", "2", check_code=2, stdin=None,
-                  input="")
+    # No terminal to ask on (stdin is an empty file): refused, nothing removed.
+    monkeypatch.setattr("sys.stdin", io.StringIO(""))
+    refused = run("imports", project, "--delete", "2", check_code=2)
     assert "--yes" in refused.stderr
     run("imports", project, "--delete", "2", "--yes")
     listed = json.loads(run("imports", project, "--json").stdout)
