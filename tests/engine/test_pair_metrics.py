@@ -60,7 +60,7 @@ def test_agrees_with_scikit_learn_to_the_last_digit(data):
 
 
 # An exact F1 tie (2/3 at two thresholds) that CI's Hypothesis run found.
-_TIED = ([s / 12 for s in [0,0,1,1,0,1,1,1,2,2,2,2,2,2,0,0,0,0,0,0,0,0,0,1,2,1,1,1,1,1,1,2,2,2,2,2,2,2]],
+_TIED = ([int(c) / 12 for c in "00110111222222000000000121111112222222"],
          [c == "T" for c in "FFTTFFFTTFTTTTFFFFFFFTTTTFFFFFFFFFTTTT"])
 
 
