@@ -70,14 +70,17 @@ ENCODE_NOTE = ("vectors written straight into the store: encoding 1M real rows w
 
 
 # -- building the project (benchmark-only) ---------------------------------------------------
-def base_rows() -> list[int]:
+def base_rows(without_queries: bool = False) -> list[int]:
     """Positions (in `corpus.questions()`) of the questions that stay distinct once Duplens
-    normalises them (a few differ only in case or spacing)."""
+    normalises them (a few differ only in case or spacing); `without_queries`: none of the
+    1,000 query questions (`corpus.query_and_pool`), for benchmarks that search for them."""
     from engine.text import normalise
 
     seen: set[str] = set()
     keep = []
-    for i, q in enumerate(corpus.questions()):
+    questions = corpus.questions()
+    last = len(corpus.query_and_pool()[1]) if without_queries else len(questions)
+    for i, q in enumerate(questions[:last]):
         key = normalise(q)
         if q.strip() and key not in seen:
             seen.add(key)
@@ -109,15 +112,17 @@ def row_vectors(real: np.ndarray, start: int, stop: int, seed: int = 0) -> np.nd
     return out
 
 
-def build_project(path: Path, n: int, *, block: int = 50_000) -> dict:
-    """Write an N-row project at `path` (see the module docstring); returns build timings."""
+def build_project(path: Path, n: int, *, block: int = 50_000,
+                  without_queries: bool = False) -> dict:
+    """Write an N-row project at `path` (see the module docstring); returns build timings.
+    `without_queries`: the query questions are in no row (see `base_rows`)."""
     from sqlalchemy import select
 
     from engine.project import Project
     from engine.store.embeddings import add_embeddings
     from engine.store.schema import texts as texts_table
 
-    base = base_rows()
+    base = base_rows(without_queries)
     texts = row_texts(n, base)
     queries, pool = corpus.query_and_pool()  # the split the other benchmarks cache
     real = np.concatenate([corpus.embed(pool), corpus.embed(queries)])[base]
@@ -155,23 +160,25 @@ def build_project(path: Path, n: int, *, block: int = 50_000) -> dict:
     return timings
 
 
-def project_path(n: int) -> Path:
+def project_path(n: int, without_queries: bool = False) -> Path:
     """Where the built N-item project is cached (it may not be there yet)."""
     from engine.encoding.model_spec import resolve_model
 
     tag = resolve_model(None).fingerprint.split(":")[-1][:10]
-    return corpus.CACHE / f"scale-{n}-v{BUILDER_VERSION}-{tag}.duplens"
+    kind = "-noq" if without_queries else ""
+    return corpus.CACHE / f"scale-{n}{kind}-v{BUILDER_VERSION}-{tag}.duplens"
 
 
-def cached_project(n: int) -> tuple[Path, dict | None]:
+def cached_project(n: int, without_queries: bool = False) -> tuple[Path, dict | None]:
     """The built N-item project (built now unless cached); its build timings when built."""
-    path = project_path(n)
+    path = project_path(n, without_queries)
     info = path.with_suffix(".build.json")
     if path.exists() and info.exists():
         return path, json.loads(info.read_text())
     corpus.CACHE.mkdir(parents=True, exist_ok=True)
     _say(f"  building a {n:,}-item project (cached in {path.parent})…")
-    built = _child(["--build", str(path), "--items", str(n)])
+    built = _child(["--build", str(path), "--items", str(n),
+                    *(["--without-queries"] if without_queries else [])])
     info.write_text(json.dumps(built))
     return path, built
 
@@ -451,6 +458,7 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--items", type=int)
     ap.add_argument("--import-rows", type=int, default=IMPORT_ROWS)
     ap.add_argument("--build", help=argparse.SUPPRESS)
+    ap.add_argument("--without-queries", action="store_true", help=argparse.SUPPRESS)
     ap.add_argument("--measure-open", help=argparse.SUPPRESS)
     ap.add_argument("--measure-import", type=int, help=argparse.SUPPRESS)
     ap.add_argument("--save", action="store_true", help=argparse.SUPPRESS)
@@ -458,7 +466,8 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--reconcile", action="store_true", help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     if args.build:
-        print(json.dumps(build_project(Path(args.build), args.items)))
+        print(json.dumps(build_project(Path(args.build), args.items,
+                                       without_queries=args.without_queries)))
         return
     if args.measure_open:
         print(json.dumps(measure_open(Path(args.measure_open), save=args.save,
