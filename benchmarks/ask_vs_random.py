@@ -24,7 +24,9 @@ Strategies (`STRATEGIES`): `uncertain` (nearest the threshold, spread out: the p
 `pick_uncertain`), `committee` (where this round's model and the previous one's disagree
 most, each at its own threshold), `band` (spread out at random among the 4n pairs nearest
 the threshold), `expected-loss` (the contrastive loss a verdict would give, its chance of
-"duplicate" fitted on the verdicts so far). A `+weak` suffix also trains on the pool's
+"duplicate" fitted on the verdicts so far), `mixed` (half `uncertain`, half at random),
+`top` (the pairs the model is surest are duplicates: the negatives among them are its
+hardest). A `+weak` suffix also trains on the pool's
 unlabelled mutual nearest neighbours (`WEAK_MIN` or more similar under the default model) as
 weak duplicates, at most as many as asked pairs.
 
@@ -123,11 +125,29 @@ def _expected_loss(r: Round) -> np.ndarray:
     return 0.1 * (1.0 - expected / max(float(expected.max()), 1e-12))
 
 
+def _mixed(r: Round, wanted: int) -> np.ndarray:
+    """Half the round nearest the threshold (spread out), half at random among the rest:
+    uncertainty's picks alone never show the model the pairs it is sure of and wrong about."""
+    cost = _uncertain(r)
+    chosen = r.rng.choice(len(cost), size=min(len(cost), wanted - wanted // 2), replace=False)
+    cost = cost.copy()
+    cost[chosen] = -1.0 + r.rng.uniform(0.0, 0.01, len(chosen))   # these come first
+    return cost
+
+
+def _top(r: Round) -> np.ndarray:
+    """The pairs the model calls duplicate most surely: those labelled "not duplicate" are
+    its hardest negatives."""
+    return 1.0 - r.scores
+
+
 STRATEGIES: dict[str, Callable[[Round, int], np.ndarray]] = {
     "uncertain": lambda r, n: _uncertain(r),
     "committee": lambda r, n: _committee(r),
     "band": _band,
     "expected-loss": lambda r, n: _expected_loss(r),
+    "mixed": _mixed,
+    "top": lambda r, n: _top(r),
 }
 
 
@@ -259,7 +279,7 @@ def main(argv: list[str] | None = None) -> None:
             write()
         for strategy in args.strategies:
             wanted = [{"kind": "ask", "strategy": strategy, "pairs": n, "seed": seed,
-                       "measured_on": args.on} for n in measure_at]
+                       "measured_on": args.on, "round": args.round} for n in measure_at]
             if all(_key(w) in done for w in wanted):
                 continue
             for entry in _ask_chain(strategy, seed, args, measure_at, trainer, base,
@@ -366,7 +386,8 @@ def _ask_chain(strategy: str, seed: int, args, measure_at: list[int], trainer: _
         model = trained
         if measure:
             yield {"kind": "ask", "strategy": strategy, "pairs": len(asked), "seed": seed,
-                   "measured_on": args.on, **entry, "asked_at": list(thresholds)}
+                   "measured_on": args.on, "round": args.round, **entry,
+                   "asked_at": list(thresholds)}
 
 
 def _without(weak: list, asked: list) -> list:
@@ -413,7 +434,8 @@ def _weak_pairs(base_vectors, pool: list, model_name: str) -> list:
 
 
 def _key(run: dict) -> tuple:
-    return (run["kind"], run.get("strategy"), run["pairs"], run["seed"], run["measured_on"])
+    return (run["kind"], run.get("strategy"), run["pairs"], run["seed"], run["measured_on"],
+            run.get("round") if run["kind"] == "ask" else None)
 
 
 def _options_dict(options) -> dict:
@@ -512,14 +534,17 @@ def means(runs: list[dict], base_ap: float) -> list[dict]:
     """AP gain per (kind, strategy, N) over the training seeds: mean, sample sd, range."""
     groups: dict[tuple, list[dict]] = {}
     for r in runs:
-        groups.setdefault((r["kind"], r.get("strategy") or "", r["pairs"]), []).append(r)
+        key = (r["kind"], r.get("strategy") or "", r["pairs"],
+               r.get("round") if r["kind"] == "ask" else None)
+        groups.setdefault(key, []).append(r)
     out = []
-    for (kind, strategy, pairs), group in sorted(groups.items(),
-                                                 key=lambda kv: (kv[0][2], kv[0][0], kv[0][1])):
+    for (kind, strategy, pairs, round_), group in sorted(
+            groups.items(), key=lambda kv: (kv[0][2], kv[0][0], kv[0][1], kv[0][3] or 0)):
         gains = np.asarray([r["average_precision"] - base_ap for r in group])
         f1s = [r.get("f1_at_validation_threshold", r.get("f1_at_calibrated")) for r in group]
         f1s = [f for f in f1s if f is not None]
-        out.append({"kind": kind, "strategy": strategy, "pairs": pairs, "seeds": len(group),
+        out.append({"kind": kind, "strategy": strategy, "pairs": pairs, "round": round_,
+                    "seeds": len(group),
                     "seed_list": sorted(r["seed"] for r in group),
                     "gain": float(gains.mean()),
                     "sd": float(gains.std(ddof=1)) if len(gains) > 1 else 0.0,
@@ -628,14 +653,16 @@ def _label(m: dict, product: str) -> str:
     if m["kind"] == "random":
         return "random"
     strategy = m["strategy"] or "uncertain"
-    return f"ask: {strategy}" + (" (the product's)" if strategy == product else "")
+    rounds = f", rounds of {m['round']:,}" if m.get("round") else ""
+    return f"ask: {strategy}{rounds}" + (" (the product's)" if strategy == product else "")
 
 
 def _each_run_table(runs: list[dict], base_ap: float, on: str, product: str) -> dict:
     rows = []
     for r in sorted(runs, key=lambda r: (r["pairs"], r["kind"], r.get("strategy") or "",
                                          r["seed"])):
-        rows.append([_label({"kind": r["kind"], "strategy": r.get("strategy")}, product),
+        rows.append([_label({"kind": r["kind"], "strategy": r.get("strategy"),
+                             "round": r.get("round")}, product),
                      f"{r['pairs']:,}", r["seed"], r["duplicates"],
                      f"{r['average_precision']:.2f} ({r['average_precision'] - base_ap:+.2f})",
                      r.get("f1_at_validation_threshold", r.get("f1_at_calibrated")),
