@@ -132,7 +132,7 @@ def main(argv: list[str] | None = None) -> None:
 
     ap = argparse.ArgumentParser(description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--on", choices=SPLITS, required=True,
+    ap.add_argument("--on", choices=SPLITS,
                     help="validation: to choose on; test: the reported figures (chooses "
                          "nothing)")
     ap.add_argument("--objectives", nargs="+", default=ALL_OBJECTIVES, choices=list(OBJECTIVES))
@@ -163,6 +163,8 @@ def main(argv: list[str] | None = None) -> None:
     if args.relabel:
         _relabel(args.out)
         return
+    if args.on is None:
+        ap.error("--on validation or --on test is needed (which split to measure on)")
 
     from engine.encoding.model_spec import load_model, resolve_model
     from engine.training import (
