@@ -17,8 +17,8 @@ verdict so far. Both arms train with the engine's default recipe (objective and
 
 Strategies are chosen on validation (`--on validation`) and the one the product uses
 (`engine.review.picking.ASK_STRATEGY`) is reported on test (`--on test`), once, beside
-random pairs measured in the same run. On test the F1 reported is at the threshold of best
-F1 on validation (the fine-tuned model scores the validation pairs too).
+random pairs measured in the same run. The F1 reported is at the threshold calibrated on
+the run's own verdicts, as the product sets it (no measured pair chooses it).
 
 Strategies (`STRATEGIES`): `uncertain` (nearest the threshold, spread out: the product's
 `pick_uncertain`), `committee` (where this round's model and the previous one's disagree
@@ -329,13 +329,6 @@ class _Trainer:
             "f1_at_calibrated": None if calibrated is None else round(
                 f1_at(scores, self.measured_labels, calibrated), 2),
             "date": datetime.now(UTC).isoformat(timespec="seconds")})
-        if self.on == "test":
-            validation = self.data.validation
-            chosen_on = metrics_from_scores(_scores(result.model, validation),
-                                            [p.is_duplicate for p in validation])
-            entry["validation_threshold"] = round(chosen_on.threshold, 4)
-            entry["f1_at_validation_threshold"] = round(
-                f1_at(scores, self.measured_labels, chosen_on.threshold), 2)
         _say(f"  {len(chosen)} pairs (+{len(weak)} weak) seed {seed}: {self.on} AP "
              f"{entry['average_precision']:.2f}, {result.seconds:.0f} s training, load "
              f"{load_before} -> {entry['load_after']}")
@@ -541,7 +534,7 @@ def means(runs: list[dict], base_ap: float) -> list[dict]:
     for (kind, strategy, pairs, round_), group in sorted(
             groups.items(), key=lambda kv: (kv[0][2], kv[0][0], kv[0][1], kv[0][3] or 0)):
         gains = np.asarray([r["average_precision"] - base_ap for r in group])
-        f1s = [r.get("f1_at_validation_threshold", r.get("f1_at_calibrated")) for r in group]
+        f1s = [r.get("f1_at_calibrated") for r in group]
         f1s = [f for f in f1s if f is not None]
         out.append({"kind": kind, "strategy": strategy, "pairs": pairs, "round": round_,
                     "seeds": len(group),
@@ -570,8 +563,7 @@ def present(result: dict, results: dict | None = None) -> dict:
         base_ap = _base_ap(result, on)
         these = [r for r in runs if _on(r) == on]
         got = means(these, base_ap)
-        f1_is = ("test F1 at the validation threshold" if on == "test"
-                 else f"{on} F1 at the threshold calibrated on the run's own verdicts")
+        f1_is = f"{on} F1 at the threshold calibrated on the run's own verdicts"
         tables.append({
             "title": f"{_what(on)}: AP gain over the default model ({base_ap:.2f}), mean over "
                      "training seeds; every run fine-tunes the default model afresh with the "
@@ -665,16 +657,13 @@ def _each_run_table(runs: list[dict], base_ap: float, on: str, product: str) -> 
                              "round": r.get("round")}, product),
                      f"{r['pairs']:,}", r["seed"], r["duplicates"],
                      f"{r['average_precision']:.2f} ({r['average_precision'] - base_ap:+.2f})",
-                     r.get("f1_at_validation_threshold", r.get("f1_at_calibrated")),
-                     r.get("validation_threshold", r.get("best_threshold")),
+                     r.get("f1_at_calibrated"), r.get("best_threshold"),
                      r["calibrated_threshold"], r["training_seconds"]])
-    threshold = "validation threshold" if on == "test" else "best threshold"
     return {"title": f"Each run, {on}; the default model's AP {base_ap:.2f}",
             "columns": ["pairs chosen by", "N", "training seed", "duplicates among them",
-                        f"{on} AP (gain)",
-                        "F1 at the validation threshold" if on == "test"
-                        else "F1 at the calibrated threshold",
-                        threshold, "calibrated on own verdicts", "training s"],
+                        f"{on} AP (gain)", "F1 at the calibrated threshold",
+                        "best threshold (not used)", "calibrated on own verdicts",
+                        "training s"],
             "rows": rows}
 
 
