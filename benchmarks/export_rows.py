@@ -24,7 +24,7 @@ import time
 from pathlib import Path
 
 from benchmarks.child_peak import run_python
-from benchmarks.import_memory import _write_csv
+from benchmarks.import_memory import _load_note, _write_csv
 
 ROOT = Path(__file__).resolve().parents[1]
 CLUSTER_EVERY, CLUSTER_SIZE = 50, 5
@@ -126,13 +126,6 @@ def present(result: dict, results: dict | None = None) -> dict:
         ],
     }
 
-
-def _load_note(result: dict) -> list[str]:
-    """The load average while measuring, from the result (or the note an older run kept)."""
-    load = result.get("load_average")
-    if load is not None:
-        return [f"Load average while measuring: {', '.join(f'{x:.2f}' for x in load)}."]
-    return [n for n in result.get("notes", []) if n.startswith("Load average while")]
 
 if __name__ == "__main__":
     {"export": _export, "pandas": _pandas}[sys.argv[1]](*sys.argv[2:])

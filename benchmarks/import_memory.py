@@ -89,8 +89,6 @@ def _child(args: list[str]) -> dict:
 
 def present(result: dict, results: dict | None = None) -> dict:
     """Headline, tables and notes from the imports measured (benchmarks/report.py)."""
-    from benchmarks.export_rows import _load_note
-
     measured, malformed = result["measured"], result["malformed"]
     idle_mib = result["idle_peak_rss_mib"]
     small, big = measured[0], measured[-1]
@@ -129,6 +127,14 @@ def present(result: dict, results: dict | None = None) -> dict:
             *_load_note(result),
         ],
     }
+
+def _load_note(result: dict) -> list[str]:
+    """The load average while measuring, from the result (or the note an older run kept)."""
+    load = result.get("load_average")
+    if load is not None:
+        return [f"Load average while measuring: {', '.join(f'{x:.2f}' for x in load)}."]
+    return [n for n in result.get("notes", []) if n.startswith("Load average while")]
+
 
 def _bytes_per_row(malformed: list[dict]) -> float:
     first, last = malformed[0], malformed[-1]
