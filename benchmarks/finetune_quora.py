@@ -499,8 +499,11 @@ _OLD_SPLIT = "held-out"  # runs made before the three-way split: measured on the
 def present(data: dict, results: dict | None = None) -> dict:
     """Headline, tables and notes from the runs: validation (what was chosen on) and test
     (what is reported), one row per recipe with its training seeds pooled. The recommended
-    recipe is the engine's default of today (objective and `TrainingOptions()`)."""
-    data = _with_todays_defaults(data)
+    recipe is the engine's default of today (objective and `TrainingOptions()`). Where this
+    file has no test run of it, the random arm of `ask_vs_random` on test is the same
+    experiment (the first N training pairs, the default recipe, the same split and seeds)
+    and is shown, marked as such, rather than trained twice."""
+    data = _with_todays_defaults(_with_borrowed(data, results or {}))
     headline, tables = [], []
     for on in _splits_in(data):
         runs = [r for r in data["runs"] if r.get("measured_on", _OLD_SPLIT) == on]
@@ -544,7 +547,9 @@ def present(data: dict, results: dict | None = None) -> dict:
                  if len(aps) > 1 else ", 1 seed")
         headline.append({
             "figure": f"{reported} Quora AP after fine-tuning ({first['objective']}, "
-                      f"{size:,} pairs{seeds})",
+                      f"{size:,} pairs{seeds}"
+                      + ("; measured as ask_vs_random's random arm" if first.get("borrowed")
+                         else "") + ")",
             "duplens": f"{mean:.2f}", "baseline": f"{base_ap:.2f}",
             "baseline_is": f"the default model on the same {reported} pairs",
             "ratio": f"{mean - base_ap:+.2f} points",
@@ -578,10 +583,39 @@ def _with_todays_defaults(data: dict) -> dict:
 _BEFORE_OPTIONS = {"margin": 0.5, "hard_negatives": 0, "validation": 0.0, "patience": 1}
 
 
-def recommended_on(data: dict, on: str) -> dict | None:
+def _with_borrowed(data: dict, results: dict) -> dict:
+    """`data` plus ask_vs_random's random test runs as runs of the default recipe, where
+    `data` has no test run of it and both used the same split and measured sample."""
+    from engine.training import DEFAULT_OBJECTIVE, TrainingOptions
+
+    ask = (results.get("ask_vs_random") or {}).get("result", {})
+    defaults = dataclasses.asdict(TrainingOptions())
+    info = data.get("data", {})
+    same = (ask.get("setup", {}).get("split_seed") == info.get("split_seed")
+            and ask.get("setup", {}).get("held_out_limit") == info.get("measured_test")
+            and {k: v for k, v in ask.get("options", {}).items() if k != "seed"}
+            == {k: v for k, v in defaults.items() if k != "seed"})
+    has_own = any(r.get("measured_on") == "test" and r["objective"] == DEFAULT_OBJECTIVE
+                  and not _changed(r.get("options", {}), defaults, ignore=("seed",))
+                  for r in data.get("runs", []))
+    if not same or has_own:
+        return data
+    borrowed = [{"objective": DEFAULT_OBJECTIVE, "train_pairs": r["pairs"],
+                 "options": {**defaults, "seed": r["seed"]}, "negative_pool": 0,
+                 "measured_on": "test", "borrowed": True, "date": r.get("date", "?"),
+                 "training_seconds": r["training_seconds"],
+                 "load_before": r.get("load_before"), "load_after": r.get("load_after"),
+                 "after": {"average_precision": r["average_precision"], "f1": r["f1"]},
+                 "f1_at_calibrated": r.get("f1_at_calibrated")}
+                for r in ask.get("runs", [])
+                if r["kind"] == "random" and r.get("measured_on") == "test"]
+    return {**data, "runs": [*data.get("runs", []), *borrowed]} if borrowed else data
+
+
+def recommended_on(data: dict, on: str, results: dict | None = None) -> dict | None:
     """The recommended recipe's mean AP on `on` at its largest training size, for the
     quality benchmark's table: {"ap", "f1", "pairs", "seeds", "objective"}."""
-    data = _with_todays_defaults(data)
+    data = _with_todays_defaults(_with_borrowed(data, results or {}))
     runs = [r for r in data.get("runs", []) if r.get("recommended") and "after" in r
             and r.get("measured_on", _OLD_SPLIT) == on]
     if not runs:
@@ -643,8 +677,12 @@ def _table_title(data: dict, on: str, before: dict) -> str:
     f1 = ("F1 at the threshold of best F1 on validation" if on == "test"
           else f"best F1 (before: {before.get('f1', 0):.2f})")
     return (f"{what}: AP (before: {before.get('average_precision', 0):.2f}) and {f1} on "
-            f"{_measured_pairs(data, on):,} {on} pairs ({dups:,} duplicates); options as they "
-            f"differ from the engine's defaults")
+            f"{_measured_pairs(data, on):,} {on} pairs ({_count(dups)} duplicates); options as "
+            "they differ from the engine's defaults")
+
+
+def _count(value) -> str:
+    return f"{value:,}" if isinstance(value, int) else str(value)
 
 
 def _groups(runs: list[dict]) -> list[list[dict]]:
@@ -672,6 +710,9 @@ def _row(group: list[dict], before: dict, on: str) -> list:
     moved = abs(mean - base_ap) >= 0.5
     per_pair = [r.get("seconds_per_pair") or r["total_seconds"] / r["train_pairs"]
                 for r in done if r.get("total_seconds")]
+    if first.get("borrowed"):
+        label += " (the random arm of ask_vs_random, same run there; F1 at the threshold " \
+                 "calibrated on its own verdicts)"
     return [("**recommended:** " if first.get("recommended") else "") + label,
             f"{first['train_pairs']:,}", len(done),
             f"{f'**{mean:.2f}**' if moved else f'{mean:.2f}'} ({mean - base_ap:+.2f}){spread}",
@@ -687,6 +728,8 @@ def _f1(run: dict, on: str) -> float:
     """The F1 a run reports: on test, at the threshold chosen on validation."""
     if on == "test" and run.get("f1_at_validation_threshold") is not None:
         return run["f1_at_validation_threshold"]
+    if run.get("borrowed") and run.get("f1_at_calibrated") is not None:
+        return run["f1_at_calibrated"]
     return run["after"]["f1"]
 
 

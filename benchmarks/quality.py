@@ -92,7 +92,7 @@ def _quora(results: dict) -> dict | None:
     on = "test" if "test" in splits else ("held-out" if "held-out" in splits else None)
     if on is None:
         return None
-    before, tuned = _before(data, on), recommended_on(data, on)
+    before, tuned = _before(data, on), recommended_on(data, on, results)
     info = data.get("data", {})
     dups = info.get(f"{on}_duplicates", info.get("held_out_duplicates", "?"))
     rows = [["default model", f"{before['average_precision']:.2f}",
