@@ -522,11 +522,11 @@ def present(data: dict, results: dict | None = None) -> dict:
                 tables.append({
                     "title": "Each objective's best learning rate on validation (1,000 pairs "
                              "unless said; the test rows use it)",
-                    "columns": ["objective", "training pairs", "learning rates tried",
-                                "best", "validation AP there"],
-                    "rows": [[o, f"{size:,}", ", ".join(f"{lr:g}" for lr in tried),
-                              f"{lr:g}", f"{ap:.2f}"]
-                             for (o, size), (lr, ap, tried) in sorted(best.items())]})
+                    "columns": ["objective", "training pairs", "other options",
+                                "learning rates tried", "best", "validation AP there"],
+                    "rows": [[o, f"{size:,}", others or "defaults",
+                              ", ".join(f"{lr:g}" for lr in tried), f"{lr:g}", f"{ap:.2f}"]
+                             for (o, size), (lr, ap, tried, others) in sorted(best.items())]})
     reported = "test" if "test" in _splits_in(data) else _OLD_SPLIT
     before = _before(data, reported)
     if before:
@@ -627,29 +627,32 @@ def recommended_on(data: dict, on: str, results: dict | None = None) -> dict | N
             "seeds": len(chosen), "objective": chosen[0]["objective"]}
 
 
-def best_learning_rates(data: dict) -> dict[tuple[str, int], tuple[float, float, list]]:
+def best_learning_rates(data: dict) -> dict[tuple[str, int], tuple[float, float, list, str]]:
     """(objective, training pairs) -> (best learning rate, its validation AP, the rates
-    tried): one seed's runs that differ from the defaults in the learning rate alone."""
+    tried, the other options as they differ from today's defaults): from the validation
+    runs of a sweep, runs that differ from one another in the learning rate (and seed)
+    alone, seeds averaged; where several sweeps exist, the one that tried the most rates."""
     data = _with_todays_defaults(data)
-    found: dict[tuple[str, int], dict[float, list[float]]] = {}
     defaults = data["options"]
+    sweeps: dict[tuple[str, int, str], dict[float, list[float]]] = {}
     for r in data["runs"]:
         if r.get("measured_on") != "validation" or "after" not in r:
             continue
-        rest = {k: v for k, v in r["options"].items() if k not in ("learning_rate", "seed")}
-        if any(v != defaults.get(k) for k, v in rest.items()) or r.get("negative_pool") and \
-                r["objective"] != "triplet":
+        if r.get("negative_pool") and r["objective"] != "triplet":
             continue
-        rates = found.setdefault((r["objective"], r["train_pairs"]), {})
+        rest = {k: v for k, v in r["options"].items() if k not in ("learning_rate", "seed")}
+        others = _changed(rest, defaults)
+        rates = sweeps.setdefault((r["objective"], r["train_pairs"], others), {})
         rates.setdefault(r["options"]["learning_rate"], []).append(
             r["after"]["average_precision"])
-    out = {}
-    for key, rates in found.items():
-        if len(rates) < 2:
+    out: dict[tuple[str, int], tuple[float, float, list, str]] = {}
+    for (objective, size, others), rates in sweeps.items():
+        if len(rates) < 2 or ((objective, size) in out
+                              and len(out[(objective, size)][2]) >= len(rates)):
             continue
         mean = {lr: sum(v) / len(v) for lr, v in rates.items()}
         lr = max(mean, key=mean.get)
-        out[key] = (lr, mean[lr], sorted(rates))
+        out[(objective, size)] = (lr, mean[lr], sorted(rates), others)
     return out
 
 

@@ -275,7 +275,7 @@ def test_finetune_reports_test_runs_and_chooses_on_validation(tmp_path):
                      run("validation", 73.0, objective="mnrl"),
                      run("test", 63.0), run("test", 64.0, seed=1), run("test", 62.0, seed=2)]}
     best = best_learning_rates(data)
-    assert best[("contrastive", 1000)][:2] == (1e-4, 78.0)
+    assert best[("contrastive", 1000)] == (1e-4, 78.0, [2e-5, 1e-4], "")
     assert best[("mnrl", 1000)][:2] == (2e-5, 74.0)
     section = report.section("finetune_quora", data)
     figures = {h["figure"]: (h["duplens"], h["ratio"], h["met"]) for h in section.headline}
