@@ -181,20 +181,16 @@ def run(quick: bool) -> dict:
         row["ratio_to_torch"] = round(row["sentences_per_s"] / base["sentences_per_s"], 2)
         row["query_speedup"] = round(base["query_p50_ms"] / row["query_p50_ms"], 2)
         row["spearman_delta"] = round(row["stsb_spearman"] - base["stsb_spearman"], 2)
-    report = _report(rows, skipped, quick, threads, n_texts, rounds, n_queries)
-    load = max(load_before, os.getloadavg()[0])
-    report["load_average"] = round(load, 2)
-    if load > 1.5:
-        report["notes"].append(
-            f"Measured with other work on the machine (load average up to {load:.1f} on "
-            f"{os.cpu_count()} cores): torch slows down far more than ONNX Runtime and "
-            f"OpenVINO under load, so these ratios overstate the gain on a quiet machine.")
-    return report
+    return {"mode": "quick" if quick else "full", "cpu": cpu_summary(), "threads": threads,
+            "texts": n_texts, "rounds": rounds, "queries": n_queries, "batch_size": BATCH,
+            "backend_versions": _backend_versions(), "backends": rows, "skipped": skipped,
+            "cores": os.cpu_count(),
+            "load_average": round(max(load_before, os.getloadavg()[0]), 2)}
 
 
-def _report(rows: dict, skipped: dict, quick: bool, threads: int, n_texts: int, rounds: int,
-            n_queries: int) -> dict:
-    cpu = cpu_summary()
+def present(result: dict, results: dict | None = None) -> dict:
+    """Headline, table and notes from the backends measured (benchmarks/report.py)."""
+    rows, cpu = result["backends"], result["cpu"]
     met = {n: r for n, r in rows.items() if n != "torch" and r["ratio_to_torch"] >= GOAL_RATIO
            and r["spearman_delta"] >= -GOAL_SPEARMAN_LOSS}
     best = max((n for n in rows if n != "torch"), key=lambda n: rows[n]["ratio_to_torch"],
@@ -211,16 +207,19 @@ def _report(rows: dict, skipped: dict, quick: bool, threads: int, n_texts: int, 
             "figure": f"bulk encoding, fastest CPU backend ({best})",
             "duplens": f"{b['sentences_per_s']:.0f} sentences/s, STSb {b['stsb_spearman']:.2f}",
             "baseline": f"{rows['torch']['sentences_per_s']:.0f} sentences/s, STSb "
-                        f"{rows['torch']['stsb_spearman']:.2f} (torch)",
+                        f"{rows['torch']['stsb_spearman']:.2f}",
+            "baseline_is": "plain sentence-transformers (torch) on the same texts, chunks "
+                           "interleaved with the backends', same run",
             "ratio": f"{b['ratio_to_torch']:.2f}×",
             "goal": f"≥ {GOAL_RATIO:g}× with ≤ {GOAL_SPEARMAN_LOSS} Spearman lost",
             "met": best in met,
         })
     notes = [
-        f"{n_texts:,} distinct Quora questions in chunks of {CHUNK}, batch {BATCH}, "
-        f"{threads} threads for every backend, each chunk's fastest of {rounds} interleaved "
-        f"rounds; single query: {n_queries} other questions one at a time, interleaved; CPU "
-        f"flags: {', '.join(cpu['flags']) or 'none found'}.",
+        f"{result['texts']:,} distinct Quora questions in chunks of {CHUNK}, batch "
+        f"{result['batch_size']}, {result['threads']} threads for every backend, each chunk's "
+        f"fastest of {result['rounds']} interleaved rounds; single query: "
+        f"{result['queries']} other questions one at a time, interleaved; CPU flags: "
+        f"{', '.join(cpu['flags']) or 'none found'}.",
         "sentence-transformers' own backend='onnx'/'openvino' need optimum-onnx or "
         "optimum-intel, which cap transformers below 4.58 / 5.6 (Duplens pins 5.23); the "
         "same exports are made with torch.onnx, onnxruntime's optimiser and quantiser, "
@@ -229,11 +228,16 @@ def _report(rows: dict, skipped: dict, quick: bool, threads: int, n_texts: int, 
     ]
     if not ({"avx512_bf16", "amx_bf16"} & set(cpu["flags"])):
         notes.append("torch bf16 on the CPU is not tried: this CPU has neither avx512_bf16 "
-                      "nor AMX, so bf16 matmuls would be emulated.")
-    notes += [f"{name}: skipped, {why}" for name, why in skipped.items()]
-    return {"mode": "quick" if quick else "full", "cpu": cpu, "threads": threads,
-            "texts": n_texts, "rounds": rounds, "queries": n_queries, "batch_size": BATCH,
-            "backend_versions": _backend_versions(), "backends": rows, "headline": headline,
+                     "nor AMX, so bf16 matmuls would be emulated.")
+    notes += [f"{name}: skipped, {why}" for name, why in result.get("skipped", {}).items()]
+    load = result.get("load_average", 0)
+    if load > 1.5:
+        notes.append(
+            f"Measured with other work on the machine (load average up to {load:.1f} on "
+            f"{result.get('cores', 2)} cores): torch slows "
+            "down far more than ONNX Runtime and OpenVINO under load, so these ratios "
+            "overstate the gain on a quiet machine.")
+    return {"headline": headline,
             "tables": [{"title": "Backends on this CPU (ratios against torch, same run)",
                         "columns": columns, "rows": table}],
             "notes": notes}
@@ -275,7 +279,7 @@ def main(argv: list[str] | None = None) -> int:
     RESULTS.mkdir(parents=True, exist_ok=True)
     path = RESULTS / "backends.json"
     path.write_text(json.dumps(record, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
-    table = result["tables"][0]
+    table = present(result)["tables"][0]
     for row in [table["columns"], *table["rows"]]:
         print(" | ".join(str(c) for c in row))
     _say(f"written to {path}")
