@@ -136,20 +136,33 @@ def test_a_project_exports_the_reference_bytes(new_project, tmp_path, form):
     assert len(page.ids) == 5 and page.ids.tolist() == sorted(page.ids.tolist())
 
 
-def test_sqlite_pages_hold_what_the_rows_hold(new_project, tmp_path):
-    """The aggregated page SQLite returns is the rows' own values, page by page."""
+def test_pages_hold_what_the_rows_hold(store_location, encoder, tmp_path):
+    """The page the store hands over (SQLite: one aggregated row; PostgreSQL: the driver's
+    tuples) is the rows' own values, page by page, and the export of it is the csv
+    module's."""
+    from engine.project import Project
+
     src = tmp_path / "rows.csv"
     src.write_text("id,question,extra\n" + "".join(
-        f'{i if i % 3 else ""},"question {i}, with ""quotes""\nand a break",x{i}\n'
+        f'{i if i % 3 else ""},"=question {i}, with ""quotes""\nand a break",x{i}\n'
         for i in range(1, 26)), encoding="utf-8")
-    project = new_project()
-    project.rows.import_table(src, ["question"], id_column="id")
-    with project.store.read() as conn:
-        expected = [(r["id"], r["source_id"], r["ext_id"], r["extra"])
-                    for r in item_store.items_after(conn, 0, 100)]
-        got, after = [], 0
-        while page := item_store.cell_page_after(conn, after, 7):
-            assert len(page.ids) <= 7
-            after = int(page.ids[-1])
-            got += [(i, s, e, json.loads(c)) for i, s, e, c in page.rows()]
+    with Project.open(store_location, create=True) as project:
+        project.model.attach(encoder, is_default=True)
+        project.rows.import_table(src, ["question"], id_column="id")
+        with project.store.read() as conn:
+            expected = [(r["id"], r["source_id"], r["ext_id"], r["extra"])
+                        for r in item_store.items_after(conn, 0, 100)]
+            got, after = [], 0
+            while page := item_store.cell_page_after(conn, after, 7):
+                assert len(page.ids) <= 7
+                after = int(page.ids[-1])
+                got += [(i, s, e, json.loads(c)) for i, s, e, c in page.rows()]
+            sources = {s["id"]: s for s in item_store.list_sources(conn)}
+        out, reference = tmp_path / "out.csv", tmp_path / "reference.csv"
+        assert project.exports.rows(out, []) == 25
     assert got == expected and len(got) == 25
+    lines = ExportLines(sources, ["id", "question", "extra"], {})
+    write_rows(reference, ["id", "question", "extra", *ADDED_COLUMNS],
+               [lines.line({"id": i, "source_id": s, "ext_id": e, "extra": x})
+                for i, s, e, x in expected])
+    assert out.read_bytes() == reference.read_bytes()
