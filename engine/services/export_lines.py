@@ -22,7 +22,6 @@ from collections.abc import Collection, Mapping, Sequence
 import numpy as np
 
 from engine.dedup.row_clusters import NOT_DUPLICATE, Cluster, Member
-from engine.io.csv_columns import csv_field, csv_lines, csv_text_fields
 from engine.io.writers import neutralise_cell
 from engine.store.items import CellPage
 
@@ -86,6 +85,8 @@ class ExportLines:
         import pyarrow as pa
         import pyarrow.compute as pc
 
+        from engine.io.csv_columns import csv_lines, csv_text_fields
+
         keep = (pa.array(~np.isin(page.ids, self._drop)) if len(self._drop) else None)
         ids = page.ids if keep is None else page.ids[keep.to_numpy(zero_copy_only=False)]
         if len(ids) == 0:
@@ -123,6 +124,10 @@ class ExportLines:
         """Each placed row's six review cells as CSV text, made once per export (only rows
         in a cluster have any)."""
         if self._review is None:
+            # Here, not at the top: csv_columns imports pyarrow, which `info` and `search`,
+            # importing the project's services, should not wait for.
+            from engine.io.csv_columns import csv_field
+
             self._review = {}
             words: dict[object, str] = {}     # the few distinct decisions and flags
             last = None

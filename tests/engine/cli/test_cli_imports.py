@@ -67,12 +67,13 @@ def test_help_imports_no_third_party_package(tmp_path):
 def test_info_and_label_load_the_store_only(project, tmp_path):
     status, modules, out = in_child(tmp_path, "info", str(project), "--json")
     assert status == 0 and json.loads(out)["items"] == 48
-    assert not modules & (HEAVY | {"pandas", "scipy", "onnxruntime", "tokenizers", "openpyxl"})
+    assert not modules & (HEAVY | {"pandas", "pyarrow", "scipy", "onnxruntime", "tokenizers",
+                                   "openpyxl"})
     copy = tmp_path / "copy.duplens"
     shutil.copy(project, copy)
     status, modules, _ = in_child(tmp_path, "label", str(copy), "q1", "q2", "not")
     assert status == 0
-    assert not modules & (HEAVY | {"pandas", "scipy", "onnxruntime", "tokenizers"})
+    assert not modules & (HEAVY | {"pandas", "pyarrow", "scipy", "onnxruntime", "tokenizers"})
 
 
 @pytest.mark.slow
@@ -93,7 +94,7 @@ def test_search_answers_without_torch_with_torchs_results(project, tmp_path, mon
     status, modules, out = in_child(tmp_path, "search", str(project), query, "-k", "5",
                                     "--json")
     assert status == 0
-    assert not modules & (HEAVY | {"pandas", "scipy"})
+    assert not modules & (HEAVY | {"pandas", "pyarrow", "scipy"})
     assert "onnxruntime" in modules            # the torch-free encoder served it
     light = json.loads(out)
     monkeypatch.setenv("DUPLENS_FAST_QUERIES", "0")   # torch only, as before
