@@ -31,6 +31,7 @@ All public signals are emitted on the GUI thread.
 
 from __future__ import annotations
 
+import gc
 import logging
 import os
 import threading
@@ -225,6 +226,12 @@ class EngineBridge(JobRunner):
         first = not self._model_ready
         self._model_ready = True
         if first:
+            # The loaded model's objects (half a million: torch, transformers, the tokenizer)
+            # live as long as the window. Left in the collector's view, every full collection
+            # walks them all, about 300 ms holding the GIL, in whichever thread it falls:
+            # the window froze that long as an import started encoding
+            # (benchmarks/window_latency.py). Frozen, a full collection takes milliseconds.
+            gc.freeze()
             self.modelReady.emit(device)
         held, self._held_search = self._held_search, None
         if held is not None and held[0] == self._latest_search:
