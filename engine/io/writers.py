@@ -48,15 +48,7 @@ def write_rows(path: PathLike, header: Sequence[str], rows: Iterable[Sequence[ob
     writer = writers.get(path.suffix.lower())
     if writer is None:
         raise InputError(f"{path.name}: cannot export to this file type; use .csv or .xlsx")
-    temp = path.with_name(f".{path.name}.{uuid.uuid4().hex}.tmp")
-    try:
-        written = writer(temp, header, rows)
-        os.replace(temp, path)
-    except OSError as err:
-        raise _write_error(path, err) from err
-    finally:
-        temp.unlink(missing_ok=True)
-    return written
+    return _atomically(path, lambda temp: writer(temp, header, rows))
 
 
 def write_csv_pages(path: PathLike, header: Sequence[str],
@@ -67,14 +59,28 @@ def write_csv_pages(path: PathLike, header: Sequence[str],
     path = Path(path)
     if path.suffix.lower() != ".csv":
         raise InputError(f"{path.name}: pages of CSV lines go to a .csv file")
-    temp = path.with_name(f".{path.name}.{uuid.uuid4().hex}.tmp")
-    written = 0
-    try:
+
+    def write(temp: Path) -> int:
+        written = 0
         with temp.open("wb") as fh:
             fh.write(_csv_header(header))
             for data, rows in pages:
                 fh.write(data)
                 written += rows
+        return written
+
+    return _atomically(path, write)
+
+
+def _atomically(path: Path, write: Callable[[Path], int]) -> int:
+    """`write` into a hidden file beside `path`, then replace `path` with it: a reader never
+    sees half a file, and a failed write (a full disk) leaves the old one whole and no
+    temporary behind. The hidden file has a unique name in the same folder, so os.replace
+    is a rename on one file system, and `write` creates it, so it gets the usual permissions
+    rather than a temporary file's 0600. Returns what `write` returns (rows written)."""
+    temp = path.with_name(f".{path.name}.{uuid.uuid4().hex}.tmp")
+    try:
+        written = write(temp)
         os.replace(temp, path)
     except OSError as err:
         raise _write_error(path, err) from err
@@ -128,16 +134,7 @@ def export_table(df: pd.DataFrame, path: PathLike) -> None:
     writer = writers.get(path.suffix.lower())
     if writer is None:
         raise InputError(f"{path.name}: cannot export to this file type; use .csv or .xlsx")
-    # A unique name in the same folder, so os.replace is a rename on one file system; the
-    # writer creates it, so it gets the usual permissions rather than a temp file's 0600.
-    temp = path.with_name(f".{path.name}.{uuid.uuid4().hex}.tmp")
-    try:
-        writer(df, temp)
-        os.replace(temp, path)
-    except OSError as err:
-        raise _write_error(path, err) from err
-    finally:
-        temp.unlink(missing_ok=True)
+    _atomically(path, lambda temp: writer(df, temp) or len(df))
 
 
 def _write_csv(df: pd.DataFrame, path: Path) -> None:
