@@ -228,9 +228,13 @@ class EngineBridge(JobRunner):
         if first:
             # The loaded model's objects (half a million: torch, transformers, the tokenizer)
             # live as long as the window. Left in the collector's view, every full collection
-            # walks them all, about 300 ms holding the GIL, in whichever thread it falls:
-            # the window froze that long as an import started encoding
-            # (benchmarks/window_latency.py). Frozen, a full collection takes milliseconds.
+            # walks them all, about 300 ms holding the GIL: the window froze that long as an
+            # import started encoding (benchmarks/window_latency.py). Frozen, a full
+            # collection takes milliseconds. One full collection first, here on the GUI
+            # thread (see `app.garbage_collected_on_gui_thread`), so that no garbage of the
+            # moment (a closed dialog in a cycle) is frozen with them and never freed: the
+            # one pause of the kind, while the model becomes ready.
+            gc.collect()
             gc.freeze()
             self.modelReady.emit(device)
         held, self._held_search = self._held_search, None
