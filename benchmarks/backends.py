@@ -2,6 +2,7 @@
 the quality gate that decides which of them a new project encodes with by default.
 
     python -m benchmarks.backends [--quick]      (or: python -m benchmarks --only backends)
+    python -m benchmarks.backends --gate-only [--backends NAME ...]   (the gate, no timing)
 
 Every backend the settings offer runs the bundled all-MiniLM-L6-v2 as Duplens serves it
 (`load_encoder(None, device="cpu", backend=...)`: sentence-transformers with the transformer
@@ -43,6 +44,7 @@ from benchmarks import quality_gate
 from benchmarks.data import quora_questions
 
 RESULTS = Path(__file__).resolve().parent / "results"
+GATE_RESULTS = RESULTS / "gate"
 BATCH = 64
 CHUNK = 500          # texts per timed call (see `run`)
 GOAL_RATIO = 2.0
@@ -241,13 +243,13 @@ def run_gate(names: list[str] | None = None) -> dict:
     gate_data = quality_gate.load_data()
     spec = resolve_model(None)
     figures: dict[str, dict] = {}
-    skipped: dict[str, str] = {}
+    not_installed: dict[str, str] = {}
     served: dict[str, str] = {}
     with tempfile.TemporaryDirectory(prefix="duplens-gate-") as cache:
         for name in wanted:
             missing = missing_modules(BACKENDS[name])
             if missing:
-                skipped[name] = f"not installed: {', '.join(missing)}"
+                not_installed[name] = f"not installed: {', '.join(missing)}"
                 continue
             _say(f"  quality gate: {name}…")
             encoder, _ = _load(spec, BACKENDS[name], Path(cache))
@@ -263,7 +265,7 @@ def run_gate(names: list[str] | None = None) -> dict:
             rows[name]["gate"] = quality_gate.verdict(found, figures["torch"])
             for key in ("stsb_spearman", "quora_ap", "sample_pairs_ap"):
                 rows[name][f"{key}_loss"] = round(figures["torch"][key] - found[key], 4)
-    return {"data": gate_data.describe(), "rows": rows, "skipped": skipped,
+    return {"data": gate_data.describe(), "rows": rows, "not_installed": not_installed,
             "tolerances": {"stsb_spearman_loss": quality_gate.STSB_LOSS,
                            "pair_ap_loss": quality_gate.PAIR_AP_LOSS,
                            "min_recall_at_10": quality_gate.MIN_RECALL},
@@ -401,7 +403,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--quick", action="store_true", help="the five offered backends, fewer "
                     "texts (a few minutes)")
     ap.add_argument("--gate-only", action="store_true", help="only the quality gate's "
-                    "figures, no timing; written to results/backends_gate.json")
+                    "figures, no timing; written to results/gate/backends_gate.json")
     ap.add_argument("--backends", nargs="+", metavar="NAME", help="with --gate-only: these "
                     "backends (torch always runs, as the reference); default every offered one")
     args = ap.parse_args(argv)
@@ -419,8 +421,10 @@ def main(argv: list[str] | None = None) -> int:
                   "hardware": hardware(), "versions": {**versions(), **{
                       k: v for k, v in _backend_versions().items() if v}},
                   "result": gate}
-        RESULTS.mkdir(parents=True, exist_ok=True)
-        path = RESULTS / "backends_gate.json"
+        # A folder of its own: the report renders every file of results/ itself, and this
+        # run's figures are the full run's gate (backends.json) without its timing.
+        path = GATE_RESULTS / "backends_gate.json"
+        path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(json.dumps(record, indent=1, ensure_ascii=False) + "\n",
                         encoding="utf-8")
         print(json.dumps(gate["rows"], indent=1))

@@ -2,6 +2,8 @@
 embeddings against torch's, on the same texts, in the same run.
 
     python -m benchmarks.backends [--quick]      (the gate runs inside the backends benchmark)
+    python -m benchmarks.backends --gate-only    (the gate alone, no timing:
+                                                  benchmarks/results/gate/backends_gate.json)
 
 A candidate passes when, against torch:
 
