@@ -201,6 +201,8 @@ def _presentation(result: dict, medians: dict, baseline: float) -> dict:
                       f"project, warm file cache (median of {result['rounds']})",
             "duplens": f"{medians[name]:.2f} s",
             "baseline": f"{baseline:.2f} s (import sentence_transformers)",
+            "baseline_is": "python -c 'import sentence_transformers', in turns with the "
+                           "commands, same run",
             "ratio": f"{baseline / medians[name]:.1f}× faster",
             "goal": f"≤ {goal} s" if goal else "–",
             "met": (medians[name] <= goal) if goal else None,

@@ -360,6 +360,7 @@ def _presentation(r: dict) -> dict:
         "figure": f"longest GUI-thread stall while scrolling and typing, {n} rows, team "
                   f"project behind {r['delay_each_way_ms']:g} ms each way",
         "duplens": f"{worst:.0f} ms", "baseline": f"{worst_file:.0f} ms (file project)",
+        "baseline_is": "the same rows as a SQLite file project, the same steps, same run",
         "ratio": f"{worst / worst_file:.1f}× the file's" if worst_file else "–",
         "goal": f"≤ {STALL_GOAL_MS} ms", "met": worst <= STALL_GOAL_MS,
     }]

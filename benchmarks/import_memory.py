@@ -58,7 +58,9 @@ def run(quick: bool) -> dict:
                              "--column", "question", "--no-encode"])
             malformed.append({"rows": rows, **result})
             csv.unlink()
-    return _report(measured, malformed, idle["peak_rss_mib"], os.getloadavg())
+    return {"measured": measured, "malformed": malformed,
+            "idle_peak_rss_mib": idle["peak_rss_mib"],
+            "load_average": [round(x, 2) for x in os.getloadavg()]}
 
 
 def _write_csv(path: Path, rows: int, extra_field: bool = False) -> Path:
@@ -85,15 +87,18 @@ def _child(args: list[str]) -> dict:
     return {"peak_rss_mib": done.peak_rss_mib, "seconds": done.seconds}
 
 
-def _report(measured: list[dict], malformed: list[dict], idle_mib: int,
-            load: tuple[float, ...]) -> dict:
+def present(result: dict, results: dict | None = None) -> dict:
+    """Headline, tables and notes from the imports measured (benchmarks/report.py)."""
+    measured, malformed = result["measured"], result["malformed"]
+    idle_mib = result["idle_peak_rss_mib"]
     small, big = measured[0], measured[-1]
     growth = big["peak_rss_mib"] / small["peak_rss_mib"]
     return {
         "headline": [{
             "figure": f"peak RSS, importing a {big['rows']:,}-row CSV (rows only)",
             "duplens": f"{big['peak_rss_mib']} MiB",
-            "baseline": f"{big['pandas_peak_rss_mib']} MiB (pandas.read_csv, whole file)",
+            "baseline": f"{big['pandas_peak_rss_mib']} MiB",
+            "baseline_is": "pandas.read_csv of the whole file, in a fresh process, same run",
             "ratio": f"{big['pandas_peak_rss_mib'] / big['peak_rss_mib']:.2f}× less",
             "goal": f"≤ {GROWTH_GOAL}× the {small['rows']:,}-row import's peak",
             "met": growth <= GROWTH_GOAL,
@@ -119,12 +124,16 @@ def _report(measured: list[dict], malformed: list[dict], idle_mib: int,
             "Peak RSS is the child's own (VmHWM read as it exits), so neither this runner "
             "nor the pandas run counts. Wall time includes starting Python and importing the "
             "engine.",
-            f"Load average while measuring: {', '.join(f'{x:.2f}' for x in load)}.",
+            *_load_note(result),
         ],
-        "measured": measured,
-        "malformed": malformed,
-        "idle_peak_rss_mib": idle_mib,
     }
+
+def _load_note(result: dict) -> list[str]:
+    """The load average while measuring, from the result (or the note an older run kept)."""
+    load = result.get("load_average")
+    if load is not None:
+        return [f"Load average while measuring: {', '.join(f'{x:.2f}' for x in load)}."]
+    return [n for n in result.get("notes", []) if n.startswith("Load average while")]
 
 
 def _bytes_per_row(malformed: list[dict]) -> float:

@@ -79,7 +79,7 @@ def run(quick: bool) -> dict:
                 "'question [copy k]'",
         "sizes": sizes,
     }
-    result.update(_presentation(result))
+
     return result
 
 
@@ -279,7 +279,7 @@ def _clustered_recall(labels: np.ndarray, truth: np.ndarray, n: int) -> float:
     return round(float(np.mean((labels[i] >= 0) & (labels[i] == labels[j]))), 4)
 
 
-def _presentation(result: dict) -> dict:
+def present(result: dict, results: dict | None = None) -> dict:
     headline, rows, recut_rows = [], [], []
     for s in result["sizes"]:
         n, d = s["items"], s["duplens"]
@@ -290,27 +290,42 @@ def _presentation(result: dict) -> dict:
         speedup = best / d["seconds"]
         at_goal_size = n >= 100_000
         worst_recut = max(d["recut_seconds"].values())
+        with_index = d["index_seconds"] + d["seconds"]
+        faster_is = (f"{best_name} on the same embeddings (the faster of "
+                     "paraphrase_mining_embeddings and community_detection), same run")
         headline += [
-            {"figure": f"all clusters at {THRESHOLD}, {label} items (graph + cut)",
-             "duplens": f"{d['seconds']:.2f} s", "baseline": f"{best:.2f} s ({best_name})",
+            {"figure": f"all clusters at {THRESHOLD}, {label} items (graph + cut; the index "
+                       "is built at import, for search)",
+             "duplens": f"{d['seconds']:.2f} s", "baseline": f"{best:.2f} s",
+             "baseline_is": faster_is,
              "ratio": _speed(speedup), "goal": f"≥ {GOAL_SPEEDUP:g}× at 100k",
              "met": (speedup >= GOAL_SPEEDUP) if at_goal_size else None},
+            {"figure": f"all clusters at {THRESHOLD}, {label} items (index build + graph + "
+                       "cut)",
+             "duplens": f"{with_index:.2f} s", "baseline": f"{best:.2f} s",
+             "baseline_is": faster_is,
+             "ratio": _speed(best / with_index), "goal": f"≥ {GOAL_SPEEDUP:g}× at 100k",
+             "met": (best / with_index >= GOAL_SPEEDUP) if at_goal_size else None},
             {"figure": f"pair recall at {THRESHOLD}, {label} items",
              "duplens": f"{d['pair_recall']:.4f}",
-             "baseline": f"{pm['pair_recall']:.4f} (paraphrase_mining)",
+             "baseline": f"{pm['pair_recall']:.4f}",
+             "baseline_is": "paraphrase_mining_embeddings on the same embeddings, same run",
              "ratio": f"{d['pair_recall'] / max(pm['pair_recall'], 1e-9):.3f}",
              "goal": f"≥ {GOAL_RECALL} at 100k",
              "met": (d["pair_recall"] >= GOAL_RECALL) if at_goal_size else None},
             {"figure": f"pair recall at {THRESHOLD}, {label} items, k={d['k_knob']['k']} "
                        f"(`clusters.cut(k=...)`)",
              "duplens": f"{d['k_knob']['pair_recall']:.4f} in {d['k_knob']['seconds']:.2f} s",
-             "baseline": f"{pm['pair_recall']:.4f} (paraphrase_mining)",
-             "ratio": _speed(best / d["k_knob"]["seconds"]),
+             "baseline": f"{pm['pair_recall']:.4f} in {pm['seconds']:.2f} s",
+             "baseline_is": "paraphrase_mining_embeddings on the same embeddings, same run",
+             "ratio": _speed(pm["seconds"] / d["k_knob"]["seconds"]),
              "goal": f"≥ {GOAL_RECALL} at 100k",
              "met": (d["k_knob"]["pair_recall"] >= GOAL_RECALL) if at_goal_size else None},
             {"figure": f"re-cluster at a new threshold, {label} items (slowest of "
                        f"{len(d['recut_seconds'])})",
-             "duplens": f"{worst_recut:.3f} s", "baseline": f"{best:.2f} s (full rerun)",
+             "duplens": f"{worst_recut:.3f} s", "baseline": f"{best:.2f} s",
+             "baseline_is": f"a full rerun of {best_name} (it keeps nothing between "
+                            "thresholds), same run",
              "ratio": _speed(best / max(worst_recut, 1e-9)),
              "goal": f"< {GOAL_RECUT_S:g} s", "met": worst_recut < GOAL_RECUT_S},
         ]
@@ -350,7 +365,8 @@ def _presentation(result: dict) -> dict:
                          "clustered-pair recall", "clusters"],
              "rows": rows},
             {"title": "Re-clustering from the kept graph (`clusters.cut`), seconds; the "
-                      "index build is informative (the product builds it during import)",
+                      "index build (the product builds it during import, for search; the "
+                      "summary gives the totals with and without it)",
              "columns": ["items", "graph", "exact pairs ≥ 0.8", "index build s",
                          *[f"re-cut at {t}" for t in RECUT_THRESHOLDS]],
              "rows": recut_rows},

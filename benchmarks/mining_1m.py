@@ -60,6 +60,9 @@ def run(quick: bool, sample: int = SAMPLE,
         work = Path(tmp) / "mining.duplens"
         _say(f"  copying the {ITEMS:,}-item project…")
         shutil.copyfile(path, work)
+        if index_build_s is None:   # the cached project's index: build one again, timed
+            _say("  Duplens: the index built from the stored vectors (own process)…")
+            index_build_s = _child(["--build-index", str(work)])["index_build_seconds"]
         sample_file = Path(tmp) / "sample.npz"
         _say("  Duplens: graph + cut (own process)…")
         ours = _child(["--measure", str(work), "--sample", str(sample),
@@ -71,14 +74,14 @@ def run(quick: bool, sample: int = SAMPLE,
               "data": "scale_1m's project: real question embeddings plus noisy copies (σ per "
                       "row uniform in [0.01, 0.05], renormalised), about 22 per question",
               "index_build_seconds": index_build_s, "duplens": ours, **baselines}
-    result.update(_presentation(result))
+
     return result
 
 
 def _ensure_index(path: Path) -> float | None:
     """Build and save the project's index where the cached project has none (a build that
-    stopped before its last step); seconds taken, None when it was there. Informative only:
-    the product builds the index during import."""
+    stopped before its last step); seconds taken, None when it was there (then `run` times
+    a build on its copy: the summary gives clustering with and without it)."""
     from engine.project import Project
     from engine.store.schema import indexes
 
@@ -94,6 +97,22 @@ def _ensure_index(path: Path) -> float | None:
 
 
 # -- Duplens, in its own process -------------------------------------------------------------
+def build_index(path: Path) -> dict:
+    """Seconds for the product to build the project's index from its stored vectors (what
+    an import ends with), after the saved one is dropped from this copy of the project."""
+    from engine.index.side_file import folder_for
+    from engine.project import Project
+    from engine.store.schema import indexes
+
+    shutil.rmtree(folder_for(path), ignore_errors=True)
+    with Project.open(path) as project:
+        with project.store.write() as conn:
+            conn.execute(indexes.delete())
+        t0 = time.perf_counter()
+        project.vectors.index()
+        return {"index_build_seconds": round(time.perf_counter() - t0, 1)}
+
+
 def measure(path: Path, sample: int, sample_file: Path) -> dict:
     from engine.project import DEFAULT_NEIGHBOURS, Project
 
@@ -214,7 +233,7 @@ def _extrapolate(points: list[dict]) -> dict:
 
 
 # -- presentation ------------------------------------------------------------------------------
-def _presentation(result: dict) -> dict:
+def present(result: dict, results: dict | None = None) -> dict:
     d = result["duplens"]
     pm, cd = result["paraphrase_mining"], result["community_detection"]
     best_name, best = min((("community_detection", cd["seconds_at_1m_fitted"]),
@@ -223,16 +242,29 @@ def _presentation(result: dict) -> dict:
     speedup = best / d["seconds"]
     exponent = (cd if best_name == "community_detection" else pm)["fitted_exponent"]
     worst_recut = max(d["recut_seconds"].values())
+    samples = (cd if best_name == "community_detection" else pm)["samples"]
+    sizes = ", ".join(f"{x:,}" for x in (sample["items"] for sample in samples))
+    extrapolated = (f"{best_name} timed on random samples of {sizes} vectors and "
+                    f"extrapolated to 1M (fitted n^{exponent}); not run at 1M")
+    index_s = result.get("index_build_seconds")
     headline = [
-        {"figure": f"all clusters at {THRESHOLD}, 1M items (graph + cut)",
-         "duplens": f"{d['seconds']:.1f} s",
-         "baseline": f"{best:.0f} s ({best_name}, extrapolated as n^{exponent})",
+        {"figure": f"all clusters at {THRESHOLD}, 1M items (graph + cut; the index is built "
+                   "at import, for search)",
+         "duplens": f"{d['seconds']:.1f} s", "baseline": f"{best:.0f} s",
+         "baseline_is": extrapolated,
          "ratio": f"{speedup:.1f}× faster" if speedup >= 1 else f"{1 / speedup:.1f}× slower",
          "goal": f"≥ {GOAL_SPEEDUP:g}×", "met": speedup >= GOAL_SPEEDUP},
+        *([{"figure": f"all clusters at {THRESHOLD}, 1M items (index build + graph + cut)",
+            "duplens": f"{index_s + d['seconds']:.1f} s", "baseline": f"{best:.0f} s",
+            "baseline_is": extrapolated,
+            "ratio": f"{best / (index_s + d['seconds']):.1f}× faster",
+            "goal": f"≥ {GOAL_SPEEDUP:g}×",
+            "met": best / (index_s + d["seconds"]) >= GOAL_SPEEDUP}] if index_s else []),
         {"figure": f"pair recall at {THRESHOLD}, 1M items (sample of "
                    f"{result['sample_texts']:,} texts)",
          "duplens": f"{d['pair_recall']:.4f} ± {d['pair_recall_se']:.4f}",
-         "baseline": "exact search", "ratio": "—", "goal": f"≥ {GOAL_RECALL}",
+         "baseline": "1", "baseline_is": "exact search for the sampled texts, same run",
+         "ratio": "—", "goal": f"≥ {GOAL_RECALL}",
          "met": d["pair_recall"] >= GOAL_RECALL},
         {"figure": "re-cluster at a new threshold, 1M items (slowest)",
          "duplens": f"{worst_recut:.2f} s", "baseline": "—", "ratio": "—", "goal": "—",
@@ -257,7 +289,10 @@ def _presentation(result: dict) -> dict:
                       f"{d['clusters']:,} clusters, re-cuts {d['recut_seconds']}, load "
                       f"{d['load_average']}; recall from {d['sample_pairs_exact']:,} exact "
                       f"pairs of {d['sample_texts_with_pairs']:,} sampled texts (± one "
-                      "standard error)."]}
+                      "standard error).",
+                      *([f"The 1M index was built in {index_s:.0f} s (hnswlib, every core): "
+                         "the product builds it during import, for search, so the summary "
+                         "gives the clustering with and without it."] if index_s else [])]}
 
 
 def _child(args: list[str]) -> dict:
@@ -279,7 +314,11 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--baseline-sizes", default=",".join(map(str, BASELINE_SIZES)))
     ap.add_argument("--measure", help=argparse.SUPPRESS)
     ap.add_argument("--sample-file", help=argparse.SUPPRESS)
+    ap.add_argument("--build-index", help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
+    if args.build_index:
+        print(json.dumps(build_index(Path(args.build_index))))
+        return
     if args.measure:
         print(json.dumps(measure(Path(args.measure), args.sample, Path(args.sample_file))))
         return

@@ -6,12 +6,20 @@ The page is written by hand; only the text between `<!-- generated:NAME -->` and
 `<!-- /generated -->` is replaced, NAME being a results file's name (`summary` is the table
 of every headline figure). A result with no block in the page gets a new section at the
 end; a block with no result is left as it is. Every block names the hardware, the command
-and the date of its run, and every summary row does too.
+and the date of its run, and every summary row does too, with what its baseline is.
+
+What is shown is derived here, from the figures each file measured: a benchmark module with
+`present(result, results)` has its headline, tables, plots and notes made by it from the raw
+result (`results` being every results file, for a figure read from another), so a wording
+changes in the code, never in a results file, and nothing shown can be edited by hand.
+`tests/test_benchmark_report.py` renders the page from benchmarks/results/ and compares it
+with the committed one.
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib
 import json
 import re
 import sys
@@ -68,10 +76,11 @@ def load_results(folder: Path) -> dict[str, dict]:
 
 
 def render_doc(text: str, results: dict[str, dict], plot_dir: Path | None,
-               doc_dir: Path) -> str:
-    """`text` with its generated blocks rewritten from `results` (plots drawn to plot_dir)."""
-    sections = [section(name, data) for name, data in _ordered(results)]
-    blocks = {s.name: render_section(s, plot_dir, doc_dir) for s in sections}
+               doc_dir: Path, *, draw: bool = True) -> str:
+    """`text` with its generated blocks rewritten from `results` (plots drawn to plot_dir;
+    with `draw` False only their image lines are written, the PNGs left as they are)."""
+    sections = [section(name, data, results) for name, data in _ordered(results)]
+    blocks = {s.name: render_section(s, plot_dir, doc_dir, draw=draw) for s in sections}
     if sections:
         blocks["summary"] = render_summary(sections)
     present = set(block_names(text))
@@ -96,13 +105,13 @@ def block_names(text: str) -> list[str]:
 
 
 # -- normalising each kind of results file ---------------------------------------------------
-def section(name: str, data: dict) -> Section:
-    """A results file as a `Section`: the suite's own format, or an older script's."""
-    if name == "finetune_quora" and "runs" in data:
-        return _finetune_section(name, data)
+def section(name: str, data: dict, results: dict[str, dict] | None = None) -> Section:
+    """A results file as a `Section`: what its module's `present` derives from the raw
+    result, else what the file holds (an older script's format through an adapter)."""
     if name == "table_scroll" and "open" in data:
         return _table_scroll_section(name, data)
-    result = data.get("result", {})
+    whole = name == "finetune_quora" and "runs" in data   # the script's own format
+    result = data if whole else data.get("result", {})
     s = Section(name=name, title=data.get("title") or _title(name),
                 command=data.get("command", "?"), date=data.get("date", "?"),
                 hardware=hardware_text(data.get("hardware", {})), mode=data.get("mode", ""),
@@ -110,15 +119,26 @@ def section(name: str, data: dict) -> Section:
     if "skipped" in result:
         s.skipped = str(result["skipped"])
         return s
-    s.headline = list(result.get("headline", []))
-    s.tables = list(result.get("tables", []))
-    s.plots = list(result.get("plots", []))
-    s.notes = list(result.get("notes", []))
+    presenter = _presenter(name)
+    derived = presenter(result, results or {}) if presenter else {}
+    s.headline = list(derived.get("headline", result.get("headline", [])))
+    s.tables = list(derived.get("tables", result.get("tables", [])))
+    s.plots = list(derived.get("plots", result.get("plots", [])))
+    s.notes = list(derived.get("notes", result.get("notes", [])))
     if not (s.headline or s.tables):
         adapter = {"import_throughput": _import_tables,
                    "window_latency": _window_tables}.get(name)
         s.headline, s.tables = adapter(result) if adapter else ([], [_flat_table(result)])
     return s
+
+
+def _presenter(name: str):
+    """The benchmark module's `present(result, results)`, or None."""
+    try:
+        module = importlib.import_module(f"benchmarks.{name}")
+    except ImportError:
+        return None
+    return getattr(module, "present", None)
 
 
 def hardware_text(hw: dict) -> str:
@@ -131,108 +151,6 @@ def hardware_text(hw: dict) -> str:
              f"{hw['ram_gib']:g} GiB RAM" if hw.get("ram_gib") else None]
     parts.append(f"GPU {hw['gpu']}" if hw.get("gpu") else "CPU only")
     return ", ".join(p for p in parts if p)
-
-
-def _finetune_section(name: str, data: dict) -> Section:
-    """One row per recipe (objective, options and training size), its training seeds pooled:
-    mean held-out AP with the lowest and highest; the recommended recipe in the headline."""
-    before = data["before"]
-    base_ap = before["average_precision"]
-    groups: dict[tuple, list[dict]] = {}
-    for r in data["runs"]:
-        options = {k: v for k, v in r.get("options", {}).items() if k != "seed"}
-        key = (r["train_pairs"], r["objective"], json.dumps(options, sort_keys=True),
-               r.get("negative_pool", 0))
-        groups.setdefault(key, []).append(r)
-    rows, headline = [], []
-    held = data.get("data", {})
-    headline.append({"figure": f"held-out Quora AP ({held.get('measured_pairs', '?'):,} pairs), "
-                               "default model",
-                     "duplens": f"{base_ap:.2f}", "baseline": "", "ratio": "", "goal": "",
-                     "met": None})
-    goals = {int(k): v for k, v in data.get("goals", {}).items()}
-    ordered = sorted(groups.values(), key=lambda g: (g[0]["train_pairs"], -_mean_ap(g)))
-    for group in ordered:
-        first = group[0]
-        label = _recipe(first)
-        done = [r for r in group if "after" in r]
-        if not done:
-            rows.append([label, f"{first['train_pairs']:,}", f"failed: {first['error']}",
-                         "", "", "", "", "", ""])
-            continue
-        aps = [r["after"]["average_precision"] for r in done]
-        mean = sum(aps) / len(aps)
-        spread = f" ({min(aps):.2f}–{max(aps):.2f})" if len(aps) > 1 else ""
-        seconds = sum(r["training_seconds"] for r in done) / len(done)
-        per_pair = [r.get("seconds_per_pair") or r["total_seconds"] / r["train_pairs"]
-                    for r in done if r.get("total_seconds")]
-        rows.append([
-            ("**recommended:** " if first.get("recommended") else "") + label,
-            f"{first['train_pairs']:,}", len(done),
-            f"{_bold_if(mean, before)} ({mean - base_ap:+.2f}){spread}",
-            f"{sum(r['after']['f1'] for r in done) / len(done):.2f}", f"{seconds:.0f}",
-            f"{sum(per_pair) / len(per_pair):.3f}" if per_pair else "",
-            _loads(done),
-            _minute(max(r.get("date", data.get("date", "?")) for r in done))])
-        if first.get("recommended"):
-            size = first["train_pairs"]
-            goal = goals.get(size)
-            seeds = f", mean of {len(aps)} seeds {min(aps):.2f}–{max(aps):.2f}" if spread else ""
-            headline.append({
-                "figure": f"held-out Quora AP after fine-tuning ({first['objective']}, "
-                          f"{size:,} pairs{seeds})",
-                "duplens": f"{mean:.2f}", "baseline": f"{base_ap:.2f} (default model)",
-                "ratio": f"{mean - base_ap:+.2f} points",
-                "goal": f"≥ +{goal:g} points" if goal else "",
-                "met": None if goal is None else mean - base_ap >= goal})
-    return Section(
-        name=name, title="Fine-tuning objectives on Quora pairs", command=data.get("command", "?"),
-        date=data.get("date", "?"), hardware=hardware_text(data.get("hardware", {})),
-        headline=headline,
-        tables=[{"title": f"Held-out AP (before: {base_ap:.2f}) and best F1 (before: "
-                          f"{before['f1']:.2f}) on {held.get('measured_pairs', '?'):,} held-out "
-                          f"pairs ({held.get('held_out_duplicates', '?'):,} duplicates); options "
-                          f"as they differ from the engine's defaults",
-                 "columns": ["recipe", "training pairs", "seeds",
-                             "held-out AP after (gain) (lowest–highest)", "best F1 after",
-                             "training s", "s per pair", "load average", "measured"],
-                 "rows": rows}],
-        notes=[f"Earlier runs kept by `--merge` were made by `{c}`."
-               for c in data.get("earlier_commands", [])])
-
-
-_LOSSES = {"contrastive": "`OnlineContrastiveLoss`", "triplet": "`TripletLoss`, margin 1",
-           "cosine": "`CosineSimilarityLoss`",
-           "mnrl": "`MultipleNegativesRankingLoss`, duplicates only",
-           "softmax": "`SoftmaxLoss`",
-           "contrastive+mnrl": "`OnlineContrastiveLoss` + `MultipleNegativesRankingLoss`"}
-
-
-def _recipe(run: dict) -> str:
-    """"contrastive (`OnlineContrastiveLoss`), learning_rate=5e-05" and the like."""
-    changed = " ".join(part for part in run.get("changed", "").split()
-                       if not part.startswith("seed="))
-    pool = (f", negatives also from {run['negative_pool']:,} training-half questions"
-            if run.get("negative_pool") else "")
-    return (f"{run['objective']} ({_LOSSES.get(run['objective'], '?')})"
-            f"{', ' + changed if changed else ''}{pool}")
-
-
-def _loads(runs: list[dict]) -> str:
-    """The 1-minute load average before → after each run ("" for runs that kept none): the
-    training seconds beside it are only comparable at a like load."""
-    return ", ".join(f"{r['load_before']} → {r['load_after']}" for r in runs
-                     if r.get("load_before") and r.get("load_after"))
-
-
-def _mean_ap(runs: list[dict]) -> float:
-    aps = [r["after"]["average_precision"] for r in runs if "after" in r]
-    return sum(aps) / len(aps) if aps else 0.0
-
-
-def _minute(stamp: str) -> str:
-    """"2026-11-23T06:58:00+00:00" -> "2026-11-23 06:58 UTC"."""
-    return f"{stamp[:10]} {stamp[11:16]} UTC" if len(stamp) >= 16 else stamp
 
 
 def _table_scroll_section(name: str, data: dict) -> Section:
@@ -271,12 +189,6 @@ def _table_scroll_section(name: str, data: dict) -> Section:
         notes=notes)
 
 
-def _bold_if(ap_after: float, before: dict) -> str:
-    """Bold where fine-tuning moved AP by at least 0.5 points, up or down."""
-    moved = abs(ap_after - before["average_precision"]) >= 0.5
-    return f"**{ap_after:.2f}**" if moved else f"{ap_after:.2f}"
-
-
 def _import_tables(result: dict) -> tuple[list[dict], list[dict]]:
     """import_throughput's flat dict: bare encode vs the whole import."""
     bare, ours = result.get("bare_encode_rows_per_s"), result.get("duplens_import_rows_per_s")
@@ -285,7 +197,9 @@ def _import_tables(result: dict) -> tuple[list[dict], list[dict]]:
     ratio = result.get("ratio", ours / bare)
     rows = result.get("rows", "?")
     headline = [{"figure": f"import throughput, {rows:,} rows (parse + store + encode + index)",
-                 "duplens": f"{ours:,.1f} rows/s", "baseline": f"{bare:,.1f} rows/s (encode)",
+                 "duplens": f"{ours:,.1f} rows/s", "baseline": f"{bare:,.1f} rows/s",
+                 "baseline_is": "plain sentence-transformers encode of the same texts, same "
+                                "run",
                  "ratio": f"{ratio:.2f}×", "goal": "≥ 0.9×", "met": ratio >= 0.9}]
     table = {"title": f"{rows:,} distinct Quora questions, batch {result.get('batch_size', '?')}"
                       f", {result.get('device', 'cpu')}",
@@ -339,7 +253,8 @@ def _flat_table(data: dict, title: str = "Figures") -> dict:
 
 
 # -- rendering -------------------------------------------------------------------------------
-def render_section(s: Section, plot_dir: Path | None, doc_dir: Path) -> str:
+def render_section(s: Section, plot_dir: Path | None, doc_dir: Path, *,
+                   draw: bool = True) -> str:
     lines = [_caption(s), ""]
     if s.skipped:
         lines.append(f"_Not measured: {s.skipped}._")
@@ -348,28 +263,36 @@ def render_section(s: Section, plot_dir: Path | None, doc_dir: Path) -> str:
         if table.get("title"):
             lines += [f"**{table['title']}**", ""]
         lines += [_md_table(table["columns"], table["rows"]), ""]
-    for image in draw_plots(s.plots, plot_dir, doc_dir):
+    for image in draw_plots(s.plots, plot_dir, doc_dir, draw=draw):
         lines += [image, ""]
     for note in s.notes:
         lines.append(f"- {note}")
     return "\n".join(lines).rstrip("\n")
 
 
+SUMMARY_COLUMNS = ["figure", "Duplens", "baseline", "baseline is (as run)", "ratio", "goal",
+                   "met", "hardware", "command", "date"]
+
+
 def render_summary(sections: list[Section]) -> str:
+    """One row per headline figure; "baseline is" says what the baseline was and whether it
+    ran in the same run (a headline's `baseline_is`; "–" where a figure has no baseline)."""
     rows = []
     for s in sections:
         if s.skipped:
-            rows.append([s.title, "not measured", "", "", "", "–", s.hardware,
+            rows.append([s.title, "not measured", "", "", "", "", "–", s.hardware,
                          f"`{s.command}`", _day(s.date)])
             continue
         for h in s.headline:
             met = h.get("met")
-            rows.append([h.get("figure", ""), f"**{h.get('duplens', '')}**",
-                         h.get("baseline", ""), h.get("ratio", ""), h.get("goal", ""),
+            baseline = h.get("baseline", "")
+            rows.append([h.get("figure", ""), f"**{h.get('duplens', '')}**", baseline,
+                         h.get("baseline_is") or ("?" if baseline not in ("", "—", "–")
+                                                  else "–"),
+                         h.get("ratio", ""), h.get("goal", ""),
                          "–" if met is None else ("yes" if met else "**no**"), s.hardware,
                          f"`{h.get('command') or s.command}`", _day(h.get("date") or s.date)])
-    return _md_table(["figure", "Duplens", "baseline (plain sentence-transformers)", "ratio",
-                      "goal", "met", "hardware", "command", "date"], rows)
+    return _md_table(SUMMARY_COLUMNS, rows)
 
 
 def _caption(s: Section) -> str:
@@ -389,17 +312,24 @@ def _md_table(columns: list, rows: list[list]) -> str:
     return "\n".join(out)
 
 
-def draw_plots(plots: list[dict], plot_dir: Path | None, doc_dir: Path) -> list[str]:
-    """Draw each plot to plot_dir (PNG) and return its Markdown image lines."""
+def draw_plots(plots: list[dict], plot_dir: Path | None, doc_dir: Path, *,
+               draw: bool = True) -> list[str]:
+    """Draw each plot to plot_dir (PNG) and return its Markdown image lines (with `draw`
+    False, the lines only: what the page says does not depend on matplotlib)."""
     if not plots or plot_dir is None:
         return []
+    if not draw:
+        return [f"![{spec.get('title', spec['file'])}]"
+                f"({_image_path(plot_dir / spec['file'], doc_dir)})" for spec in plots]
     try:
         import matplotlib
 
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
-    except ImportError:
-        return ["_(plots need matplotlib: `pip install -e \".[bench]\"`)_"]
+    except ImportError:   # the page stays the same; only the PNGs are not redrawn
+        print("matplotlib is not installed: the plots were not redrawn "
+              "(`pip install -e \".[bench]\"`)", file=sys.stderr)
+        return draw_plots(plots, plot_dir, doc_dir, draw=False)
     plot_dir.mkdir(parents=True, exist_ok=True)
     images = []
     for spec in plots:
@@ -426,10 +356,14 @@ def draw_plots(plots: list[dict], plot_dir: Path | None, doc_dir: Path) -> list[
         path = plot_dir / spec["file"]
         fig.savefig(path, metadata={"Software": None})
         plt.close(fig)
-        rel = path.resolve().relative_to(doc_dir.resolve()) if path.resolve().is_relative_to(
-            doc_dir.resolve()) else path
-        images.append(f"![{spec.get('title', spec['file'])}]({rel.as_posix()})")
+        images.append(f"![{spec.get('title', spec['file'])}]({_image_path(path, doc_dir)})")
     return images
+
+
+def _image_path(path: Path, doc_dir: Path) -> str:
+    rel = path.resolve().relative_to(doc_dir.resolve()) if path.resolve().is_relative_to(
+        doc_dir.resolve()) else path
+    return rel.as_posix()
 
 
 def _ordered(results: dict[str, dict]) -> list[tuple[str, dict]]:

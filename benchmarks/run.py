@@ -8,9 +8,15 @@ is saved as benchmarks/results/NAME.json together with the hardware, the command
 reproduces it, the date, library versions, wall time and peak memory. Then
 `benchmarks.report` rewrites the generated blocks of docs/benchmarks.md from every JSON file.
 
-What a benchmark's dict may hold for the report (all optional; other keys are kept as data):
-  "headline": [{"figure", "duplens", "baseline", "ratio", "goal", "met": bool|None}, ...]
-      one row each in the summary table (values preformatted strings, units included);
+The dict holds what was measured. A benchmark module with `present(result, results)` makes
+its headline, tables, plots and notes from it when the report renders (so wording lives in
+code, and nothing shown can be edited in a results file); otherwise the dict may hold them
+itself (all optional; other keys are kept as data):
+  "headline": [{"figure", "duplens", "baseline", "baseline_is", "ratio", "goal",
+                "met": bool|None}, ...]
+      one row each in the summary table (values preformatted strings, units included;
+      "baseline_is" says what the baseline was as it ran, e.g. "plain sentence-transformers
+      encode, same run");
   "tables":   [{"title", "columns": [...], "rows": [[...], ...]}, ...];
   "plots":    [{"file": "x.png", "title", "xlabel", "ylabel", "logx", "logy",
                 "series": [{"label", "x": [...], "y": [...]}], "annotate": [...]}, ...];

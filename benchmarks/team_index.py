@@ -132,7 +132,7 @@ def run(quick: bool) -> dict:
             store.close()
         server.stop()
         shutil.rmtree(folder, ignore_errors=True)
-    result.update(_presentation(result))
+
     return result
 
 
@@ -388,7 +388,7 @@ LABELS = {"file": "file project (SQLite): HNSW in memory",
           "server_cache": "server project: local HNSW cache of the saved index"}
 
 
-def _presentation(r: dict) -> dict:
+def present(r: dict, results: dict | None = None) -> dict:
     n = f"{r['items'] // 1000}k"
     d = r["designs"]
     file, cache = d["file"], d["server_cache"]
@@ -397,7 +397,8 @@ def _presentation(r: dict) -> dict:
         "figure": f"team project keystroke p95 (encode + top-10), {n} items, local cache of "
                   "the server's index",
         "duplens": f"{cache['keystroke_ms']['p95']:.1f} ms",
-        "baseline": f"{file['keystroke_ms']['p95']:.1f} ms (file project)",
+        "baseline": f"{file['keystroke_ms']['p95']:.1f} ms",
+        "baseline_is": "a file project (SQLite) of the same items, same run",
         "ratio": f"{cache['keystroke_ms']['p95'] / file['keystroke_ms']['p95']:.2f}× the "
                  "file's",
         "goal": f"≤ {GOAL_P95_MS:g} ms", "met": cache["keystroke_ms"]["p95"] <= GOAL_P95_MS,
@@ -405,7 +406,8 @@ def _presentation(r: dict) -> dict:
         "figure": f"team project open to first answer, {n} items ({r['index_mb']:.0f} MB "
                   "index streamed from the server)",
         "duplens": f"{cache['open_median_s']:.2f} s",
-        "baseline": f"{file['open_median_s']:.2f} s (file project)",
+        "baseline": f"{file['open_median_s']:.2f} s",
+        "baseline_is": "a file project (SQLite) of the same items, same run",
         "ratio": f"{cache['open_median_s'] / file['open_median_s']:.2f}× the file's",
         "goal": "–", "met": None,
     }]
@@ -433,7 +435,9 @@ def _presentation(r: dict) -> dict:
             "figure": f"team project keystroke p95 (encode + top-10), {n} items, pgvector "
                       f"(ef_search {best['ef_search']})",
             "duplens": f"{best['keystroke_ms']['p95']:.1f} ms",
-            "baseline": f"{cache['keystroke_ms']['p95']:.1f} ms (local cache)",
+            "baseline": f"{cache['keystroke_ms']['p95']:.1f} ms",
+            "baseline_is": "Duplens' local cache of the server's index (the design kept), "
+                           "same run; pgvector in PostgreSQL is the alternative measured",
             "ratio": f"{best['keystroke_ms']['p95'] / cache['keystroke_ms']['p95']:.2f}× "
                      "the local cache's",
             "goal": f"≤ {GOAL_P95_MS:g} ms", "met": best["keystroke_ms"]["p95"] <= GOAL_P95_MS,

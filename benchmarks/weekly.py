@@ -359,9 +359,13 @@ def _presentation(result: dict, quick: bool) -> dict:
         headline.append({"figure": f"id churn over {len(later)} weekly imports "
                                    f"({'quick' if quick else 'Quora 20k + 4 x 5k'})",
                          "duplens": f"{churn} rows", "baseline": "ids by position",
+                         "baseline_is": "clusters numbered 1..n by size at each cut, as "
+                                        "before stable ids, on the same weeks, same run",
                          "ratio": "", "goal": "0", "met": churn <= GOAL_CHURN})
         headline.append({"figure": "pair F1, incremental clusters vs a whole recut (worst week)",
                          "duplens": f"{worst:.2f}", "baseline": "100 (whole recut)",
+                         "baseline_is": "the whole graph mined and cut again after the same "
+                                        "import, same run",
                          "ratio": "", "goal": f"within {GOAL_F1_POINTS} point",
                          "met": 100 - worst <= GOAL_F1_POINTS})
         tables.append({"title": "Week by week (Quora questions, threshold 0.8)",
@@ -385,6 +389,8 @@ def _presentation(result: dict, quick: bool) -> dict:
                                    f"to clusters updated",
                          "duplens": f"{s['incremental_seconds']:.2f} s",
                          "baseline": f"{s['whole_seconds']:.2f} s (graph + cut)",
+                         "baseline_is": "the whole neighbour graph mined and cut again, "
+                                        "same project, same run",
                          "ratio": f"{s['ratio']}x faster",
                          "goal": f"<= {GOAL_SECONDS} s at 1M",
                          "met": (s["incremental_seconds"] <= GOAL_SECONDS)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import csv
 import errno
+import io
 import os
 import uuid
 from collections.abc import Callable, Iterable, Sequence
@@ -56,6 +57,37 @@ def write_rows(path: PathLike, header: Sequence[str], rows: Iterable[Sequence[ob
     finally:
         temp.unlink(missing_ok=True)
     return written
+
+
+def write_csv_pages(path: PathLike, header: Sequence[str],
+                    pages: Iterable[tuple[bytes | memoryview, int]]) -> int:
+    """Write a CSV whose data lines come already encoded: each page is (its bytes, its row
+    count), made by `engine.io.csv_columns` to the csv module's rules. The header, BOM and
+    atomic replace are `write_rows`'s; returns rows written."""
+    path = Path(path)
+    if path.suffix.lower() != ".csv":
+        raise InputError(f"{path.name}: pages of CSV lines go to a .csv file")
+    temp = path.with_name(f".{path.name}.{uuid.uuid4().hex}.tmp")
+    written = 0
+    try:
+        with temp.open("wb") as fh:
+            fh.write(_csv_header(header))
+            for data, rows in pages:
+                fh.write(data)
+                written += rows
+        os.replace(temp, path)
+    except OSError as err:
+        raise _write_error(path, err) from err
+    finally:
+        temp.unlink(missing_ok=True)
+    return written
+
+
+def _csv_header(header: Sequence[str]) -> bytes:
+    """The BOM and the header line, neutralised, exactly as `_stream_csv` starts a file."""
+    out = io.StringIO()
+    csv.writer(out).writerow([neutralise_cell(str(name)) for name in header])
+    return out.getvalue().encode("utf-8-sig")
 
 
 def _stream_csv(path: Path, header: Sequence[str], rows: Iterable[Sequence[object]]) -> int:

@@ -20,6 +20,9 @@ SHORTLIST_PER_PAIR = 20
 # much as 0.01 of distance from the threshold.
 SIMILAR_PAIRS = 0.8
 REDUNDANCY_WEIGHT = 1.0
+# How Ask me picks (benchmarks/ask_vs_random.py measures each way against random pairs on
+# validation, and this one on test).
+ASK_STRATEGY = "uncertain"
 
 
 def per_text_cap(n: int) -> int:
@@ -44,10 +47,19 @@ def pick_uncertain(scores: np.ndarray, text_a: np.ndarray, text_b: np.ndarray,
     No text appears in more than `cap` (default `per_text_cap(n)`) of the chosen pairs.
     """
     scores = np.asarray(scores, dtype=np.float64)
-    if n <= 0 or len(scores) == 0:
+    return pick_spread(np.abs(scores - threshold), text_a, text_b, n, vectors=vectors, cap=cap)
+
+
+def pick_spread(cost: np.ndarray, text_a: np.ndarray, text_b: np.ndarray, n: int, *,
+                vectors: np.ndarray | None = None, cap: int | None = None) -> list[int]:
+    """Positions of up to n candidate pairs, lowest `cost` first, spread out: what
+    `pick_uncertain` does with any measure of how little a verdict would teach (its cost
+    is the distance from the threshold; `cost` is on the same scale, a pair close to one
+    already chosen paying the redundancy penalty on top)."""
+    distance = np.asarray(cost, dtype=np.float64)
+    if n <= 0 or len(distance) == 0:
         return []
     cap = cap or per_text_cap(n)
-    distance = np.abs(scores - threshold)
     short = np.argsort(distance, kind="stable")[: n * SHORTLIST_PER_PAIR]
     dist = distance[short]
     a = np.asarray(text_a)[short]
@@ -58,9 +70,9 @@ def pick_uncertain(scores: np.ndarray, text_a: np.ndarray, text_b: np.ndarray,
     uses: dict[int, int] = {}
     chosen: list[int] = []
     while len(chosen) < n and open_.any():
-        cost = dist + REDUNDANCY_WEIGHT * np.maximum(nearest_chosen - SIMILAR_PAIRS, 0.0)
-        cost[~open_] = np.inf
-        k = int(np.argmin(cost))
+        cost_now = dist + REDUNDANCY_WEIGHT * np.maximum(nearest_chosen - SIMILAR_PAIRS, 0.0)
+        cost_now[~open_] = np.inf
+        k = int(np.argmin(cost_now))
         chosen.append(int(short[k]))
         open_[k] = False
         for text in {int(a[k]), int(b[k])}:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import getpass
+import json
 import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
@@ -13,6 +14,7 @@ from sqlalchemy import (
     Connection,
     Result,
     String,
+    Text,
     and_,
     cast,
     func,
@@ -133,7 +135,7 @@ def rows_version(conn: Connection) -> int:
 
 def bump_rows_version(conn: Connection) -> int:
     """One more inside the caller's write transaction (atomic, as the content version)."""
-    from sqlalchemy import BigInteger, Text
+    from sqlalchemy import BigInteger
 
     stmt = conflict_insert(conn, meta).values(key=ROWS_VERSION_KEY, value="1")
     conn.execute(stmt.on_conflict_do_update(
@@ -282,6 +284,90 @@ def items_after(conn: Connection, after_id: int, limit: int) -> list[dict]:
         select(*cols).where(items.c.id > after_id, ~items.c.deleted)
         .order_by(items.c.id).limit(limit)
     ).mappings()]
+
+
+@dataclass(frozen=True)
+class CellPage:
+    """A page of live rows for the every-row CSV export, by column: ids (ascending), the
+    import each came from, the id column's values, and the original cells as JSON texts,
+    one a line (`cells`: exactly one line per row, no line break inside one)."""
+
+    ids: np.ndarray           # int64
+    source_ids: np.ndarray    # int64
+    ext_ids: list[str | None]
+    cells: bytes
+
+    def rows(self) -> list[tuple[int, int, str | None, bytes]]:
+        """The page as one tuple per row (id, source_id, ext_id, JSON cells)."""
+        return list(zip(self.ids.tolist(), self.source_ids.tolist(), self.ext_ids,
+                        self.cells.split(b"\n"), strict=True))
+
+
+def cell_page_after(conn: Connection, after_id: int, limit: int) -> CellPage | None:
+    """Up to `limit` live rows with ids above `after_id` (None when there are none), for
+    the every-row CSV export (`services.export_lines`), which parses a whole page's cells at
+    once. On SQLite the database hands the page over as one row of aggregated text, built
+    while the GIL is free (an export reads in one thread and encodes in another), where a
+    Python tuple per row cost most of a million-row export's time; on PostgreSQL, and on a
+    page the aggregate cannot carry exactly, the driver's plain tuples are used."""
+    if conn.dialect.name == "sqlite":
+        count, page = _sqlite_cell_page(conn, after_id, limit)
+        if not count or page is not None:
+            return page
+    cols = (items.c.id, items.c.source_id, items.c.ext_id, cast(items.c.extra, Text))
+    rows = _driver_rows(conn, select(*cols).where(items.c.id > after_id, ~items.c.deleted)
+                        .order_by(items.c.id).limit(limit))
+    if not rows:
+        return None
+    ids, source_ids, ext_ids, cells = zip(*rows, strict=True)
+    # A JSON text stored with a line break in it (not one SQLAlchemy wrote) is written
+    # again on one line: the same cells, one line per row.
+    lines = [c if "\n" not in c else json.dumps(json.loads(c)) for c in cells]
+    return CellPage(np.array(ids, dtype=np.int64), np.array(source_ids, dtype=np.int64),
+                    list(ext_ids), "\n".join(lines).encode("utf-8"))
+
+
+_SQLITE_PAGE = (
+    "SELECT count(*), group_concat(id), group_concat(source_id), json_group_array(ext_id),"
+    " group_concat(extra, char(10)) FROM (SELECT id, source_id, ext_id, extra FROM items"
+    " WHERE id > ? AND NOT deleted ORDER BY id LIMIT ?)")
+
+
+def _sqlite_cell_page(conn: Connection, after_id: int, limit: int
+                      ) -> tuple[int, CellPage | None]:
+    """The page's row count and the page as SQLite aggregates it (every aggregate sees the
+    rows in the same order); no page when what came back is not exactly one ascending id,
+    source, id value and line of cells per row (then the caller reads tuples)."""
+    cursor = conn.connection.cursor()
+    try:
+        count, ids, source_ids, ext_ids, cells = cursor.execute(
+            _SQLITE_PAGE, (after_id, limit)).fetchone()
+    finally:
+        cursor.close()
+    if not count:
+        return 0, None
+    page = CellPage(np.fromstring(ids, dtype=np.int64, sep=","),
+                    np.fromstring(source_ids, dtype=np.int64, sep=","),
+                    json.loads(ext_ids), cells.encode("utf-8"))
+    exact = (len(page.ids) == len(page.source_ids) == len(page.ext_ids) == count
+             and page.cells.count(b"\n") == count - 1 and bool(np.all(np.diff(page.ids) > 0)))
+    return count, page if exact else None
+
+
+def _driver_rows(conn: Connection, stmt) -> list[tuple]:
+    """`stmt`'s rows as the DB-API driver returns them (plain tuples, no type processing:
+    only for columns whose driver values are already what the caller wants), read inside
+    `conn`'s transaction."""
+    compiled = stmt.compile(dialect=conn.dialect)
+    params = (tuple(compiled.params[name] for name in compiled.positiontup)
+              if compiled.positional else compiled.params)
+    cursor = conn.connection.cursor()
+    try:
+        cursor.execute(str(compiled), params)
+        return cursor.fetchall()
+    finally:
+        cursor.close()
+
 
 # -- browsing: which live rows a table shows, in which order ---------------------------------
 def row_filter(text_filter: str, columns: Sequence[str] | None) -> ColumnElement[bool]:

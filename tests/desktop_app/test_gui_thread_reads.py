@@ -4,8 +4,8 @@ On a team project every read is a network round trip, so one on the GUI thread f
 scrolling and typing while the server answers. `devtools.gui_thread_guard` records every
 connection and statement any engine runs on the GUI thread; the window is driven through
 its main flows inside it (open, scroll, sort and filter, search and a hit's row, the
-review with a decision and its undo, Ask me, the plots, a file's check, the fine-tuning
-wizard, the model versions), and the record must stay empty.
+review with a decision and its undo, Ask me, Measure quality, the plots, a file's check,
+the fine-tuning wizard, the model versions), and the record must stay empty.
 """
 
 from __future__ import annotations
@@ -95,6 +95,20 @@ def test_the_window_never_reads_the_database_on_the_gui_thread(qtbot, window, wh
                         timeout=SIGNAL_TIMEOUT_MS)
         window.grab()
         window.review_view.set_asking(False)
+        # Measure quality: a drawn pair, an answer, the estimates above it
+        measure = window.review.measure
+        with qtbot.waitSignals([measure.pairChanged, measure.measured],
+                               timeout=SIGNAL_TIMEOUT_MS):
+            window.review_view.measure_button.click()
+        target = window.review_view.measure_view.compare.left
+        window.activateWindow()
+        target.setFocus()
+        qtbot.waitUntil(target.hasFocus, timeout=5_000)
+        with qtbot.waitSignal(measure.measured, timeout=SIGNAL_TIMEOUT_MS,
+                              check_params_cb=lambda m: m.answers == 1):
+            qtbot.keyClick(target, Qt.Key.Key_N)
+        window.grab()
+        window.review_view.measure_button.click()
         # the plots
         with qtbot.waitSignal(window.review.mapReady, timeout=SIGNAL_TIMEOUT_MS):
             window.tabs.setCurrentWidget(window.plots_view)

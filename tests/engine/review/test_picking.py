@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from engine.review.picking import pair_vectors, per_text_cap, pick_uncertain
+from engine.review.picking import pair_vectors, per_text_cap, pick_spread, pick_uncertain
 
 
 def _unit(rows: np.ndarray) -> np.ndarray:
@@ -44,3 +44,17 @@ def test_paraphrases_of_one_question_do_not_fill_the_list() -> None:
     assert 1 <= len(same_topic) <= 2
     # ...and without pair vectors the pick is by uncertainty alone.
     assert sorted(pick_uncertain(scores, ids[:40], ids[40:], 0.8, 20)) == list(range(20))
+
+
+def test_pick_spread_takes_any_cost_lowest_first_with_the_same_caps():
+    """`pick_spread` is `pick_uncertain` for any measure: lowest cost first (a negative cost
+    comes before every distance), and still no text in more pairs than its cap."""
+    cost = np.array([0.30, -0.50, 0.10, 0.20, 0.05])
+    a = np.array([1, 2, 3, 4, 5])
+    b = np.array([10, 11, 12, 13, 14])
+    assert pick_spread(cost, a, b, 3) == [1, 4, 2]
+    shared = np.array([7, 7, 7, 7, 8])   # text 7 is in four pairs, the cap is 1 of 5
+    assert pick_spread(cost, shared, b, 5, cap=1) == [1, 4]
+    scores = np.array([0.81, 0.2, 0.79, 0.95])
+    assert pick_uncertain(scores, a[:4], b[:4], 0.8, 2) == pick_spread(
+        np.abs(scores - 0.8), a[:4], b[:4], 2)
