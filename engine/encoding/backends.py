@@ -28,8 +28,8 @@ AUTO = "auto"
 # The backend a new project encodes with on a CPU: the fastest one that passed the quality
 # gate, every candidate measured against torch in one run (benchmarks/backends.py: STSb
 # Spearman, held-out Quora and sample-question pair AP, recall@10 of search; see
-# docs/benchmarks.md). tests/engine/encoding/test_default_backend.py keeps it equal to the
-# gate's verdict in benchmarks/results/backends.json.
+# docs/benchmarks.md). tests/engine/encoding/test_default_backend.py checks that it passed
+# the recorded gate run (benchmarks/results/gate/backends_gate.json, `--gate-only`).
 CPU_DEFAULT_BACKEND = "openvino-int8"
 # Bump when the export steps change, so old exports are not loaded as if they were new ones.
 EXPORT_FORMAT = 1

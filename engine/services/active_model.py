@@ -109,9 +109,9 @@ class ActiveModel:
     def new_backend(self, model: str | None, device: str | None = None) -> str:
         """The backend a model chosen now is loaded with, by the preference: a named one as
         named; "auto" the fastest that passed the quality gate on the device it will run on
-        (`default_backend`) for the bundled model, whose gate was measured (a version
-        trained from it follows its parent, `engine.training.fast_form`); torch for any
-        other model."""
+        (`default_backend`) for the bundled model, whose gate was measured; torch for any
+        other model, fine-tuned versions included (their int8 form is not made yet: issue
+        27's conversion after training)."""
         wanted = self.preferences.backend
         if not is_auto(wanted):
             return str(wanted)
