@@ -68,3 +68,15 @@ def test_changing_only_the_backend_reloads_the_active_model_not_the_default(
         models.change_backend()
     assert blocker.args[0]["info"]["encoded"] == encoded > 0
     assert project.model.row()["id"] == before
+
+
+def test_a_fresh_window_leaves_the_backend_to_the_engine(qtbot, bridge_without_model, settings):
+    """No saved setting: the window hands the engine "auto", so a new project gets the
+    quality gate's CPU default, not torch (what the window used to hand it)."""
+    from desktop_app.main_window import MainWindow
+
+    w = MainWindow(bridge_without_model, settings)
+    qtbot.addWidget(w)
+    assert bridge_without_model.backend_preference == AUTO
+    bridge_without_model.set_preferences("cpu", 64, w.preferences.backend)
+    assert bridge_without_model._new_backend() == default_backend("cpu")
