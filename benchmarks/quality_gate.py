@@ -40,6 +40,10 @@ from engine.encoding.conversion import CALIBRATION_SAMPLES
 STSB_LOSS = 0.3
 PAIR_AP_LOSS = 0.5
 MIN_RECALL = 0.98
+# A backend replaces torch as the default only when it is clearly faster: the same encoder
+# timed in different runs on this machine varied from 0.99x to 1.17x, and a new default
+# costs a first export and another runtime to install.
+MIN_SPEEDUP = 1.2
 K = 10
 QUORA_PAIRS = 4000
 CALIBRATION_ROWS = CALIBRATION_SAMPLES  # the first sample questions, which the int8
@@ -231,16 +235,22 @@ def verdict(candidate: dict, torch: dict) -> dict:
 
 
 def choose_default(rows: dict[str, dict]) -> tuple[str, str]:
-    """The fastest backend that passed (torch is the reference and always may serve), and
-    why: (name, sentence)."""
-    passed = [n for n, r in rows.items() if n == "torch" or r["gate"]["passed"]]
-    best = max(passed, key=lambda n: rows[n]["sentences_per_s"])
+    """The fastest backend that passed and is at least `MIN_SPEEDUP` times torch's speed
+    (torch is the reference and always may serve), and why: (name, sentence)."""
+    torch = rows["torch"]["sentences_per_s"]
+    passed = [n for n, r in rows.items() if n != "torch" and r["gate"]["passed"]]
+    faster = [n for n in passed if rows[n]["sentences_per_s"] >= MIN_SPEEDUP * torch]
     failed = {n: r["gate"]["failed"] for n, r in rows.items()
               if n != "torch" and not r["gate"]["passed"]}
     why = "; ".join(f"{n} failed: {', '.join(f)}" for n, f in failed.items())
-    if best == "torch":
-        return best, ("no backend that passed the gate was faster than torch" +
-                      (f" ({why})" if why else ""))
+    if not faster:
+        slow = [f"{n} {rows[n]['sentences_per_s'] / torch:.2f}x" for n in passed]
+        return "torch", (f"no backend that passed the gate was at least {MIN_SPEEDUP:g}x "
+                         f"as fast as torch" + (f" (passed: {', '.join(slow)})" if slow else "")
+                         + (f"; {why}" if why else ""))
+    best = max(faster, key=lambda n: rows[n]["sentences_per_s"])
     return best, (f"{best} passed the gate and was the fastest that did "
                   f"({rows[best]['sentences_per_s']:.0f} sentences/s against torch's "
-                  f"{rows['torch']['sentences_per_s']:.0f})" + (f"; {why}" if why else ""))
+                  f"{torch:.0f})" + (f"; {why}" if why else ""))
+
+

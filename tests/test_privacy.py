@@ -150,25 +150,24 @@ def test_the_openvino_backend_sends_and_leaves_nothing(account):
     assert_private(trace, account, "duplens import --backend openvino-int8")
 
 
-def test_a_new_project_loads_the_shipped_fast_model_offline(account):
-    """A new user's first import with the default settings: encoded by the fast backend
-    from the int8 model shipped with Duplens, with no connection and nothing calibrated or
-    exported into the cache (the shipped file is the one loaded)."""
+def test_the_shipped_fast_model_loads_offline(account):
+    """A first import with openvino-int8: encoded from the int8 model shipped with Duplens,
+    with no connection and nothing calibrated or exported into the cache (the shipped file
+    is the one loaded)."""
     if any(importlib.util.find_spec(m) is None for m in ("openvino", "nncf")):
         unavailable("OPENVINO", "OpenVINO is an extra: pip install 'duplens[openvino]'")
-    from engine.encoding.backends import CPU_DEFAULT_BACKEND
     from engine.project import Project
 
+    fast = "openvino-int8"
     project = account.work / "q.duplens"
     trace = account.cli("import", str(project), str(DATA / "questions.csv"), "--column",
-                        "question", "--device", "cpu")
-    assert_private(trace, account, "duplens import (the default backend)")
+                        "question", "--device", "cpu", "--backend", fast)
+    assert_private(trace, account, f"duplens import --backend {fast} (the shipped model)")
     with Project.open(project) as opened:
-        assert opened.model.row()["fingerprint"].endswith(f"+{CPU_DEFAULT_BACKEND}")
+        assert opened.model.row()["fingerprint"].endswith(f"+{fast}")
         assert opened.info()["encoded"] > 0
     cache = account.xdg["XDG_CACHE_HOME"] / "Duplens" / "backends"
-    made = sorted(p.name for p in cache.glob(f"{CPU_DEFAULT_BACKEND}-*")) \
-        if cache.is_dir() else []
+    made = sorted(p.name for p in cache.glob(f"{fast}-*")) if cache.is_dir() else []
     assert not made, f"exported into the cache instead of loading the shipped model: {made}"
 
 

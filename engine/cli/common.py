@@ -41,8 +41,8 @@ def backend_option(p: argparse.ArgumentParser) -> None:
                    "or on the CPU onnx / openvino (same embeddings, faster) or their int8 "
                    "forms (different embeddings: the project is encoded again); openvino "
                    "needs duplens[openvino] (default: what the project uses; a new project "
-                   f"the fastest that passed the quality gate: {CPU_DEFAULT_BACKEND} on a "
-                   "CPU where it is installed, else torch)")
+                   "the fastest that passed the quality gate against torch, "
+                   f"{CPU_DEFAULT_BACKEND} on a CPU)")
 
 
 PROJECT_HELP = ("the project: a .duplens file, or a team project's "

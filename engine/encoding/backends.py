@@ -30,7 +30,10 @@ AUTO = "auto"
 # Spearman, held-out Quora and sample-question pair AP, recall@10 of search; see
 # docs/benchmarks.md). tests/engine/encoding/test_default_backend.py checks that it passed
 # the recorded gate run (benchmarks/results/gate/backends_gate.json, `--gate-only`).
-CPU_DEFAULT_BACKEND = "openvino-int8"
+# torch, for now: openvino-int8 kept STSb and pair AP but found only 94.7% of torch's ten
+# nearest neighbours (the gate asks 98%), and so did every int8 recipe tried with the
+# whole feed-forward part left in fp32; the gate's record says so.
+CPU_DEFAULT_BACKEND = "torch"
 # Bump when the export steps change, so old exports are not loaded as if they were new ones.
 EXPORT_FORMAT = 1
 

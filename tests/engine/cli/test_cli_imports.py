@@ -58,17 +58,17 @@ def project(tmp_path_factory) -> Path:
 
 
 @pytest.mark.slow
-def test_a_new_projects_search_runs_the_shipped_fast_model_without_torch(tmp_path):
-    """A project imported with the default settings (the quality gate's CPU default where
-    it is installed) is searched by OpenVINO from the shipped int8 model, with no torch."""
-    from engine.encoding.backends import BACKENDS, CPU_DEFAULT_BACKEND, missing_modules
+def test_an_int8_projects_search_runs_the_shipped_fast_model_without_torch(tmp_path):
+    """A project imported with openvino-int8 is searched by OpenVINO from the shipped int8
+    model, with no torch."""
+    from engine.encoding.backends import BACKENDS, missing_modules
     from tests.required import unavailable
 
-    if missing_modules(BACKENDS[CPU_DEFAULT_BACKEND]):
+    if missing_modules(BACKENDS["openvino-int8"]):
         unavailable("OPENVINO", "OpenVINO is an extra: pip install 'duplens[openvino]'")
     path = tmp_path / "fast.duplens"
     run("import", str(path), str(DATA / "questions.csv"), "--column", "question",
-        "--id-column", "qid", "--device", "cpu")
+        "--id-column", "qid", "--device", "cpu", "--backend", "openvino-int8")
     status, modules, out = in_child(tmp_path, "search", str(path), "capital of australia",
                                     "-k", "2", "--json")
     assert status == 0 and {h["id"] for h in json.loads(out)} == {"q6", "q7"}
