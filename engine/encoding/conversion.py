@@ -273,6 +273,7 @@ def quantize_openvino(graph, items: Sequence[dict], **options):
     import nncf
 
     quiet_nncf()
+    nncf.set_log_level(logging.WARNING)   # not a line per layer left out of quantisation
     # NNCF draws progress bars on stdout; the window has none, the CLI has its own.
     with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
         return nncf.quantize(graph, nncf.Dataset(list(items)),
