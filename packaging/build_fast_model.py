@@ -7,8 +7,10 @@ duplens_data/models/all-MiniLM-L6-v2-openvino-int8/ with its manifest.
                                                               # and compare with what ships
 
 Run it when the model package, the export steps (`EXPORT_FORMAT`), the calibration questions
-or a pin of openvino, nncf, onnx, torch or transformers changes: tests/engine/encoding/
-test_shipped_model.py fails until then. The files are the same bytes each time from the same
+or a pin of openvino, nncf, onnx, torch or transformers changes: until then Duplens makes
+its own export instead, and the tests that it loads the shipped one fail
+(tests/engine/encoding/test_default_backend.py, tests/test_privacy.py). The files are the
+same bytes each time from the same
 inputs on the same kind of CPU (the quantiser measures activations by running the model,
 and the fp32 kernels it runs differ a little between CPU families); `--check` shows it.
 
