@@ -71,7 +71,7 @@ class EngineBridge(JobRunner):
         self._encoder = encoder                 # a shared, already loaded model (tests)
         self._preloaded: SentenceEncoder | None = None   # default model, loaded before open
         self.device_preference = "auto"
-        self.backend_preference = "torch"
+        self.backend_preference = "auto"         # engine.encoding.backends: AUTO or a name
         self.batch_size = 64
         self._model_ready = False
         self._warm_wanted = False
@@ -121,7 +121,7 @@ class EngineBridge(JobRunner):
                                     batch_size=self.batch_size, fast_queries=True)
             if self._encoder is not None:
                 project.model.attach(self._encoder, is_default=True)
-            elif self._preloaded is not None and project.model.is_default():
+            elif self._preloaded is not None and project.model.accepts(self._preloaded):
                 project.model.attach(self._preloaded, is_default=True)
             info = project_info(project, counts=False)   # the counts come later: seconds
         except BaseException:
@@ -138,7 +138,9 @@ class EngineBridge(JobRunner):
         self._model_ready = False   # each project has its own active model
         self.projectOpened.emit(info)
         shared = self._encoder
-        if shared is None and self._preloaded is not None and info.get("default_model"):
+        project = self._current()
+        if (shared is None and self._preloaded is not None and project is not None
+                and project.model.loaded() is self._preloaded):   # in memory: no read
             shared = self._preloaded
         if shared is not None:
             self._set_model_ready(shared.device)
@@ -193,7 +195,7 @@ class EngineBridge(JobRunner):
         from engine.encoding.loading import load_encoder
 
         preloaded = load_encoder(None, device=self.device_preference,
-                                 batch_size=self.batch_size, backend=self.backend_preference)
+                                 batch_size=self.batch_size, backend=self._new_backend())
         preloaded.prepare_fast_queries()
         self._preloaded = preloaded
         return preloaded.device
@@ -241,13 +243,23 @@ class EngineBridge(JobRunner):
         if held is not None and held[0] == self._latest_search:
             self._submit_search(*held)
 
-    def set_preferences(self, device: str, batch_size: int, backend: str = "torch") -> None:
+    def _new_backend(self) -> str:
+        """The backend a new project gets with the default model, by the preferences (what
+        the model loaded before any project is opened is loaded with)."""
+        from engine.encoding.backends import default_backend, is_auto
+        from engine.encoding.model_spec import pick_device
+
+        if not is_auto(self.backend_preference):
+            return self.backend_preference
+        return default_backend(pick_device(self.device_preference))
+
+    def set_preferences(self, device: str, batch_size: int, backend: str = "auto") -> None:
         """Device, batch size and backend (`engine.encoding.backends`) for models loaded
         from now on (and the open project); `ModelController` reloads the open one."""
         self.device_preference, self.batch_size = device, int(batch_size)
         self.backend_preference = backend
         preloaded = self._preloaded
-        if preloaded is not None and preloaded.spec.backend != backend:
+        if preloaded is not None and preloaded.spec.backend != self._new_backend():
             self._preloaded = None  # loaded the other way; the next warm-up loads it anew
         project = self._current()
         if project is not None:

@@ -150,6 +150,27 @@ def test_the_openvino_backend_sends_and_leaves_nothing(account):
     assert_private(trace, account, "duplens import --backend openvino-int8")
 
 
+def test_the_shipped_fast_model_loads_offline(account):
+    """A first import with openvino-int8: encoded from the int8 model shipped with Duplens,
+    with no connection and nothing calibrated or exported into the cache (the shipped file
+    is the one loaded)."""
+    if any(importlib.util.find_spec(m) is None for m in ("openvino", "nncf")):
+        unavailable("OPENVINO", "OpenVINO is an extra: pip install 'duplens[openvino]'")
+    from engine.project import Project
+
+    fast = "openvino-int8"
+    project = account.work / "q.duplens"
+    trace = account.cli("import", str(project), str(DATA / "questions.csv"), "--column",
+                        "question", "--device", "cpu", "--backend", fast)
+    assert_private(trace, account, f"duplens import --backend {fast} (the shipped model)")
+    with Project.open(project) as opened:
+        assert opened.model.row()["fingerprint"].endswith(f"+{fast}")
+        assert opened.info()["encoded"] > 0
+    cache = account.xdg["XDG_CACHE_HOME"] / "Duplens" / "backends"
+    made = sorted(p.name for p in cache.glob(f"{fast}-*")) if cache.is_dir() else []
+    assert not made, f"exported into the cache instead of loading the shipped model: {made}"
+
+
 def test_the_trace_sees_a_connection_and_a_stray_file(account):
     """The check itself: a process that writes into HOME and connects out is caught."""
     stray = account.home / ".cache" / "somebody" / "id"

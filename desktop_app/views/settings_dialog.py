@@ -1,8 +1,11 @@
 """`SettingsDialog`: device, batch size, model and backend, kept in QSettings between runs.
 
 The device list shows what this machine really has (the engine probes CUDA and MPS); "auto"
-takes the fastest of those. The backend list offers the fast CPU backends whose packages are
-installed (`engine.encoding.backends`), the others greyed out with what to install.
+takes the fastest of those. The backend list starts with "Automatic" (the default): a new
+project gets the fastest backend that passed the quality gate here (`default_backend`:
+OpenVINO int8 on a CPU where it is installed), a project with embeddings keeps the backend
+they were made with. Then the fast CPU backends whose packages are installed
+(`engine.encoding.backends`), the others greyed out with what to install.
 """
 
 from __future__ import annotations
@@ -34,7 +37,7 @@ class Preferences:
     device: str = "auto"
     batch_size: int = 64
     model: str = ""            # "" = the bundled default model
-    backend: str = "torch"     # engine.encoding.backends.BACKENDS
+    backend: str = "auto"      # engine.encoding.backends: AUTO or a name in BACKENDS
     encode_on: str = "local"   # engine.encoding.executors.executor_for: local, ray, ray=ADDR
 
     @classmethod
@@ -44,13 +47,13 @@ class Preferences:
             batch = int(settings.value("engine/batch_size", 64))
         except (TypeError, ValueError):
             batch = 64
-        from engine.encoding.backends import BACKENDS
+        from engine.encoding.backends import AUTO, BACKENDS
 
-        backend = str(settings.value("engine/backend", "torch"))
+        backend = str(settings.value("engine/backend", AUTO))
         encode_on = str(settings.value("engine/encode_on", "local"))
         return cls(device if device in dict(DEVICES) else "auto", min(max(batch, 1), 1024),
                    str(settings.value("engine/model", "")),
-                   backend if backend in BACKENDS else "torch",
+                   backend if backend in BACKENDS else AUTO,
                    encode_on if encode_on == "local" or encode_on.startswith("ray") else "local")
 
     def save(self, settings: QSettings) -> None:
@@ -152,13 +155,16 @@ def encode_on_widgets(current: str, parent: QWidget) -> tuple[QComboBox, QLineEd
 
 
 def backend_combo(current: str, parent: QWidget) -> QComboBox:
-    """Every backend; those whose packages are missing are greyed out and say what to
-    install. The int8 ones give different embeddings: a project is encoded again."""
-    from engine.encoding.backends import BACKENDS, available_backends
+    """"Automatic" (naming what it picks on the CPU), then every backend; those whose
+    packages are missing are greyed out and say what to install. The int8 ones give
+    different embeddings: a project is encoded again."""
+    from engine.encoding.backends import AUTO, BACKENDS, available_backends, default_backend
 
     combo = QComboBox(parent)
     usable = set(available_backends())
     model = combo.model()
+    combo.addItem(f"Automatic (on the CPU: {BACKENDS[default_backend('cpu')].label})", AUTO)
+    usable.add(AUTO)
     for name, backend in BACKENDS.items():
         label = backend.label if backend.exact else f"{backend.label} (encodes again)"
         if name not in usable:
@@ -166,9 +172,11 @@ def backend_combo(current: str, parent: QWidget) -> QComboBox:
         combo.addItem(label, name)
         if name not in usable and isinstance(model, QStandardItemModel):
             model.item(combo.count() - 1).setEnabled(False)
-    index = combo.findData(current if current in usable else "torch")
+    index = combo.findData(current if current in usable else AUTO)
     combo.setCurrentIndex(max(0, index))
-    combo.setToolTip("ONNX Runtime and OpenVINO run on the CPU. Their int8 forms are the "
-                     "fastest but give slightly different similarities, so a project is "
-                     "encoded again with them (its earlier embeddings are kept).")
+    combo.setToolTip("Automatic: a new project gets the fastest backend that keeps quality "
+                     "here; a project keeps the backend its embeddings were made with. ONNX "
+                     "Runtime and OpenVINO run on the CPU. Their int8 forms are the fastest "
+                     "but give slightly different similarities, so choosing one encodes a "
+                     "project again (its earlier embeddings are kept).")
     return combo

@@ -246,22 +246,36 @@ def write_openvino(onnx_path: Path, target: Path, model: SentenceTransformer,
     quantised with NNCF's post-training quantisation for transformers (as optimum does)."""
     import openvino as ov
 
-    core = ov.Core()
-    graph = core.read_model(str(onnx_path))
+    graph = ov.Core().read_model(str(onnx_path))
     if calibration_texts:
-        import nncf
-
-        quiet_nncf()
-        samples = list(calibration_texts)[:CALIBRATION_SAMPLES]
-        names = [port.get_any_name() for port in graph.inputs]
-        items = []
-        for text in samples:  # one text per item: no padding for the quantiser to measure
-            encoded = model.tokenizer([text], truncation=True, max_length=model.max_seq_length,
-                                      return_tensors="np")
-            items.append({n: encoded[n] for n in names})
-        # NNCF draws progress bars on stdout; the window has none, the CLI has its own.
-        with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
-            graph = nncf.quantize(graph, nncf.Dataset(items),
-                                  model_type=nncf.ModelType.TRANSFORMER, subset_size=len(items))
+        graph = quantize_openvino(graph, calibration_items(graph, model, calibration_texts))
     ov.save_model(graph, str(target), compress_to_fp16=False)
     return target
+
+
+def calibration_items(graph, model: SentenceTransformer, texts: Sequence[str],
+                      limit: int = CALIBRATION_SAMPLES) -> list[dict]:
+    """The quantiser's inputs for an OpenVINO `graph`: the first `limit` of `texts`, one
+    text per item, so no padding is measured as if it were text."""
+    names = [port.get_any_name() for port in graph.inputs]
+    items = []
+    for text in list(texts)[:limit]:
+        encoded = model.tokenizer([text], truncation=True, max_length=model.max_seq_length,
+                                  return_tensors="np")
+        items.append({n: encoded[n] for n in names})
+    return items
+
+
+def quantize_openvino(graph, items: Sequence[dict], **options):
+    """`graph` quantised to int8 by NNCF's post-training quantisation for transformers,
+    measured on `items`; `options` go to `nncf.quantize` (the int8 recipes benchmark tries
+    others; Duplens ships the defaults)."""
+    import nncf
+
+    quiet_nncf()
+    nncf.set_log_level(logging.WARNING)   # not a line per layer left out of quantisation
+    # NNCF draws progress bars on stdout; the window has none, the CLI has its own.
+    with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
+        return nncf.quantize(graph, nncf.Dataset(list(items)),
+                             model_type=nncf.ModelType.TRANSFORMER,
+                             subset_size=len(items), **options)

@@ -75,10 +75,16 @@ class Executor(Protocol):
 
 
 class LocalExecutor:
-    """Encodes batches one after another in the calling thread."""
+    """Encodes batches one after another in the calling thread; an encoder that keeps
+    batches in flight itself (`map_batches`: the torch-free one with OpenVINO) is handed
+    them all."""
 
     def map(self, encoder: SentenceEncoder, batches: Iterable[EncodeBatch]
             ) -> Iterator[EncodedBatch]:
+        pipelined = getattr(encoder, "map_batches", None)
+        if pipelined is not None:
+            yield from pipelined(batches)
+            return
         for batch in batches:
             yield encoder.encode_batch(batch)
 

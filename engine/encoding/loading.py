@@ -2,14 +2,32 @@
 
 The window loads the default model before any project is open (so the first search after
 opening is instant) and a project loads its own active model; both go through here.
+
+A quantised backend on the CPU is served without torch where it can be
+(`engine.encoding.onnx_encoder`: the export, `tokenizers` and NumPy pooling, checked to give
+sentence-transformers' embeddings with that export): no torch import, and bulk batches kept
+in flight (`OnnxEncoder.map_batches`). Where it cannot yet (a model not checked on this
+computer), sentence-transformers runs the export, is checked once, and the next load is
+torch-free.
 """
 
 from __future__ import annotations
 
+import logging
+from pathlib import Path
+
 from engine.encoding.backends import backend_for_row, get_backend
 from engine.encoding.encoder import SentenceEncoder
-from engine.encoding.model_spec import load_model, pick_device, resolve_model, with_backend
+from engine.encoding.model_spec import (
+    ModelSpec,
+    load_model,
+    pick_device,
+    resolve_model,
+    with_backend,
+)
 from engine.errors import ModelError
+
+log = logging.getLogger("duplens")
 
 
 def load_encoder(model: str | None = None, *, device: str | None = "auto",
@@ -25,8 +43,7 @@ def load_encoder(model: str | None = None, *, device: str | None = "auto",
         chosen = "cpu"
     else:
         chosen = pick_device(device)
-    return SentenceEncoder(load_model(spec, chosen, chosen_backend.name),
-                           with_backend(spec, chosen_backend.name), chosen, batch_size)
+    return _load(spec, with_backend(spec, chosen_backend.name), chosen, batch_size)
 
 
 def load_stored_encoder(model: str | None, stored_fingerprint: str, *,
@@ -50,4 +67,39 @@ def load_stored_encoder(model: str | None, stored_fingerprint: str, *,
         chosen = "cpu"
     else:
         chosen = pick_device(device)
-    return SentenceEncoder(load_model(spec, chosen, serving.name), served, chosen, batch_size)
+    return _load(spec, served, chosen, batch_size)
+
+
+def _load(spec: ModelSpec, served: ModelSpec, device: str, batch_size: int
+          ) -> SentenceEncoder:
+    """`served` (the model as its backend serves it) on `device`: torch-free when that is
+    checked to give the same embeddings, else through sentence-transformers, checked then
+    for the next time. Only statically quantised backends (OpenVINO int8): for torch's own
+    embeddings torch encodes bulk batches faster than onnxruntime, and dynamic int8 scales
+    each batch by its own texts, so its embeddings of a text depend on the batch it is in
+    and never pass the check."""
+    backend = get_backend(served.backend)
+    torch_free = device == "cpu" and backend.quantization == "static" and spec.is_local
+    if torch_free:
+        light = _torch_free(served, batch_size)
+        if light is not None:
+            return light
+    encoder = SentenceEncoder(load_model(spec, device, backend.name), served, device,
+                              batch_size)
+    if torch_free:
+        from engine.encoding import onnx_encoder
+
+        checked = onnx_encoder.verify(encoder)
+        if checked is not None and checked >= onnx_encoder.MIN_COSINE:
+            light = _torch_free(served, batch_size)
+            if light is not None:
+                return light
+    return encoder
+
+
+def _torch_free(served: ModelSpec, batch_size: int) -> SentenceEncoder | None:
+    from engine.encoding import onnx_encoder
+
+    return onnx_encoder.load(Path(served.location), {"name": served.name,
+                                                     "fingerprint": served.fingerprint},
+                             batch_size=batch_size)

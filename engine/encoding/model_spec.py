@@ -120,10 +120,32 @@ def available_devices() -> list[str]:
     return [*found, "cpu"]
 
 
+def cpu_only_torch() -> bool:
+    """True when the installed torch can use no GPU here, found without importing it (a
+    second or more): a build for CPUs only (its `version.py` names no CUDA, ROCm or XPU),
+    and not macOS on Apple silicon (MPS). The installers ship such a build; a command that
+    picks the device "auto" then needs no torch to know it is the CPU."""
+    import importlib.util
+    import platform
+    import sys
+
+    if sys.platform == "darwin" and platform.machine() == "arm64":
+        return False
+    try:
+        spec = importlib.util.find_spec("torch")
+        if spec is None or not spec.submodule_search_locations:
+            return False
+        source = (Path(spec.submodule_search_locations[0]) / "version.py").read_text("utf-8")
+    except (OSError, ImportError, ValueError):
+        return False
+    accelerators = re.findall(r"^(cuda|hip|rocm|xpu)\b[^=]*=\s*(.+)$", source, re.MULTILINE)
+    return len(accelerators) >= 2 and all(v.strip() == "None" for _, v in accelerators)
+
+
 def pick_device(preference: str | None = "auto") -> str:
     """CUDA, then Apple MPS, then CPU, unless the user asked for one."""
     if preference in (None, "", "auto"):
-        return available_devices()[0]
+        return "cpu" if cpu_only_torch() else available_devices()[0]
     if preference not in ("cpu", "cuda", "mps") and not preference.startswith("cuda:"):
         raise ModelError(f"unknown device {preference!r}; use auto, cpu, cuda or mps")
     if preference != "cpu" and preference.split(":")[0] not in available_devices():

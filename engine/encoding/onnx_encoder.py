@@ -21,22 +21,23 @@ extra modules, no export yet) returns None and the caller loads torch as before.
 
 from __future__ import annotations
 
+import collections
 import hashlib
 import importlib.util
 import json
 import logging
 import os
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import numpy as np
 
-from engine.encoding.backends import BACKENDS, export_dir, split_fingerprint
-from engine.encoding.conversion import ONNX_FILE
-from engine.encoding.encoder import SentenceEncoder
+from engine.encoding import shipped_model
+from engine.encoding.backends import BACKENDS, split_fingerprint
+from engine.encoding.encoder import EncodeBatch, EncodedBatch, SentenceEncoder
 from engine.encoding.model_spec import ModelSpec
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -173,26 +174,23 @@ def turned_off() -> bool:
 
 
 def export_file(stored_fingerprint: str) -> Path:
-    """Where the "onnx" backend's export of these weights is cached (made or not)."""
-    weights, _ = split_fingerprint(stored_fingerprint)
-    return export_dir(weights, BACKENDS["onnx"]) / ONNX_FILE
+    """The export these embeddings come from (made or not): for torch's embeddings the
+    "onnx" backend's, which gives the same ones; for a quantised backend's, its own (the
+    one shipped with Duplens for the bundled model, `engine.encoding.shipped_model`)."""
+    from engine.encoding.runtime import export_location
+
+    weights, tag = split_fingerprint(stored_fingerprint)
+    return export_location(weights, BACKENDS[tag or "onnx"])
 
 
 def _marker(export: Path, steps: FolderSteps) -> Path:
     return export.parent / f"torch-free-{steps.digest}.json"
 
 
-class OnnxEncoder(SentenceEncoder):
-    """A `SentenceEncoder` that runs the ONNX export with onnxruntime, tokenises with
-    `tokenizers` and pools with NumPy: the embeddings of sentence-transformers' `encode`
-    (normalised) for the models `read_steps` accepts, with no torch in the process.
+class _OrtRunner:
+    """The transformer as an onnxruntime session (CPU): one batch at a time."""
 
-    It has no `model`: fine-tuning, evaluation and exports load torch as before."""
-
-    def __init__(self, steps: FolderSteps, export: Path, spec: ModelSpec,
-                 batch_size: int = 64) -> None:
-        from tokenizers import Tokenizer
-
+    def __init__(self, path: Path) -> None:
         from engine import offline
 
         ort = offline.onnxruntime()
@@ -200,9 +198,42 @@ class OnnxEncoder(SentenceEncoder):
         options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
         options.inter_op_num_threads = 1
         options.log_severity_level = 3
-        self._session = ort.InferenceSession(str(export), options,
+        self._session = ort.InferenceSession(str(path), options,
                                              providers=["CPUExecutionProvider"])
-        self._inputs = [i.name for i in self._session.get_inputs()]
+        self.input_names = [i.name for i in self._session.get_inputs()]
+
+    def run(self, feed: dict[str, np.ndarray]) -> np.ndarray:
+        (hidden,) = self._session.run(["last_hidden_state"], feed)
+        return hidden
+
+    def run_many(self, feeds: Iterable[dict[str, np.ndarray]]) -> Iterator[np.ndarray]:
+        for feed in feeds:
+            yield self.run(feed)
+
+
+def _runner(export: Path):
+    """onnxruntime for an ONNX file, OpenVINO for an IR (`openvino_runner`)."""
+    if export.suffix == ".xml":
+        from engine.encoding.openvino_runner import OpenVinoRunner
+
+        return OpenVinoRunner(export)
+    return _OrtRunner(export)
+
+
+class OnnxEncoder(SentenceEncoder):
+    """A `SentenceEncoder` that runs an export of the model (the "onnx" backend's with
+    onnxruntime, an OpenVINO backend's IR with OpenVINO), tokenises with `tokenizers` and
+    pools with NumPy: the embeddings of sentence-transformers' `encode` (normalised) with
+    that backend, for the models `read_steps` accepts, with no torch in the process.
+
+    It has no `model`: fine-tuning, evaluation and exports load torch as before."""
+
+    def __init__(self, steps: FolderSteps, export: Path, spec: ModelSpec,
+                 batch_size: int = 64) -> None:
+        from tokenizers import Tokenizer
+
+        self._runner = _runner(export)
+        self._inputs = list(self._runner.input_names)
         self._steps = steps
         self._tokenizer = Tokenizer.from_file(str(steps.tokenizer_file))
         self._tokenizer.no_padding()
@@ -214,7 +245,7 @@ class OnnxEncoder(SentenceEncoder):
         self.spec = spec
         self.device = "cpu"
         self.batch_size = batch_size
-        self.query_runtime = "onnxruntime"
+        self.query_runtime = "openvino" if export.suffix == ".xml" else "onnxruntime"
         self.query_fallback_reason = ""
 
     @property
@@ -232,14 +263,45 @@ class OnnxEncoder(SentenceEncoder):
             return np.zeros((0, self.dim), dtype=np.float32)
         encodings = self._tokenizer.encode_batch(self._prepared(texts))
         order = sorted(range(len(encodings)), key=lambda i: -len(encodings[i].ids))
+        chunks = [order[s:s + self.batch_size] for s in range(0, len(order), self.batch_size)]
+        masks: collections.deque[np.ndarray] = collections.deque()
+
+        def feeds() -> Iterator[dict[str, np.ndarray]]:
+            for chosen in chunks:
+                feed, mask = self._feed([encodings[i] for i in chosen])
+                masks.append(mask)
+                yield feed
+
         out = np.empty((len(encodings), self.dim), dtype=np.float32)
-        for start in range(0, len(order), self.batch_size):
-            chosen = order[start:start + self.batch_size]
-            out[chosen] = self._run([encodings[i] for i in chosen])
+        for chosen, hidden in zip(chunks, self._runner.run_many(feeds()), strict=True):
+            out[chosen] = self._pooled(hidden, masks.popleft())
         return out
 
     def encode_query(self, text: str) -> np.ndarray:
-        return self._run([self._tokenizer.encode(self._prepared([text])[0])])
+        feed, mask = self._feed([self._tokenizer.encode(self._prepared([text])[0])])
+        return self._pooled(self._runner.run(feed), mask)
+
+    def map_batches(self, batches: Iterable[EncodeBatch]) -> Iterator[EncodedBatch]:
+        """Each batch encoded, in order, with the next ones tokenised while the runtime
+        computes (OpenVINO keeps a batch in flight per stream): what `LocalExecutor` runs
+        an import's batches through. Truncation flags come from the planner's token
+        counts when it gave them."""
+        pending: collections.deque[tuple[EncodeBatch, np.ndarray]] = collections.deque()
+
+        def feeds() -> Iterator[dict[str, np.ndarray]]:
+            for batch in batches:
+                feed, mask = self._feed(self._tokenizer.encode_batch(
+                    self._prepared(batch.texts)))
+                pending.append((batch, mask))
+                yield feed
+
+        for hidden in self._runner.run_many(feeds()):
+            batch, mask = pending.popleft()
+            if batch.token_counts is not None:
+                flags = self._flags_from_counts(batch.texts, batch.token_counts)
+            else:
+                flags = self.truncation_flags(batch.texts)
+            yield EncodedBatch(batch.text_ids, self._pooled(hidden, mask), flags)
 
     def prepare_fast_queries(self) -> str:
         return self.query_runtime
@@ -261,8 +323,8 @@ class OnnxEncoder(SentenceEncoder):
         clipped = self._clip(texts)
         return [t.lower() for t in clipped] if self._steps.do_lower_case else clipped
 
-    def _run(self, encodings) -> np.ndarray:
-        """One padded batch through the session, pooled and normalised."""
+    def _feed(self, encodings) -> tuple[dict[str, np.ndarray], np.ndarray]:
+        """One batch padded to its longest text: the runtime's inputs and the mask."""
         width = max(len(e.ids) for e in encodings)
         shape = (len(encodings), width)
         ids = np.full(shape, self._pad_id, dtype=np.int64)
@@ -274,8 +336,11 @@ class OnnxEncoder(SentenceEncoder):
             mask[row, :n] = e.attention_mask
             types[row, :n] = e.type_ids
         given = {"input_ids": ids, "attention_mask": mask, "token_type_ids": types}
-        (hidden,) = self._session.run(["last_hidden_state"], {n: given[n] for n in self._inputs})
-        pooled = np.concatenate([_pool(mode, hidden.astype(np.float32), mask)
+        return {n: given[n] for n in self._inputs}, mask
+
+    def _pooled(self, hidden: np.ndarray, mask: np.ndarray) -> np.ndarray:
+        """Token embeddings pooled and normalised, as the model folder says."""
+        pooled = np.concatenate([_pool(mode, hidden.astype(np.float32, copy=False), mask)
                                  for mode in self._steps.pooling], axis=1)
         norms = np.linalg.norm(pooled, axis=1, keepdims=True)
         return (pooled / np.maximum(norms, 1e-12)).astype(np.float32)
@@ -313,36 +378,50 @@ def load(folder: Path, row: dict, *, batch_size: int = 64) -> OnnxEncoder | None
     """The torch-free encoder of the model in `folder`, whose stored `models` row is `row`,
     or None where it may not serve: not installed or turned off, no export of these
     weights cached yet, a model whose steps are not done here, or never checked against
-    torch on this computer (`verify`). Never raises: the caller falls back to torch."""
+    sentence-transformers on this computer (`verify`) nor shipped checked
+    (`shipped_model.torch_free_checked`). Never raises: the caller loads torch."""
     if turned_off() or not available():
         return None
     try:
         steps = read_steps(folder)
         export = export_file(row["fingerprint"])
-        if steps is None or not export.is_file() or not _marker(export, steps).is_file():
+        if steps is None or not export.is_file() or not _runtime_installed(export):
+            return None
+        if not (_marker(export, steps).is_file()
+                or shipped_model.torch_free_checked(export, steps.digest)):
             return None
         if (row.get("dim") not in (None, steps.dim)
                 or row.get("max_seq_length") not in (None, steps.max_seq_length)):
             return None
-        spec = ModelSpec(row["name"], str(folder), row["fingerprint"], True, backend="onnx")
+        _, tag = split_fingerprint(row["fingerprint"])
+        spec = ModelSpec(row["name"], str(folder), row["fingerprint"], True,
+                         backend=tag or "onnx")
         return OnnxEncoder(steps, export, spec, batch_size)
     except Exception as exc:  # noqa: BLE001 - an optimisation: torch still serves
         log.warning("torch-free encoder unavailable for %s: %s", folder, exc, exc_info=True)
         return None
 
 
+def _runtime_installed(export: Path) -> bool:
+    return export.suffix != ".xml" or importlib.util.find_spec("openvino") is not None
+
+
 def verify(encoder: SentenceEncoder, on_export: Callable[[], object] | None = None
            ) -> float | None:
-    """Check the torch-free path against `encoder` (torch, CPU) on the probe texts, one at a
-    time and as one batch, making the ONNX export first if it is not cached (seconds, once
-    per model; `on_export` is called before, to tell the user); where every cosine is at
-    least `MIN_COSINE`, mark it as checked so that `load` uses it from now on. Returns the
-    lowest cosine, or None where there was nothing to check (no torch model, another
-    backend, not installed, unsupported steps). Never raises: a failure is logged and the
-    command line keeps using torch."""
+    """Check the torch-free path against `encoder` (sentence-transformers on the CPU: torch,
+    or a quantised backend's export inside it) on the probe texts, one at a time and as one
+    batch, making the ONNX export first if torch's embeddings have none cached (seconds,
+    once per model; `on_export` is called before, to tell the user); where every cosine is
+    at least `MIN_COSINE`, mark it as checked so that `load` uses it from now on. Returns
+    the lowest cosine, or None where there was nothing to check (no sentence-transformers
+    model, an exact backend other than torch, not installed, unsupported steps). Never
+    raises: a failure is logged and the command line keeps using torch."""
     model = encoder.model
-    if (model is None or getattr(model, "backend", "torch") != "torch" or turned_off()
-            or not available()):
+    if model is None or turned_off() or not available() or encoder.device != "cpu":
+        return None
+    runs = getattr(model, "backend", "torch")
+    _, tag = split_fingerprint(encoder.spec.fingerprint)
+    if runs != ("torch" if tag is None else BACKENDS[tag].runtime):
         return None
     try:
         folder = Path(encoder.spec.location)
@@ -354,30 +433,43 @@ def verify(encoder: SentenceEncoder, on_export: Callable[[], object] | None = No
         if marker.is_file():
             return json.loads(marker.read_text(encoding="utf-8"))["min_cosine"]
         if not export.is_file():
+            if tag is not None:   # the quantised export sentence-transformers runs is gone
+                return None
             from engine.encoding.runtime import exported_file
 
             if on_export is not None:
                 on_export()
             weights, _ = split_fingerprint(encoder.spec.fingerprint)
             export = exported_file(model, weights, BACKENDS["onnx"])
+        if not _runtime_installed(export):
+            return None
         light = OnnxEncoder(steps, export, encoder.spec, encoder.batch_size)
-        texts = list(PROBES)
-        reference = encoder.encode(texts)   # the bulk path: torch, under its lock
-        single = np.concatenate([light.encode_query(t) for t in texts])
-        batched = light.encode(texts)
-        lowest = float(min((single * reference).sum(axis=1).min(),
-                           (batched * reference).sum(axis=1).min()))
+        lowest = agreement(light, encoder)
         if lowest < MIN_COSINE:
-            log.warning("torch-free encoder of %s disagrees with torch (cosine %.6f); the "
-                        "command line keeps loading torch", encoder.spec.name, lowest)
+            log.warning("torch-free encoder of %s disagrees with sentence-transformers "
+                        "(cosine %.6f); the command line keeps loading torch",
+                        encoder.spec.name, lowest)
             return lowest
-        _write_marker(marker, {"min_cosine": round(lowest, 7), "probes": len(texts),
+        if shipped_model.torch_free_checked(export, steps.digest):
+            return lowest   # shipped checked; its folder may be read-only
+        _write_marker(marker, {"min_cosine": round(lowest, 7), "probes": len(PROBES),
                                "model": encoder.spec.name, "folder": str(folder)})
         return lowest
     except Exception as exc:  # noqa: BLE001 - an optimisation: torch still serves
         log.warning("could not check the torch-free encoder of %s: %s", encoder.spec.name,
                     exc, exc_info=True)
         return None
+
+
+def agreement(light: OnnxEncoder, reference: SentenceEncoder) -> float:
+    """The lowest cosine between `light`'s embeddings of the probe texts (one at a time
+    and as one batch) and `reference`'s (its bulk path)."""
+    texts = list(PROBES)
+    expected = reference.encode(texts)
+    single = np.concatenate([light.encode_query(t) for t in texts])
+    batched = light.encode(texts)
+    return float(min((single * expected).sum(axis=1).min(),
+                     (batched * expected).sum(axis=1).min()))
 
 
 def _write_marker(path: Path, content: dict) -> None:

@@ -15,7 +15,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from engine.encoding.backends import Backend, export_dir, texts_digest
-from engine.encoding.conversion import CALIBRATION_SAMPLES, export, quiet_nncf
+from engine.encoding.conversion import CALIBRATION_SAMPLES, export, model_file, quiet_nncf
+from engine.encoding.shipped_model import shipped_export
 
 if TYPE_CHECKING:  # pragma: no cover
     from sentence_transformers import SentenceTransformer
@@ -148,12 +149,30 @@ def calibration_texts() -> list[str]:
 def exported_file(model: SentenceTransformer, fingerprint: str, backend: Backend, *,
                   calibration_texts: Sequence[str] | None = None, isa: str | None = None,
                   folder: Path | None = None) -> Path:
-    """The backend's file for this model, exported into the cache on first use."""
+    """The backend's file for this model: the one shipped with Duplens when it is this
+    very export (`engine.encoding.shipped_model`), else exported into the cache on first
+    use (or into `folder`)."""
     texts = None
     if backend.quantization == "static":
         texts = list(calibration_texts or ())[:CALIBRATION_SAMPLES]
+    if folder is None:
+        shipped = shipped_export(fingerprint, backend, texts_digest(texts))
+        if shipped is not None:
+            return shipped
     target = folder or export_dir(fingerprint, backend, texts_digest(texts))
     return export(model, backend, target, calibration_texts=texts, isa=isa)
+
+
+def export_location(weights: str, backend: Backend) -> Path:
+    """Where `exported_file` finds or puts `backend`'s file for these weights, without
+    making it: the shipped one, else the cache's (calibrated on the shipped questions)."""
+    texts = calibration_texts()[:CALIBRATION_SAMPLES] if backend.quantization == "static" \
+        else None
+    digest = texts_digest(texts)
+    shipped = shipped_export(weights, backend, digest)
+    if shipped is not None:
+        return shipped
+    return export_dir(weights, backend, digest) / model_file(backend)
 
 
 def use_exported(model: SentenceTransformer, backend: Backend, path: Path) -> None:

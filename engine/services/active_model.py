@@ -12,11 +12,19 @@ import dataclasses
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 
-from engine.encoding.backends import backend_for_row
+from engine.encoding.backends import (
+    backend_for_row,
+    default_backend,
+    get_backend,
+    is_auto,
+    split_fingerprint,
+    stored_fingerprint,
+)
 from engine.encoding.encoder import SentenceEncoder
 from engine.encoding.loading import load_encoder, load_stored_encoder
-from engine.encoding.model_spec import DEFAULT_MODEL
+from engine.encoding.model_spec import DEFAULT_MODEL, default_model_path, pick_device
 from engine.errors import ProjectError
 from engine.store import embeddings as embedding_store
 from engine.store.database import Store
@@ -24,8 +32,9 @@ from engine.store.database import Store
 
 @dataclass(frozen=True)
 class ModelPreferences:
-    """How models are loaded from now on: device, batch size, backend (None keeps the
-    backend the active model's embeddings were made with), whether single queries get
+    """How models are loaded from now on: device, batch size, backend ("auto" or None: a
+    new project gets the fastest backend that keeps quality here, `default_backend`, and
+    a project keeps the backend its embeddings were made with), whether single queries get
     the faster runtime (`SentenceEncoder.prepare_fast_queries`; the window asks for it),
     and whether the active model may be served without torch from its checked ONNX export
     (`engine.encoding.onnx_encoder`; the command line's search and match ask for it: they
@@ -94,7 +103,36 @@ class ActiveModel:
     def serving_backend(self, row: dict, preferred: str | None = None) -> str:
         """The backend that serves `row`'s stored embeddings (`backend_for_row`): the one
         place the rule is applied for a model the project already has."""
-        return backend_for_row(row["fingerprint"], preferred or self.preferences.backend).name
+        wanted = preferred or self.preferences.backend
+        return backend_for_row(row["fingerprint"], None if is_auto(wanted) else wanted).name
+
+    def new_backend(self, model: str | None, device: str | None = None) -> str:
+        """The backend a model chosen now is loaded with, by the preference: a named one as
+        named; "auto" the fastest that passed the quality gate on the device it will run on
+        (`default_backend`) for the bundled model, whose gate was measured; torch for any
+        other model, fine-tuned versions included (their int8 form is not made yet: issue
+        27's conversion after training)."""
+        wanted = self.preferences.backend
+        if not is_auto(wanted):
+            return str(wanted)
+        if model not in (None, "", DEFAULT_MODEL):
+            return "torch"
+        return default_backend(pick_device(device or self.preferences.device))
+
+    def accepts(self, encoder: SentenceEncoder) -> bool:
+        """Whether an encoder loaded before the project was opened (the window's preloaded
+        default model) serves it as its own would: the model the project has embeddings
+        of, or for a new project the default model with the backend it would get."""
+        active = self.row()
+        if active is None:
+            if Path(encoder.spec.location) != default_model_path():
+                return False
+            weights = split_fingerprint(encoder.spec.fingerprint)[0]
+            wanted = stored_fingerprint(weights, get_backend(self.new_backend(None,
+                                                                             encoder.device)))
+            return wanted == encoder.spec.fingerprint
+        return (active["location"] == DEFAULT_MODEL
+                and active["fingerprint"] == encoder.spec.fingerprint)
 
     # -- the loaded encoder ----------------------------------------------------------------
     def loaded(self) -> SentenceEncoder | None:
@@ -138,23 +176,30 @@ class ActiveModel:
 
     def use(self, model: str | None = None, *, device: str | None = None,
             batch_size: int | None = None, backend: str | None = None) -> SentenceEncoder:
-        """Load a model (default, folder or hub name) and make it the active one; with a
-        quantised `backend` it is a model of its own (its rows are encoded again)."""
+        """Load a model (default, folder or hub name) and make it the active one, with
+        `backend` or else the preferred one (`new_backend`); with a quantised backend it is
+        a model of its own (its rows are encoded again)."""
         prefs = self.preferences
-        encoder = load_encoder(model, device=device or prefs.device,
+        device = device or prefs.device
+        encoder = load_encoder(model, device=device,
                                batch_size=batch_size or prefs.batch_size,
-                               backend=backend or prefs.backend)
+                               backend=backend or self.new_backend(model, device))
         self.attach(encoder, is_default=model in (None, "", DEFAULT_MODEL))
         return encoder
 
     def reload(self, backend: str | None = None) -> SentenceEncoder:
         """Load the active model again through `backend` (say, after the user picked a
-        faster one), keeping which model is active: a fine-tuned version stays the model."""
+        faster one), keeping which model is active: a fine-tuned version stays the model.
+        "auto" keeps the backend the active model's embeddings were made with."""
         if backend is not None:
             self.configure(backend=backend)
         active = self.row()
-        return self.use(self.source(active["location"]) if active else None,
-                        backend=self.preferences.backend)
+        if active is None:
+            return self.use(None)
+        chosen = self.preferences.backend
+        if is_auto(chosen):
+            chosen = self.serving_backend(active)
+        return self.use(self.source(active["location"]), backend=chosen)
 
     def attach(self, encoder: SentenceEncoder, *, is_default: bool) -> int:
         """Make an already loaded encoder the active model (tests and the window share one
@@ -215,17 +260,14 @@ class ActiveModel:
             self._spare = None
 
     def _torch_free(self, active: dict | None) -> SentenceEncoder | None:
-        """The active model served from its checked ONNX export without torch, when the
-        preferences allow it and the stored embeddings are torch's (or an exact backend's),
-        on the CPU; else None (`onnx_encoder.load` says why not in the log)."""
+        """The active model served without torch from the export its stored embeddings
+        come from (torch's: the "onnx" one; a quantised backend's: its own), checked to
+        give them, when the preferences allow it, on the CPU; else None
+        (`onnx_encoder.load` says why not in the log)."""
         prefs = self.preferences
-        if (not prefs.torch_free or active is None or prefs.device not in ("auto", "cpu")
-                or not backend_for_row(active["fingerprint"], prefs.backend).exact):
+        if not prefs.torch_free or active is None or prefs.device not in ("auto", "cpu"):
             return None
-        from pathlib import Path
-
         from engine.encoding import onnx_encoder
-        from engine.encoding.model_spec import default_model_path
 
         source = self.source(active["location"])   # the project's consent rules apply
         folder = default_model_path() if source is None else Path(source)

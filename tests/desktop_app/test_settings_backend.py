@@ -5,15 +5,17 @@ from __future__ import annotations
 
 from desktop_app.controllers.model_controller import ModelController
 from desktop_app.views.settings_dialog import Preferences, SettingsDialog
-from engine.encoding.backends import BACKENDS, available_backends
+from engine.encoding.backends import AUTO, BACKENDS, available_backends, default_backend
 
 
 def test_backend_preference_round_trips_and_unknown_names_fall_back(settings):
-    assert Preferences.load(settings).backend == "torch"
+    assert Preferences.load(settings).backend == AUTO   # fast by default
     Preferences(backend="openvino-int8").save(settings)
     assert Preferences.load(settings).backend == "openvino-int8"
-    settings.setValue("engine/backend", "tensorrt")
+    Preferences(backend="torch").save(settings)
     assert Preferences.load(settings).backend == "torch"
+    settings.setValue("engine/backend", "tensorrt")
+    assert Preferences.load(settings).backend == AUTO
 
 
 def test_dialog_offers_installed_backends_and_greys_out_the_others(qtbot):
@@ -22,8 +24,8 @@ def test_dialog_offers_installed_backends_and_greys_out_the_others(qtbot):
     combo = dialog.backend
     offered = {combo.itemData(i): combo.model().item(i).isEnabled()
                for i in range(combo.count())}
-    assert list(offered) == list(BACKENDS)
-    usable = set(available_backends())
+    assert list(offered) == [AUTO, *BACKENDS]
+    usable = {AUTO, *available_backends()}
     assert {name for name, enabled in offered.items() if enabled} == usable
     for i in range(combo.count()):
         if combo.itemData(i) not in usable:
@@ -31,11 +33,18 @@ def test_dialog_offers_installed_backends_and_greys_out_the_others(qtbot):
     assert dialog.preferences().backend == "torch"
 
 
-def test_a_saved_backend_that_is_no_longer_installed_shows_torch(qtbot, monkeypatch):
+def test_the_default_is_automatic_and_says_what_it_picks(qtbot):
+    dialog = SettingsDialog(Preferences())
+    qtbot.addWidget(dialog)
+    assert dialog.preferences().backend == AUTO
+    assert BACKENDS[default_backend("cpu")].label in dialog.backend.currentText()
+
+
+def test_a_saved_backend_that_is_no_longer_installed_shows_automatic(qtbot, monkeypatch):
     monkeypatch.setattr("engine.encoding.backends.available_backends", lambda: ["torch"])
     dialog = SettingsDialog(Preferences(backend="onnx"))
     qtbot.addWidget(dialog)
-    assert dialog.preferences().backend == "torch"
+    assert dialog.preferences().backend == AUTO
 
 
 def test_bridge_hands_the_backend_to_the_open_project(bridge, qtbot, questions_project):
@@ -59,3 +68,15 @@ def test_changing_only_the_backend_reloads_the_active_model_not_the_default(
         models.change_backend()
     assert blocker.args[0]["info"]["encoded"] == encoded > 0
     assert project.model.row()["id"] == before
+
+
+def test_a_fresh_window_leaves_the_backend_to_the_engine(qtbot, bridge_without_model, settings):
+    """No saved setting: the window hands the engine "auto", so a new project gets the
+    quality gate's CPU default, not torch (what the window used to hand it)."""
+    from desktop_app.main_window import MainWindow
+
+    w = MainWindow(bridge_without_model, settings)
+    qtbot.addWidget(w)
+    assert bridge_without_model.backend_preference == AUTO
+    bridge_without_model.set_preferences("cpu", 64, w.preferences.backend)
+    assert bridge_without_model._new_backend() == default_backend("cpu")

@@ -48,12 +48,31 @@ def in_child(tmp_path: Path, *args: str) -> tuple[int, set[str], str]:
 
 @pytest.fixture(scope="module")
 def project(tmp_path_factory) -> Path:
-    """The test questions, imported by `duplens import`, which also checks the model's ONNX
-    export against torch (made the first time) so that searches need no torch."""
+    """The test questions, imported by `duplens import --backend torch` (torch's embeddings:
+    a project made before fast-by-default), which also checks the model's ONNX export
+    against torch (made the first time) so that searches need no torch."""
     path = tmp_path_factory.mktemp("imports") / "questions.duplens"
     run("import", str(path), str(DATA / "questions.csv"), "--column", "question",
-        "--id-column", "qid")
+        "--id-column", "qid", "--backend", "torch")
     return path
+
+
+@pytest.mark.slow
+def test_an_int8_projects_search_runs_the_shipped_fast_model_without_torch(tmp_path):
+    """A project imported with openvino-int8 is searched by OpenVINO from the shipped int8
+    model, with no torch."""
+    from engine.encoding.backends import BACKENDS, missing_modules
+    from tests.required import unavailable
+
+    if missing_modules(BACKENDS["openvino-int8"]):
+        unavailable("OPENVINO", "OpenVINO is an extra: pip install 'duplens[openvino]'")
+    path = tmp_path / "fast.duplens"
+    run("import", str(path), str(DATA / "questions.csv"), "--column", "question",
+        "--id-column", "qid", "--device", "cpu", "--backend", "openvino-int8")
+    status, modules, out = in_child(tmp_path, "search", str(path), "capital of australia",
+                                    "-k", "2", "--json")
+    assert status == 0 and {h["id"] for h in json.loads(out)} == {"q6", "q7"}
+    assert not modules & HEAVY and "openvino" in modules
 
 
 def test_help_imports_no_third_party_package(tmp_path):

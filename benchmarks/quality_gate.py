@@ -1,0 +1,256 @@
+"""The quality gate a backend must pass before Duplens encodes with it by default: its
+embeddings against torch's, on the same texts, in the same run.
+
+    python -m benchmarks.backends [--quick]      (the gate runs inside the backends benchmark)
+    python -m benchmarks.backends --gate-only    (the gate alone, no timing:
+                                                  benchmarks/results/gate/backends_gate.json)
+
+A candidate passes when, against torch:
+
+- STS benchmark test split (1,379 pairs): Spearman x100 of cosine similarity at most
+  `STSB_LOSS` lower;
+- held-out Quora pairs (a seeded sample of `QUORA_PAIRS` from the validation part of
+  benchmarks/finetune_quora.py's three-way split: no question of it is ever trained on, and
+  the gate makes a choice, so it is measured on validation, never on the test part):
+  average precision (engine/pair_metrics.py) at most `PAIR_AP_LOSS` points lower;
+- MRPC-style paraphrase pairs built from the shipped sample questions (`sample_pairs`):
+  average precision at most `PAIR_AP_LOSS` points lower;
+- search: recall@10 of the candidate's search against torch's exact 10 nearest neighbours
+  at least `MIN_RECALL`; the search is the product's (an `HnswIndex` with its default
+  parameters over the candidate's embeddings of the corpus, queried with the candidate's
+  embeddings of the queries), with exact search over the candidate's embeddings beside it
+  (what the backend alone changes) and torch's own HNSW search for reference.
+
+Losses only: a backend that scores higher than torch has lost nothing. The functions here
+take embeddings, not models, so the gate itself is tested on a small set
+(tests/benchmarks/test_quality_gate.py).
+"""
+
+from __future__ import annotations
+
+import csv
+import itertools
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from engine.encoding.conversion import CALIBRATION_SAMPLES
+
+STSB_LOSS = 0.3
+PAIR_AP_LOSS = 0.5
+MIN_RECALL = 0.98
+# A backend replaces torch as the default only when it is clearly faster: the same encoder
+# timed in different runs on this machine varied from 0.99x to 1.17x, and a new default
+# costs a first export and another runtime to install.
+MIN_SPEEDUP = 1.2
+K = 10
+QUORA_PAIRS = 4000
+CALIBRATION_ROWS = CALIBRATION_SAMPLES  # the first sample questions, which the int8
+                                        # quantiser measures (engine/encoding/conversion.py)
+
+Encode = Callable[[Sequence[str]], np.ndarray]
+
+
+@dataclass(frozen=True)
+class GateData:
+    """Everything the gate encodes, built once and shared by every backend."""
+
+    sts_a: list[str]
+    sts_b: list[str]
+    sts_gold: np.ndarray
+    quora: list          # LabelledPair
+    sample: list         # LabelledPair
+    corpus: list[str]
+    queries: list[str]
+
+    def describe(self) -> dict:
+        return {"stsb_pairs": len(self.sts_gold), "quora_pairs": len(self.quora),
+                "quora_duplicates": sum(p.is_duplicate for p in self.quora),
+                "sample_pairs": len(self.sample),
+                "sample_duplicates": sum(p.is_duplicate for p in self.sample),
+                "search_corpus": len(self.corpus), "search_queries": len(self.queries)}
+
+
+def load_data(corpus_size: int = 10_000, n_queries: int = 500) -> GateData:
+    """The benchmark's gate data: STSb test, held-out Quora pairs, the sample pairs and a
+    search corpus of distinct Quora questions with other questions as queries."""
+    from benchmarks.data import STSB_TEST, quora_questions
+    from benchmarks.finetune_quora import quora_splits
+
+    if not STSB_TEST.exists():
+        raise SystemExit(f"benchmark data not found: {STSB_TEST} (set DUPLENS_SHARED)")
+    a, b, gold = read_sts(STSB_TEST)
+    held = quora_splits(0, QUORA_PAIRS).validation
+    texts = quora_questions(corpus_size + n_queries)
+    return GateData(a, b, gold, held, sample_pairs(), texts[:corpus_size],
+                    texts[corpus_size:corpus_size + n_queries])
+
+
+def read_sts(path) -> tuple[list[str], list[str], np.ndarray]:
+    s1, s2, gold = [], [], []
+    with open(path, encoding="utf-8", newline="") as fh:
+        for row in csv.DictReader(fh, delimiter="\t", quoting=csv.QUOTE_NONE):
+            s1.append(row["sentence1"])
+            s2.append(row["sentence2"])
+            gold.append(float(row["score"]))
+    return s1, s2, np.asarray(gold)
+
+
+def sample_pairs(seed: int = 0) -> list:
+    """MRPC-style labelled pairs (paraphrase or not) from the shipped sample questions
+    (duplens_data/README.md), leaving out the first `CALIBRATION_ROWS` rows, which the int8
+    quantiser measures activations on:
+
+    - paraphrases: every pair of rows in the same duplicate group (430 pairs);
+    - as many hard negatives: the same-topic pairs of rows in no common group that share
+      the most words (Jaccard of their lower-case word sets; ties by row order), as MRPC's
+      negatives share most of their words;
+    - as many other negatives: same-topic pairs in no common group, drawn at random.
+
+    Built from the files alone, no model involved, so no backend is favoured."""
+    import re
+
+    import duplens_data
+    from engine.training.pairs import LabelledPair
+
+    with duplens_data.sample_questions().open(encoding="utf-8", newline="") as fh:
+        rows = list(csv.DictReader(fh))[CALIBRATION_ROWS:]
+    with duplens_data.sample_groups().open(encoding="utf-8", newline="") as fh:
+        group_of = {r["id"]: r["group"] for r in csv.DictReader(fh)}
+    text = {r["id"]: r["question"] for r in rows}
+    members: dict[str, list[str]] = {}
+    for r in rows:
+        if r["id"] in group_of:
+            members.setdefault(group_of[r["id"]], []).append(r["id"])
+    positives = [pair for ids in members.values() for pair in itertools.combinations(ids, 2)]
+
+    def words(t: str) -> set[str]:
+        return set(re.findall(r"\w+", t.lower()))
+
+    by_topic: dict[str, list[str]] = {}
+    for r in rows:
+        by_topic.setdefault(r["topic"], []).append(r["id"])
+    bags = {i: words(t) for i, t in text.items()}
+    others = []
+    for ids in by_topic.values():
+        for x, y in itertools.combinations(ids, 2):
+            if group_of.get(x) is not None and group_of.get(x) == group_of.get(y):
+                continue
+            overlap = len(bags[x] & bags[y]) / max(1, len(bags[x] | bags[y]))
+            others.append((overlap, x, y))
+    hard = sorted(others, key=lambda o: -o[0])[:len(positives)]
+    chosen = {(x, y) for _, x, y in hard}
+    rest = [(x, y) for _, x, y in others if (x, y) not in chosen]
+    rng = np.random.default_rng(seed)
+    easy = [rest[i] for i in sorted(rng.choice(len(rest), len(positives), replace=False))]
+    pairs = [LabelledPair(text[x], text[y], 1.0, key_a=x, key_b=y) for x, y in positives]
+    pairs += [LabelledPair(text[x], text[y], 0.0, key_a=x, key_b=y)
+              for x, y in [(x, y) for _, x, y in hard] + easy]
+    return pairs
+
+
+def pair_ap(vectors: dict[str, np.ndarray], pairs: Sequence) -> float:
+    """Average precision x100 of cosine similarity on labelled pairs; `vectors` maps each
+    text to its (normalised) embedding."""
+    from engine.pair_metrics import threshold_curve
+
+    scores = [float(vectors[p.text_a] @ vectors[p.text_b]) for p in pairs]
+    return 100 * threshold_curve(scores, [p.is_duplicate for p in pairs]).average_precision
+
+
+def encode_pairs(encode: Encode, pairs: Sequence) -> dict[str, np.ndarray]:
+    texts = list(dict.fromkeys(t for p in pairs for t in (p.text_a, p.text_b)))
+    return dict(zip(texts, encode(texts), strict=True))
+
+
+def exact_top(corpus: np.ndarray, queries: np.ndarray, k: int = K) -> np.ndarray:
+    """The indices of each query's k nearest corpus rows by cosine, best first."""
+    sims = queries @ corpus.T
+    top = np.argpartition(-sims, k - 1, axis=1)[:, :k]
+    order = np.argsort(-np.take_along_axis(sims, top, 1), axis=1)
+    return np.take_along_axis(top, order, 1)
+
+
+def hnsw_top(corpus: np.ndarray, queries: np.ndarray, k: int = K) -> np.ndarray:
+    """The product's search: an HNSW index with Duplens' default parameters."""
+    from engine.index.hnsw import HnswIndex
+
+    index = HnswIndex(corpus.shape[1], capacity=len(corpus))
+    index.add(np.arange(len(corpus)), corpus)
+    found, _ = index.query(queries, k)
+    return found
+
+
+def recall(found: np.ndarray, reference: np.ndarray) -> float:
+    """Mean share of each reference row's ids that `found`'s row holds."""
+    hits = sum(len(set(f.tolist()) & set(r.tolist())) for f, r in zip(found, reference,
+                                                                        strict=True))
+    return hits / reference.size
+
+
+def top1_agreement(found: np.ndarray, reference: np.ndarray) -> float:
+    return float(np.mean(found[:, 0] == reference[:, 0]))
+
+
+def measure(encode: Encode, data: GateData) -> dict:
+    """The gate's figures for one encoder (plus its search corpus and query embeddings
+    under "_corpus" and "_queries", for comparing searches)."""
+    from scipy.stats import spearmanr
+
+    a, b = encode(data.sts_a), encode(data.sts_b)
+    return {
+        "stsb_spearman": 100 * float(spearmanr(np.sum(a * b, axis=1), data.sts_gold).statistic),
+        "quora_ap": pair_ap(encode_pairs(encode, data.quora), data.quora),
+        "sample_pairs_ap": pair_ap(encode_pairs(encode, data.sample), data.sample),
+        "_corpus": encode(data.corpus),
+        "_queries": encode(data.queries),
+    }
+
+
+def search_figures(candidate: dict, reference: dict) -> dict:
+    """Recall@10 of the candidate's searches against the reference's (torch's) exact
+    neighbours: the product's HNSW search, and exact search."""
+    truth = exact_top(reference["_corpus"], reference["_queries"])
+    exact = exact_top(candidate["_corpus"], candidate["_queries"])
+    hnsw = hnsw_top(candidate["_corpus"], candidate["_queries"])
+    return {"recall_at_10": recall(hnsw, truth), "exact_recall_at_10": recall(exact, truth),
+            "top1_agreement": top1_agreement(exact, truth)}
+
+
+def verdict(candidate: dict, torch: dict) -> dict:
+    """Pass or fail against torch's figures, with every reason it failed."""
+    failed = []
+    loss = torch["stsb_spearman"] - candidate["stsb_spearman"]
+    if loss > STSB_LOSS:
+        failed.append(f"STSb Spearman {loss:.2f} lower than torch (at most {STSB_LOSS})")
+    for key, what in (("quora_ap", "held-out Quora AP"), ("sample_pairs_ap", "sample-pair AP")):
+        loss = torch[key] - candidate[key]
+        if loss > PAIR_AP_LOSS:
+            failed.append(f"{what} {loss:.2f} lower than torch (at most {PAIR_AP_LOSS})")
+    if candidate["recall_at_10"] < MIN_RECALL:
+        failed.append(f"search recall@10 {candidate['recall_at_10']:.4f} against torch's "
+                      f"exact neighbours (at least {MIN_RECALL})")
+    return {"passed": not failed, "failed": failed}
+
+
+def choose_default(rows: dict[str, dict]) -> tuple[str, str]:
+    """The fastest backend that passed and is at least `MIN_SPEEDUP` times torch's speed
+    (torch is the reference and always may serve), and why: (name, sentence)."""
+    torch = rows["torch"]["sentences_per_s"]
+    passed = [n for n, r in rows.items() if n != "torch" and r["gate"]["passed"]]
+    faster = [n for n in passed if rows[n]["sentences_per_s"] >= MIN_SPEEDUP * torch]
+    failed = {n: r["gate"]["failed"] for n, r in rows.items()
+              if n != "torch" and not r["gate"]["passed"]}
+    why = "; ".join(f"{n} failed: {', '.join(f)}" for n, f in failed.items())
+    if not faster:
+        slow = [f"{n} {rows[n]['sentences_per_s'] / torch:.2f}x" for n in passed]
+        return "torch", (f"no backend that passed the gate was at least {MIN_SPEEDUP:g}x "
+                         f"as fast as torch" + (f" (passed: {', '.join(slow)})" if slow else "")
+                         + (f"; {why}" if why else ""))
+    best = max(faster, key=lambda n: rows[n]["sentences_per_s"])
+    return best, (f"{best} passed the gate and was the fastest that did "
+                  f"({rows[best]['sentences_per_s']:.0f} sentences/s against torch's "
+                  f"{torch:.0f})" + (f"; {why}" if why else ""))
+
+

@@ -1,0 +1,41 @@
+"""The int8 recipes benchmark's report (benchmarks/int8_recipes.py): a recipe meets the
+goal only at the quality gate's recall, and the best recipe is the one named."""
+
+from __future__ import annotations
+
+from benchmarks import int8_recipes
+from benchmarks.quality_gate import MIN_RECALL
+
+
+def result(recalls: dict[str, float]) -> dict:
+    rows = {"torch": {"what": "reference", "sentences_per_s": 400.0, "ratio_to_torch": 1.0,
+                      "exact_recall_at_10": 1.0, "top1_agreement": 1.0,
+                      "mean_cosine_to_torch": 1.0},
+            "openvino fp32": {"what": "not quantised", "sentences_per_s": 420.0,
+                              "ratio_to_torch": 1.05, "exact_recall_at_10": 0.996,
+                              "top1_agreement": 0.996, "mean_cosine_to_torch": 0.99999}}
+    for name, value in recalls.items():
+        rows[name] = {"what": name, "sentences_per_s": 900.0, "ratio_to_torch": 2.25,
+                      "exact_recall_at_10": value, "top1_agreement": 0.9,
+                      "mean_cosine_to_torch": 0.998, "calibration_texts": 300,
+                      "quantise_s": 9.0}
+    return {"rows": rows, "min_recall": MIN_RECALL, "k": 10, "threads": 2,
+            "load_average": [1.0, 1.0, 1.0],
+            "data": {"search_corpus": 10_000, "search_queries": 500, "timed_texts": 2000,
+                     "batch_size": 64}}
+
+
+def test_no_recipe_under_the_gates_recall_meets_the_goal() -> None:
+    shown = int8_recipes.present(result({"shipped": 0.947, "fp32 feed-forward": 0.972}))
+    head = shown["headline"][0]
+    assert head["met"] is False
+    assert "(fp32 feed-forward)" in head["figure"] and head["duplens"].startswith("0.972")
+    assert head["baseline"].startswith("0.996")   # the unquantised model, same run
+    assert "stays torch" in shown["notes"][0]
+    assert len(shown["tables"][0]["rows"]) == 4
+
+
+def test_a_recipe_at_the_gates_recall_meets_it() -> None:
+    shown = int8_recipes.present(result({"shipped": 0.947, "better": MIN_RECALL}))
+    assert shown["headline"][0]["met"] is True
+    assert "better" in shown["notes"][0]
