@@ -24,7 +24,6 @@ minute.
 from __future__ import annotations
 
 import argparse
-import hashlib
 import json
 import shutil
 import sys
@@ -52,14 +51,6 @@ rest of Duplens (`LICENSE` at the root of the project).
 """
 
 
-def sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with path.open("rb") as fh:
-        for block in iter(lambda: fh.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
-
-
 def build(target: Path) -> dict:
     """Export, check and write the folder `target` (replaced); returns the manifest."""
     from importlib.metadata import version
@@ -72,6 +63,7 @@ def build(target: Path) -> dict:
     from engine.encoding.encoder import SentenceEncoder
     from engine.encoding.model_spec import load_model, resolve_model, with_backend
     from engine.encoding.runtime import calibration_texts, use_exported
+    from engine.importer import file_sha256
 
     backend = BACKENDS["openvino-int8"]
     spec = resolve_model(None)
@@ -100,7 +92,7 @@ def build(target: Path) -> dict:
     sample = calibration_texts()   # all the shipped questions
     cos = np.sum(light.encode(sample) * torch_encoder.encode(sample), axis=1)
 
-    files = {p.name: {"bytes": p.stat().st_size, "sha256": sha256(p)}
+    files = {p.name: {"bytes": p.stat().st_size, "sha256": file_sha256(p)}
              for p in sorted(target.iterdir())}
     manifest = {
         "format": shipped_model.MANIFEST_FORMAT,
