@@ -28,8 +28,8 @@ AUTO = "auto"
 # The backend a new project encodes with on a CPU: the fastest one that passed the quality
 # gate, every candidate measured against torch in one run (benchmarks/backends.py: STSb
 # Spearman, held-out Quora and sample-question pair AP, recall@10 of search; see
-# docs/benchmarks.md). tests/engine/encoding/test_default_backend.py checks that it passed
-# the recorded gate run (benchmarks/results/gate/backends_gate.json, `--gate-only`).
+# docs/benchmarks.md). tests/engine/encoding/test_default_backend.py checks that it is the
+# verdict of the recorded run (benchmarks/results/backends.json).
 # torch, for now: openvino-int8 kept STSb and pair AP but found only 94.7% of torch's ten
 # nearest neighbours (the gate asks 98%), and so did every int8 recipe tried with the
 # whole feed-forward part left in fp32; the gate's record says so.
