@@ -64,10 +64,10 @@ def update_graph(graph: KnnGraph, index: HnswIndex, ids: np.ndarray, *,
     floor = graph.floor if math.isfinite(graph.floor) else 2.0
     read = normalised(vectors or index.vectors)
     old_to_new = _positions(new_ids, graph.ids)
-    old_rows = graph.row_of_entries()
-    r_old = old_to_new[old_rows]
-    c_old = old_to_new[graph.indices]
-    lost = np.unique(r_old[(r_old >= 0) & (c_old < 0)])
+    remapped = _remapped_columns(graph, old_to_new)
+    lost = (np.unique(old_to_new[graph.row_of_entries()[remapped < 0]])
+            if remapped is not None else np.zeros(0, dtype=np.int64))
+    lost = lost[lost >= 0]
     added_pos = _positions(new_ids, added)
     queries = np.union1d(added_pos, lost)
 
@@ -86,7 +86,7 @@ def update_graph(graph: KnnGraph, index: HnswIndex, ids: np.ndarray, *,
     rank_in_row = _rank_in_row(rows)
     chosen = (rank_in_row < k) | offered
     rows, cols, sims = rows[chosen], cols[chosen], sims[chosen]
-    first, touched = _merge(graph, new_ids, old_to_new, r_old, c_old,
+    first, touched = _merge(graph, new_ids, old_to_new, remapped,
                             np.concatenate([rows, cols]), np.concatenate([cols, rows]),
                             np.concatenate([sims, sims]))
 
@@ -96,8 +96,7 @@ def update_graph(graph: KnnGraph, index: HnswIndex, ids: np.ndarray, *,
     final = first
     if len(extra[0]):
         a, b, s = extra
-        final, more = _merge(first, new_ids, np.arange(n), first.row_of_entries(),
-                             first.indices.astype(np.int64), np.concatenate([a, b]),
+        final, more = _merge(first, new_ids, np.arange(n), None, np.concatenate([a, b]),
                              np.concatenate([b, a]), np.concatenate([s, s]))
         touched |= more
     touched[added_pos] = True
@@ -151,38 +150,67 @@ def _rank_in_row(rows: np.ndarray) -> np.ndarray:
     return np.arange(len(rows)) - np.repeat(starts, lengths)
 
 
-def _merge(graph: KnnGraph, new_ids: np.ndarray, old_to_new: np.ndarray, r_old: np.ndarray,
-           c_old: np.ndarray, rows: np.ndarray, cols: np.ndarray, sims: np.ndarray
+def _remapped_columns(graph: KnnGraph, old_to_new: np.ndarray) -> np.ndarray | None:
+    """`graph.indices` as positions among the new ids (-1: text removed); None when every
+    old text keeps its position (texts only added after them: the weekly import), so that
+    the entries need not be copied."""
+    old_n = len(old_to_new)
+    if not old_n or (old_to_new[-1] == old_n - 1 and old_to_new[0] == 0
+                     and np.array_equal(old_to_new, np.arange(old_n))):
+        return None
+    return old_to_new[graph.indices]
+
+
+def _merge(graph: KnnGraph, new_ids: np.ndarray, old_to_new: np.ndarray,
+           remapped: np.ndarray | None, rows: np.ndarray, cols: np.ndarray, sims: np.ndarray
            ) -> tuple[KnnGraph, np.ndarray]:
-    """`graph`'s entries (positions mapped by `old_to_new`, -1 dropped) with the entries
-    (rows, cols, sims) added where a row lacks them, and which rows may have changed.
-    Rows that neither gain nor lose an entry are copied as they are; only the others are
-    sorted again."""
+    """`graph`'s entries (positions mapped by `old_to_new`, -1 dropped; `remapped`: its
+    columns so mapped, None where no position moved) with the entries (rows, cols, sims)
+    added where a row lacks them, and which rows may have changed.
+
+    Rows that neither gain nor lose an entry are copied as they are, in one masked copy
+    (old and new positions are both ascending, so their entries keep their order); only
+    the other rows are sorted again. A million-row graph holds tens of millions of entries:
+    nothing here makes a per-entry index array of them."""
     n = len(new_ids)
-    keep = (r_old >= 0) & (c_old >= 0)
+    columns = graph.indices if remapped is None else remapped
     touched = np.zeros(n, dtype=bool)
     touched[rows] = True
-    touched[r_old[(r_old >= 0) & (c_old < 0)]] = True
-    row_touched = np.zeros(len(r_old), dtype=bool)
-    row_touched[keep] = touched[r_old[keep]]
-    plain = keep & ~row_touched
-    again = keep & row_touched
-    sub = KnnGraph.from_rows(new_ids, np.concatenate([r_old[again], rows]),
-                             np.concatenate([c_old[again], cols]),
-                             np.concatenate([graph.sims[again], sims]), graph.k, graph.floor)
-    degrees = np.where(touched, sub.degrees(),
-                       np.bincount(r_old[plain], minlength=n)).astype(np.int64)
+    here = old_to_new >= 0
+    if remapped is not None:
+        gone = remapped < 0                                  # entries pointing at removed texts
+        if gone.any():
+            lost = old_to_new[graph.row_of_entries()[gone]]
+            touched[lost[lost >= 0]] = True
+    old_degrees = graph.degrees()
+    old_touched = np.zeros(len(old_to_new), dtype=bool)
+    old_touched[here] = touched[old_to_new[here]]
+    plain_old = here & ~old_touched
+    again_old = np.flatnonzero(here & old_touched)
+    # Entries of the rows sorted again: each such row's span of the old arrays.
+    spans = old_degrees[again_old]
+    entries = (np.repeat(graph.indptr[again_old] - np.cumsum(spans) + spans, spans)
+               + np.arange(int(spans.sum())))
+    again_rows = np.repeat(old_to_new[again_old], spans)
+    again_cols = columns[entries].astype(np.int64)
+    valid = again_cols >= 0
+    sub = KnnGraph.from_rows(new_ids, np.concatenate([again_rows[valid], rows]),
+                             np.concatenate([again_cols[valid], cols]),
+                             np.concatenate([graph.sims[entries][valid], sims]),
+                             graph.k, graph.floor)
+    plain_new = np.zeros(n, dtype=bool)
+    plain_new[old_to_new[plain_old]] = True
+    degrees = sub.degrees()
+    degrees[old_to_new[plain_old]] = old_degrees[plain_old]
     indptr = np.zeros(n + 1, dtype=np.int64)
     np.cumsum(degrees, out=indptr[1:])
+    source = np.repeat(plain_old, old_degrees)
+    dest = np.repeat(plain_new, degrees)
     indices = np.empty(indptr[-1], dtype=np.int32)
     out_sims = np.empty(indptr[-1], dtype=np.float32)
-    entries = np.flatnonzero(plain)
-    old_row = graph.row_of_entries()[entries]
-    dest = indptr[r_old[entries]] + (entries - graph.indptr[old_row])
-    indices[dest] = c_old[entries]
-    out_sims[dest] = graph.sims[entries]
-    sub_rows = sub.row_of_entries()
-    dest = indptr[sub_rows] + (np.arange(len(sub_rows)) - sub.indptr[sub_rows])
+    indices[dest] = columns[source]
+    out_sims[dest] = graph.sims[source]
+    np.logical_not(dest, out=dest)
     indices[dest] = sub.indices
     out_sims[dest] = sub.sims
     return KnnGraph(new_ids, indptr, indices, out_sims, graph.k, graph.floor), touched

@@ -2,10 +2,12 @@
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from engine.dedup.cut import cut_clusters
 from engine.dedup.graph import KnnGraph, build_knn_graph
-from engine.dedup.graph_update import update_graph
+from engine.dedup.graph_update import _merge, _positions, _remapped_columns, update_graph
 from engine.dedup.recut import full_cut, recut_clusters
 from engine.index.hnsw import HnswIndex
 
@@ -110,3 +112,41 @@ def test_the_cut_of_an_updated_graph_is_recut_only_where_it_changed(world):
     assert [c.members.tolist() for c in result.state.clusters] == \
         [c.members.tolist() for c in full]
     assert len(result.changed) < len(full)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.integers(0, 2**32 - 1), st.booleans(), st.booleans())
+def test_a_merge_is_the_graph_of_all_its_entries(seed, remove, interleave):
+    """`_merge` copies untouched rows as they are and sorts only the others: the result is
+    what sorting every entry again gives, and it names every row that gained or lost one."""
+    rng = np.random.default_rng(seed)
+    n_old = int(rng.integers(1, 40))
+    old_ids = np.sort(rng.choice(np.arange(1, 400, 2), n_old, replace=False))
+    e = int(rng.integers(0, 4 * n_old))
+    old = KnnGraph.from_rows(old_ids, rng.integers(0, n_old, e), rng.integers(0, n_old, e),
+                             rng.choice(np.linspace(0.5, 1.0, 11), e).astype(np.float32),
+                             K, FLOOR)
+    kept = old_ids[rng.random(n_old) > 0.3] if remove else old_ids
+    fresh = rng.choice(np.arange(0, 400, 2) if interleave else np.arange(400, 500),
+                       int(rng.integers(0, 10)), replace=False)
+    new_ids = np.union1d(kept, fresh)
+    n = len(new_ids)
+    old_to_new = _positions(new_ids, old_ids)
+    m = int(rng.integers(0, 3 * n + 1)) if n else 0
+    rows, cols = rng.integers(0, n, m), rng.integers(0, n, m)
+    sims = rng.choice(np.linspace(0.5, 1.0, 11), m).astype(np.float32)
+
+    merged, touched = _merge(old, new_ids, old_to_new, _remapped_columns(old, old_to_new),
+                             rows, cols, sims)
+
+    r_old, c_old = old_to_new[old.row_of_entries()], old_to_new[old.indices]
+    keep = (r_old >= 0) & (c_old >= 0)
+    want = KnnGraph.from_rows(new_ids, np.concatenate([r_old[keep], rows]),
+                              np.concatenate([c_old[keep], cols]),
+                              np.concatenate([old.sims[keep], sims]), K, FLOOR)
+    assert _rows(merged) == _rows(want)
+    assert np.array_equal(merged.indptr, want.indptr)
+    changed = {int(p) for p in rows[rows != cols]}
+    changed |= {int(p) for p in r_old[(r_old >= 0) & (c_old < 0)]}
+    assert changed <= set(np.flatnonzero(touched).tolist())
+    assert set(np.flatnonzero(touched).tolist()) <= changed | {int(p) for p in rows}
