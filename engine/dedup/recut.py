@@ -16,6 +16,10 @@ its free neighbours. After rows are added or deleted only the rows of a few text
 - the members of a centre whose row changed count as changing hands too (its place in the
   order may have moved past texts that now find them free, or taken).
 
+A row that changed only below the threshold (a neighbour gained or lost under it: most of
+what a week's import does to old rows) is not a changed row here: its place in the order
+and what it can take are read from its entries at the threshold or above alone.
+
 Every other step keeps its earlier outcome. A step reads the current holders: a text is
 taken at a centre's turn when its holder comes earlier. The result is `cut_clusters` of
 the new graph, cluster for cluster and in the same order (hypothesis tests on random
@@ -130,9 +134,9 @@ def recut_clusters(previous: CutState, graph: KnnGraph, touched: np.ndarray) -> 
                 owner[p] = -1
                 changed_hands(p, -1)
         members[c] = []
-    for p in _positions(ids, np.asarray(touched, dtype=np.int64)).tolist():
-        if p < 0:
-            continue
+    touched_at = _positions(ids, np.asarray(touched, dtype=np.int64))
+    touched_at = _changed_above(previous.graph, graph, touched_at[touched_at >= 0], counts, t)
+    for p in touched_at.tolist():
         push(p, -1)
         if owner[p] == p:
             for m in held_by(p)[1:]:
@@ -220,6 +224,40 @@ def _ranks(graph: KnnGraph, counts: np.ndarray, threshold: float, min_size: int
     rank = np.full(n, -1, dtype=np.int64)
     rank[order] = np.arange(len(order))
     return rank
+
+
+def _changed_above(before: KnnGraph, after: KnnGraph, rows: np.ndarray, counts: np.ndarray,
+                   threshold: float) -> np.ndarray:
+    """The positions among `rows` (of `after`; `counts`: its entries at `threshold` or
+    above per row) whose entries at the threshold or above differ from their row in
+    `before` (neighbours or similarities), or that have no row there."""
+    old = _positions(before.ids, after.ids[rows])
+    held = old >= 0
+    old_counts = np.zeros(len(rows), dtype=np.int64)
+    if held.any():
+        degrees = before.degrees()[old[held]]
+        sims = before.sims[_spans(before.indptr[old[held]], degrees)]
+        old_counts[held] = np.bincount(np.repeat(np.arange(len(degrees)), degrees),
+                                       weights=sims >= threshold, minlength=len(degrees))
+    new_counts = counts[rows].astype(np.int64)
+    same = held & (old_counts == new_counts)
+    lengths = new_counts[same]
+    if len(lengths):
+        at_old = _spans(before.indptr[old[same]], lengths)
+        at_new = _spans(after.indptr[rows[same]], lengths)
+        differ = ((before.ids[before.indices[at_old]] != after.ids[after.indices[at_new]])
+                  | (before.sims[at_old] != after.sims[at_new]))
+        owner = np.repeat(np.arange(len(lengths)), lengths)
+        same[np.flatnonzero(same)[np.bincount(owner[differ], minlength=len(lengths)) > 0]] \
+            = False
+    return rows[~same]
+
+
+def _spans(starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
+    """Entry positions start..start + length - 1 of each row, one row after another."""
+    lengths = np.asarray(lengths, dtype=np.int64)
+    return (np.repeat(np.asarray(starts, dtype=np.int64) - np.cumsum(lengths) + lengths,
+                      lengths) + np.arange(int(lengths.sum())))
 
 
 def _positions(ids: np.ndarray, wanted: np.ndarray) -> np.ndarray:

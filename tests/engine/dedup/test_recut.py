@@ -90,3 +90,15 @@ def test_nothing_touched_is_the_same_cut():
     previous = full_cut(g, 0.8)
     result = recut_clusters(previous, g, np.zeros(0, np.int64))
     assert result.state.clusters == previous.clusters and not result.changed
+
+
+def test_rows_that_changed_only_below_the_threshold_are_not_cut_again():
+    """Most old rows a week's import touches gain a neighbour under the threshold; such a
+    row's place and reach are the same, so it is not counted as changed."""
+    from engine.dedup.recut import _changed_above
+
+    old = graph_of([1, 2, 3, 4], {(1, 2): 0.9, (3, 4): 0.85})
+    new = graph_of([1, 2, 3, 4, 5], {(1, 2): 0.9, (3, 4): 0.85, (2, 5): 0.6, (3, 5): 0.95})
+    rows = np.arange(len(new.ids))
+    changed = _changed_above(old, new, rows, new.counts_at(0.8), 0.8)
+    assert new.ids[changed].tolist() == [3, 5]       # 2 gained 5 at 0.6 only
