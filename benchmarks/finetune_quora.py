@@ -508,7 +508,8 @@ def present(data: dict, results: dict | None = None) -> dict:
     for on in _splits_in(data):
         runs = [r for r in data["runs"] if r.get("measured_on", _OLD_SPLIT) == on]
         before = _before(data, on)
-        rows = [_row(group, before, on) for group in _groups(runs)]
+        best = best_learning_rates(data) if on == "test" else {}
+        rows = [_row(group, before, on, _not_chosen(group[0], best)) for group in _groups(runs)]
         tables.append({
             "title": _table_title(data, on, before),
             "columns": ["recipe", "training pairs", "seeds",
@@ -699,9 +700,25 @@ def _groups(runs: list[dict]) -> list[list[dict]]:
     return sorted(groups.values(), key=lambda g: (g[0]["train_pairs"], -_mean_ap(g)))
 
 
-def _row(group: list[dict], before: dict, on: str) -> list:
+def _not_chosen(run: dict, best: dict) -> str:
+    """For a test run at a learning rate other than the one validation chose for its
+    objective (other options at their defaults), what validation chose: such a run was
+    measured before validation's grid was complete and is shown, not chosen from."""
+    chosen = best.get((run["objective"], 1000))
+    others = [part for part in run.get("changed", "").split()
+              if not part.startswith(("seed=", "learning_rate="))]
+    if chosen is None or chosen[3] or others or run.get("negative_pool") and \
+            run["objective"] != "triplet":
+        return ""
+    return "" if run["options"]["learning_rate"] == chosen[0] else f"{chosen[0]:g}"
+
+
+def _row(group: list[dict], before: dict, on: str, not_chosen: str = "") -> list:
     first = group[0]
     label = _recipe(first)
+    if not_chosen:
+        label += (f" (not the rate validation chose, {not_chosen}: measured before "
+                  "validation's grid was widened)")
     done = [r for r in group if "after" in r]
     if not done:
         return [label, f"{first['train_pairs']:,}", f"failed: {first.get('error')}",
