@@ -599,7 +599,7 @@ def present(result: dict, results: dict | None = None) -> dict:
                                     + (", same run" if same else
                                        ": not measured with these seeds in this run")),
                     "ratio": f"{a['gain'] - r['gain']:+.2f} points" if r else "—",
-                    "goal": (f"≥ {GOAL_FACTOR:,}× as many random pairs' gain" if goal
+                    "goal": (f"≥ the gain of {GOAL_FACTOR:,}× as many random pairs" if goal
                              else ""),
                     "met": (a["gain"] >= r["gain"] if r and same else None) if goal
                     else None})
