@@ -702,8 +702,8 @@ def _groups(runs: list[dict]) -> list[list[dict]]:
 
 def _not_chosen(run: dict, best: dict) -> str:
     """For a test run at a learning rate other than the one validation chose for its
-    objective (other options at their defaults), what validation chose: such a run was
-    measured before validation's grid was complete and is shown, not chosen from."""
+    objective (other options at their defaults), what validation chose: such a run (here,
+    made before validation's grid was widened) is shown, not chosen from."""
     chosen = best.get((run["objective"], 1000))
     others = [part for part in run.get("changed", "").split()
               if not part.startswith(("seed=", "learning_rate="))]
@@ -717,8 +717,7 @@ def _row(group: list[dict], before: dict, on: str, not_chosen: str = "") -> list
     first = group[0]
     label = _recipe(first)
     if not_chosen:
-        label += (f" (not the rate validation chose, {not_chosen}: measured before "
-                  "validation's grid was widened)")
+        label += f" (not the rate validation chose, {not_chosen}: shown, not chosen from)"
     done = [r for r in group if "after" in r]
     if not done:
         return [label, f"{first['train_pairs']:,}", f"failed: {first.get('error')}",

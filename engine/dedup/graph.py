@@ -202,6 +202,15 @@ def build_knn_graph(index: HnswIndex, k: int, ids: np.ndarray | None = None, *,
                               floor if math.isfinite(floor) and floor <= 1 else math.inf)
 
 
+def row_spans(starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
+    """Entry positions start..start + length - 1 of each row, one row after another: the
+    entries of some rows of a graph (their `indptr` starts, and degrees or a prefix of
+    them) without a per-entry array of the whole graph."""
+    lengths = np.asarray(lengths, dtype=np.int64)
+    return (np.repeat(np.asarray(starts, dtype=np.int64) - np.cumsum(lengths) + lengths,
+                      lengths) + np.arange(int(lengths.sum())))
+
+
 def normalised(read: VectorReader) -> VectorReader:
     """`read`, its rows scaled to length 1: similarities are dot products, as in the index
     (cosine space), whatever the model stored."""

@@ -31,7 +31,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from engine.dedup.dense import VectorReader
-from engine.dedup.graph import KnnGraph, normalised
+from engine.dedup.graph import KnnGraph, normalised, row_spans
 from engine.dedup.knn_search import GRAPH_EF
 from engine.index.hnsw import HnswIndex
 from engine.progress import CancelToken, Progress, ProgressCallback, RateMeter, no_progress
@@ -86,7 +86,7 @@ def update_graph(graph: KnnGraph, index: HnswIndex, ids: np.ndarray, *,
     rank_in_row = _rank_in_row(rows)
     chosen = (rank_in_row < k) | offered
     rows, cols, sims = rows[chosen], cols[chosen], sims[chosen]
-    first, touched = _merge(graph, new_ids, old_to_new, remapped,
+    first, touched = _merge(graph, new_ids, old_to_new, remapped, lost,
                             np.concatenate([rows, cols]), np.concatenate([cols, rows]),
                             np.concatenate([sims, sims]))
 
@@ -96,8 +96,9 @@ def update_graph(graph: KnnGraph, index: HnswIndex, ids: np.ndarray, *,
     final = first
     if len(extra[0]):
         a, b, s = extra
-        final, more = _merge(first, new_ids, np.arange(n), None, np.concatenate([a, b]),
-                             np.concatenate([b, a]), np.concatenate([s, s]))
+        final, more = _merge(first, new_ids, np.arange(n), None, np.zeros(0, np.int64),
+                             np.concatenate([a, b]), np.concatenate([b, a]),
+                             np.concatenate([s, s]))
         touched |= more
     touched[added_pos] = True
     return GraphUpdate(final, added, removed, new_ids[touched])
@@ -162,11 +163,12 @@ def _remapped_columns(graph: KnnGraph, old_to_new: np.ndarray) -> np.ndarray | N
 
 
 def _merge(graph: KnnGraph, new_ids: np.ndarray, old_to_new: np.ndarray,
-           remapped: np.ndarray | None, rows: np.ndarray, cols: np.ndarray, sims: np.ndarray
-           ) -> tuple[KnnGraph, np.ndarray]:
+           remapped: np.ndarray | None, lost: np.ndarray, rows: np.ndarray, cols: np.ndarray,
+           sims: np.ndarray) -> tuple[KnnGraph, np.ndarray]:
     """`graph`'s entries (positions mapped by `old_to_new`, -1 dropped; `remapped`: its
-    columns so mapped, None where no position moved) with the entries (rows, cols, sims)
-    added where a row lacks them, and which rows may have changed.
+    columns so mapped, None where no position moved; `lost`: the new positions of the rows
+    that held a removed text) with the entries (rows, cols, sims) added where a row lacks
+    them, and which rows may have changed.
 
     Rows that neither gain nor lose an entry are copied as they are, in one masked copy
     (old and new positions are both ascending, so their entries keep their order); only
@@ -176,12 +178,8 @@ def _merge(graph: KnnGraph, new_ids: np.ndarray, old_to_new: np.ndarray,
     columns = graph.indices if remapped is None else remapped
     touched = np.zeros(n, dtype=bool)
     touched[rows] = True
+    touched[lost] = True
     here = old_to_new >= 0
-    if remapped is not None:
-        gone = remapped < 0                                  # entries pointing at removed texts
-        if gone.any():
-            lost = old_to_new[graph.row_of_entries()[gone]]
-            touched[lost[lost >= 0]] = True
     old_degrees = graph.degrees()
     old_touched = np.zeros(len(old_to_new), dtype=bool)
     old_touched[here] = touched[old_to_new[here]]
@@ -189,8 +187,7 @@ def _merge(graph: KnnGraph, new_ids: np.ndarray, old_to_new: np.ndarray,
     again_old = np.flatnonzero(here & old_touched)
     # Entries of the rows sorted again: each such row's span of the old arrays.
     spans = old_degrees[again_old]
-    entries = (np.repeat(graph.indptr[again_old] - np.cumsum(spans) + spans, spans)
-               + np.arange(int(spans.sum())))
+    entries = row_spans(graph.indptr[again_old], spans)
     again_rows = np.repeat(old_to_new[again_old], spans)
     again_cols = columns[entries].astype(np.int64)
     valid = again_cols >= 0

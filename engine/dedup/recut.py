@@ -34,7 +34,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from engine.dedup.cut import TextCluster, cut_clusters, rank_clusters
-from engine.dedup.graph import KnnGraph
+from engine.dedup.graph import KnnGraph, row_spans
 
 # Mirrored copies of an edge may carry similarities a rounding apart (each search measures
 # its own); texts that may hold p above the threshold are looked for a little below it.
@@ -236,28 +236,21 @@ def _changed_above(before: KnnGraph, after: KnnGraph, rows: np.ndarray, counts: 
     old_counts = np.zeros(len(rows), dtype=np.int64)
     if held.any():
         degrees = before.degrees()[old[held]]
-        sims = before.sims[_spans(before.indptr[old[held]], degrees)]
+        sims = before.sims[row_spans(before.indptr[old[held]], degrees)]
         old_counts[held] = np.bincount(np.repeat(np.arange(len(degrees)), degrees),
                                        weights=sims >= threshold, minlength=len(degrees))
     new_counts = counts[rows].astype(np.int64)
     same = held & (old_counts == new_counts)
     lengths = new_counts[same]
     if len(lengths):
-        at_old = _spans(before.indptr[old[same]], lengths)
-        at_new = _spans(after.indptr[rows[same]], lengths)
+        at_old = row_spans(before.indptr[old[same]], lengths)
+        at_new = row_spans(after.indptr[rows[same]], lengths)
         differ = ((before.ids[before.indices[at_old]] != after.ids[after.indices[at_new]])
                   | (before.sims[at_old] != after.sims[at_new]))
         owner = np.repeat(np.arange(len(lengths)), lengths)
         same[np.flatnonzero(same)[np.bincount(owner[differ], minlength=len(lengths)) > 0]] \
             = False
     return rows[~same]
-
-
-def _spans(starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
-    """Entry positions start..start + length - 1 of each row, one row after another."""
-    lengths = np.asarray(lengths, dtype=np.int64)
-    return (np.repeat(np.asarray(starts, dtype=np.int64) - np.cumsum(lengths) + lengths,
-                      lengths) + np.arange(int(lengths.sum())))
 
 
 def _positions(ids: np.ndarray, wanted: np.ndarray) -> np.ndarray:

@@ -136,10 +136,11 @@ def test_a_merge_is_the_graph_of_all_its_entries(seed, remove, interleave):
     rows, cols = rng.integers(0, n, m), rng.integers(0, n, m)
     sims = rng.choice(np.linspace(0.5, 1.0, 11), m).astype(np.float32)
 
-    merged, touched = _merge(old, new_ids, old_to_new, _remapped_columns(old, old_to_new),
-                             rows, cols, sims)
-
     r_old, c_old = old_to_new[old.row_of_entries()], old_to_new[old.indices]
+    lost = np.unique(r_old[(r_old >= 0) & (c_old < 0)])   # as update_graph names them
+    merged, touched = _merge(old, new_ids, old_to_new, _remapped_columns(old, old_to_new),
+                             lost, rows, cols, sims)
+
     keep = (r_old >= 0) & (c_old >= 0)
     want = KnnGraph.from_rows(new_ids, np.concatenate([r_old[keep], rows]),
                               np.concatenate([c_old[keep], cols]),
