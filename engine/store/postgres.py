@@ -73,7 +73,10 @@ def existing_version(location: Location, *, create: bool, read_only: bool) -> in
     database is empty and `create` is not set, or when it holds other tables."""
     engine = make_engine(location, read_only=True)
     try:
-        with engine.connect() as conn:
+        # One snapshot for every look: under READ COMMITTED another analyst's new project
+        # could commit between "no meta table" and "which tables are there?", and the
+        # team's own project would be refused as something else's.
+        with engine.connect().execution_options(isolation_level="REPEATABLE READ") as conn:
             version = read_version(conn)
             if version is not None:
                 return version

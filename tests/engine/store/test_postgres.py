@@ -104,6 +104,33 @@ def test_create_fills_an_empty_database_only(database):
     Store.open(url, create=True).close()              # a project already: opened as it is
 
 
+def test_a_project_created_while_open_looks_is_opened_not_refused(database, monkeypatch):
+    # Two analysts create one team project at once: the other's schema commits between the
+    # first's two looks at the database (is there a Duplens meta table? any other tables?).
+    # Both looks must see the same moment, or the first sees "no project, yet tables" and
+    # calls the team's own new project "not a Duplens project".
+    import engine.store.postgres as postgres
+
+    server, name = database
+    url = server.url(name, password=ANALYST_PASSWORD)
+    real, created = postgres.read_version, []
+
+    def other_analyst_creates_it_meanwhile(conn):
+        version = real(conn)
+        if version is None and not created:
+            created.append(True)
+            monkeypatch.setattr(postgres, "read_version", real)   # the other's own open
+            Store.open(url, create=True).close()
+        return version
+
+    monkeypatch.setattr(postgres, "read_version", other_analyst_creates_it_meanwhile)
+    store = Store.open(url, create=True)
+    with store.read() as conn:
+        assert conn.execute(text("SELECT value FROM meta WHERE key = 'schema_version'")
+                            ).scalar() == str(SCHEMA_VERSION)
+    store.close()
+
+
 def test_a_database_of_something_else_is_refused_untouched(database):
     server, name = database
     server.sql("CREATE TABLE customers (id integer)", name)
