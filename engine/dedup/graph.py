@@ -216,8 +216,13 @@ def normalised(read: VectorReader) -> VectorReader:
     (cosine space), whatever the model stored."""
     def normalised(text_ids: np.ndarray) -> np.ndarray:
         v = np.asarray(read(text_ids), dtype=np.float32)
-        norms = np.linalg.norm(v, axis=1, keepdims=True)
-        return v / np.where(norms > 0, norms, 1)
+        if v.base is not None or not v.flags.writeable:
+            v = v.copy()          # scaled in place below: never the reader's own array
+        # In place: at 250k vectors of 384 each temporary is 384 MB.
+        norms = np.linalg.norm(v, axis=1)
+        norms[norms == 0] = 1
+        v /= norms[:, None]
+        return v
     return normalised
 
 

@@ -67,8 +67,13 @@ class _Updated:
 def _live_ids(index) -> np.ndarray:
     """The texts the index serves (live rows' embedded texts: the index's one rule,
     `engine.index.reconcile`), without reading every row's text id from the store."""
-    deleted = np.fromiter(index.deleted, dtype=np.int64, count=len(index.deleted))
-    return np.setdiff1d(index.ids(), deleted)
+    # A sort and a lookup, not np.setdiff1d: its np.unique hashes (a second at 1M ids).
+    ids = np.sort(np.asarray(index.ids(), dtype=np.int64))
+    if not index.deleted:
+        return ids
+    deleted = np.sort(np.fromiter(index.deleted, dtype=np.int64, count=len(index.deleted)))
+    at = np.minimum(np.searchsorted(deleted, ids), len(deleted) - 1)
+    return ids[deleted[at] != ids]
 
 
 def _few_changed(graph: KnnGraph, live: np.ndarray) -> bool:
