@@ -28,8 +28,8 @@ graphs check it), so the incremental and the full cut never differ.
 
 from __future__ import annotations
 
-import heapq
 from dataclasses import dataclass
+from heapq import heappop, heappush
 
 import numpy as np
 
@@ -72,7 +72,6 @@ def recut_clusters(previous: CutState, graph: KnnGraph, touched: np.ndarray) -> 
     n = len(ids)
     counts = graph.counts_at(t)
     rank = _ranks(graph, counts, t, min_size)
-    start = graph.indptr[:-1]
 
     # The previous outcome in this graph's positions.
     old = previous.clusters
@@ -87,6 +86,15 @@ def recut_clusters(previous: CutState, graph: KnnGraph, touched: np.ndarray) -> 
     here = flat >= 0
     owner[flat[here]] = holders[here]
     cluster_at = {int(c): i for i, c in enumerate(centre_of.tolist()) if c >= 0}
+    # The walk below reads and writes one text at a time, hundreds of thousands of times
+    # after a week's import at 1M texts: Python lists, not NumPy scalars (several times
+    # faster per access), and each row's entries near the threshold counted once.
+    owner_of: list[int] = owner.tolist()
+    rank_of: list[int] = rank.tolist()
+    row_start: list[int] = graph.indptr[:-1].tolist()
+    count_of: list[int] = counts.tolist()
+    near: list[int] = graph.counts_at(t - _MIRROR_SLACK).tolist()
+    indices = graph.indices
 
     members: dict[int, list[int]] = {}      # centres evaluated again: what they hold now
     evaluated: set[int] = set()
@@ -102,89 +110,97 @@ def recut_clusters(previous: CutState, graph: KnnGraph, touched: np.ndarray) -> 
         return part[part >= 0].tolist()
 
     def above(p: int) -> tuple[list[int], list[float]]:
-        lo = start[p]
-        return (graph.indices[lo:lo + counts[p]].tolist(),
-                graph.sims[lo:lo + counts[p]].tolist())
+        lo = row_start[p]
+        hi = lo + count_of[p]
+        return indices[lo:hi].tolist(), graph.sims[lo:hi].tolist()
 
-    queue: list[tuple[int, int]] = []
+    # The queue holds ranks (one text each): integers compare faster than (rank, text).
+    candidates = np.flatnonzero(rank >= 0)
+    at_rank = np.empty(len(candidates), dtype=np.int64)
+    at_rank[rank[candidates]] = candidates
+    text_at: list[int] = at_rank.tolist()
+    queue: list[int] = []
     queued: set[int] = set()
 
     def push(p: int, after: int) -> None:
-        r = int(rank[p])
+        r = rank_of[p]
         if r > after and p not in queued:
             queued.add(p)
-            heapq.heappush(queue, (r, p))
+            heappush(queue, r)
 
     def changed_hands(p: int, after: int) -> None:
         push(p, after)
-        lo, hi = graph.indptr[p], graph.indptr[p + 1]
-        nearby = int(np.count_nonzero(graph.sims[lo:hi] >= t - _MIRROR_SLACK))
-        for q in graph.indices[lo:lo + nearby].tolist():
-            push(q, after)
+        lo = row_start[p]
+        for q in indices[lo:lo + near[p]].tolist():
+            r = rank_of[q]
+            if r > after and q not in queued:
+                queued.add(q)
+                heappush(queue, r)
 
     # Texts whose holder left, or can no longer lead, are free from the start.
     for i in np.flatnonzero(centre_of < 0).tolist():
         for p in flat[firsts[i]:firsts[i] + sizes[i]].tolist():
             if p >= 0:
-                owner[p] = -1
+                owner_of[p] = -1
                 changed_hands(p, -1)
-    for c in [c for c in cluster_at if rank[c] < 0]:
+    for c in [c for c in cluster_at if rank_of[c] < 0]:
         for p in held_by(c):
-            if owner[p] == c:
-                owner[p] = -1
+            if owner_of[p] == c:
+                owner_of[p] = -1
                 changed_hands(p, -1)
         members[c] = []
     touched_at = _positions(ids, np.asarray(touched, dtype=np.int64))
     touched_at = _changed_above(previous.graph, graph, touched_at[touched_at >= 0], counts, t)
     for p in touched_at.tolist():
         push(p, -1)
-        if owner[p] == p:
+        if owner_of[p] == p:
             for m in held_by(p)[1:]:
                 changed_hands(m, -1)
 
     while queue:
-        r, c = heapq.heappop(queue)
+        r = heappop(queue)
+        c = text_at[r]
         queued.discard(c)
         evaluated.add(c)
-        holder = int(owner[c])
-        taken = holder >= 0 and holder != c and rank[holder] < r
+        holder = owner_of[c]
+        taken = holder >= 0 and holder != c and rank_of[holder] < r
         take: list[int] = []
         if not taken:
             for q in above(c)[0]:
-                h = int(owner[q])
-                if h < 0 or h == c or rank[h] > r:
+                h = owner_of[q]
+                if h < 0 or h == c or rank_of[h] > r:
                     take.append(q)
         was = held_by(c)
         if taken or len(take) + 1 < min_size:
-            if owner[c] == c:
-                owner[c] = -1
+            if owner_of[c] == c:
+                owner_of[c] = -1
                 changed_hands(c, r)
             for m in was[1:]:
-                if owner[m] == c:
-                    owner[m] = -1
+                if owner_of[m] == c:
+                    owner_of[m] = -1
                     changed_hands(m, r)
             members[c] = []
             continue
-        if owner[c] != c:
-            owner[c] = c
+        if owner_of[c] != c:
+            owner_of[c] = c
             changed_hands(c, r)
         for q in take:
-            h = int(owner[q])
+            h = owner_of[q]
             if h != c:
-                owner[q] = c
+                owner_of[q] = c
                 changed_hands(q, r)
                 if h >= 0 and h != q:
                     push(h, r)
         kept = set(take)
         for m in was[1:]:
-            if m not in kept and owner[m] == c:
-                owner[m] = -1
+            if m not in kept and owner_of[m] == c:
+                owner_of[m] = -1
                 changed_hands(m, r)
         members[c] = [c, *take]
 
     centres = [c for c in cluster_at if c not in members]
     centres += [c for c, held in members.items() if held]
-    centres.sort(key=lambda c: rank[c])
+    centres.sort(key=lambda c: rank_of[c])
     made: list[TextCluster] = []
     changed: set[int] = set()
     same_positions = n >= len(previous.graph.ids) and \
