@@ -42,6 +42,7 @@ import sys
 import tempfile
 import time
 from collections import defaultdict
+from datetime import UTC, datetime
 from pathlib import Path
 
 import numpy as np
@@ -49,6 +50,7 @@ import numpy as np
 from benchmarks import corpus
 from benchmarks.child_peak import json_child
 from benchmarks.data import QUORA, write_questions_csv
+from benchmarks.registry import BY_NAME
 
 THRESHOLD = 0.8
 WEEKS_FULL = (20_000, 5_000, 5_000, 5_000, 5_000)
@@ -58,6 +60,8 @@ SPEED_ITEMS_QUICK, SPEED_ADD_QUICK = 20_000, 1_000
 GOAL_CHURN = 0
 GOAL_F1_POINTS = 0.5
 GOAL_SECONDS = 7.5
+RESULTS = Path(__file__).resolve().parent / "results" / "weekly.json"
+TITLE = BY_NAME["weekly"].title
 SEED = 24
 
 
@@ -398,6 +402,9 @@ def _presentation(result: dict, quick: bool) -> dict:
         notes.append(f"Speed: pair F1 of the incremental cut against the whole one at "
                      f"{s['items']:,} items: {s['f1_vs_whole']:.3f} (the updated graph "
                      f"is not the rebuilt one: docs/architecture.md).")
+    for part, when in sorted(result.get("measured", {}).items()):
+        notes.append(f"The {part} part was measured on {when['date'][:10]} by "
+                     f"`{when['command']}`.")
     return {"headline": headline, "tables": tables, "notes": notes}
 
 
@@ -405,6 +412,10 @@ def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(prog="python -m benchmarks.weekly")
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--part", choices=("weeks", "speed"), action="append")
+    ap.add_argument("--merge", action="store_true",
+                    help="write the parts measured into benchmarks/results/weekly.json, "
+                         "keeping the other part as it was measured (its date and command "
+                         "stay with it)")
     ap.add_argument("--measure-speed", help=argparse.SUPPRESS)
     ap.add_argument("--items", type=int, help=argparse.SUPPRESS)
     ap.add_argument("--added", type=int, help=argparse.SUPPRESS)
@@ -412,7 +423,42 @@ def main(argv: list[str] | None = None) -> None:
     if args.measure_speed:
         print(json.dumps(measure_speed(Path(args.measure_speed), args.items, args.added)))
         return
-    print(json.dumps(run(args.quick, tuple(args.part or ("weeks", "speed"))), indent=1))
+    parts = tuple(args.part or ("weeks", "speed"))
+    started = datetime.now(UTC).isoformat(timespec="seconds")
+    result = run(args.quick, parts)
+    if args.merge:
+        command = "python -m benchmarks.weekly " + " ".join(sys.argv[1:] if argv is None
+                                                            else argv)
+        _say(f"merged into {merge_results(result, parts, args.quick, started, command)}")
+    print(json.dumps(result, indent=1))
+
+
+def merge_results(result: dict, parts: tuple[str, ...], quick: bool, date: str,
+                  command: str, path: Path = RESULTS) -> Path:
+    """The results file with `parts` replaced by this run's, and each part's own date and
+    command recorded, so the page says when each figure was measured; the other part is
+    kept only when it was measured in the same mode (quick or full)."""
+    record = json.loads(path.read_text(encoding="utf-8")) if path.exists() else {}
+    mode = "quick" if quick else "full"
+    if record.get("mode") != mode:
+        record = {"benchmark": "weekly", "title": TITLE, "mode": mode, "result": {}}
+    earlier = record.get("result", {})
+    dated = dict(earlier.get("measured", {}))
+    for part in ("weeks", "speed"):
+        if part in earlier and part not in dated:
+            dated[part] = {"date": record.get("date"), "command": record.get("command")}
+    merged = {part: earlier[part] for part in ("weeks", "speed") if part in earlier}
+    for part in parts:
+        merged[part] = result[part]
+        dated[part] = {"date": date, "command": command}
+    merged["measured"] = dated
+    merged.update(_presentation(merged, quick))
+    record["result"] = merged
+    record["date"] = max(d["date"] for d in dated.values() if d.get("date"))
+    tmp = path.with_suffix(".json.part")
+    tmp.write_text(json.dumps(record, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+    tmp.replace(path)
+    return path
 
 
 def _say(message: str) -> None:
