@@ -72,7 +72,7 @@ def variants(quick: bool) -> list:
 
 
 def cpu_summary() -> dict:
-    from engine.encoding.conversion import cpu_flags, cpu_isa
+    from engine.encoding.cpu_features import cpu_flags, cpu_isa
 
     flags = cpu_flags()
     wanted = ("avx2", "fma", "avx512f", "avx512bw", "avx512_vnni", "avx_vnni", "avx512_bf16",

@@ -56,6 +56,10 @@ class Backend:
     quantization: str | None = None    # None, "dynamic" (onnxruntime) or "static" (nncf)
     extra: str | None = None       # the `pip install duplens[extra]` that brings it
     modules: tuple[str, ...] = ()  # what must be importable
+    # OpenVINO's INFERENCE_PRECISION_HINT: "f32", or "bf16" where the CPU has the units
+    # (`needs_bf16`); never OpenVINO's own choice, which is bf16 on such CPUs.
+    precision: str = "f32"
+    needs_bf16: bool = False
 
     @property
     def tag(self) -> str:
@@ -77,6 +81,11 @@ BACKENDS: dict[str, Backend] = {b.name: b for b in (
     Backend("openvino", "openvino", "OpenVINO", extra="openvino", modules=_OPENVINO),
     Backend("openvino-int8", "openvino", "OpenVINO, int8 quantised", exact=False,
             quantization="static", extra="openvino", modules=_NNCF),
+    # The float32 model computed in bfloat16 (8 bits of mantissa in each product): about
+    # twice float32's speed on CPUs with bf16 units (docs/benchmarks.md, int8 recipes), and
+    # not torch's embeddings, so they are kept apart as a quantised backend's are.
+    Backend("openvino-bf16", "openvino", "OpenVINO, bfloat16 arithmetic", exact=False,
+            extra="openvino", modules=_OPENVINO, precision="bf16", needs_bf16=True),
 )}
 
 
@@ -93,12 +102,14 @@ def get_backend(name: str | None) -> Backend:
 
 def default_backend(device: str) -> str:
     """The backend a new project encodes with on `device` (a resolved one: "cpu", "cuda",
-    "cuda:1", "mps"): on the CPU `CPU_DEFAULT_BACKEND` when its packages are installed,
+    "cuda:1", "mps"): on the CPU `CPU_DEFAULT_BACKEND` when its packages are installed and
+    the CPU runs it (`unsupported_here`),
     else torch; on a GPU torch (in fp16 on CUDA, `model_spec.load_model`)."""
     if device != "cpu":
         return DEFAULT_BACKEND
     chosen = BACKENDS[CPU_DEFAULT_BACKEND]
-    return DEFAULT_BACKEND if missing_modules(chosen) else chosen.name
+    usable = not missing_modules(chosen) and unsupported_here(chosen) is None
+    return chosen.name if usable else DEFAULT_BACKEND
 
 
 def is_auto(preference: str | None) -> bool:
@@ -111,18 +122,34 @@ def missing_modules(backend: Backend) -> list[str]:
     return [m for m in backend.modules if importlib.util.find_spec(m) is None]
 
 
+def unsupported_here(backend: Backend) -> str | None:
+    """Why this CPU cannot run `backend` well, or None: bf16 arithmetic without bf16 units
+    would be emulated, slower than float32."""
+    from engine.encoding.cpu_features import has_bf16_units
+
+    if backend.needs_bf16 and not has_bf16_units():
+        return (f"the {backend.name} backend needs a CPU with bfloat16 units (AVX512-BF16 or "
+                f"AMX), and this one has none that Duplens can see; use openvino or torch")
+    return None
+
+
 def available_backends() -> list[str]:
-    """Backends whose packages are installed here, torch first."""
-    return [name for name, b in BACKENDS.items() if not missing_modules(b)]
+    """Backends whose packages are installed here and that this CPU runs, torch first."""
+    return [name for name, b in BACKENDS.items()
+            if not missing_modules(b) and unsupported_here(b) is None]
 
 
 def require_backend(name: str | None) -> Backend:
-    """The backend, or a ModelError saying which extra to install."""
+    """The backend, or a ModelError saying which extra to install or why this CPU cannot
+    run it."""
     backend = get_backend(name)
     missing = missing_modules(backend)
     if missing:
         raise ModelError(f"the {backend.name} backend needs {', '.join(missing)}: install "
                          f"them with pip install \"duplens[{backend.extra}]\"")
+    why = unsupported_here(backend)
+    if why is not None:
+        raise ModelError(why)
     return backend
 
 

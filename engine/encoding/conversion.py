@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from engine.encoding.backends import Backend
+from engine.encoding.cpu_features import cpu_isa
 
 if TYPE_CHECKING:  # pragma: no cover
     from sentence_transformers import SentenceTransformer
@@ -161,32 +162,6 @@ def optimize_onnx(source: Path, target: Path, level: int, model: SentenceTransfo
         raise ValueError(f"onnx optimisation level {level} is not one for CPUs (1-3)")
     optimized.save_model_to_file(str(target))
     return target
-
-
-def cpu_isa() -> str:
-    """The int8 kernel family this CPU runs best: "avx512_vnni", "avx512", "avx2" or "arm64"."""
-    import platform
-
-    if platform.machine().lower() in ("arm64", "aarch64"):
-        return "arm64"
-    flags = cpu_flags()
-    if "avx512_vnni" in flags or "avx_vnni" in flags:
-        return "avx512_vnni"
-    if "avx512f" in flags and "avx512bw" in flags:
-        return "avx512"
-    return "avx2"
-
-
-def cpu_flags() -> set[str]:
-    """The CPU feature flags Linux reports (empty elsewhere)."""
-    try:
-        with open("/proc/cpuinfo", encoding="ascii", errors="replace") as fh:
-            for line in fh:
-                if line.startswith("flags"):
-                    return set(line.split(":", 1)[1].split())
-    except OSError:
-        pass
-    return set()
 
 
 def quantize_onnx_dynamic(source: Path, target: Path, isa: str) -> Path:

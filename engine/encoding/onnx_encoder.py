@@ -211,12 +211,13 @@ class _OrtRunner:
             yield self.run(feed)
 
 
-def _runner(export: Path):
-    """onnxruntime for an ONNX file, OpenVINO for an IR (`openvino_runner`)."""
+def _runner(export: Path, precision: str = "f32"):
+    """onnxruntime for an ONNX file, OpenVINO for an IR (`openvino_runner`) computing in
+    `precision` (the backend's)."""
     if export.suffix == ".xml":
         from engine.encoding.openvino_runner import OpenVinoRunner
 
-        return OpenVinoRunner(export)
+        return OpenVinoRunner(export, precision)
     return _OrtRunner(export)
 
 
@@ -232,7 +233,8 @@ class OnnxEncoder(SentenceEncoder):
                  batch_size: int = 64) -> None:
         from tokenizers import Tokenizer
 
-        self._runner = _runner(export)
+        served = BACKENDS.get(spec.backend or "onnx")
+        self._runner = _runner(export, served.precision if served else "f32")
         self._inputs = list(self._runner.input_names)
         self._steps = steps
         self._tokenizer = Tokenizer.from_file(str(steps.tokenizer_file))

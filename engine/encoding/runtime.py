@@ -94,7 +94,7 @@ def _make_onnx_runner(path: Path, config: Any):
     return OnnxTransformer()
 
 
-def _make_openvino_runner(path: Path, config: Any):
+def _make_openvino_runner(path: Path, config: Any, precision: str = "f32"):
     import openvino as ov
 
     class OpenVinoTransformer(_torch_module_base(), _ExportedTransformer):
@@ -107,7 +107,9 @@ def _make_openvino_runner(path: Path, config: Any):
             compiled = core.compile_model(str(path), "CPU", {
                 "PERFORMANCE_HINT": "LATENCY",
                 "INFERENCE_NUM_THREADS": _threads(),
-                "INFERENCE_PRECISION_HINT": "f32",   # no silent bf16 on AMX/avx512_bf16 CPUs
+                # As the backend says (`Backend.precision`): never a silent bf16 on
+                # AMX/avx512_bf16 CPUs, which OpenVINO's own default would be.
+                "INFERENCE_PRECISION_HINT": precision,
             })
             self.compiled = compiled
             self._requests = threading.local()
@@ -184,7 +186,7 @@ def use_exported(model: SentenceTransformer, backend: Backend, path: Path) -> No
     elif backend.runtime == "openvino":
         if backend.quantization:
             quiet_nncf()
-        runner = _make_openvino_runner(path, config)
+        runner = _make_openvino_runner(path, config, backend.precision)
     else:
         raise ValueError(f"{backend.name}: not an exported backend")
     transformer.model = runner

@@ -50,10 +50,42 @@ def test_torch_is_the_default_and_always_available():
     assert require_backend("torch").runtime == "torch"
 
 
-def test_available_backends_are_those_whose_packages_are_installed():
+def test_available_backends_are_those_whose_packages_are_installed_and_cpu_runs():
+    bf16 = bool({"avx512_bf16", "amx_bf16"} & _flags())
     for name, backend in BACKENDS.items():
         installed = all(importlib.util.find_spec(m) is not None for m in backend.modules)
-        assert (name in available_backends()) == installed, name
+        runs = bf16 or not backend.needs_bf16
+        assert (name in available_backends()) == (installed and runs), name
+
+
+def _flags() -> set[str]:
+    try:
+        lines = Path("/proc/cpuinfo").read_text().splitlines()
+    except OSError:
+        return set()
+    return next((set(line.split(":", 1)[1].split()) for line in lines
+                 if line.startswith("flags")), set())
+
+
+def test_bf16_is_offered_only_where_the_cpu_has_bf16_units(monkeypatch):
+    from engine.encoding import cpu_features
+
+    bf16 = Backend("openvino-bf16", "openvino", "OpenVINO, bfloat16 arithmetic",
+                   exact=False, modules=(), precision="bf16", needs_bf16=True)
+    monkeypatch.setitem(BACKENDS, "openvino-bf16", bf16)
+    monkeypatch.setattr(cpu_features, "cpu_flags", lambda: {"avx2", "avx512f", "avx512_vnni"})
+    assert "openvino-bf16" not in available_backends()
+    with pytest.raises(ModelError, match="needs a CPU with bfloat16 units"):
+        require_backend("openvino-bf16")
+    with pytest.raises(ModelError, match="needs a CPU with bfloat16 units"):
+        load_model(resolve_model(None), "cpu", "openvino-bf16")
+    monkeypatch.setattr(bk, "CPU_DEFAULT_BACKEND", "openvino-bf16")
+    assert bk.default_backend("cpu") == "torch"          # not here: torch, not an error
+    for units in ({"avx512_bf16"}, {"amx_bf16", "amx_tile"}):
+        monkeypatch.setattr(cpu_features, "cpu_flags", lambda units=units: {"avx2", *units})
+        assert "openvino-bf16" in available_backends()
+        assert require_backend("openvino-bf16") is bf16
+        assert bk.default_backend("cpu") == "openvino-bf16"
 
 
 def test_unknown_backend_is_a_clear_error():
@@ -142,7 +174,7 @@ def test_calibration_texts_are_the_shipped_sample_questions():
 
 
 def test_int8_kernel_family_is_one_optimum_knows():
-    from engine.encoding.conversion import cpu_isa
+    from engine.encoding.cpu_features import cpu_isa
 
     assert cpu_isa() in ("arm64", "avx2", "avx512", "avx512_vnni")
 
@@ -171,9 +203,13 @@ def torch_vectors(encoder):
     ("onnx", 0.9999, 0.9999), ("openvino", 0.9999, 0.9999),
     # Dynamic int8 sets activation scales per batch: a text alone comes out a little
     # different from the same text among others. Static int8 (OpenVINO) has fixed scales.
-    ("onnx-int8", 0.95, 0.98), ("openvino-int8", 0.95, 0.9999)])
+    ("onnx-int8", 0.95, 0.98), ("openvino-int8", 0.95, 0.9999),
+    # bf16 keeps 8 bits of each product's mantissa: near torch, not equal to it.
+    ("openvino-bf16", 0.99, 0.99)])
 def test_backend_runs_the_model(name, min_cos, alone, torch_vectors):
     _needs(name)
+    if bk.unsupported_here(BACKENDS[name]):
+        pytest.skip(bk.unsupported_here(BACKENDS[name]))
     from engine.encoding.loading import load_encoder
 
     encoder = load_encoder(None, device="auto", backend=name, batch_size=4)
@@ -193,6 +229,8 @@ def test_backend_runs_the_model(name, min_cos, alone, torch_vectors):
     assert float(encoder.encode([QUESTIONS[3]])[0] @ vectors[3]) > alone
     if not BACKENDS[name].exact:
         assert encoder.spec.fingerprint.endswith("+" + name)
+    if BACKENDS[name].precision == "bf16":   # computed in bf16, not float32's embeddings
+        assert cos.min() < 0.99999, cos
 
 
 @pytest.mark.slow
