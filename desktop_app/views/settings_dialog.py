@@ -158,7 +158,13 @@ def backend_combo(current: str, parent: QWidget) -> QComboBox:
     """"Automatic" (naming what it picks on the CPU), then every backend; those whose
     packages are missing are greyed out and say what to install. The int8 ones give
     different embeddings: a project is encoded again."""
-    from engine.encoding.backends import AUTO, BACKENDS, available_backends, default_backend
+    from engine.encoding.backends import (
+        AUTO,
+        BACKENDS,
+        available_backends,
+        default_backend,
+        missing_modules,
+    )
 
     combo = QComboBox(parent)
     usable = set(available_backends())
@@ -168,7 +174,8 @@ def backend_combo(current: str, parent: QWidget) -> QComboBox:
     for name, backend in BACKENDS.items():
         label = backend.label if backend.exact else f"{backend.label} (encodes again)"
         if name not in usable:
-            label += f" — needs duplens[{backend.extra}]"
+            label += (f" — needs duplens[{backend.extra}]" if missing_modules(backend)
+                      else " — needs a CPU with bf16 units")
         combo.addItem(label, name)
         if name not in usable and isinstance(model, QStandardItemModel):
             model.item(combo.count() - 1).setEnabled(False)
@@ -176,7 +183,7 @@ def backend_combo(current: str, parent: QWidget) -> QComboBox:
     combo.setCurrentIndex(max(0, index))
     combo.setToolTip("Automatic: a new project gets the fastest backend that keeps quality "
                      "here; a project keeps the backend its embeddings were made with. ONNX "
-                     "Runtime and OpenVINO run on the CPU. Their int8 forms are the fastest "
-                     "but give slightly different similarities, so choosing one encodes a "
-                     "project again (its earlier embeddings are kept).")
+                     "Runtime and OpenVINO run on the CPU. Their int8 forms and OpenVINO "
+                     "bf16 are faster but give slightly different similarities, so choosing "
+                     "one encodes a project again (its earlier embeddings are kept).")
     return combo

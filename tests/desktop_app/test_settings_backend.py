@@ -5,7 +5,13 @@ from __future__ import annotations
 
 from desktop_app.controllers.model_controller import ModelController
 from desktop_app.views.settings_dialog import Preferences, SettingsDialog
-from engine.encoding.backends import AUTO, BACKENDS, available_backends, default_backend
+from engine.encoding.backends import (
+    AUTO,
+    BACKENDS,
+    available_backends,
+    default_backend,
+    missing_modules,
+)
 
 
 def test_backend_preference_round_trips_and_unknown_names_fall_back(settings):
@@ -29,8 +35,26 @@ def test_dialog_offers_installed_backends_and_greys_out_the_others(qtbot):
     assert {name for name, enabled in offered.items() if enabled} == usable
     for i in range(combo.count()):
         if combo.itemData(i) not in usable:
-            assert f"needs duplens[{BACKENDS[combo.itemData(i)].extra}]" in combo.itemText(i)
+            backend = BACKENDS[combo.itemData(i)]
+            why = (f"needs duplens[{backend.extra}]" if missing_modules(backend)
+                   else "needs a CPU with bf16 units")
+            assert why in combo.itemText(i)
     assert dialog.preferences().backend == "torch"
+
+
+def test_bf16_on_a_cpu_without_its_units_is_greyed_out_and_says_why(qtbot, monkeypatch):
+    from engine.encoding import cpu_features
+
+    monkeypatch.setattr(cpu_features, "cpu_flags", lambda: {"avx2", "avx512f"})
+    dialog = SettingsDialog(Preferences(backend="openvino-bf16"))
+    qtbot.addWidget(dialog)
+    combo = dialog.backend
+    at = combo.findData("openvino-bf16")
+    assert not combo.model().item(at).isEnabled()
+    why = ("needs duplens[openvino]" if missing_modules(BACKENDS["openvino-bf16"])
+           else "needs a CPU with bf16 units")
+    assert combo.itemText(at).endswith(why)
+    assert dialog.preferences().backend == AUTO       # the saved choice cannot run here
 
 
 def test_the_default_is_automatic_and_says_what_it_picks(qtbot):
