@@ -455,6 +455,13 @@ def merge_results(result: dict, parts: tuple[str, ...], quick: bool, date: str,
     merged.update(_presentation(merged, quick))
     record["result"] = merged
     record["date"] = max(d["date"] for d in dated.values() if d.get("date"))
+    runs = {(d.get("date"), d.get("command")) for d in dated.values()}
+    if len(runs) > 1:
+        # Parts of different runs: the page names each part's command, and no one run's
+        # wall time stands for the whole.
+        record["command"] = "; ".join(f"{d['command']} ({part})"
+                                      for part, d in sorted(dated.items()))
+        record.pop("wall_seconds", None)
     tmp = path.with_suffix(".json.part")
     tmp.write_text(json.dumps(record, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
     tmp.replace(path)

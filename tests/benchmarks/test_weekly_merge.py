@@ -24,7 +24,7 @@ def test_a_speed_run_replaces_speed_only_and_says_when_each_part_was_measured(tm
     path.write_text(json.dumps({"benchmark": "weekly", "mode": "full",
                                 "date": "2026-11-26T21:56:22+00:00",
                                 "command": "python -m benchmarks --only weekly",
-                                "hardware": {"cores": 2},
+                                "hardware": {"cores": 2}, "wall_seconds": 851.0,
                                 "result": {"weeks": WEEKS, "speed": speed(16.0)}}))
     merge_results({"speed": speed(12.5)}, ("speed",), False, "2026-11-27T05:00:00+00:00",
                   "python -m benchmarks.weekly --part speed --merge", path)
@@ -34,6 +34,9 @@ def test_a_speed_run_replaces_speed_only_and_says_when_each_part_was_measured(tm
     assert result["measured"]["weeks"]["date"].startswith("2026-11-26")
     assert result["measured"]["speed"]["command"].endswith("--part speed --merge")
     assert record["date"].startswith("2026-11-27") and record["hardware"] == {"cores": 2}
+    assert record["command"] == ("python -m benchmarks.weekly --part speed --merge (speed); "
+                                 "python -m benchmarks --only weekly (weeks)")
+    assert "wall_seconds" not in record
     shown = {row["figure"]: row["duplens"] for row in result["headline"]}
     assert shown["adding 10,000 rows to 1,000,000: encoded to clusters updated"] == "12.50 s"
     assert any("speed part was measured on 2026-11-27" in n for n in result["notes"])
