@@ -67,7 +67,7 @@ class _Updated:
 def _live_ids(index) -> np.ndarray:
     """The texts the index serves (live rows' embedded texts: the index's one rule,
     `engine.index.reconcile`), without reading every row's text id from the store."""
-    # A sort and a lookup, not np.setdiff1d: its np.unique hashes (a second at 1M ids).
+    # A sort and a lookup, not np.setdiff1d: its np.unique hashes (0.5-1 s at 1M ids, 2 busy cores).
     ids = np.sort(np.asarray(index.ids(), dtype=np.int64))
     if not index.deleted:
         return ids
