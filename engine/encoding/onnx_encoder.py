@@ -421,7 +421,7 @@ def verify(encoder: SentenceEncoder, on_export: Callable[[], object] | None = No
     model = encoder.model
     if model is None or turned_off() or not available() or encoder.device != "cpu":
         return None
-    runs = getattr(model, "backend", "torch")
+    runs = _runs_on(model)
     _, tag = split_fingerprint(encoder.spec.fingerprint)
     if runs != ("torch" if tag is None else BACKENDS[tag].runtime):
         return None
@@ -461,6 +461,17 @@ def verify(encoder: SentenceEncoder, on_export: Callable[[], object] | None = No
         log.warning("could not check the torch-free encoder of %s: %s", encoder.spec.name,
                     exc, exc_info=True)
         return None
+
+
+def _runs_on(model) -> str:
+    """What runs `model`'s transformer: "torch", or the runtime of the export swapped in
+    (`runtime.use_exported` marks the transformer module; the SentenceTransformer's own
+    `backend` keeps saying torch)."""
+    try:
+        first = model[0]
+    except (TypeError, IndexError, KeyError):
+        first = None
+    return str(getattr(first, "backend", None) or getattr(model, "backend", "torch"))
 
 
 def agreement(light: OnnxEncoder, reference: SentenceEncoder) -> float:
