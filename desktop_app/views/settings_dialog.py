@@ -3,7 +3,7 @@
 The device list shows what this machine really has (the engine probes CUDA and MPS); "auto"
 takes the fastest of those. The backend list starts with "Automatic" (the default): a new
 project gets the fastest backend that passed the quality gate here (`default_backend`:
-OpenVINO int8 on a CPU where it is installed), a project with embeddings keeps the backend
+OpenVINO bf16 on a CPU with bf16 units, else PyTorch), a project with embeddings keeps the backend
 they were made with. Then the fast CPU backends whose packages are installed
 (`engine.encoding.backends`), the others greyed out with what to install.
 """

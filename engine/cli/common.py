@@ -38,11 +38,11 @@ def device_option(p: argparse.ArgumentParser) -> None:
 
 def backend_option(p: argparse.ArgumentParser) -> None:
     p.add_argument("--backend", choices=list(BACKENDS), help="how the model runs: torch, "
-                   "or on the CPU onnx / openvino (same embeddings, faster) or their int8 "
-                   "forms (different embeddings: the project is encoded again); openvino "
-                   "needs duplens[openvino] (default: what the project uses; a new project "
-                   "the fastest that passed the quality gate against torch, "
-                   f"{CPU_DEFAULT_BACKEND} on a CPU)")
+                   "or on the CPU onnx / openvino (same embeddings) or their int8 and bf16 "
+                   "forms (faster, different embeddings: the project is encoded again); "
+                   "openvino-int8 needs duplens[openvino] (default: what the project uses; a "
+                   "new project the fastest that passed the quality gate against torch, "
+                   f"{CPU_DEFAULT_BACKEND} on a CPU that runs it, else torch)")
 
 
 PROJECT_HELP = ("the project: a .duplens file, or a team project's "

@@ -110,8 +110,8 @@ class ActiveModel:
         """The backend a model chosen now is loaded with, by the preference: a named one as
         named; "auto" the fastest that passed the quality gate on the device it will run on
         (`default_backend`) for the bundled model, whose gate was measured; torch for any
-        other model, fine-tuned versions included (their int8 form is not made yet: issue
-        27's conversion after training)."""
+        other model, fine-tuned versions included (the gate measured the bundled model's
+        fast forms only, and a version is not converted after training yet)."""
         wanted = self.preferences.backend
         if not is_auto(wanted):
             return str(wanted)

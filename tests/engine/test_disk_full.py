@@ -28,8 +28,7 @@ def disk(tmp_path):
 
 @pytest.mark.slow
 @pytest.mark.parametrize("leave", [0, 120_000], ids=["rows", "index-save"])
-def test_cli_import_on_a_full_disk_says_so_and_keeps_the_project(disk, tmp_path, leave,
-                                                                 encoder):
+def test_cli_import_on_a_full_disk_says_so_and_keeps_the_project(disk, tmp_path, leave):
     """`leave` 0: the rows' own write fails; 120 kB: the rows and embeddings fit, the
     index save does not (measured on this 20 MB tmpfs)."""
     first, second = split_questions(tmp_path)
@@ -52,7 +51,7 @@ def test_cli_import_on_a_full_disk_says_so_and_keeps_the_project(disk, tmp_path,
     after = assert_index_agrees(project)
     assert after["rows"] >= before["rows"]
     with Project.open(project) as reopened:   # as the window or the next command opens it
-        reopened.model.attach(encoder, is_default=True)
+        reopened.model.configure(device="cpu")    # its own model, as the command made it
         index = reopened.vectors.index()
         (model,) = after["models"].values()
         assert set(index.ids().tolist()) - index.deleted == model["embedded"]

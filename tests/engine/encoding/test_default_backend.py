@@ -60,8 +60,9 @@ def test_the_code_default_is_what_the_recorded_quality_gate_allows():
 
 
 def test_the_default_is_the_gated_backend_on_a_cpu_and_torch_on_a_gpu():
-    installed = not missing_modules(BACKENDS[CPU_DEFAULT_BACKEND])
-    assert default_backend("cpu") == (CPU_DEFAULT_BACKEND if installed else "torch")
+    chosen = BACKENDS[CPU_DEFAULT_BACKEND]
+    usable = not missing_modules(chosen) and backends.unsupported_here(chosen) is None
+    assert default_backend("cpu") == (CPU_DEFAULT_BACKEND if usable else "torch")
     for gpu in ("cuda", "cuda:1", "mps"):
         assert default_backend(gpu) == "torch"
 
@@ -85,6 +86,38 @@ def own_cache(tmp_path, monkeypatch) -> Path:
     cache = tmp_path / "cache"
     monkeypatch.setenv("DUPLENS_CACHE_DIR", str(cache))
     return cache
+
+
+@pytest.mark.slow
+def test_a_new_project_encodes_with_the_default_backend_and_reopens_without_torch(
+        tmp_path, data_dir, own_cache):
+    """A new project left at the default preferences encodes with `default_backend` (the
+    gated fast backend on a CPU that runs it, else torch), keeps those embeddings apart
+    under their own fingerprint, and on reopening serves them as they were made: OpenVINO's
+    own embeddings from its export without torch, checked the first time."""
+    expected = default_backend("cpu")
+    path = tmp_path / "new.duplens"
+    with Project.open(path, create=True) as project:
+        assert project.model.preferences.backend in (None, AUTO)
+        project.model.configure(device="cpu")
+        project.rows.import_table(data_dir / "questions.csv", ["question"], id_column="qid")
+        project.vectors.encode()
+        assert project.model.loaded().spec.backend == expected
+        fingerprint = project.model.row()["fingerprint"]
+        assert fingerprint.endswith(f"+{expected}") == (not BACKENDS[expected].exact)
+        first = project.rows.page(0, 1)[0]["text"]
+        found = project.search(first, k=1)[0]
+        assert found.text == first and found.score > 0.99
+        encoded = project.info()["encoded"]
+    with Project.open(path) as reopened:
+        reopened.model.configure(device="cpu")
+        served = reopened.model.encoder()
+        assert served.spec.fingerprint == fingerprint
+        if BACKENDS[expected].runtime == "openvino":
+            assert served.model is None and served.query_runtime == "openvino"
+        assert reopened.vectors.encode().encoded == 0
+        assert reopened.info()["encoded"] == encoded
+        assert reopened.search(first, k=1)[0].text == first
 
 
 @pytest.mark.slow
