@@ -8,7 +8,8 @@ model caches are the bundle's own) and with the Hugging Face hub set offline, so
 that silently needed the network or the source tree fails here. Steps:
 
 1. `--version` prints pyproject.toml's version (the version the bundle reads at run time);
-2. `import` tests/data/questions.csv into a new project, then `info`;
+2. `import` tests/data/questions.csv into a new project, then `info` (on a CPU with bf16
+   units its model must be the bundled one served by OpenVINO in bf16);
 3. `search` finds the paraphrases of a question first;
 4. `duplicates --out` exports clusters to CSV;
 5. `selfcheck` (offscreen): the bundled model, the engine and the window, open and closed;
@@ -144,6 +145,17 @@ def _window_viewable(env: dict) -> bool:
     return False
 
 
+def _has_bf16_units() -> bool:
+    """Linux's word on the CPU's bfloat16 units, read here without the project's code."""
+    try:
+        text = Path("/proc/cpuinfo").read_text(encoding="ascii", errors="replace")
+    except OSError:
+        return False
+    flags = next((line.split(":", 1)[1].split() for line in text.splitlines()
+                  if line.startswith("flags")), [])
+    return bool({"avx512_bf16", "amx_bf16"} & set(flags))
+
+
 def main(argv: list[str]) -> int:
     binary = Path(argv[0]).resolve() if argv else DEFAULT_BINARY
     expect(binary.is_file(), f"{binary}: no such binary (run packaging/build_linux.sh)")
@@ -165,6 +177,12 @@ def main(argv: list[str]) -> int:
         info = json.loads(out)
         expect(info["items"] == 48 and info["encoded"] == info["texts"],
                f"info after import: {info}")
+        # A new project on a CPU with bf16 units encodes with the bundled OpenVINO in bf16:
+        # a bundle missing OpenVINO's CPU plugin would fail the import above, or fall back.
+        wanted = ("all-MiniLM-L6-v2 (openvino-bf16)" if _has_bf16_units()
+                  else "all-MiniLM-L6-v2")
+        expect(info["model"] == wanted, f"a new project's model is {info['model']!r}, "
+               f"expected {wanted!r} on this CPU")
         out, _ = run(binary, ["search", str(project), "how do I learn python fast", "-k", "3",
                               "--json"], env, work)
         top = {hit["id"] for hit in json.loads(out)}
