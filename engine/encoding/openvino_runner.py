@@ -19,10 +19,36 @@ from __future__ import annotations
 
 import collections
 import threading
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 
 import numpy as np
+
+
+class RequestPool:
+    """Idle infer requests of one compiled model: each call takes one (or makes one when
+    all are in use) and gives it back, so two threads never share a request.
+
+    Not one request per thread in a `threading.local`: the window's searches and imports
+    run on Qt's pooled threads, whose Python thread state PySide deletes after each task;
+    an infer request freed along with it crashed the process (a segfault in the thread
+    state's deletion, seen under Xvfb on the first import of a new bf16 project)."""
+
+    def __init__(self, make: Callable[[], object]) -> None:
+        self._make = make
+        self._idle: collections.deque = collections.deque()
+
+    def infer(self, feed: dict[str, np.ndarray]) -> np.ndarray:
+        """The first output of one inference of `feed`, copied out of the request."""
+        try:
+            request = self._idle.popleft()
+        except IndexError:
+            request = self._make()
+        try:
+            request.infer(feed)
+            return request.get_output_tensor(0).data.copy()
+        finally:
+            self._idle.append(request)
 
 
 class OpenVinoRunner:
@@ -39,7 +65,7 @@ class OpenVinoRunner:
         self._lock = threading.Lock()
         self._latency = None
         self._throughput = None
-        self._requests = threading.local()
+        self._single = RequestPool(lambda: self._compiled("LATENCY").create_infer_request())
 
     def _compiled(self, hint: str):
         with self._lock:
@@ -61,13 +87,9 @@ class OpenVinoRunner:
         return int(self._compiled("THROUGHPUT").get_property("NUM_STREAMS"))
 
     def run(self, feed: dict[str, np.ndarray]) -> np.ndarray:
-        """The token embeddings of one batch (a search's text): the latency form, with
-        an infer request of this thread's own."""
-        request = getattr(self._requests, "request", None)
-        if request is None:
-            request = self._requests.request = self._compiled("LATENCY").create_infer_request()
-        request.infer(feed)
-        return request.get_output_tensor(0).data.copy()
+        """The token embeddings of one batch (a search's text): the latency form, with an
+        infer request no other thread is using (`RequestPool`)."""
+        return self._single.infer(feed)
 
     def run_many(self, feeds: Iterable[dict[str, np.ndarray]]) -> Iterator[np.ndarray]:
         """The token embeddings of each batch of `feeds`, in order, with one batch in

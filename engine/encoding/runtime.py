@@ -9,7 +9,6 @@ embeddings as a torch tensor, as the torch model would. Everything that calls
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -97,6 +96,8 @@ def _make_onnx_runner(path: Path, config: Any):
 def _make_openvino_runner(path: Path, config: Any, precision: str = "f32"):
     import openvino as ov
 
+    from engine.encoding.openvino_runner import RequestPool
+
     class OpenVinoTransformer(_torch_module_base(), _ExportedTransformer):
         """The transformer compiled by OpenVINO for the CPU, tuned for one request at a
         time on every core (sentence-transformers hands it one batch after another)."""
@@ -112,19 +113,15 @@ def _make_openvino_runner(path: Path, config: Any, precision: str = "f32"):
                 "INFERENCE_PRECISION_HINT": precision,
             })
             self.compiled = compiled
-            self._requests = threading.local()
+            self._requests = RequestPool(compiled.create_infer_request)
             self._setup(config, [p.get_any_name() for p in compiled.inputs])
 
         def forward(self, input_ids=None, attention_mask=None, token_type_ids=None, **_):
             feed = self._feed({"input_ids": input_ids, "attention_mask": attention_mask,
                                "token_type_ids": token_type_ids})
-            # An infer request serves one call at a time: one per thread, so a search's
-            # query never waits for an import's batch.
-            request = getattr(self._requests, "request", None)
-            if request is None:
-                request = self._requests.request = self.compiled.create_infer_request()
-            request.infer(feed)
-            return self._output(request.get_output_tensor(0).data.copy())
+            # An infer request serves one call at a time: one per call in flight, so a
+            # search's query never waits for an import's batch.
+            return self._output(self._requests.infer(feed))
 
     return OpenVinoTransformer()
 

@@ -1,0 +1,51 @@
+"""The window as a new analyst first meets it: no model handed in by a test, so the bridge
+loads the default model with the default backend (`default_backend`: OpenVINO in bf16 on a
+CPU with bf16 units, else PyTorch), as `duplens` does.
+
+Most window tests share the session's PyTorch encoder (`bridge` in conftest.py), which never
+runs the default backend on Qt's threads. This one does: OpenVINO's infer requests once
+lived in thread-locals of Qt's pooled threads, and PySide freeing those thread states after
+a task crashed the process on the first import of a new project (a segfault, seen under
+Xvfb; `engine.encoding.openvino_runner.RequestPool` since)."""
+
+from __future__ import annotations
+
+import pytest
+
+from desktop_app.bridge import EngineBridge
+from engine.encoding.backends import default_backend
+from engine.project import Project
+
+
+@pytest.mark.slow
+def test_sample_questions_at_the_default_settings_import_search_and_reopen(
+        qtbot, settings, tmp_path, monkeypatch):
+    from desktop_app.main_window import MainWindow
+
+    bridge = EngineBridge()
+    try:
+        window = MainWindow(bridge, settings)
+        qtbot.addWidget(window)
+        window.show()
+        bridge.warm_up()
+        target = tmp_path / "sample.duplens"
+        monkeypatch.setattr(window, "sample_project_path", lambda: target)
+        with qtbot.waitSignal(window.imports.finished, timeout=300_000) as blocker:
+            window.start_page.sample_button.click()
+        result = blocker.args[0]
+        assert result["import"].rows_imported > 2000 and not result["cancelled"]
+        panel = window.search_panel
+        for query, word in (("what can I use instead of eggs when baking a cake", "egg"),
+                            ("how do I become fluent in English", "english")):
+            panel.query.clear()
+            qtbot.keyClicks(panel.query, query)
+            qtbot.waitUntil(lambda word=word: panel.results.count() > 0
+                            and word in panel.texts()[0].lower(), timeout=30_000)
+        window.close()
+    finally:
+        bridge.shutdown()
+    expected = default_backend("cpu")
+    with Project.open(target, read_only=True) as project:
+        row = project.model.row()
+        assert row["fingerprint"].endswith(f"+{expected}") or expected == "torch"
+        assert project.info()["encoded"] == project.info()["texts"]
