@@ -11,12 +11,12 @@ the other on the same machine:
   beforehand and warmed up, batch 64, normalised, torch's default threads: every core),
   timed around `encode` alone, so the baseline pays for no process start, model load,
   parsing, storing or indexing;
-- Duplens: `duplens import NEW.duplens FILE --column question` in a child process, exactly
-  as an analyst types it, timed from the start of the process to its exit (Python start,
-  imports, model load, parsing, storing, encoding, indexing, saving). Whatever backend
-  a new project gets by default here encodes (`engine.encoding.backends.default_backend`).
-  The backend's export is made once per computer before the timed runs (its first-ever
-  cost is timed separately and reported);
+- Duplens: `duplens import NEW.duplens FILE --column question` in a child process, as an
+  analyst types it (`benchmarks.console`), timed from the start of the process to its exit
+  (Python start, imports, model load, parsing, storing, encoding, indexing, saving).
+  Whatever backend a new project gets by default here encodes
+  (`engine.encoding.backends.default_backend`). The backend's export is made once per
+  computer before the timed runs (its first-ever cost is timed separately and reported);
 - where the time goes: the same import in this process through the facade
   (`Project.open`, `rows.import_table`, `vectors.encode`), with the model load, parsing and
   storing, and encoding + indexing + saving timed apart.
@@ -29,32 +29,17 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 
+from benchmarks.console import run_cli
 from benchmarks.data import quora_questions, write_questions_csv
 
 GOAL_RATIO = 2.5
 QUICK_ROWS = (5_000,)
 FULL_ROWS = (5_000, 50_000)
-
-
-def _cli(args: list[str], env: dict[str, str]) -> float:
-    """Seconds `duplens ARGS` takes in a child process, start to exit; fails loudly."""
-    script = Path(sys.executable).with_name("duplens")   # the console script pip made
-    command = [str(script)] if script.is_file() else [sys.executable, "-m", "desktop_app"
-                                                      ".launcher"]
-    started = time.perf_counter()
-    done = subprocess.run([*command, *args], env=env, capture_output=True, text=True,
-                          check=False)
-    seconds = time.perf_counter() - started
-    if done.returncode != 0:
-        raise RuntimeError(f"duplens {' '.join(args)} exited {done.returncode}: "
-                           f"{done.stderr.strip()[-2000:]}")
-    return seconds
 
 
 def _stages(csv: Path, texts: list[str], folder: Path) -> dict:
@@ -101,15 +86,14 @@ def measure(rows: list[int], batch_size: int) -> dict:
     cache_before = os.environ.get("DUPLENS_CACHE_DIR")
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)
-        env = {**os.environ, "DUPLENS_CACHE_DIR": str(work / "cache"),
-               "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
+        env = {"DUPLENS_CACHE_DIR": str(work / "cache")}
         # The export the default backend runs from, made once per computer: timed here.
         first = work / "first.csv"
         write_questions_csv(first, texts_all[:256])
-        first_run = _cli(["import", str(work / "first.duplens"), str(first),
-                          "--column", "question"], env)
-        warm_run = _cli(["import", str(work / "second.duplens"), str(first),
-                         "--column", "question"], env)
+        first_run = run_cli(["import", str(work / "first.duplens"), str(first),
+                             "--column", "question"], env)
+        warm_run = run_cli(["import", str(work / "second.duplens"), str(first),
+                            "--column", "question"], env)
         sizes = []
         for n in rows:
             texts = texts_all[:n]
@@ -119,8 +103,8 @@ def measure(rows: list[int], batch_size: int) -> dict:
             model.encode(texts, batch_size=batch_size, normalize_embeddings=True,
                          convert_to_numpy=True)
             bare = time.perf_counter() - started
-            command = _cli(["import", str(work / f"import-{n}.duplens"), str(csv),
-                            "--column", "question"], env)
+            command = run_cli(["import", str(work / f"import-{n}.duplens"), str(csv),
+                               "--column", "question"], env)
             os.environ["DUPLENS_CACHE_DIR"] = env["DUPLENS_CACHE_DIR"]
             stages = _stages(csv, texts, work / f"stages-{n}")
             sizes.append({"rows": n, "bare_encode_s": round(bare, 2),
@@ -172,8 +156,9 @@ def present(result: dict, results: dict | None = None) -> dict:
              "rows": rows}
     notes = [
         f"Batch {result['batch_size']}; plain encode on torch's {result['torch_threads']} "
-        f"threads; the command is a child process (the `duplens` console script) at "
-        f"the default settings, its time from process start to exit.",
+        f"threads; the command is a child process (`python -m desktop_app.launcher`, what "
+        f"the `duplens` console script runs) at the default settings, its time from process "
+        f"start to exit.",
         f"The default backend's export is made once per computer: the first import ever "
         f"(256 rows) took {result['first_import_256_rows_s']:.1f} s, the next "
         f"{result['second_import_256_rows_s']:.1f} s; the timed imports come after it.",

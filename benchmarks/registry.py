@@ -35,6 +35,7 @@ REGISTRY = (
     Benchmark("gpu_import", "GPU import"),
     Benchmark("ray_encode", "Encoding on Ray"),
     Benchmark("match_throughput", "Checking a file against a project"),
+    Benchmark("match_default", "Checking a file at the default settings"),
     Benchmark("weekly", "Week after week: stable cluster ids, incremental clusters"),
     Benchmark("finetune_quora", "Fine-tuning objectives on Quora pairs", quick=False,
               runner="benchmarks.external:finetune"),

@@ -88,6 +88,25 @@ def window(qtbot, bridge, settings):
     return w
 
 
+def import_sample(qtbot, window, target: Path, monkeypatch) -> dict:
+    """Click "Try it with sample questions" (its project at `target`), wait for the import
+    to finish, and check that it did: the import job's result."""
+    monkeypatch.setattr(window, "sample_project_path", lambda: target)
+    with qtbot.waitSignal(window.imports.finished, timeout=300_000) as blocker:
+        window.start_page.sample_button.click()
+    result = blocker.args[0]
+    assert result["import"].rows_imported > 2000 and not result["cancelled"]
+    return result
+
+
+def search_until(qtbot, panel, query: str, word: str, timeout: int = 30_000) -> None:
+    """Type `query` into the search box and wait until the top hit contains `word`."""
+    panel.query.clear()
+    qtbot.keyClicks(panel.query, query)
+    qtbot.waitUntil(lambda: panel.results.count() > 0 and word in panel.texts()[0].lower(),
+                    timeout=timeout)
+
+
 def open_in(qtbot, bridge: EngineBridge, path: Path, create: bool = False) -> dict:
     """Open `path` through the bridge and wait for it; returns the project info."""
     with qtbot.waitSignal(bridge.projectOpened, timeout=SIGNAL_TIMEOUT_MS) as blocker:

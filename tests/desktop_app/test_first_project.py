@@ -15,6 +15,7 @@ import pytest
 from desktop_app.bridge import EngineBridge
 from engine.encoding.backends import default_backend
 from engine.project import Project
+from tests.desktop_app.conftest import import_sample, search_until
 
 
 @pytest.mark.slow
@@ -29,18 +30,10 @@ def test_sample_questions_at_the_default_settings_import_search_and_reopen(
         window.show()
         bridge.warm_up()
         target = tmp_path / "sample.duplens"
-        monkeypatch.setattr(window, "sample_project_path", lambda: target)
-        with qtbot.waitSignal(window.imports.finished, timeout=300_000) as blocker:
-            window.start_page.sample_button.click()
-        result = blocker.args[0]
-        assert result["import"].rows_imported > 2000 and not result["cancelled"]
-        panel = window.search_panel
+        import_sample(qtbot, window, target, monkeypatch)
         for query, word in (("what can I use instead of eggs when baking a cake", "egg"),
                             ("how do I become fluent in English", "english")):
-            panel.query.clear()
-            qtbot.keyClicks(panel.query, query)
-            qtbot.waitUntil(lambda word=word: panel.results.count() > 0
-                            and word in panel.texts()[0].lower(), timeout=30_000)
+            search_until(qtbot, window.search_panel, query, word)
         window.close()
     finally:
         bridge.shutdown()

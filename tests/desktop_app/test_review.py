@@ -11,7 +11,7 @@ from PySide6.QtCore import Qt
 from desktop_app.main_window import MainWindow
 from desktop_app.views.review_view import MOVED_OUT, ClusterReviewView
 from engine.project import Project
-from tests.desktop_app.conftest import SIGNAL_TIMEOUT_MS
+from tests.desktop_app.conftest import SIGNAL_TIMEOUT_MS, import_sample, search_until
 
 
 def open_review(qtbot, window: MainWindow, path) -> None:
@@ -191,16 +191,9 @@ def test_plots_tab_draws_histogram_and_map(qtbot, window, questions_project):
 
 def test_sample_questions_import_and_find_a_known_duplicate(qtbot, window, tmp_path,
                                                             monkeypatch):
-    target = tmp_path / "sample.duplens"
-    monkeypatch.setattr(window, "sample_project_path", lambda: target)
-    with qtbot.waitSignal(window.imports.finished, timeout=300_000) as blocker:
-        window.start_page.sample_button.click()
-    result = blocker.args[0]
-    assert result["import"].rows_imported > 2000 and not result["cancelled"]
-    panel = window.search_panel
-    qtbot.keyClicks(panel.query, "what can I use instead of eggs when baking a cake")
-    qtbot.waitUntil(lambda: panel.results.count() > 0, timeout=10_000)
-    assert "egg" in panel.texts()[0].lower()
+    import_sample(qtbot, window, tmp_path / "sample.duplens", monkeypatch)
+    search_until(qtbot, window.search_panel,
+                 "what can I use instead of eggs when baking a cake", "egg", timeout=10_000)
 
 
 def test_undo_leaves_a_verdict_someone_else_gave_since_and_shows_it(qtbot, window,

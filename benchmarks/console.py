@@ -1,0 +1,30 @@
+"""Running `duplens COMMAND ...` in a child process as an analyst does, timed from process
+start to exit: what the whole-command benchmarks (import, match) compare with plain
+encoding.
+
+The child runs `python -m desktop_app.launcher`, which is what the `duplens` console script
+calls, with this checkout on its path and the caller's environment plus `extra`.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def run_cli(args: list[str], extra: dict[str, str] | None = None) -> float:
+    """Seconds `duplens ARGS` took, start to exit; raises with its stderr when it fails."""
+    env = {**os.environ, "PYTHONPATH": str(ROOT), **(extra or {})}
+    started = time.perf_counter()
+    done = subprocess.run([sys.executable, "-m", "desktop_app.launcher", *args], env=env,
+                          capture_output=True, text=True, check=False)
+    seconds = time.perf_counter() - started
+    if done.returncode != 0:
+        raise RuntimeError(f"duplens {' '.join(args)} exited {done.returncode}: "
+                           f"{done.stderr.strip()[-2000:]}")
+    return seconds

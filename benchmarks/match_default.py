@@ -1,0 +1,110 @@
+"""Checking a new file at the default settings: the whole `duplens match` command against
+plain sentence-transformers encoding the file's texts.
+
+    python -m benchmarks --only match_default [--quick]
+
+A project of the first 20,000 distinct Quora questions is made with `duplens import` at the
+default settings (not timed), so it is encoded by whatever backend a new project gets here
+(`engine.encoding.backends.default_backend`: OpenVINO in bf16 on a CPU with bf16 units).
+Then, one after the other in the same run, for a file of the next 5,000 questions (quick:
+2,000):
+
+- the baseline: plain `SentenceTransformer.encode` of the file's texts (the bundled model
+  loaded and warm, batch 64, normalised, torch's default threads), timed around `encode`
+  alone;
+- Duplens: `duplens match PROJECT FILE --column question --out OUT.csv` in a child process,
+  as an analyst types it, timed from process start to exit (imports, model load, reading
+  the file, encoding it with the project's own backend, searching, the in-file check,
+  writing the matches).
+
+`benchmarks/match_throughput.py` measures the match path in process against a 1M-item
+project whose embeddings were made by torch; this one is the command a new project's user
+runs.
+"""
+
+from __future__ import annotations
+
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from benchmarks.console import run_cli
+from benchmarks.data import quora_questions, write_questions_csv
+from benchmarks.import_throughput import GOAL_RATIO
+
+PROJECT_ROWS = 20_000
+FILE_ROWS, QUICK_FILE_ROWS = 5_000, 2_000
+
+
+def measure(file_rows: int, batch_size: int = 64) -> dict:
+    import torch
+
+    from engine.encoding.backends import default_backend
+    from engine.encoding.model_spec import load_model, resolve_model
+
+    texts = quora_questions(PROJECT_ROWS + file_rows)
+    known, new = texts[:PROJECT_ROWS], texts[PROJECT_ROWS:]
+    model = load_model(resolve_model(None), "cpu")
+    model.encode(new[:256], batch_size=batch_size)   # warm-up, not timed
+    with tempfile.TemporaryDirectory(prefix="duplens-match-default-") as tmp:
+        work = Path(tmp)
+        env = {"DUPLENS_CACHE_DIR": str(work / "cache")}
+        project = work / "project.duplens"
+        started = time.perf_counter()
+        run_cli(["import", str(project), str(write_questions_csv(work / "known.csv", known)),
+                 "--column", "question"], env)
+        import_s = time.perf_counter() - started
+        started = time.perf_counter()
+        model.encode(new, batch_size=batch_size, normalize_embeddings=True,
+                     convert_to_numpy=True)
+        bare = time.perf_counter() - started
+        out = work / "matches.csv"
+        command = run_cli(["match", str(project),
+                           str(write_questions_csv(work / "new.csv", new)),
+                           "--column", "question", "--out", str(out)], env)
+        matched = sum(1 for _ in out.open(encoding="utf-8-sig")) - 1
+    print(f"  {file_rows:,} rows: plain encode {bare:.1f} s, duplens match {command:.1f} s "
+          f"({bare / command:.2f}x)", file=sys.stderr)
+    return {"backend": default_backend("cpu"), "project_rows": PROJECT_ROWS,
+            "file_rows": file_rows, "rows_written": matched, "batch_size": batch_size,
+            "torch_threads": torch.get_num_threads(), "import_s": round(import_s, 1),
+            "bare_encode_s": round(bare, 2), "command_s": round(command, 2),
+            "ratio": round(bare / command, 3)}
+
+
+def present(result: dict, results: dict | None = None) -> dict:
+    """The headline and its notes (benchmarks/report.py)."""
+    n, ratio = result["file_rows"], result["ratio"]
+    headline = [{
+        "figure": f"`duplens match` of a {n:,}-row file against a {result['project_rows']:,}-"
+                  f"row project at the default settings ({result['backend']}), whole command",
+        "duplens": f"{result['command_s']:.1f} s ({n / result['command_s']:,.0f} rows/s)",
+        "baseline": f"{result['bare_encode_s']:.1f} s ({n / result['bare_encode_s']:,.0f} "
+                    f"rows/s)",
+        "baseline_is": "plain sentence-transformers (torch) `encode` of the file's texts "
+                       "alone (model loaded and warm), same run",
+        "ratio": f"{ratio:.2f}×", "goal": f"≥ {GOAL_RATIO:g}×", "met": ratio >= GOAL_RATIO,
+    }]
+    notes = [
+        f"The project: {result['project_rows']:,} distinct Quora questions imported with "
+        f"`duplens import` at the default settings ({result['import_s']:.1f} s, not part of "
+        f"the ratio); the file: the next {n:,}, every one written to the output with its "
+        f"matches ({result['rows_written']:,} rows written).",
+        f"Batch {result['batch_size']}; plain encode on torch's {result['torch_threads']} "
+        f"threads; the command is a child process (`python -m desktop_app.launcher`, what "
+        f"the `duplens` console script runs), its time from process start to exit.",
+    ]
+    table = {"title": f"A {n:,}-row file against a {result['project_rows']:,}-row project "
+                      f"({result['backend']})",
+             "columns": ["what", "s", "rows/s", "ratio"],
+             "rows": [["plain sentence-transformers encode of the file's texts",
+                       result["bare_encode_s"], round(n / result["bare_encode_s"], 1), "1.00"],
+                      ["`duplens match`, whole command", result["command_s"],
+                       round(n / result["command_s"], 1), f"**{ratio:.2f}**"]]}
+    return {"headline": headline, "tables": [table], "notes": notes}
+
+
+def run(quick: bool) -> dict:
+    """The suite's entry point (benchmarks/run.py)."""
+    return measure(QUICK_FILE_ROWS if quick else FILE_ROWS)
