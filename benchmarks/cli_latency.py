@@ -28,8 +28,9 @@ import statistics
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
+
+from benchmarks.console import timed_python
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -88,12 +89,12 @@ def run(quick: bool) -> dict:
         for round_ in range(rounds + 1):       # round 0 warms the page cache, untimed
             shutil.copy(project, labelled)
             for name, args in commands.items():
-                seconds = _timed(["-m", "desktop_app.launcher", *args],
+                seconds = timed_python(["-m", "desktop_app.launcher", *args],
                                  _torch_only(env) if name == "search (torch)" else env)
                 if round_:
                     runs[name].append(seconds)
             for name, args in baselines.items():
-                seconds = _timed(args, env)
+                seconds = timed_python(args, env)
                 if round_:
                     runs[name].append(seconds)
             _say(f"  round {round_}/{rounds} done")
@@ -154,15 +155,6 @@ def _torch_only(env: dict) -> dict:
     return {**env, "DUPLENS_FAST_QUERIES": "0"}
 
 
-def _timed(args: list[str], env: dict) -> float:
-    """Wall seconds of `python ARGS`, from starting the process to its exit."""
-    started = time.perf_counter()
-    done = subprocess.run([sys.executable, *args], env=env, capture_output=True, check=False)
-    seconds = time.perf_counter() - started
-    if done.returncode != 0:
-        raise RuntimeError(f"python {' '.join(args)} failed ({done.returncode}): "
-                           f"{done.stderr.decode(errors='replace')[-2000:]}")
-    return seconds
 
 
 def _imported(args: list[str], env: dict, folder: Path) -> list[str]:

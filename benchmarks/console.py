@@ -20,11 +20,15 @@ ROOT = Path(__file__).resolve().parents[1]
 def run_cli(args: list[str], extra: dict[str, str] | None = None) -> float:
     """Seconds `duplens ARGS` took, start to exit; raises with its stderr when it fails."""
     env = {**os.environ, "PYTHONPATH": str(ROOT), **(extra or {})}
+    return timed_python(["-m", "desktop_app.launcher", *args], env)
+
+
+def timed_python(args: list[str], env: dict[str, str]) -> float:
+    """Wall seconds of `python ARGS` in `env`, from starting the process to its exit."""
     started = time.perf_counter()
-    done = subprocess.run([sys.executable, "-m", "desktop_app.launcher", *args], env=env,
-                          capture_output=True, text=True, check=False)
+    done = subprocess.run([sys.executable, *args], env=env, capture_output=True, check=False)
     seconds = time.perf_counter() - started
     if done.returncode != 0:
-        raise RuntimeError(f"duplens {' '.join(args)} exited {done.returncode}: "
-                           f"{done.stderr.strip()[-2000:]}")
+        raise RuntimeError(f"python {' '.join(args)} failed ({done.returncode}): "
+                           f"{done.stderr.decode(errors='replace')[-2000:]}")
     return seconds
