@@ -38,7 +38,6 @@ from engine.review.layout import MAP_SAMPLE, EmbeddingMap, project_2d, sample_id
 from engine.services.cluster_ids import ClusterIds
 from engine.services.vectors import Vectors
 from engine.store import decisions as decision_store
-from engine.store import embeddings as embedding_store
 from engine.store import items as item_store
 from engine.store.blobs import get_blob, put_blob
 from engine.store.database import Store
@@ -187,9 +186,9 @@ class Clusters:
         if base is None or base.floor != DEFAULT_FLOOR or not _few_changed(base, live):
             self._update = None
             return self._build(index, k, progress, cancel)
-        update = update_graph(base, index, live,
-                              vectors=self._stored_vectors(model_id, index.dim),
-                              progress=progress, cancel=cancel)
+        with self._vectors.bulk_reader(model_id, index.dim) as vectors:
+            update = update_graph(base, index, live, vectors=vectors, progress=progress,
+                                  cancel=cancel)
         earlier = self._update
         if earlier is not None and earlier.after is base:   # two updates since the last cut
             touched = np.union1d(earlier.touched, update.touched)
@@ -198,22 +197,13 @@ class Clusters:
             self._update = _Updated(base, update.graph, update.touched)
         return update.graph
 
-    def _stored_vectors(self, model_id: int, dim: int):
-        """The graph's vector reader: the stored blobs, which hnswlib's own `vectors` (Python
-        lists) hands out about 5 times slower (engine.store.embeddings.read_vectors)."""
-        def read(text_ids: np.ndarray) -> np.ndarray:
-            with self._store.read() as conn:
-                return embedding_store.read_vectors(conn, model_id, dim, text_ids)
-        return read
-
     def _build(self, index, k: int, progress: ProgressCallback,
                cancel: CancelToken | None) -> KnnGraph:
         with self._store.read() as conn:
             live = np.fromiter(item_store.live_text_ids(conn), dtype=np.int64)
-        return build_knn_graph(index, k, np.intersect1d(index.ids(), live),
-                               vectors=self._stored_vectors(self._vectors.model_id(),
-                                                            index.dim),
-                               progress=progress, cancel=cancel)
+        with self._vectors.bulk_reader(self._vectors.model_id(), index.dim) as vectors:
+            return build_knn_graph(index, k, np.intersect1d(index.ids(), live),
+                                   vectors=vectors, progress=progress, cancel=cancel)
 
     def _build_once_per_team(self, index, k: int, name: str, stamp: str,
                              progress: ProgressCallback, cancel: CancelToken | None
