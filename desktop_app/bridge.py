@@ -111,7 +111,13 @@ class EngineBridge(JobRunner):
                         on_done=self._opened, on_failed=on_failed)
 
     def _open(self, path: str, create: bool) -> dict:
+        from engine.encoding.cpu_features import has_bf16_units
         from engine.project import Project
+
+        # Asked here, off the GUI thread, so that Settings' "Automatic (...)" reads a cached
+        # answer: on Windows and macOS it asks OpenVINO's CPU plugin (about 0.2 s, once per
+        # process). Without a project the warm-up asks it (`_new_backend`).
+        has_bf16_units()
 
         project = Project.open(path, create=create)
         try:

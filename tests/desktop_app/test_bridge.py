@@ -3,6 +3,7 @@ stale searches dropped."""
 
 from __future__ import annotations
 
+import functools
 import gc
 import threading
 import time
@@ -189,3 +190,26 @@ def test_the_loaded_model_is_kept_out_of_full_collections(qtbot, bridge, questio
     started = time.perf_counter()
     gc.collect()
     assert time.perf_counter() - started < 0.1
+
+
+def test_opening_a_project_asks_openvino_about_the_cpu_so_the_window_never_waits_for_it(
+        qtbot, bridge, questions_project, monkeypatch):
+    """Without Linux's CPU flags (Windows, macOS) whether the CPU has bf16 units is
+    OpenVINO's word, about 0.2 s the first time: opening a project asks it on its job
+    thread, so Settings reads the cached answer on the GUI thread."""
+    from engine.encoding import cpu_features
+
+    monkeypatch.setattr(cpu_features, "cpu_flags", set)
+    cpu_features.openvino_capabilities.cache_clear()
+    asked_on: list[threading.Thread] = []
+    real = cpu_features.openvino_capabilities.__wrapped__
+
+    def noted() -> frozenset[str]:
+        asked_on.append(threading.current_thread())
+        return real()
+    monkeypatch.setattr(cpu_features, "openvino_capabilities", functools.cache(noted))
+    open_in(qtbot, bridge, questions_project)
+    assert asked_on and threading.main_thread() not in asked_on
+    cpu_features.has_bf16_units()                      # as Settings asks, on this thread
+    assert threading.main_thread() not in asked_on     # answered from the cache
+    cpu_features.openvino_capabilities.cache_clear()
