@@ -275,6 +275,7 @@ def main(argv: list[str] | None = None) -> None:
             if _key(entry) in done:
                 continue
             entry.update(trainer.run(list(range(size)), seed, [])[0])
+            entry["command"] = command
             runs.append(entry)
             write()
         for strategy in args.strategies:
@@ -284,6 +285,7 @@ def main(argv: list[str] | None = None) -> None:
                 continue
             for entry in _ask_chain(strategy, seed, args, measure_at, trainer, base,
                                     base_vectors, pool, pool_labels, key_a, key_b, spec.name):
+                entry["command"] = command
                 runs.append(entry)
                 write()
     if not runs and earlier is None:
@@ -556,6 +558,7 @@ def present(result: dict, results: dict | None = None) -> dict:
     measured in the same run, on test (validation: the strategies compared)."""
     runs = result.get("runs", [])
     product = result.get("product_strategy", "uncertain")
+    top = (results or {}).get("ask_vs_random", {})    # the file: its commands
     splits = [on for on in ("validation", "test", _OLD_SPLIT)
               if any(_on(r) == on for r in runs)]
     tables, headline = [], []
@@ -589,6 +592,7 @@ def present(result: dict, results: dict | None = None) -> dict:
                 same = r is not None and r["seed_list"] == a["seed_list"]
                 goal = factor == GOAL_FACTOR
                 headline.append({
+                    "command": _command_of(result, top, reported),
                     "figure": f"{reported} Quora AP gain, {a['pairs']:,} asked pairs "
                               f"({product}, mean of {a['seeds']} training seeds)",
                     "duplens": f"{a['gain']:+.2f} points (sd {a['sd']:.2f})",
@@ -619,8 +623,19 @@ def present(result: dict, results: dict | None = None) -> dict:
                      "learning rate was also chosen on; the random baseline at 4,000 pairs "
                      "was not measured in this run.")
     notes += [f"Earlier runs kept by `--merge` were made by `{c}`."
-              for c in result.get("earlier_commands", [])]
+              for c in top.get("earlier_commands", [])]
     return {"headline": headline, "tables": tables, "notes": notes}
+
+
+def _command_of(result: dict, top: dict, on: str) -> str | None:
+    """The command that measured the runs on `on`: the one each run records, else (runs
+    from before runs recorded it) the first of the file's commands (`top`) that names that
+    split; None: the file's last command."""
+    named = [r["command"] for r in result.get("runs", []) if _on(r) == on and "command" in r]
+    if named:
+        return named[0]
+    commands = [top.get("command"), *top.get("earlier_commands", [])]
+    return next((c for c in commands if c and f"--on {on}" in c), None)
 
 
 def _on(run: dict) -> str:
