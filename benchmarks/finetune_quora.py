@@ -259,6 +259,7 @@ def main(argv: list[str] | None = None) -> None:
                     run["load_before"] = _load()
                     _train_and_measure(run, base, train, objective, options, data, args,
                                        before, negative_pool, finetune, held_out_metrics)
+                    run["command"] = header["command"]
                     runs.append(run)
                     write_report()
 
@@ -496,6 +497,29 @@ _LOSSES = {"contrastive": "`OnlineContrastiveLoss`", "triplet": "`TripletLoss`, 
 _OLD_SPLIT = "held-out"  # runs made before the three-way split: measured on the held-out half
 
 
+def _command_of(data: dict, on: str, run: dict | None = None) -> str | None:
+    """The command that measured `run` (the first of its group) on `on`: the one it
+    records, else (runs from before runs recorded it) the first of the file's commands that
+    names that split and, for a run, its objective (or no objectives: all of them); for a
+    run borrowed from ask_vs_random, that file's command; None: the file's last command."""
+    if run is not None and run.get("command"):
+        return run["command"]
+    if run is not None and run.get("borrowed"):
+        return run.get("borrowed_command")
+    for command in [data.get("command"), *data.get("earlier_commands", [])]:
+        words = (command or "").split()
+        if f"--on {on}" not in (command or ""):
+            continue
+        if run is None or "--objectives" not in words:
+            return command
+        named = words[words.index("--objectives") + 1:]
+        named = named[:next((i for i, w in enumerate(named) if w.startswith("--")),
+                            len(named))]
+        if run["objective"] in named:
+            return command
+    return None
+
+
 def present(data: dict, results: dict | None = None) -> dict:
     """Headline, tables and notes from the runs: validation (what was chosen on) and test
     (what is reported), one row per recipe with its training seeds pooled. The recommended
@@ -533,6 +557,7 @@ def present(data: dict, results: dict | None = None) -> dict:
     if before:
         measured = _measured_pairs(data, reported)
         headline.append({"figure": f"{reported} Quora AP ({measured:,} pairs), default model",
+                         "command": _command_of(data, reported),
                          "duplens": f"{before['average_precision']:.2f}", "baseline": "",
                          "ratio": "", "goal": "", "met": None})
     goals = {int(k): v for k, v in data.get("goals", {}).items()}
@@ -547,6 +572,7 @@ def present(data: dict, results: dict | None = None) -> dict:
         seeds = (f", mean of {len(aps)} seeds {min(aps):.2f}–{max(aps):.2f}"
                  if len(aps) > 1 else ", 1 seed")
         headline.append({
+            "command": _command_of(data, reported, first),
             "figure": f"{reported} Quora AP after fine-tuning ({first['objective']}, "
                       f"{size:,} pairs{seeds}"
                       + ("; measured as ask_vs_random's random arm" if first.get("borrowed")
@@ -589,7 +615,8 @@ def _with_borrowed(data: dict, results: dict) -> dict:
     `data` has no test run of it and both used the same split and measured sample."""
     from engine.training import DEFAULT_OBJECTIVE, TrainingOptions
 
-    ask = (results.get("ask_vs_random") or {}).get("result", {})
+    ask_file = results.get("ask_vs_random") or {}
+    ask = ask_file.get("result", {})
     defaults = dataclasses.asdict(TrainingOptions())
     info = data.get("data", {})
     same = (ask.get("setup", {}).get("split_seed") == info.get("split_seed")
@@ -607,7 +634,11 @@ def _with_borrowed(data: dict, results: dict) -> dict:
                  "training_seconds": r["training_seconds"],
                  "load_before": r.get("load_before"), "load_after": r.get("load_after"),
                  "after": {"average_precision": r["average_precision"], "f1": r["f1"]},
-                 "f1_at_calibrated": r.get("f1_at_calibrated")}
+                 "f1_at_calibrated": r.get("f1_at_calibrated"),
+                 "borrowed_command": r.get("command") or next(
+                     (c for c in [ask_file.get("command"),
+                                  *ask_file.get("earlier_commands", [])]
+                      if c and "--on test" in c), None)}
                 for r in ask.get("runs", [])
                 if r["kind"] == "random" and r.get("measured_on") == "test"]
     return {**data, "runs": [*data.get("runs", []), *borrowed]} if borrowed else data
