@@ -66,7 +66,8 @@ class _Updated:
 class _GraphSave:
     """Writing a graph into the project on its own thread, while the cut that needs it goes
     on: at a million texts the graph is about 190 MB, and serialising, writing and
-    committing it took about 1.1 s of a week's 8.7 s update (weekly benchmark, speed part).
+    committing it took about 1.1 s of a week's 8.7 s update (the weekly benchmark's speed
+    case, timed step by step).
     SQLite and zlib do that work without the GIL, so on a second core it overlaps the cut's
     Python walk. The cut (or `graph`) waits for it before returning (`_then_saved`), so
     nothing is left running behind a caller, and the ids the cut records wait for the write
@@ -184,7 +185,7 @@ class Clusters:
             graph = self._make(index, k, name, progress, cancel)
             if not self._store.read_only and signature is not None:
                 # Kept for the next review, written on another thread while the cut goes
-                # on (`_saved` waits for it): see `_GraphSave`.
+                # on (`_then_saved` waits for it): see `_GraphSave`.
                 self._saving = _GraphSave(self._store, name, stamp, graph)
         self._graph, self._graph_key = graph, key
         return graph

@@ -66,10 +66,11 @@ class Vectors:
 
         It reads them from the saved index file beside a file project when the store says
         that file is the saved index and a sample of it matches the stored embeddings
-        (`engine.index.side_vectors`: one gather from the page cache, about ten times
-        faster than the store's rows), and from the store for every text the file lacks,
-        or for all of them on a server, a read-only copy without the file, or a file that
-        does not match. hnswlib's own `vectors` (Python lists) is slower than either."""
+        (`engine.index.side_vectors`: one gather from the page cache; a week's reads at
+        1M took 0.7 s instead of the store rows' 3.3 s), and from the store for every
+        text the file lacks, or for all of them on a server, a read-only copy without the
+        file, or a file that does not match. hnswlib's own `vectors` (Python lists) is
+        slower than either."""
         def stored(text_ids: np.ndarray) -> np.ndarray:
             with self._store.read() as conn:
                 return embedding_store.read_vectors(conn, model_id, dim, text_ids)
