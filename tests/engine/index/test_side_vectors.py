@@ -8,7 +8,7 @@ import struct
 
 import numpy as np
 import pytest
-from sqlalchemy import event
+from sqlalchemy import Engine, event
 
 from engine.index.index_check import HEADER
 from engine.index.side_file import folder_for
@@ -96,32 +96,36 @@ def test_a_file_is_used_only_when_its_sample_agrees_with_the_store(tmp_path):
         side.close()
 
 
-def _embedding_reads(project):
-    """A list that grows by one for every statement that reads the embeddings table."""
+@pytest.fixture
+def embedding_reads():
+    """A list that grows by one for every statement that reads the embeddings table (on any
+    engine, as `devtools/gui_thread_guard.py` listens), for the test's length."""
     seen: list[str] = []
 
     def note(conn, cursor, statement, *args):
         if "FROM embeddings" in statement:
             seen.append(statement)
-    event.listen(project.store._engine, "before_cursor_execute", note)
-    return seen
+    event.listen(Engine, "before_cursor_execute", note)
+    yield seen
+    event.remove(Engine, "before_cursor_execute", note)
 
 
-def test_a_project_reads_its_vectors_from_the_saved_index_file(open_questions):
+def test_a_project_reads_its_vectors_from_the_saved_index_file(open_questions, embedding_reads):
     project = open_questions
     model_id, dim = project.vectors.model_id(), project.vectors.index().dim
     ids = np.sort(project.vectors.index().ids())[::-1]
     with project.store.read() as conn:
         expected = embedding_store.read_vectors(conn, model_id, dim, ids)
-    reads = _embedding_reads(project)
+    reads, before = embedding_reads, len(embedding_reads)
     with project.vectors.bulk_reader(model_id, dim) as read:
         opened = len(reads)                # the sample compared with the store
         got = read(ids)
-    assert opened >= 1 and len(reads) == opened   # every vector itself came from the file
+    assert opened > before and len(reads) == opened   # every vector itself from the file
     np.testing.assert_allclose(_unit(got), _unit(expected), rtol=0, atol=1e-6)
 
 
-def test_a_file_written_into_is_not_read_and_the_store_answers(open_questions):
+def test_a_file_written_into_is_not_read_and_the_store_answers(open_questions,
+                                                               embedding_reads):
     project = open_questions
     model_id, dim = project.vectors.model_id(), project.vectors.index().dim
     ids = np.sort(project.vectors.index().ids())
@@ -131,7 +135,7 @@ def test_a_file_written_into_is_not_read_and_the_store_answers(open_questions):
     with side.open("r+b") as fh:           # vectors spoiled: its identity no longer matches
         fh.seek(HEADER.size + 200)
         fh.write(b"\x7f" * 512)
-    reads = _embedding_reads(project)
+    reads = embedding_reads
     with project.vectors.bulk_reader(model_id, dim) as read:
         before = len(reads)
         got = read(ids)
