@@ -36,15 +36,20 @@ from dataclasses import dataclass
 import numpy as np
 
 from engine.encoding.conversion import CALIBRATION_SAMPLES
+from engine.encoding.gate_rules import (  # noqa: F401 - the gate's rules, named here too
+    MIN_RECALL,
+    PAIR_AP_LOSS,
+    STSB_LOSS,
+    K,
+    exact_top,
+    hnsw_top,
+    recall,
+)
 
-STSB_LOSS = 0.3
-PAIR_AP_LOSS = 0.5
-MIN_RECALL = 0.98
 # A backend replaces torch as the default only when it is clearly faster: the same encoder
 # timed in different runs on this machine varied from 0.99x to 1.17x, and a new default
 # costs a first export and another runtime to install.
 MIN_SPEEDUP = 1.2
-K = 10
 QUORA_PAIRS = 4000
 CALIBRATION_ROWS = CALIBRATION_SAMPLES  # the first sample questions, which the int8
                                         # quantiser measures (engine/encoding/conversion.py)
@@ -162,31 +167,6 @@ def pair_ap(vectors: dict[str, np.ndarray], pairs: Sequence) -> float:
 def encode_pairs(encode: Encode, pairs: Sequence) -> dict[str, np.ndarray]:
     texts = list(dict.fromkeys(t for p in pairs for t in (p.text_a, p.text_b)))
     return dict(zip(texts, encode(texts), strict=True))
-
-
-def exact_top(corpus: np.ndarray, queries: np.ndarray, k: int = K) -> np.ndarray:
-    """The indices of each query's k nearest corpus rows by cosine, best first."""
-    sims = queries @ corpus.T
-    top = np.argpartition(-sims, k - 1, axis=1)[:, :k]
-    order = np.argsort(-np.take_along_axis(sims, top, 1), axis=1)
-    return np.take_along_axis(top, order, 1)
-
-
-def hnsw_top(corpus: np.ndarray, queries: np.ndarray, k: int = K) -> np.ndarray:
-    """The product's search: an HNSW index with Duplens' default parameters."""
-    from engine.index.hnsw import HnswIndex
-
-    index = HnswIndex(corpus.shape[1], capacity=len(corpus))
-    index.add(np.arange(len(corpus)), corpus)
-    found, _ = index.query(queries, k)
-    return found
-
-
-def recall(found: np.ndarray, reference: np.ndarray) -> float:
-    """Mean share of each reference row's ids that `found`'s row holds."""
-    hits = sum(len(set(f.tolist()) & set(r.tolist())) for f, r in zip(found, reference,
-                                                                        strict=True))
-    return hits / reference.size
 
 
 def top1_agreement(found: np.ndarray, reference: np.ndarray) -> float:

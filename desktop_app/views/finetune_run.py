@@ -45,12 +45,14 @@ STAGE_TEXT = {
     "training": "Train a copy of the current model",
     "measuring after": "Measure the trained copy on the same pairs",
     "saving": "Save it as a new version",
+    "converting": "Make and check its fast form for this computer",
 }
 STAGE_SHORT = {"measuring before": "Measuring the current model",
                "mining negatives": "Finding negatives", "training": "Training",
-               "measuring after": "Measuring the trained copy", "saving": "Saving"}
+               "measuring after": "Measuring the trained copy", "saving": "Saving",
+               "converting": "Making its fast form"}
 STAGE_UNITS = {"training": "steps"}
-COUNTLESS = {"saving"}  # stages whose 0-of-1 count says nothing
+COUNTLESS = {"saving", "converting"}  # stages whose small counts say nothing
 DONE, CURRENT, PENDING = "✓", "▸", "·"
 CHANGES_TEXT_CHARS = 160
 
@@ -126,6 +128,12 @@ class TrainPage(QWizardPage):
 
     def show_progress(self, progress: Progress) -> None:
         stage, done, total, rate = progress.stage, progress.done, progress.total, progress.rate
+        if stage not in self.stage_labels:
+            # "converting" runs only where versions get a fast form, which the engine
+            # decides (`fast_form.target_backend`): it is listed when it starts.
+            label = QLabel("", self)
+            self.stage_labels[stage] = label
+            self.stages_box.addWidget(label)
         if stage != self._stage:
             self._stage = stage
             self._mark_stages()
@@ -248,6 +256,7 @@ class ResultsPage(QWizardPage):
         self.completeChanged.emit()
 
     def show_report(self, report: FinetuneReport) -> None:
+        from engine.training import fast_form
         from engine.training.objectives import get_objective
 
         before, after = report.before, report.after
@@ -286,7 +295,7 @@ class ResultsPage(QWizardPage):
             f"{report.name} is saved in {report.location}, not in use yet. <b>Use this "
             f"model</b> encodes every entry with it and then switches search to it (search "
             f"keeps working meanwhile). <b>Discard</b> deletes it. Closing keeps it in Model "
-            f"→ Model versions…, to use later.")
+            f"→ Model versions…, to use later. {fast_form.describe(report.fast_form)}")
 
     def _fit_metrics(self) -> None:
         """Tall enough for its five rows, no more: the space below is the note's."""

@@ -40,7 +40,7 @@ from desktop_app.controllers.model_controller import ActivationResult, ModelCont
 from desktop_app.job_runner import Pool
 
 COLUMNS = ["Version", "Trained from", "Objective", "Average precision", "Best F1", "Created",
-           "Encoded", "Status"]
+           "Encoded", "Runs as", "Status"]
 
 
 def metric_change(metrics: dict, key: str) -> str:
@@ -194,7 +194,7 @@ class VersionsDialog(QDialog):
             cells = [v["name"], parent, v["objective"] or "—",
                      metric_change(v["metrics"], "average_precision"),
                      metric_change(v["metrics"], "f1"), created,
-                     f"{v['encoded']:,} of {v['texts']:,}", status]
+                     f"{v['encoded']:,} of {v['texts']:,}", v["backend"], status]
             for col, text in enumerate(cells):
                 item = QTableWidgetItem(text)
                 if v["folder"]:

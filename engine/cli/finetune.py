@@ -133,6 +133,8 @@ def cmd_finetune(args, cancel: CancelToken) -> int:
 
 
 def _print_finetune(project_arg: str, report, activation) -> None:
+    from engine.training import fast_form
+
     split = report.split
     parent = f"v{report.parent_id}" if report.parent_id is not None else "base"
     print(f"version {report.version_id} ({report.name}): {report.objective} on "
@@ -143,6 +145,8 @@ def _print_finetune(project_arg: str, report, activation) -> None:
         print(f"{label:16}{m.average_precision:8.2f}{m.f1:10.2f}{m.threshold:11.4f}")
     print(f"held-out verdicts changed: {report.changes_fixed} now right, "
           f"{report.changes_broken} now wrong")
+    if report.fast_form:
+        print(fast_form.describe(report.fast_form))
     if activation is not None and activation.activated:
         print(f"saved in {report.location} and active ({activation.encoded} texts encoded)")
     else:

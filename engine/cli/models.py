@@ -78,7 +78,7 @@ def _print_versions(versions: list[dict]) -> None:
     import datetime
 
     print(f"  {'id':>3}  {'name':28}  {'objective':11}  {'AP before->after':17}  "
-          f"{'encoded':>13}  created")
+          f"{'encoded':>13}  {'runs as':13}  created")
     for v in versions:
         metrics = v["metrics"] or {}
         ap = ""
@@ -90,4 +90,4 @@ def _print_versions(versions: list[dict]) -> None:
         missing = "" if v["available"] else "  (folder missing)"
         print(f"{mark} {v['id']:>3}  {one_line(v['name'], 28):28}  "
               f"{v['objective'] or '-':11}  {ap:17}  {v['encoded']:>6}/{v['texts']:<6}  "
-              f"{created}{missing}")
+              f"{v['backend']:13}  {created}{missing}")

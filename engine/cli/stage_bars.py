@@ -12,7 +12,8 @@ class StageBars:
     five stages reads as five finished lines; training counts steps and shows the loss.
     """
 
-    _UNITS = {"training": " steps", "loading model": " models", "saving": " models"}
+    _UNITS = {"training": " steps", "loading model": " models", "saving": " models",
+              "converting": " steps"}
 
     def __init__(self) -> None:
         self._stage: str | None = None

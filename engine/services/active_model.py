@@ -110,8 +110,10 @@ class ActiveModel:
         """The backend a model chosen now is loaded with, by the preference: a named one as
         named; "auto" the fastest that passed the quality gate on the device it will run on
         (`default_backend`) for the bundled model, whose gate was measured; torch for any
-        other model, fine-tuned versions included (the gate measured the bundled model's
-        fast forms only, and a version is not converted after training yet)."""
+        other model a user points at (the gate measured the bundled model's fast forms
+        only). A version fine-tuned in the project gets its fast form after training,
+        checked on the project's pairs, and is activated through it
+        (`engine.training.fast_form`), not through here."""
         wanted = self.preferences.backend
         if not is_auto(wanted):
             return str(wanted)

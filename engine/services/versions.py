@@ -10,6 +10,7 @@ lock.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import threading
 import time
@@ -112,6 +113,12 @@ class ModelVersions:
         before any model is loaded; `cancel` raises `Cancelled`; either way, and on any
         error, nothing is saved and the active model is untouched. Progress stages:
         `engine.training.session.FINETUNE_STAGES`. Searching goes on meanwhile.
+
+        On a CPU whose default backend is a fast one, the saved version's fast form is then
+        made and checked ("converting", `engine.training.fast_form`): activating the version
+        encodes with it when it passed. Stopping is not heard there (the version is saved by
+        then, and the step takes seconds); a conversion that fails leaves the version with
+        torch, and the report's `fast_form` says why.
         """
         from engine.training.collect import file_pairs, merge_pairs
         from engine.training.objectives import DEFAULT_OBJECTIVE
@@ -128,11 +135,41 @@ class ModelVersions:
         check_pairs(pairs, objective, min_pairs)  # before the slow model load
         encoder = self._model.encoder()
         report, trained = run_finetune(
-            self._store, encoder, self._model.row(), pairs, objective,
+            self._store, encoder, self._parent(), pairs, objective,
             options=options, held_out=held_out, seed=seed, min_pairs=min_pairs,
             progress=progress, cancel=cancel, pool=self._negative_pool(objective, options))
-        self._keep_trained(report.version_id, trained, encoder)
-        return report
+        return self._convert(report, trained, encoder, progress)
+
+    def _parent(self) -> dict | None:
+        """The row a version trained now comes from: the active model's, or when that is a
+        version's fast form, the version's (the form shares its weights and is listed as
+        part of it)."""
+        from engine.training.version_folders import sibling_of
+
+        active = self._model.row()
+        version = sibling_of(active) if active is not None else None
+        return active if version is None else self._row(version)
+
+    def _convert(self, report: FinetuneReport, trained, like: SentenceEncoder,
+                 progress: ProgressCallback) -> FinetuneReport:
+        """Make and check the new version's fast form where versions get one, and keep the
+        model activation will serve loaded (the fast form when it passed, else `trained`)."""
+        from engine.training import fast_form
+
+        prefs = self._model.preferences
+        backend = fast_form.target_backend(prefs.backend, prefs.device)
+        if backend is None or like.device != "cpu":
+            self._keep_trained(report.version_id, trained, like)
+            return report
+        check, fast, sibling = fast_form.convert(
+            self._store, self._row(report.version_id), trained, report.split.held_out,
+            report.after.average_precision, backend=backend, batch_size=like.batch_size,
+            progress=progress)
+        if fast is not None and sibling is not None:
+            self._model.keep_spare(sibling, fast)
+        else:
+            self._keep_trained(report.version_id, trained, like)
+        return dataclasses.replace(report, fast_form=check.as_dict())
 
     def _negative_pool(self, objective: str, options: TrainingOptions | None
                        ) -> NegativePool | None:
@@ -191,13 +228,19 @@ class ModelVersions:
         with `cancelled` set, the current model still active and what was encoded kept, so
         activating again resumes. A version used before switches back without encoding.
         Progress stages: `engine.training.activation.ACTIVATION_STAGES`.
+
+        A version whose fast form passed its check is encoded and served by that form
+        (`fast_form.serving_row`: its sibling row, whose id the report then names) while the
+        backend is left to Duplens and models run on the CPU.
         """
         from engine.training.activation import ActivationReport, prepare_model_index
+        from engine.training.fast_form import serving_row
 
         self._writable()
         with self._activation_lock:
             started = time.perf_counter()
-            row = self._row(version_id)
+            prefs = self._model.preferences
+            row = serving_row(self._store, self._row(version_id), prefs.backend, prefs.device)
             report = ActivationReport(row["id"])
             active = self._model.row()
             if active is not None and active["id"] == row["id"]:

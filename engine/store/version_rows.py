@@ -9,7 +9,7 @@ across processes (`lock_numbering`).
 
 from __future__ import annotations
 
-from sqlalchemy import Connection, delete, func, insert, or_, select
+from sqlalchemy import Connection, delete, func, insert, or_, select, update
 
 from engine.store.dialects import backend_of, lock
 from engine.store.schema import blobs, indexes, meta, models
@@ -61,3 +61,9 @@ def delete_model(conn: Connection, model_id: int, *, blob_names: list[str],
 def indexed_model_ids(conn: Connection) -> set[int]:
     """Models with a saved index."""
     return set(conn.execute(select(indexes.c.model_id)).scalars())
+
+
+def set_metrics(conn: Connection, model_id: int, metrics: dict) -> None:
+    """Replace a model row's metrics (a version's record grows after training: the check
+    of its fast form, `engine.training.fast_form`)."""
+    conn.execute(update(models).where(models.c.id == model_id).values(metrics=metrics))

@@ -87,7 +87,8 @@ def pair_scores(model: SentenceTransformer | SentenceEncoder, pairs: Sequence[La
     texts = list(dict.fromkeys(t for p in pairs for t in (p.text_a, p.text_b)))
     if not texts:
         return np.zeros(0, dtype=np.float32)
-    vectors = _encode_chunked(model, texts, batch_size, progress, cancel, stage)
+    vectors = encode_texts(model, texts, batch_size, progress=progress, cancel=cancel,
+                           stage=stage)
     row = {text: i for i, text in enumerate(texts)}
     a = vectors[[row[p.text_a] for p in pairs]]
     b = vectors[[row[p.text_b] for p in pairs]]
@@ -153,9 +154,11 @@ def changed_verdicts(before_scores: Sequence[float] | np.ndarray,
                           bool(now[i])) for i in order]
 
 
-def _encode_chunked(model: SentenceTransformer | SentenceEncoder, texts: list[str],
-                    batch_size: int, progress: ProgressCallback, cancel: CancelToken | None,
-                    stage: str) -> np.ndarray:
+def encode_texts(model: SentenceTransformer | SentenceEncoder, texts: list[str],
+                 batch_size: int = 32, *, progress: ProgressCallback = no_progress,
+                 cancel: CancelToken | None = None, stage: str = "measuring") -> np.ndarray:
+    """Normalised embeddings of `texts`, in chunks: `stage` progress (texts done of total)
+    and `cancel` checked between them, as `pair_scores` explains."""
     meter = RateMeter()
     parts = []
     progress(Progress(stage, 0, len(texts)))

@@ -10,7 +10,10 @@ The steps, each a progress stage a wizard can list (`FINETUNE_STAGES`):
    changed;
 4. "measuring after": the trained model on the same held-out pairs, and the pairs whose
    verdict changed;
-5. "saving": the folder becomes version N with its row (`versions.register_version`).
+5. "saving": the folder becomes version N with its row (`versions.register_version`);
+6. "converting" (on a CPU whose default backend is a fast one: `finetune_stages`): the
+   version's fast form is made and checked (`engine.training.fast_form`), by the caller
+   (`engine.services.versions`), once the version is saved.
 
 Until step 5 nothing of the run is in the project: cancelling (`Cancelled`) or failing
 anywhere before leaves no row and no folder. The new version is not activated; comparing the
@@ -34,6 +37,7 @@ from engine.errors import InputError
 from engine.progress import CancelToken, Progress, ProgressCallback, no_progress
 from engine.store.database import Store
 from engine.store.embeddings import get_model_row
+from engine.training.fast_form import STAGE_CONVERTING
 from engine.training.hard_negatives import NegativePool
 from engine.training.held_out import (
     PairMetrics,
@@ -61,16 +65,22 @@ STAGE_MINING = "mining negatives"  # only when the objective mines (`mines_negat
 STAGE_TRAINING = "training"
 STAGE_AFTER = "measuring after"
 STAGE_SAVING = "saving"
-FINETUNE_STAGES = (STAGE_BEFORE, STAGE_MINING, STAGE_TRAINING, STAGE_AFTER, STAGE_SAVING)
+FINETUNE_STAGES = (STAGE_BEFORE, STAGE_MINING, STAGE_TRAINING, STAGE_AFTER, STAGE_SAVING,
+                   STAGE_CONVERTING)
 CHANGES_SHOWN = 20  # changed verdicts kept in the report, biggest change in score first
 RECORD_FORMAT = 1  # of duplens_version.json
 
 
-def finetune_stages(objective: str, options: TrainingOptions | None = None) -> tuple[str, ...]:
+def finetune_stages(objective: str, options: TrainingOptions | None = None, *,
+                    converts: bool = False) -> tuple[str, ...]:
     """The stages a run of `objective` with `options` goes through, in order, for a wizard
-    to list: `FINETUNE_STAGES` without "mining negatives" when nothing is mined."""
+    to list: `FINETUNE_STAGES` without "mining negatives" when nothing is mined, and
+    without "converting" unless the version gets a fast form (`converts`:
+    `fast_form.target_backend` names one)."""
     mines = mines_negatives(objective, options or TrainingOptions())
-    return tuple(s for s in FINETUNE_STAGES if s != STAGE_MINING or mines)
+    skipped = {s for s, kept in ((STAGE_MINING, mines), (STAGE_CONVERTING, converts))
+               if not kept}
+    return tuple(s for s in FINETUNE_STAGES if s not in skipped)
 
 
 @dataclass(frozen=True)
@@ -94,6 +104,9 @@ class FinetuneReport:
     data_sha256: str  # of the training pairs
     options: TrainingOptions
     notes: list[str] = field(default_factory=list)  # for the user: split, objective, warnings
+    # The check of the version's fast form (`fast_form.FastFormCheck.as_dict`), None when
+    # it gets none (a GPU, a backend the user named).
+    fast_form: dict | None = None
 
     @property
     def improved(self) -> bool:
@@ -121,6 +134,7 @@ class FinetuneReport:
             "data_sha256": self.data_sha256,
             "options": dataclasses.asdict(self.options),
             "notes": self.notes,
+            "fast_form": self.fast_form,
         }
 
 

@@ -34,6 +34,7 @@ from typing import TYPE_CHECKING
 from sqlalchemy import Connection
 
 from engine import model_trust
+from engine.encoding.backends import split_fingerprint
 from engine.encoding.model_spec import DEFAULT_MODEL, default_model_path, resolve_model
 from engine.errors import InputError, ModelError, UntrustedModelLocation
 from engine.index import side_file
@@ -53,6 +54,15 @@ MODELS_SUFFIX = ".models"
 STAGING_PREFIX = ".partial-"  # folders being written; never listed, never loaded
 _VERSION_DIR = re.compile(r"^v(\d+)$")
 _OWN_VERSION = re.compile(re.escape(MODELS_SUFFIX) + r"/v\d+$")
+# In the metrics of a version's fast form's row (`engine.training.fast_form`): the version's
+# id. That row shares the version's folder and is shown, kept and deleted as part of it.
+SIBLING_KEY = "fast_form_of"
+
+
+def sibling_of(row: dict) -> int | None:
+    """The version whose fast form `row` is, or None."""
+    value = (row.get("metrics") or {}).get(SIBLING_KEY)
+    return int(value) if value is not None else None
 
 
 def models_folder(project_path: Path) -> Path:
@@ -282,9 +292,14 @@ def delete_version(store: Store, model_id: int) -> str:
             if row is None:
                 raise InputError(f"{store.name}: has no model version {model_id}")
             active = version_store.active_model_id(conn)
-            if active == str(model_id):
+            fast = [r["id"] for r in embedding_store.list_models(conn)
+                    if sibling_of(r) == model_id]   # a version's fast form goes with it
+            if active in {str(i) for i in (model_id, *fast)}:
                 raise InputError(f"{row['name']}: is the active model; make another version "
                                  f"active before deleting it")
+            if sibling_of(row) is not None:
+                raise InputError(f"{row['name']}: is how version {sibling_of(row)} runs fast, "
+                                 f"and goes when that version is deleted")
             if not _OWN_VERSION.search(row["location"]):
                 raise InputError(f"{row['name']}: was not trained in this project; only "
                                  f"its own versions can be deleted")
@@ -292,10 +307,11 @@ def delete_version(store: Store, model_id: int) -> str:
             if children:
                 raise InputError(f"{row['name']}: {', '.join(children)} was trained from it; "
                                  f"it is kept as their parent")
-            version_store.delete_model(
-                conn, model_id, blob_names=[blob_name(model_id), folder_blob_name(model_id)],
-                prefix=f"knn/{model_id}/")
-            side_file.forget(conn, model_id)   # its index's copy beside the project
+            for gone in (model_id, *fast):
+                version_store.delete_model(
+                    conn, gone, blob_names=[blob_name(gone), folder_blob_name(gone)],
+                    prefix=f"knn/{gone}/")
+                side_file.forget(conn, gone)   # its index's copy beside the project
             folder = model_folder(project_path, row["location"]) if store.is_file else None
             if folder is not None and folder.exists():
                 aside = Path(tempfile.mkdtemp(prefix=STAGING_PREFIX, dir=folder.parent))
@@ -334,17 +350,24 @@ def list_versions(store: Store, active_id: int | None) -> list[dict]:
 
     Each: id, name, location, folder (absolute, None for Hub models), available (its folder
     is there), parent_id, objective, metrics, created_at, active, encoded (live texts it has
-    embedded), texts (live texts in all) and indexed (a saved index exists). A server
-    project's version is available when the database holds its folder; `folder` is where
-    this computer unpacks it.
+    embedded), texts (live texts in all), indexed (a saved index exists) and backend (what
+    encodes with it). A server project's version is available when the database holds its
+    folder; `folder` is where this computer unpacks it.
+
+    A version's fast form (`sibling_of`) is not listed apart: its version is active when it
+    is, and shows its backend and encoded texts, which activating the version would use.
     """
     with store.read() as conn:
         rows = embedding_store.list_models(conn)
         texts = item_store.count_texts(conn)
         indexed = version_store.indexed_model_ids(conn)
         stored = set() if store.is_file else stored_folder_ids(conn)
+        fast = {sibling_of(r): r for r in rows if sibling_of(r) is not None}
         out = []
         for row in rows:
+            if sibling_of(row) is not None:
+                continue
+            serving = row if row["id"] == active_id else fast.get(row["id"], row)
             if store.is_file or row["location"] == DEFAULT_MODEL:
                 folder = model_folder(store.path, row["location"])
                 available = folder is None or folder.is_dir()
@@ -358,9 +381,10 @@ def list_versions(store: Store, active_id: int | None) -> list[dict]:
                 "available": available,
                 "parent_id": row["parent_id"], "objective": row["objective"],
                 "metrics": row["metrics"] or {}, "created_at": row["created_at"],
-                "active": row["id"] == active_id,
-                "encoded": embedding_store.count_embeddings(conn, row["id"]),
-                "texts": texts, "indexed": row["id"] in indexed,
+                "active": active_id in (row["id"], serving["id"]),
+                "encoded": embedding_store.count_embeddings(conn, serving["id"]),
+                "texts": texts, "indexed": serving["id"] in indexed,
+                "backend": split_fingerprint(serving["fingerprint"])[1] or "torch",
             })
     return out
 

@@ -16,7 +16,11 @@ from engine.project import Project
 from engine.training import DEFAULT_OBJECTIVE, OBJECTIVES, TrainingOptions
 from engine.training.pairs import MIN_PAIRS
 from tests.desktop_app.conftest import SIGNAL_TIMEOUT_MS
-from tests.engine.training.test_project_versions import DUPLICATES, NOT_DUPLICATES
+from tests.engine.training.test_project_versions import (
+    DUPLICATES,
+    NOT_DUPLICATES,
+    served_version,
+)
 
 pytestmark = pytest.mark.slow
 QUERY = "which city is australia's capital"
@@ -185,7 +189,7 @@ def test_wizard_trains_uses_the_model_and_the_versions_dialog_rolls_back(
 
     result = activate_from(qtbot, window, finish.click)
     assert result["report"].activated
-    assert project.model.row()["id"] == report.version_id
+    assert served_version(project) == report.version_id
     new_scores = search_scores(qtbot, bridge, QUERY)
     assert new_scores != before_scores
     active = project.model.encoder()
@@ -201,6 +205,9 @@ def test_wizard_trains_uses_the_model_and_the_versions_dialog_rolls_back(
     assert [(v["id"], v["active"]) for v in dialog.versions] == [(1, False),
                                                                  (report.version_id, True)]
     assert dialog.table.item(1, 2).text() == "cosine"
+    fast = report.fast_form
+    assert dialog.table.item(1, 7).text() == (fast["backend"] if fast and fast["passed"]
+                                              else "torch")
     assert dialog.table.item(1, 3).text() == (f"{report.before.average_precision:.2f} → "
                                               f"{report.after.average_precision:.2f}")
     dialog.select_version(1)
@@ -281,7 +288,7 @@ def test_the_wizard_and_versions_dialog_on_a_server_project(qtbot, window, postg
     assert [v["id"] for v in project.versions.list()] == [1, report.version_id]
     finish = wizard.button(QWizard.WizardButton.FinishButton)
     result = activate_from(qtbot, window, finish.click)
-    assert result["report"].activated and project.model.row()["id"] == report.version_id
+    assert result["report"].activated and served_version(project) == report.version_id
     assert search_scores(qtbot, bridge, QUERY) != before_scores
 
     window.versions_action.trigger()

@@ -42,6 +42,7 @@ def test_a_wrong_password_is_exit_2_with_one_line(team_project, monkeypatch):
 
 def test_finetune_and_models_on_a_server_project(team_project, encoder, tmp_path):
     from tests.engine.cli.test_cli_finetune import DATA, QUICK, make_project
+    from tests.engine.training.test_project_versions import served_name
 
     make_project(team_project, encoder)
     proc = run("finetune", team_project, "--pairs", str(DATA / "labelled_pairs.csv"), *QUICK,
@@ -58,7 +59,7 @@ def test_finetune_and_models_on_a_server_project(team_project, encoder, tmp_path
     assert {"modules.json", "model.safetensors", "duplens_version.json"} <= {
         p.name for p in out.iterdir()}
     info = json.loads(run("info", team_project, "--json").stdout)
-    assert info["model"] == "all-MiniLM-L6-v2 v2" and info["index_items"] == 46
+    assert info["model"] == served_name("all-MiniLM-L6-v2 v2") and info["index_items"] == 46
 
     proc = run("models", team_project, "--delete", "2", check_code=2)
     assert "is the active model" in proc.stderr and len(proc.stderr.splitlines()) == 1

@@ -135,6 +135,7 @@ def test_mining_is_a_stage_only_when_something_is_mined():
         False, False, True, False, False, False]
     assert [mines_negatives(n, mining) for n in OBJECTIVES] == [
         False, False, True, True, False, True]
-    assert finetune_stages("contrastive", mining) == FINETUNE_STAGES
+    assert finetune_stages("contrastive", mining, converts=True) == FINETUNE_STAGES
     assert STAGE_MINING not in finetune_stages("contrastive", plain)
-    assert finetune_stages("triplet") == FINETUNE_STAGES
+    assert finetune_stages("triplet", converts=True) == FINETUNE_STAGES
+    assert finetune_stages("triplet") == FINETUNE_STAGES[:-1]   # no "converting"

@@ -41,8 +41,13 @@ NOT_DUPLICATES = [("q3", "q33"), ("q5", "q38"), ("q7", "q40"), ("q9", "q34"), ("
                   ("q29", "q10"), ("q31", "q8"), ("q48", "q26")]
 
 
-def make_project(path: Path, encoder, labels=(DUPLICATES, NOT_DUPLICATES)) -> Project:
+def make_project(path: Path, encoder, labels=(DUPLICATES, NOT_DUPLICATES),
+                 backend: str | None = "torch") -> Project:
+    """The sample questions, encoded by `encoder`, with review verdicts. Versions are
+    trained and served with `backend`: torch by default here, the path a GPU or a CPU without
+    a fast backend takes (tests/engine/training/test_fast_form.py has the CPU default's)."""
     project = Project.open(path, create=True)
+    project.model.configure(backend=backend)
     project.model.attach(encoder, is_default=True)
     project.rows.import_table(DATA / "questions.csv", ["question"], id_column="qid")
     project.vectors.encode()
@@ -57,6 +62,24 @@ def load(folder):
     from sentence_transformers import SentenceTransformer
 
     return SentenceTransformer(str(folder), device="cpu", local_files_only=True)
+
+
+def served_version(project: Project) -> int:
+    """The version the project searches with: the active row's, or the version whose fast
+    form the active row is (`engine.training.fast_form`)."""
+    from engine.training.version_folders import sibling_of
+
+    row = project.model.row()
+    return sibling_of(row) or row["id"]
+
+
+def served_name(version_name: str) -> str:
+    """What `info` and the status bar call a version served as a version trained here is:
+    with its fast form's tag where this CPU's default backend is a fast one."""
+    from engine.encoding.backends import default_backend
+
+    fast = default_backend("cpu")
+    return version_name if fast == "torch" else f"{version_name} ({fast})"
 
 
 def scores(hits):

@@ -1,0 +1,213 @@
+"""A fine-tuned version's fast form: the version run by the backend a new project encodes
+with on this CPU (`default_backend`: OpenVINO in bf16 where the CPU has the units), made
+right after training and checked against the version itself before it may serve.
+
+The bundled model's fast form passed the benchmark's quality gate on public data
+(docs/benchmarks.md). A version's weights are new, so its fast form is checked again, with
+the same rules (`engine.encoding.gate_rules`), on what the project has:
+
+- its held-out pairs, never trained on: average precision at most `PAIR_AP_LOSS` points
+  below the version's own under torch;
+- search: the product's HNSW search over the fast embeddings of a seeded sample of the
+  project's texts (the held-out texts among them) finds at least `MIN_RECALL` of torch's
+  exact ten nearest neighbours.
+
+(The STS benchmark is public data a project does not have: a version trained on the
+project's labels is judged on them.)
+
+A version that passes gets a sibling `models` row: the same location, the backend's tag in
+its fingerprint (as every quantised backend's row has), and `fast_form_of` naming the
+version in its metrics. Activating the version encodes with the sibling (`serving_row`), so
+the re-encode after "Use this model" runs at the fast backend's speed. A version that
+fails, or whose conversion failed, keeps torch; its row's `fast_form` says why.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from engine.encoding.backends import (
+    DEFAULT_BACKEND,
+    default_backend,
+    get_backend,
+    is_auto,
+    stored_fingerprint,
+)
+from engine.encoding.encoder import SentenceEncoder
+from engine.encoding.gate_rules import MIN_RECALL, PAIR_AP_LOSS, K, exact_top, hnsw_top, recall
+from engine.encoding.loading import load_encoder
+from engine.encoding.model_spec import pick_device
+from engine.errors import ModelError
+from engine.progress import Progress, ProgressCallback, no_progress
+from engine.store import embeddings as embedding_store
+from engine.store import items as items_store
+from engine.store import version_rows
+from engine.store.database import Store
+from engine.training.held_out import encode_texts, held_out_metrics
+from engine.training.pairs import LabelledPair
+from engine.training.version_folders import SIBLING_KEY, version_path
+
+if TYPE_CHECKING:  # pragma: no cover
+    from sentence_transformers import SentenceTransformer
+
+log = logging.getLogger("duplens")
+
+STAGE_CONVERTING = "converting"
+CHECK_TEXTS = 1000    # texts the search check encodes twice, at most (seconds on a CPU)
+CHECK_QUERIES = 200   # of them, searched for
+METRICS_KEY = "fast_form"          # in the version's row: the check
+
+
+@dataclass(frozen=True)
+class FastFormCheck:
+    """How a version's fast form compared with the version under torch."""
+
+    backend: str
+    passed: bool
+    failed: list[str] = field(default_factory=list)   # every reason it did not pass
+    average_precision: float | None = None       # the fast form on the held-out pairs
+    torch_average_precision: float | None = None   # the version under torch, same pairs
+    recall_at_10: float | None = None
+    texts: int = 0      # in the search check
+    queries: int = 0
+    seconds: float = 0.0
+
+    def as_dict(self) -> dict:
+        return dict(asdict(self), seconds=round(self.seconds, 3))
+
+
+def target_backend(preference: str | None, device: str | None) -> str | None:
+    """The backend a version trained now is converted to: the CPU's default, when the
+    backend is left to Duplens ("auto") and models run on the CPU; None when versions stay
+    with torch (a backend the user named, a GPU, a CPU the default does not run on)."""
+    if not is_auto(preference) or pick_device(device or "auto") != "cpu":
+        return None
+    chosen = default_backend("cpu")
+    return None if chosen == DEFAULT_BACKEND else chosen
+
+
+def convert(store: Store, version: dict, trained: SentenceTransformer | SentenceEncoder,
+            held_out: Sequence[LabelledPair], torch_average_precision: float, *,
+            backend: str, batch_size: int = 64, seed: int = 0,
+            progress: ProgressCallback = no_progress
+            ) -> tuple[FastFormCheck, SentenceEncoder | None, int | None]:
+    """Make and check `version`'s fast form (`backend`); record the check in its row, and
+    for a pass add the sibling row. Returns the check, and for a pass the fast encoder
+    (loaded: activating needs no load) and the sibling's id.
+
+    `trained` is the version under torch, `torch_average_precision` its average precision
+    on `held_out`. A conversion that fails is recorded as a failed check, never raised: the
+    version is saved and serves with torch.
+    """
+    started = time.perf_counter()
+    progress(Progress(STAGE_CONVERTING, 0, 3))
+    try:
+        fast = load_encoder(str(version_path(store, version)), device="cpu",
+                            batch_size=batch_size, backend=backend)
+    except ModelError as exc:
+        log.warning("%s: its %s form could not be made: %s", version["name"], backend, exc)
+        check = FastFormCheck(backend, False, [f"the conversion failed: {exc}"],
+                              torch_average_precision=torch_average_precision,
+                              seconds=time.perf_counter() - started)
+        _record(store, version, check, None)
+        return check, None, None
+    progress(Progress(STAGE_CONVERTING, 1, 3))
+    fast_ap = held_out_metrics(fast, held_out).average_precision
+    progress(Progress(STAGE_CONVERTING, 2, 3))
+    texts = _check_texts(store, held_out, seed)
+    found, truth = _searches(encode_texts(trained, texts), encode_texts(fast, texts), seed)
+    searched = recall(found, truth)
+    failed = []
+    if torch_average_precision - fast_ap > PAIR_AP_LOSS:
+        failed.append(f"held-out average precision {torch_average_precision - fast_ap:.2f} "
+                      f"points lower than torch's (at most {PAIR_AP_LOSS})")
+    if searched < MIN_RECALL:
+        failed.append(f"search recall@{truth.shape[1]} {searched:.4f} against torch's exact "
+                      f"neighbours (at least {MIN_RECALL})")
+    check = FastFormCheck(backend, not failed, failed, fast_ap, torch_average_precision,
+                          searched, len(texts), len(truth),
+                          time.perf_counter() - started)
+    sibling = _record(store, version, check, fast if check.passed else None)
+    progress(Progress(STAGE_CONVERTING, 3, 3))
+    return check, (fast if check.passed else None), sibling
+
+
+def serving_row(store: Store, version: dict, preference: str | None, device: str | None
+                ) -> dict:
+    """The row that serves `version` when it is activated: its fast form's, when that
+    passed its check and the backend is still the one a version gets here
+    (`target_backend`), else the version's own (torch)."""
+    check = (version.get("metrics") or {}).get(METRICS_KEY) or {}
+    if not check.get("passed") or target_backend(preference, device) != check.get("backend"):
+        return version
+    fingerprint = stored_fingerprint(version["fingerprint"], get_backend(check["backend"]))
+    with store.read() as conn:
+        sibling = embedding_store.find_model(conn, fingerprint)
+        row = embedding_store.get_model_row(conn, sibling) if sibling is not None else None
+    return row or version
+
+
+def _check_texts(store: Store, held_out: Sequence[LabelledPair], seed: int) -> list[str]:
+    """The held-out pairs' texts and a seeded sample of the project's live texts, up to
+    `CHECK_TEXTS` in all."""
+    texts = list(dict.fromkeys(t for p in held_out for t in (p.text_a, p.text_b)))
+    with store.read() as conn:
+        ids = np.asarray(sorted(items_store.live_text_ids(conn)), dtype=np.int64)
+        room = max(0, CHECK_TEXTS - len(texts))
+        if len(ids) > room:
+            ids = np.sort(np.random.default_rng(seed).choice(ids, room, replace=False))
+        found = items_store.texts_by_id(conn, ids.tolist())
+    return list(dict.fromkeys([*texts, *(found[int(i)] for i in ids)]))[:CHECK_TEXTS]
+
+
+def _searches(reference: np.ndarray, candidate: np.ndarray, seed: int
+              ) -> tuple[np.ndarray, np.ndarray]:
+    """(the product's search over `candidate`, exact search over `reference`) for a seeded
+    sample of the texts as queries: the neighbours each finds."""
+    k = min(K, len(reference))
+    picked = np.random.default_rng(seed).permutation(len(reference))[:CHECK_QUERIES]
+    return (hnsw_top(candidate, candidate[picked], k),
+            exact_top(reference, reference[picked], k))
+
+
+def _record(store: Store, version: dict, check: FastFormCheck,
+            fast: SentenceEncoder | None) -> int | None:
+    """Write the check into the version's row and, for a pass, add the sibling row (in
+    one transaction); returns the sibling's id."""
+    if fast is not None:
+        wanted = stored_fingerprint(version["fingerprint"], get_backend(check.backend))
+        if fast.spec.fingerprint != wanted:
+            raise ModelError(f"{version['name']}: its {check.backend} form names other "
+                             f"weights ({fast.spec.fingerprint}, expected {wanted})")
+    with store.write() as conn:
+        row = embedding_store.get_model_row(conn, version["id"])
+        version_rows.set_metrics(conn, version["id"],
+                                 {**(row["metrics"] or {}), METRICS_KEY: check.as_dict()})
+        if fast is None:
+            return None
+        return embedding_store.get_or_add_model(
+            conn, name=f"{version['name']} ({check.backend})", location=version["location"],
+            fingerprint=fast.spec.fingerprint, dim=fast.dim,
+            max_seq_length=fast.max_seq_length, metrics={SIBLING_KEY: version["id"]})
+
+
+def describe(check: dict | None) -> str:
+    """One sentence for the user about a version's fast form (a `FastFormCheck.as_dict`),
+    "" when it got none: the window's results page and `duplens finetune` both say it."""
+    if not check:
+        return ""
+    backend = check["backend"]
+    if check["passed"]:
+        return (f"It runs as {backend} on this computer's CPU: on the held-out pairs its "
+                f"average precision is {check['average_precision']:.2f} against "
+                f"{check['torch_average_precision']:.2f} under PyTorch, and its search finds "
+                f"{100 * check['recall_at_10']:.1f}% of PyTorch's ten nearest neighbours "
+                f"({check['texts']:,} of the project's texts).")
+    return (f"It runs with PyTorch: its {backend} form did not keep its quality "
+            f"({'; '.join(check['failed'])}).")
