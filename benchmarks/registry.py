@@ -36,6 +36,7 @@ REGISTRY = (
     Benchmark("ray_encode", "Encoding on Ray"),
     Benchmark("match_throughput", "Checking a file against a project"),
     Benchmark("match_default", "Checking a file at the default settings"),
+    Benchmark("reencode", "Re-encoding with a fine-tuned version (\"Use this model\")"),
     Benchmark("weekly", "Week after week: stable cluster ids, incremental clusters"),
     Benchmark("finetune_quora", "Fine-tuning objectives on Quora pairs", quick=False,
               runner="benchmarks.external:finetune"),

@@ -330,7 +330,9 @@ def delete_version(store: Store, model_id: int) -> str:
 
 
 def root_name(conn: Connection, model_id: int | None) -> str:
-    """The name of the model a chain of versions started from (for naming a new version)."""
+    """The name of the model a chain of versions started from (for naming a new version),
+    without a backend's tag: a version trained from the bundled model's bf16 form is the
+    model's version, and runs however its own check decides (`engine.training.fast_form`)."""
     seen: set[int] = set()
     name = "model"
     while model_id is not None and model_id not in seen:
@@ -338,7 +340,8 @@ def root_name(conn: Connection, model_id: int | None) -> str:
         row = embedding_store.get_model_row(conn, model_id)
         if row is None:
             break
-        name = row["name"]
+        tag = split_fingerprint(row["fingerprint"])[1]
+        name = row["name"] if tag is None else row["name"].removesuffix(f" ({tag})")
         if row["parent_id"] is None:
             break
         model_id = row["parent_id"]

@@ -156,3 +156,21 @@ def test_a_fast_form_that_fails_its_check_leaves_the_version_with_torch(
                                    atol=1e-5)
     finally:
         project.close()
+
+
+@needs_fast_default
+def test_a_new_projects_model_trains_versions_named_after_the_model(tmp_path):
+    """A new project here encodes with the bundled model's fast form: training from it
+    makes the model's version ("… v2"), not a version of the form ("… (openvino-bf16) v2"),
+    which then gets its own checked form."""
+    default_form = load_encoder(None, device="cpu", backend=FAST)
+    project = make_project(tmp_path / "q.duplens", default_form, backend=None)
+    try:
+        assert project.model.row()["name"] == f"all-MiniLM-L6-v2 ({FAST})"
+        report = project.versions.finetune(options=QUICK)
+        assert report.name == "all-MiniLM-L6-v2 v2" and report.parent_id == 1
+        assert report.fast_form["passed"]
+        assert project.versions.activate(report.version_id).activated
+        assert project.model.row()["name"] == f"all-MiniLM-L6-v2 v2 ({FAST})"
+    finally:
+        project.close()
