@@ -72,7 +72,7 @@ class VersionsDialog(QDialog):
         self.bridge = bridge
         self._versions_key = f"model versions {id(self)}"
         self.setWindowTitle("Model versions")
-        self.resize(980, 420)
+        self.resize(1240, 420)
         self.versions: list[dict] = []
         self._activating: int | None = None
         intro = QLabel("Every model this project has used. Making one active encodes every "
@@ -88,8 +88,10 @@ class VersionsDialog(QDialog):
         self.table.verticalHeader().hide()
         self.table.setAlternatingRowColors(True)
         header = self.table.horizontalHeader()
+        # Every column as wide as its text (a version's name in full), the last one taking
+        # what is left.
         header.setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
-        header.setSectionResizeMode(0, QHeaderView.ResizeMode.Stretch)
+        header.setStretchLastSection(True)
         self.activate_button = QPushButton("Make active", self)
         self.export_button = QPushButton("Export…", self)
         self.delete_button = QPushButton("Delete", self)
