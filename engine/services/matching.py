@@ -57,7 +57,11 @@ from engine.text import join_cells, norm_key
 if TYPE_CHECKING:  # pragma: no cover - pandas is imported when a file is read
     import pandas as pd
 
-BATCH_ROWS = 1024  # rows encoded and searched together: big enough to keep torch busy
+# Rows encoded and searched together. The encoder sorts a call's texts by length, so a wide
+# call pads less: 5,000 Quora questions went through the bf16 encoder at 607-696 texts/s in
+# calls of 1,024 and 904-929 in one call (2 cores); `duplens match` of 5,000 rows took
+# 9.1-9.3 s at 4,096 against 10.5-10.7 s at 1,024 (benchmarks/match_default.py's setup).
+BATCH_ROWS = 4096
 # A cap on the search beam for a match's top k (see `match_ef`); None: the index's own.
 # At 1M items (benchmarks/match_throughput.py, scale_1m's project, 500 Quora questions that
 # are in it, load average ~7-13) recall@3 against exact search was 1.0 at ef 64, 128 and
@@ -326,7 +330,8 @@ class InFileTwins:
             best = 1.0 - dists[:, 0]
             best_of = labels[:, 0].astype(np.int64)
         within = vectors @ vectors.T
-        within[np.triu_indices(len(ids))] = -np.inf   # only earlier rows of the batch
+        order = np.arange(len(ids))
+        within[order[None, :] >= order[:, None]] = -np.inf   # only earlier rows of the batch
         if len(ids) > 1:
             j = within.argmax(axis=1)
             s = within[np.arange(len(ids)), j]
