@@ -15,11 +15,14 @@ from __future__ import annotations
 
 import hashlib
 import importlib.util
+import logging
 import os
 from dataclasses import dataclass
 from pathlib import Path
 
 from engine.errors import ModelError
+
+log = logging.getLogger("duplens")
 
 DEFAULT_BACKEND = "torch"
 # A preference for "the fastest backend that keeps quality here" (`default_backend`): what
@@ -140,17 +143,23 @@ def available_backends() -> list[str]:
             if not missing_modules(b) and unsupported_here(b) is None]
 
 
-def require_backend(name: str | None) -> Backend:
+def require_backend(name: str | None, *, stored: bool = False) -> Backend:
     """The backend, or a ModelError saying which extra to install or why this CPU cannot
-    run it."""
+    run it well. With `stored` (a project's embeddings were made with it, on another
+    computer of a team, say), a CPU that runs it slowly still runs it: the project opens
+    and keeps its embeddings, and the log says why encoding is slower here."""
     backend = get_backend(name)
     missing = missing_modules(backend)
     if missing:
         raise ModelError(f"the {backend.name} backend needs {', '.join(missing)}: install "
                          f"them with pip install \"duplens[{backend.extra}]\"")
     why = unsupported_here(backend)
-    if why is not None:
+    if why is not None and not stored:
         raise ModelError(why)
+    if why is not None:
+        log.warning("this project's embeddings were made with %s, which this CPU runs "
+                    "emulated (%s): they are kept, and encoding here is slower than usual",
+                    backend.name, why)
     return backend
 
 

@@ -31,9 +31,11 @@ log = logging.getLogger("duplens")
 
 
 def load_encoder(model: str | None = None, *, device: str | None = "auto",
-                 batch_size: int = 64, backend: str | None = None) -> SentenceEncoder:
+                 batch_size: int = 64, backend: str | None = None, stored: bool = False
+                 ) -> SentenceEncoder:
     """Resolve `model` (None: the bundled default; a folder; a hub name), pick the device
-    (auto: CUDA, then MPS, then CPU) and load it with `backend` (None: torch).
+    (auto: CUDA, then MPS, then CPU) and load it with `backend` (None: torch). `stored`:
+    the backend is the one the project's embeddings were made with (`require_backend`).
 
     The ONNX and OpenVINO backends run on the CPU, so with them "auto" means the CPU.
     """
@@ -43,7 +45,8 @@ def load_encoder(model: str | None = None, *, device: str | None = "auto",
         chosen = "cpu"
     else:
         chosen = pick_device(device)
-    return _load(spec, with_backend(spec, chosen_backend.name), chosen, batch_size)
+    return _load(spec, with_backend(spec, chosen_backend.name), chosen, batch_size,
+                 stored=stored)
 
 
 def load_stored_encoder(model: str | None, stored_fingerprint: str, *,
@@ -67,22 +70,24 @@ def load_stored_encoder(model: str | None, stored_fingerprint: str, *,
         chosen = "cpu"
     else:
         chosen = pick_device(device)
-    return _load(spec, served, chosen, batch_size)
+    return _load(spec, served, chosen, batch_size, stored=True)
 
 
-def _load(spec: ModelSpec, served: ModelSpec, device: str, batch_size: int
-          ) -> SentenceEncoder:
+def _load(spec: ModelSpec, served: ModelSpec, device: str, batch_size: int, *,
+          stored: bool = False) -> SentenceEncoder:
     """`served` (the model as its backend serves it) on `device`: torch-free when that is
     checked to give the same embeddings, else through sentence-transformers, checked then
-    for the next time. Only OpenVINO's own embeddings (`_torch_free_bulk`)."""
+    for the next time. Only OpenVINO's own embeddings (`_torch_free_bulk`). `stored`: it
+    serves a project's embeddings, which a CPU that runs its backend slowly still serves
+    (`require_backend`)."""
     backend = get_backend(served.backend)
     torch_free = device == "cpu" and _torch_free_bulk(backend) and spec.is_local
     if torch_free:
         light = _torch_free(served, batch_size)
         if light is not None:
             return light
-    encoder = SentenceEncoder(load_model(spec, device, backend.name), served, device,
-                              batch_size)
+    encoder = SentenceEncoder(load_model(spec, device, backend.name, stored=stored), served,
+                              device, batch_size)
     if torch_free:
         from engine.encoding import onnx_encoder
 

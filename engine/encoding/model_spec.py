@@ -154,17 +154,19 @@ def pick_device(preference: str | None = "auto") -> str:
     return preference
 
 
-def load_model(spec: ModelSpec, device: str, backend: str | None = None) -> SentenceTransformer:
+def load_model(spec: ModelSpec, device: str, backend: str | None = None, *,
+               stored: bool = False) -> SentenceTransformer:
     """Load the model: safetensors only, no code from the folder, fp16 on CUDA. Local
     folders never touch the network; a hub model does only the first time (`hub_folder`).
 
     With an ONNX or OpenVINO `backend` (CPU only), the transformer is exported once into
-    the cache (`engine.encoding.backends.export_dir`) and run from there.
+    the cache (`engine.encoding.backends.export_dir`) and run from there. `stored`: the
+    backend serves embeddings a project already has (`require_backend`).
     """
     from engine.encoding.backends import get_backend, require_backend
 
     if get_backend(backend).runtime != "torch":
-        chosen = require_backend(backend)
+        chosen = require_backend(backend, stored=stored)
         if device != "cpu":
             raise ModelError(f"the {chosen.name} backend runs on the CPU, not {device}; "
                              f"choose the cpu device or the torch backend")

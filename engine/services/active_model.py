@@ -174,18 +174,22 @@ class ActiveModel:
             return encoder
         if active is None:
             return self.use(None)
-        return self.use(self.source(active["location"]), backend=self.serving_backend(active))
+        return self.use(self.source(active["location"]), backend=self.serving_backend(active),
+                        stored=True)
 
     def use(self, model: str | None = None, *, device: str | None = None,
-            batch_size: int | None = None, backend: str | None = None) -> SentenceEncoder:
+            batch_size: int | None = None, backend: str | None = None,
+            stored: bool = False) -> SentenceEncoder:
         """Load a model (default, folder or hub name) and make it the active one, with
         `backend` or else the preferred one (`new_backend`); with a quantised backend it is
-        a model of its own (its rows are encoded again)."""
+        a model of its own (its rows are encoded again). `stored`: the backend serves the
+        project's own embeddings, which a CPU that runs it slowly still serves."""
         prefs = self.preferences
         device = device or prefs.device
         encoder = load_encoder(model, device=device,
                                batch_size=batch_size or prefs.batch_size,
-                               backend=backend or self.new_backend(model, device))
+                               backend=backend or self.new_backend(model, device),
+                               stored=stored)
         self.attach(encoder, is_default=model in (None, "", DEFAULT_MODEL))
         return encoder
 
@@ -199,9 +203,10 @@ class ActiveModel:
         if active is None:
             return self.use(None)
         chosen = self.preferences.backend
-        if is_auto(chosen):
+        keeps = is_auto(chosen)   # the embeddings' own backend, not a new choice
+        if keeps:
             chosen = self.serving_backend(active)
-        return self.use(self.source(active["location"]), backend=chosen)
+        return self.use(self.source(active["location"]), backend=chosen, stored=keeps)
 
     def attach(self, encoder: SentenceEncoder, *, is_default: bool) -> int:
         """Make an already loaded encoder the active model (tests and the window share one

@@ -320,3 +320,34 @@ def test_training_an_onnx_served_model_starts_from_its_torch_weights():
     for (name, a), (_, b) in zip(trainee.named_parameters(), reference.named_parameters(),
                                  strict=True):
         assert torch.equal(a, b), name
+
+
+def test_a_project_encoded_with_bf16_opens_on_a_cpu_without_bf16_units(
+        tmp_path, monkeypatch, caplog, data_dir):
+    """A team project's embeddings made with bf16 on one computer, opened on an analyst's
+    laptop whose CPU has no bf16 units: it opens, keeps its embeddings and searches as
+    before (OpenVINO emulates bf16 there, slower), and the log says so; bf16 as a new
+    choice is still refused there."""
+    _needs("openvino")
+    from engine.encoding import cpu_features
+    from engine.encoding.loading import load_encoder
+    from engine.project import Project
+
+    if not cpu_features.has_bf16_units():
+        pytest.skip("making the bf16 project needs a CPU with bf16 units")
+    path = tmp_path / "team.duplens"
+    query = "which city is australia's capital"
+    with Project.open(path, create=True) as project:
+        project.model.use(None, device="cpu", backend="openvino-bf16")
+        project.rows.import_table(data_dir / "questions.csv", ["question"], id_column="qid")
+        project.vectors.encode()
+        before = [(h.text, round(h.score, 4)) for h in project.search(query, 3)]
+
+    monkeypatch.setattr(cpu_features, "cpu_flags", lambda: {"avx2", "avx512f", "avx512_vnni"})
+    monkeypatch.setenv("DUPLENS_CACHE_DIR", str(tmp_path / "laptop-cache"))  # no export yet
+    with pytest.raises(ModelError, match="needs a CPU with bfloat16 units"):
+        load_encoder(None, device="cpu", backend="openvino-bf16")
+    with caplog.at_level("WARNING", logger="duplens"), Project.open(path) as again:
+        assert again.model.encoder().spec.backend == "openvino-bf16"
+        assert [(h.text, round(h.score, 4)) for h in again.search(query, 3)] == before
+    assert "runs emulated" in caplog.text
