@@ -19,16 +19,36 @@ ROOT = Path(__file__).resolve().parents[1]
 
 def run_cli(args: list[str], extra: dict[str, str] | None = None) -> float:
     """Seconds `duplens ARGS` took, start to exit; raises with its stderr when it fails."""
+    return run_cli_output(args, extra)[0]
+
+
+def run_cli_output(args: list[str], extra: dict[str, str] | None = None
+                   ) -> tuple[float, str]:
+    """`run_cli`, and what the command wrote on stdout (its `--json`, say)."""
     env = {**os.environ, "PYTHONPATH": str(ROOT), **(extra or {})}
-    return timed_python(["-m", "desktop_app.launcher", *args], env)
+    return _timed(["-m", "desktop_app.launcher", *args], env)
 
 
 def timed_python(args: list[str], env: dict[str, str]) -> float:
     """Wall seconds of `python ARGS` in `env`, from starting the process to its exit."""
+    return _timed(args, env)[0]
+
+
+def _timed(args: list[str], env: dict[str, str]) -> tuple[float, str]:
     started = time.perf_counter()
     done = subprocess.run([sys.executable, *args], env=env, capture_output=True, check=False)
     seconds = time.perf_counter() - started
     if done.returncode != 0:
         raise RuntimeError(f"python {' '.join(args)} failed ({done.returncode}): "
                            f"{done.stderr.decode(errors='replace')[-2000:]}")
-    return seconds
+    return seconds, done.stdout.decode(errors="replace")
+
+
+def command_table(title: str, rows: int, result: dict, baseline: str, command: str
+                  ) -> dict:
+    """The report's table of a whole command against plain encoding in the same run:
+    `result`'s "bare_encode_s", "command_s" and "ratio"."""
+    bare, took = result["bare_encode_s"], result["command_s"]
+    return {"title": title, "columns": ["what", "s", "rows/s", "ratio"],
+            "rows": [[baseline, bare, round(rows / bare, 1), "1.00"],
+                     [command, took, round(rows / took, 1), f"**{result['ratio']:.2f}**"]]}

@@ -29,7 +29,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from benchmarks.console import run_cli
+from benchmarks.console import command_table, run_cli
 from benchmarks.data import quora_questions, write_questions_csv
 from benchmarks.import_throughput import GOAL_RATIO
 from benchmarks.plain_encode import BATCH_SIZES, best_encode
@@ -97,13 +97,10 @@ def present(result: dict, results: dict | None = None) -> dict:
         f"the command is a child process (`python -m desktop_app.launcher`, what "
         f"the `duplens` console script runs), its time from process start to exit.",
     ]
-    table = {"title": f"A {n:,}-row file against a {result['project_rows']:,}-row project "
-                      f"({result['backend']})",
-             "columns": ["what", "s", "rows/s", "ratio"],
-             "rows": [["plain sentence-transformers encode of the file's texts",
-                       result["bare_encode_s"], round(n / result["bare_encode_s"], 1), "1.00"],
-                      ["`duplens match`, whole command", result["command_s"],
-                       round(n / result["command_s"], 1), f"**{ratio:.2f}**"]]}
+    table = command_table(f"A {n:,}-row file against a {result['project_rows']:,}-row "
+                          f"project ({result['backend']})", n, result,
+                          "plain sentence-transformers encode of the file's texts",
+                          "`duplens match`, whole command")
     return {"headline": headline, "tables": [table], "notes": notes}
 
 

@@ -26,13 +26,11 @@ from __future__ import annotations
 import csv
 import gzip
 import json
-import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
-from benchmarks.console import ROOT, run_cli
+from benchmarks.console import command_table, run_cli, run_cli_output
 from benchmarks.data import QUORA, quora_questions, write_questions_csv
 from benchmarks.import_throughput import GOAL_RATIO
 from benchmarks.plain_encode import BATCH_SIZES, best_encode
@@ -56,18 +54,9 @@ def write_pairs(path: Path, limit: int) -> Path:
 
 def finetune(project: Path, pairs: Path, env: dict[str, str]) -> tuple[dict, float]:
     """`duplens finetune … --json` in a child process: its report and wall seconds."""
-    import os
-
-    started = time.perf_counter()
-    done = subprocess.run(
-        [sys.executable, "-m", "desktop_app.launcher", "finetune", str(project), "--pairs",
-         str(pairs), "--max-steps", str(STEPS), "--json"],
-        env={**os.environ, "PYTHONPATH": str(ROOT), **env}, capture_output=True, check=False)
-    seconds = time.perf_counter() - started
-    if done.returncode != 0:
-        raise RuntimeError(f"duplens finetune failed ({done.returncode}): "
-                           f"{done.stderr.decode(errors='replace')[-2000:]}")
-    return json.loads(done.stdout), seconds
+    seconds, out = run_cli_output(["finetune", str(project), "--pairs", str(pairs),
+                                   "--max-steps", str(STEPS), "--json"], env)
+    return json.loads(out), seconds
 
 
 def measure(rows: int) -> dict:
@@ -134,12 +123,9 @@ def present(result: dict, results: dict | None = None) -> dict:
         f"{' and '.join(map(str, result['bare_batches']))} ({result['bare_batch']} won); the "
         f"command is a child process (`python -m desktop_app.launcher`, what the `duplens` "
         f"console script runs), its time from process start to exit.")
-    table = {"title": f"Re-encoding {n:,} rows with a fine-tuned version ({runs_as})",
-             "columns": ["what", "s", "rows/s", "ratio"],
-             "rows": [["plain sentence-transformers encode with the version",
-                       result["bare_encode_s"], round(n / result["bare_encode_s"], 1), "1.00"],
-                      ["`duplens models --activate`, whole command", result["command_s"],
-                       round(n / result["command_s"], 1), f"**{ratio:.2f}**"]]}
+    table = command_table(f"Re-encoding {n:,} rows with a fine-tuned version ({runs_as})", n,
+                          result, "plain sentence-transformers encode with the version",
+                          "`duplens models --activate`, whole command")
     return {"headline": headline, "tables": [table], "notes": notes}
 
 
