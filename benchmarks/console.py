@@ -44,6 +44,16 @@ def _timed(args: list[str], env: dict[str, str]) -> tuple[float, str]:
     return seconds, done.stdout.decode(errors="replace")
 
 
+def command_headline(figure: str, rows: int, result: dict, baseline_is: str, goal: float
+                     ) -> dict:
+    """The report's headline row of a whole command against plain encoding in the same run
+    (`result` as for `command_table`), met when the ratio reaches `goal`."""
+    took, bare, ratio = result["command_s"], result["bare_encode_s"], result["ratio"]
+    return {"figure": figure, "duplens": f"{took:.1f} s ({rows / took:,.0f} rows/s)",
+            "baseline": f"{bare:.1f} s ({rows / bare:,.0f} rows/s)", "baseline_is": baseline_is,
+            "ratio": f"{ratio:.2f}×", "goal": f"≥ {goal:g}×", "met": ratio >= goal}
+
+
 def command_table(title: str, rows: int, result: dict, baseline: str, command: str
                   ) -> dict:
     """The report's table of a whole command against plain encoding in the same run:

@@ -29,7 +29,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from benchmarks.console import command_table, run_cli
+from benchmarks.console import command_headline, command_table, run_cli
 from benchmarks.data import quora_questions, write_questions_csv
 from benchmarks.import_throughput import GOAL_RATIO
 from benchmarks.plain_encode import BATCH_SIZES, best_encode
@@ -74,17 +74,12 @@ def measure(file_rows: int, batch_size: int = 64) -> dict:
 
 def present(result: dict, results: dict | None = None) -> dict:
     """The headline and its notes (benchmarks/report.py)."""
-    n, ratio = result["file_rows"], result["ratio"]
-    headline = [{
-        "figure": f"`duplens match` of a {n:,}-row file against a {result['project_rows']:,}-"
-                  f"row project at the default settings ({result['backend']}), whole command",
-        "duplens": f"{result['command_s']:.1f} s ({n / result['command_s']:,.0f} rows/s)",
-        "baseline": f"{result['bare_encode_s']:.1f} s ({n / result['bare_encode_s']:,.0f} "
-                    f"rows/s)",
-        "baseline_is": "plain sentence-transformers (torch) `encode` of the file's texts "
-                       "alone (model loaded and warm, the faster of batch 32 and 64), same run",
-        "ratio": f"{ratio:.2f}×", "goal": f"≥ {GOAL_RATIO:g}×", "met": ratio >= GOAL_RATIO,
-    }]
+    n = result["file_rows"]
+    headline = [command_headline(
+        f"`duplens match` of a {n:,}-row file against a {result['project_rows']:,}-row "
+        f"project at the default settings ({result['backend']}), whole command", n, result,
+        "plain sentence-transformers (torch) `encode` of the file's texts alone (model "
+        "loaded and warm, the faster of batch 32 and 64), same run", GOAL_RATIO)]
     notes = [
         f"The project: {result['project_rows']:,} distinct Quora questions imported with "
         f"`duplens import` at the default settings ({result['import_s']:.1f} s, not part of "

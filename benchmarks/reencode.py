@@ -30,7 +30,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from benchmarks.console import command_table, run_cli, run_cli_output
+from benchmarks.console import command_headline, command_table, run_cli, run_cli_output
 from benchmarks.data import QUORA, quora_questions, write_questions_csv
 from benchmarks.import_throughput import GOAL_RATIO
 from benchmarks.plain_encode import BATCH_SIZES, best_encode
@@ -91,19 +91,13 @@ def measure(rows: int) -> dict:
 
 def present(result: dict, results: dict | None = None) -> dict:
     """The headline and its notes (benchmarks/report.py)."""
-    n, ratio, fast = result["rows"], result["ratio"], result["fast_form"]
+    n, fast = result["rows"], result["fast_form"]
     runs_as = fast["backend"] if fast and fast["passed"] else "torch"
-    headline = [{
-        "figure": f"Activating a fine-tuned version of a {n:,}-row project at the default "
-                  f"settings (it runs as {runs_as}), whole `duplens models --activate`",
-        "duplens": f"{result['command_s']:.1f} s ({n / result['command_s']:,.0f} rows/s)",
-        "baseline": f"{result['bare_encode_s']:.1f} s ({n / result['bare_encode_s']:,.0f} "
-                    f"rows/s)",
-        "baseline_is": "plain sentence-transformers (torch) `encode` of the same texts with "
-                       "the same version (loaded and warm, the faster of batch 32 and 64), "
-                       "same run",
-        "ratio": f"{ratio:.2f}×", "goal": f"≥ {GOAL_RATIO:g}×", "met": ratio >= GOAL_RATIO,
-    }]
+    headline = [command_headline(
+        f"Activating a fine-tuned version of a {n:,}-row project at the default settings (it "
+        f"runs as {runs_as}), whole `duplens models --activate`", n, result,
+        "plain sentence-transformers (torch) `encode` of the same texts with the same version "
+        "(loaded and warm, the faster of batch 32 and 64), same run", GOAL_RATIO)]
     notes = [
         f"The project: {n:,} distinct Quora questions imported with `duplens import` at the "
         f"default settings; the version: `duplens finetune --max-steps {result['steps']}` on "
