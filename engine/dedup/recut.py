@@ -71,7 +71,7 @@ def recut_clusters(previous: CutState, graph: KnnGraph, touched: np.ndarray) -> 
     ids = graph.ids
     n = len(ids)
     counts = graph.counts_at(t)
-    rank = _ranks(graph, counts, t, min_size)
+    rank = _ranks(graph, counts, min_size)
 
     # The previous outcome in this graph's positions.
     old = previous.clusters
@@ -228,15 +228,20 @@ def recut_clusters(previous: CutState, graph: KnnGraph, touched: np.ndarray) -> 
     return Recut(CutState(graph, t, rank_clusters(made), min_size), changed, gone)
 
 
-def _ranks(graph: KnnGraph, counts: np.ndarray, threshold: float, min_size: int
-           ) -> np.ndarray:
-    """Each text's place in `cut_clusters`' order (-1: never a centre)."""
+def _ranks(graph: KnnGraph, counts: np.ndarray, min_size: int) -> np.ndarray:
+    """Each text's place in `cut_clusters`' order (-1: never a centre).
+
+    A candidate's strength sums its entries at the threshold or above, which are the first
+    `counts[i]` of its row (rows are sorted by similarity): only those entries are read,
+    not a mask and a row number for each of the graph's tens of millions, and they are
+    summed in the same order as `cut_clusters` sums them."""
     n = len(graph.ids)
     candidates = np.nonzero(counts >= max(min_size - 1, 1))[0]
-    above = graph.sims >= threshold
-    rows = np.repeat(np.arange(n), np.diff(graph.indptr))
-    strength = np.bincount(rows[above], weights=graph.sims[above], minlength=n)
-    order = candidates[np.lexsort((candidates, -strength[candidates], -counts[candidates]))]
+    lengths = counts[candidates].astype(np.int64)
+    held = graph.sims[row_spans(graph.indptr[candidates], lengths)]
+    strength = np.bincount(np.repeat(np.arange(len(candidates)), lengths), weights=held,
+                           minlength=len(candidates))
+    order = candidates[np.lexsort((candidates, -strength, -lengths))]
     rank = np.full(n, -1, dtype=np.int64)
     rank[order] = np.arange(len(order))
     return rank
