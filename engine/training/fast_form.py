@@ -110,18 +110,20 @@ def convert(store: Store, version: dict, trained: SentenceTransformer | Sentence
     try:
         fast = load_encoder(str(version_path(store, version)), device="cpu",
                             batch_size=batch_size, backend=backend)
-    except ModelError as exc:
-        log.warning("%s: its %s form could not be made: %s", version["name"], backend, exc)
-        check = FastFormCheck(backend, False, [f"the conversion failed: {exc}"],
+        progress(Progress(STAGE_CONVERTING, 1, 3))
+        fast_ap = held_out_metrics(fast, held_out).average_precision
+        progress(Progress(STAGE_CONVERTING, 2, 3))
+        texts = _check_texts(store, held_out, seed)
+        found, truth = _searches(encode_texts(trained, texts), encode_texts(fast, texts), seed)
+    except Exception as exc:  # noqa: BLE001 - the version is saved: it keeps torch, and says why
+        detail = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        log.warning("%s: its %s form could not be made or checked: %s", version["name"],
+                    backend, detail, exc_info=not isinstance(exc, ModelError))
+        check = FastFormCheck(backend, False, [f"the conversion failed: {detail}"],
                               torch_average_precision=torch_average_precision,
                               seconds=time.perf_counter() - started)
         _record(store, version, check, None)
         return check, None, None
-    progress(Progress(STAGE_CONVERTING, 1, 3))
-    fast_ap = held_out_metrics(fast, held_out).average_precision
-    progress(Progress(STAGE_CONVERTING, 2, 3))
-    texts = _check_texts(store, held_out, seed)
-    found, truth = _searches(encode_texts(trained, texts), encode_texts(fast, texts), seed)
     searched = recall(found, truth)
     failed = []
     if torch_average_precision - fast_ap > PAIR_AP_LOSS:

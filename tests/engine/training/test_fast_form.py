@@ -174,3 +174,27 @@ def test_a_new_projects_model_trains_versions_named_after_the_model(tmp_path):
         assert project.model.row()["name"] == f"all-MiniLM-L6-v2 v2 ({FAST})"
     finally:
         project.close()
+
+
+@needs_fast_default
+def test_a_conversion_that_fails_keeps_the_version_with_torch(tmp_path, encoder, monkeypatch):
+    """The export has nowhere to go (the cache folder's parent is a file): the version is
+    saved all the same, with torch, and its row says why."""
+    blocker = tmp_path / "not-a-folder"
+    blocker.write_text("", encoding="utf-8")
+    project = make_project(tmp_path / "q.duplens", encoder, backend=None)
+    try:
+        monkeypatch.setenv("DUPLENS_CACHE_DIR", str(blocker / "cache"))
+        report = project.versions.finetune(options=QUICK)
+        check = report.fast_form
+        assert not check["passed"] and check["failed"][0].startswith("the conversion failed")
+        assert check["average_precision"] is None
+        assert report.folder.is_dir()
+        rows = model_rows(project)
+        assert sorted(rows) == [1, report.version_id]
+        assert rows[report.version_id]["metrics"]["fast_form"] == check
+        activated = project.versions.activate(report.version_id)
+        assert activated.model_id == report.version_id
+        assert project.model.encoder().spec.backend == "torch"
+    finally:
+        project.close()
