@@ -110,7 +110,9 @@ def _move_version_folders(src: Store, dst: Store, read: Connection, write: Conne
             raise ProjectError(f"{src.name}: model version {model_id} has no stored folder")
         folder = models_folder(dst.path) / Path(location).name
         untar_folder(data, folder)
-        write.execute(update(models).where(models.c.id == model_id).values(
+        # Every row of the version's folder: the version's, and its backends' (its fast form,
+        # `engine.training.fast_form`), which share its location.
+        write.execute(update(models).where(models.c.location == location).values(
             location=stored_location(dst.path, folder)))
         write.execute(delete(blobs).where(blobs.c.name == folder_blob_name(model_id)))
 

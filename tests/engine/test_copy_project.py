@@ -103,3 +103,30 @@ def test_copying_into_a_project_with_rows_is_refused_untouched(original, tmp_pat
     assert "already holds a project" in proc.stderr
     assert len(proc.stderr.strip().splitlines()) == 1
     assert tables(other) == before
+
+
+def test_a_version_served_by_its_fast_form_is_copied_with_it(tmp_path, encoder,
+                                                              postgres_url):
+    """The fast form's row shares its version's folder: a copy that moves the folder (to a
+    server and back to a file) moves that row's location too, and the copy serves."""
+    from engine.encoding.backends import default_backend
+    from engine.training.version_folders import sibling_of
+
+    if default_backend("cpu") == "torch":
+        pytest.skip("versions get no fast form on this CPU")
+    path = tmp_path / "fast.duplens"
+    project = make_project(path, encoder, backend=None)
+    version = project.versions.finetune(options=QUICK).version_id
+    project.versions.activate(version)
+    assert sibling_of(project.model.row()) == version
+    hits = [(h.id, round(h.score, 5)) for h in project.search(QUERY, 5)]
+    project.close()
+
+    cli("copy", str(path), postgres_url)
+    back = tmp_path / "back.duplens"
+    cli("copy", postgres_url, str(back))
+    locations = {r[2] for r in tables(back)["models"] if r[0] != 1}
+    assert locations == {"back.duplens.models/v2"}      # the version's and its form's
+    with Project.open(back) as copy:
+        assert sibling_of(copy.model.row()) == version
+        assert [(h.id, round(h.score, 5)) for h in copy.search(QUERY, 5)] == hits
