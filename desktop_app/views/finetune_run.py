@@ -90,11 +90,12 @@ class TrainPage(QWizardPage):
         controller.stateChanged.connect(self.show_state)
 
     def initializePage(self) -> None:  # noqa: N802 - Qt's name
-        from engine.training.session import FINETUNE_STAGES, STAGE_MINING
+        from engine.training.session import finetune_stages
 
         request = self.request()
-        stages = [s for s in FINETUNE_STAGES
-                  if s != STAGE_MINING or request.objective == "triplet"]
+        # Without "converting": whether it runs is the engine's call (a fast default
+        # backend here), so its line is added when it starts (`show_progress`).
+        stages = finetune_stages(request.objective, request.options)
         for label in self.stage_labels.values():
             label.deleteLater()
         self.stage_labels = {}
