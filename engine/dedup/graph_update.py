@@ -41,6 +41,8 @@ from engine.progress import CancelToken, Progress, ProgressCallback, RateMeter, 
 WIDEN = 2
 _QUERY_BATCH = 4096
 _PAIRS_AT_ONCE = 32_768   # (added text, member) pairs scored at once: 2 x 48 MB of vectors
+# Components of at least this many texts are scored by one matrix product each.
+_BIG_COMPONENT = 64
 
 
 @dataclass(frozen=True)
@@ -244,15 +246,23 @@ def _dense_pairs(graph: KnnGraph, read: VectorReader, added: np.ndarray, floor: 
     region = np.zeros(n, dtype=bool)
     region[added] = True
     frontier = np.flatnonzero(region)
-    links_a, links_b = [], []
+    # Each text reached gets a number in the order it is reached (rings one after another,
+    # ascending within a ring), and a ring's links leave its texts in that order: the links
+    # are then a sparse matrix's rows as they come, with no conversion (building one from
+    # pairs took longer than finding its components, at 7M links).
+    local = np.full(n, -1, dtype=np.int64)
+    local[frontier] = np.arange(len(frontier))
+    reached_count = len(frontier)
+    links_b, counts = [], []
     reached = np.zeros(n, dtype=bool)
     while len(frontier):
         lengths = at_floor[frontier]
         a = np.repeat(frontier, lengths)
         b = graph.indices[row_spans(graph.indptr[frontier], lengths)].astype(np.int64)
         link = saturated[a] | saturated[b]
-        links_a.append(a[link])
         links_b.append(b[link])
+        counts.append(np.bincount(np.repeat(np.arange(len(frontier)), lengths)[link],
+                                  minlength=len(frontier)))
         # The next ring, sorted and without repeats, by marks over the graph's rows: a
         # sort (np.unique) of the links took a second per million at 1M texts.
         reached[b[link]] = True
@@ -260,43 +270,57 @@ def _dense_pairs(graph: KnnGraph, read: VectorReader, added: np.ndarray, floor: 
         frontier = np.flatnonzero(reached)
         region[frontier] = True
         reached[frontier] = False
-    a, b = np.concatenate(links_a), np.concatenate(links_b)
-    if not len(a):
+        local[frontier] = np.arange(reached_count, reached_count + len(frontier))
+        reached_count += len(frontier)
+    b = np.concatenate(links_b)
+    if not len(b):
         return empty
-    nodes = np.flatnonzero(region)
-    local = np.full(n, -1, dtype=np.int64)
-    local[nodes] = np.arange(len(nodes))
+    nodes = np.empty(reached_count, dtype=np.int64)      # graph position of each number
+    nodes[local[region]] = np.flatnonzero(region)
     # Imported here: SciPy takes a while, and `duplens info` imports this module.
     from scipy import sparse
     from scipy.sparse.csgraph import connected_components
 
-    links = sparse.coo_matrix((np.ones(len(a), dtype=np.int8), (local[a], local[b])),
-                              shape=(len(nodes), len(nodes)))
-    _, label = connected_components(links.tocsr(), directed=False)
-    hit = np.zeros(int(label.max()) + 1, dtype=bool)
-    hit[label[local[added]]] = True
-    wanted = hit[label]
-    # One read for every component's vectors (in id order, which the store reads fastest).
-    every = read(graph.ids[nodes[wanted]])
-    row_of = np.full(len(nodes), -1, dtype=np.int64)
-    row_of[wanted] = np.arange(int(wanted.sum()))
-    # Every (added text, other member of its component) pair at once: a week's texts fall
-    # into thousands of small components (at 1M texts: 33,000 of them, the largest 1,458),
-    # where a loop over components spent more time in NumPy's per-call overhead than in
-    # the products.
-    members = np.flatnonzero(wanted)
-    members = members[np.argsort(label[members], kind="stable")]
-    sizes = np.bincount(label[members], minlength=len(hit))
-    starts = np.zeros(len(hit), dtype=np.int64)
+    # In the types SciPy's components work in (float64 weights, int32 positions): in any
+    # other it converts the 7M links first, which took as long as finding the components.
+    index_type = np.int32 if len(b) < 2**31 else np.int64
+    indptr = np.zeros(reached_count + 1, dtype=index_type)
+    np.cumsum(np.concatenate(counts), out=indptr[1:])
+    links = sparse.csr_matrix((np.ones(len(b)), local[b].astype(index_type), indptr),
+                              shape=(reached_count, reached_count))
+    # Every component holds an added text (the rings grew from them): weak components of
+    # the links as given are the components of the undirected graph.
+    _, label = connected_components(links, directed=True, connection="weak")
+    # One read for every component's vectors, in id order (which the store reads fastest).
+    by_id = np.argsort(nodes, kind="stable")
+    every = read(graph.ids[nodes[by_id]])
+    row_of = np.empty(reached_count, dtype=np.int64)
+    row_of[by_id] = np.arange(reached_count)
+    # Every (added text, other member of its component) pair: a week's texts fall into
+    # thousands of components (at 1M texts: 8,600 of them, the largest 1,484). The large
+    # ones are one matrix product each (added members by all members); the pairs of the
+    # many small ones are scored together, where a loop over them spent more time in
+    # NumPy's per-call overhead than in the products.
+    members = np.argsort(label, kind="stable")
+    sizes = np.bincount(label)
+    starts = np.zeros(len(sizes), dtype=np.int64)
     np.cumsum(sizes[:-1], out=starts[1:])
     mine = local[added]
-    lengths = sizes[label[mine]]
-    owners = np.repeat(mine, lengths)
-    partners = members[row_spans(starts[label[mine]], lengths)]
-    other = owners != partners
-    owners, partners = owners[other], partners[other]
+    big = sizes[label[mine]] >= _BIG_COMPONENT
     found_a, found_b, found_s = [], [], []
     meter = RateMeter()
+    small = mine[~big]
+    lengths = sizes[label[small]]
+    owners = np.repeat(small, lengths)
+    partners = members[row_spans(starts[label[small]], lengths)]
+    other = owners != partners
+    owners, partners = owners[other], partners[other]
+    mine_big = mine[big]
+    mine_big = mine_big[np.argsort(label[mine_big], kind="stable")]
+    cuts = np.flatnonzero(np.diff(label[mine_big])) + 1
+    groups = np.split(mine_big, cuts) if len(mine_big) else []
+    total = len(owners) + int(sum(sizes[label[g[0]]] * len(g) for g in groups))
+    done = 0
     for lo in range(0, len(owners), _PAIRS_AT_ONCE):
         if cancel is not None:
             cancel.raise_if_cancelled()
@@ -306,9 +330,21 @@ def _dense_pairs(graph: KnnGraph, read: VectorReader, added: np.ndarray, floor: 
         found_a.append(nodes[a[keep]])
         found_b.append(nodes[b[keep]])
         found_s.append(scores[keep].astype(np.float32))
-        done = min(lo + _PAIRS_AT_ONCE, len(owners))
-        progress(Progress("dense neighbourhoods of new texts", done, len(owners),
-                          meter.rate(done)))
+        done += len(a)
+        progress(Progress("dense neighbourhoods of new texts", done, total, meter.rate(done)))
+    for group in groups:
+        if cancel is not None:
+            cancel.raise_if_cancelled()
+        c = label[group[0]]
+        part = members[starts[c]:starts[c] + sizes[c]]
+        scores = every[row_of[group]] @ every[row_of[part]].T
+        scores[np.arange(len(group)), np.searchsorted(part, group)] = -np.inf   # itself
+        i, j = np.nonzero(scores >= floor)
+        found_a.append(nodes[group[i]])
+        found_b.append(nodes[part[j]])
+        found_s.append(scores[i, j].astype(np.float32))
+        done += scores.size
+        progress(Progress("dense neighbourhoods of new texts", done, total, meter.rate(done)))
     if not found_a:
         return empty
     return np.concatenate(found_a), np.concatenate(found_b), np.concatenate(found_s)

@@ -81,6 +81,33 @@ def test_added_texts_find_what_a_full_build_finds(world):
     assert all(len(row) >= K for row in new_rows.values())
 
 
+@pytest.mark.parametrize("big", [2, 64, 10**9])
+def test_a_dense_neighbourhood_is_scored_whole_in_products_or_pairs(big, monkeypatch):
+    """A neighbourhood of 150 texts all at the floor or above of one another: the added
+    ones are scored against all of it, by one product per component (`big` and above)
+    or pair by pair, and either way every pair the full build holds is found."""
+    import engine.dedup.graph_update as graph_update
+
+    monkeypatch.setattr(graph_update, "_BIG_COMPONENT", big)
+    rng = np.random.default_rng(3)
+    dense = _unit(rng.normal(size=(1, 48)) + 0.5 * rng.normal(size=(150, 48)))
+    vectors = np.concatenate([dense, _unit(rng.normal(size=(200, 48)))])
+    ids = rng.permutation(len(vectors)).astype(np.int64) * 2 + 1
+    later = rng.random(len(ids)) < 0.2
+    index = _index(ids[~later], vectors[~later])
+    before = build_knn_graph(index, K, floor=FLOOR)
+    index.add(ids[later], vectors[later])
+    update = update_graph(before, index, ids)
+    full = build_knn_graph(index, K, floor=FLOOR)
+    assert _pairs_above(update.graph, FLOOR) == _pairs_above(full, FLOOR)
+    assert len(_pairs_above(full, FLOOR)) > 150 * 149 // 2 * 0.9   # the neighbourhood is dense
+    assert len(_pairs_above(full, 0.85)) < 150 * 149 // 2 * 0.6   # with pairs all over it
+    exact = vectors @ vectors.T
+    at = {t: i for i, t in enumerate(ids.tolist())}
+    for a, row in _rows(update.graph).items():
+        assert all(abs(exact[at[a], at[b]] - s) < 1e-4 for b, s in row)
+
+
 def test_removed_texts_leave_and_their_neighbours_keep_k(world):
     ids, vectors = world
     index = _index(ids, vectors)
