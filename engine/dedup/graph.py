@@ -159,10 +159,11 @@ class KnnGraph:
 
 def _descending(sims: np.ndarray) -> np.ndarray:
     """float32 similarities as int64 keys in [0, 2**32) that sort highest first."""
-    bits = sims.astype(np.float32).view(np.uint32).astype(np.int64)
-    # IEEE floats sort as their bits when positive and reversed when negative.
-    ascending = np.where(bits >= 1 << 31, (1 << 32) - 1 - bits, bits | 1 << 31)
-    return (1 << 32) - 1 - ascending
+    bits = np.asarray(sims, dtype=np.float32).view(np.int32)
+    # IEEE floats sort as their bits (signed) when positive and reversed when negative:
+    # flipping a negative one's other bits makes the signed bits sort as the floats.
+    ordered = bits ^ ((bits >> 31) & 0x7FFFFFFF)
+    return (2**31 - 1) - ordered.astype(np.int64)
 
 
 def build_knn_graph(index: HnswIndex, k: int, ids: np.ndarray | None = None, *,

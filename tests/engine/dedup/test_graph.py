@@ -343,3 +343,19 @@ def test_a_project_whose_stored_graph_was_crafted_builds_it_again(open_questions
         assert [sorted(c.item_ids()) for c in reopened.clusters.cut(0.8)] == before != []
     finally:
         reopened.close()
+
+
+@given(st.lists(st.floats(width=32, allow_nan=False), min_size=2, max_size=50))
+def test_similarity_keys_sort_highest_first_as_the_floats_do(values):
+    """The integer keys rows are sorted by (`graph._descending`): highest similarity first,
+    negatives, zeros and infinities included; equal floats, equal keys."""
+    from engine.dedup.graph import _descending
+
+    sims = np.asarray(values, dtype=np.float32)
+    keys = _descending(sims)
+    assert ((keys >= 0) & (keys < 2**32)).all()
+    for i in range(len(sims) - 1):
+        a, b = float(sims[i]), float(sims[i + 1])
+        assert (keys[i] < keys[i + 1]) == (a > b) or (a == b and a == 0.0)
+        if a == b and np.signbit(sims[i]) == np.signbit(sims[i + 1]):
+            assert keys[i] == keys[i + 1]

@@ -141,11 +141,14 @@ def test_the_cut_of_an_updated_graph_is_recut_only_where_it_changed(world):
     assert len(result.changed) < len(full)
 
 
-@settings(max_examples=300, deadline=None)
-@given(st.integers(0, 2**32 - 1), st.booleans(), st.booleans())
-def test_a_merge_is_the_graph_of_all_its_entries(seed, remove, interleave):
-    """`_merge` copies untouched rows as they are and sorts only the others: the result is
-    what sorting every entry again gives, and it names every row that gained or lost one."""
+@settings(max_examples=400, deadline=None)
+@given(st.integers(0, 2**32 - 1), st.booleans(), st.booleans(), st.booleans())
+def test_a_merge_is_the_graph_of_all_its_entries(seed, remove, interleave, covered):
+    """`_merge` copies untouched rows as they are and merges the new entries into the
+    others: the result is what sorting every entry again gives, and it names every row
+    that gained or lost one. `covered`: the new entries each have an end among some texts
+    (the searched ones, as `update_graph` says), and only old entries there are compared
+    with them."""
     rng = np.random.default_rng(seed)
     n_old = int(rng.integers(1, 40))
     old_ids = np.sort(rng.choice(np.arange(1, 400, 2), n_old, replace=False))
@@ -162,11 +165,16 @@ def test_a_merge_is_the_graph_of_all_its_entries(seed, remove, interleave):
     m = int(rng.integers(0, 3 * n + 1)) if n else 0
     rows, cols = rng.integers(0, n, m), rng.integers(0, n, m)
     sims = rng.choice(np.linspace(0.5, 1.0, 11), m).astype(np.float32)
+    cover = None
+    if covered and n:
+        cover = rng.random(n) < 0.3
+        ends = cover[rows] | cover[cols]
+        rows, cols, sims = rows[ends], cols[ends], sims[ends]
 
     r_old, c_old = old_to_new[old.row_of_entries()], old_to_new[old.indices]
     lost = np.unique(r_old[(r_old >= 0) & (c_old < 0)])   # as update_graph names them
     merged, touched = _merge(old, new_ids, old_to_new, _remapped_columns(old, old_to_new),
-                             lost, rows, cols, sims)
+                             lost, rows, cols, sims, cover)
 
     keep = (r_old >= 0) & (c_old >= 0)
     want = KnnGraph.from_rows(new_ids, np.concatenate([r_old[keep], rows]),
