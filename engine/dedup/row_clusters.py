@@ -122,12 +122,34 @@ def expand_keyed(text_clusters: list[tuple[list[int], list[float]]],
     return built
 
 
+def rank_key(members: list[Member]) -> tuple[int, float]:
+    """Where a row cluster ranks: biggest first, then tighter (mean score of its rows)."""
+    return -len(members), -sum(m.score for m in members) / len(members)
+
+
 def rank_row_clusters(keyed: list[Keyed]) -> list[Keyed]:
     """Biggest first, then tighter; ties in the order made."""
-    return sorted(keyed, key=lambda km: (-len(km[1]), -sum(m.score for m in km[1])
-                                         / len(km[1])))
+    return sorted(keyed, key=lambda km: rank_key(km[1]))
 
 
 def text_clusters_as_ids(clusters: list[TextCluster], ids) -> list[tuple[list[int], list[float]]]:
     by_position = np.asarray(ids).tolist()
     return [([by_position[p] for p in c.members.tolist()], c.scores.tolist()) for c in clusters]
+
+
+def texts_in_no_cluster(texts: list[int], clusters: list[TextCluster], ids: np.ndarray
+                        ) -> list[int]:
+    """Those of `texts` (ascending text ids) in none of `clusters` (positions into the
+    sorted `ids`), in their order: marks over the graph's positions, where a set of every
+    clustered text took 0.3 s at 1M texts."""
+    if not texts:
+        return []
+    wanted = np.asarray(texts, dtype=np.int64)
+    marked = np.zeros(len(ids) + 1, dtype=bool)          # the last: texts not in the graph
+    if clusters:
+        marked[np.concatenate([c.members for c in clusters])] = True
+    at = np.searchsorted(ids, wanted) if len(ids) else np.zeros(len(wanted), np.int64)
+    found = at < len(ids)
+    found[found] = ids[at[found]] == wanted[found]
+    at[~found] = len(ids)
+    return wanted[~marked[at]].tolist()

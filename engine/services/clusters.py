@@ -27,6 +27,7 @@ from engine.dedup.row_clusters import (
     Cluster,
     expand_keyed,
     rank_row_clusters,
+    texts_in_no_cluster,
 )
 from engine.dedup.row_clusters import text_clusters_as_ids as as_ids
 from engine.errors import DiskFull, InputError
@@ -345,11 +346,11 @@ class Clusters:
         """The cut at the last cut's threshold after rows came or went: the text clusters
         replayed where the graph changed, row clusters built only where they changed."""
         again = recut_clusters(last.state, graph, touched_texts)
-        text_clusters = as_ids(again.state.clusters, graph.ids)
-        clustered = {t for ids, _ in text_clusters for t in ids}
         with self._store.read() as conn:
-            exact = [t for t in self._kept.texts_with_copies(conn) if t not in clustered]
-            what = plan(last, text_clusters, again.changed, exact, touched_rows)
+            exact = texts_in_no_cluster(self._kept.texts_with_copies(conn),
+                                        again.state.clusters, graph.ids)
+            what = plan(last, again.state.clusters, graph.ids, again.changed, exact,
+                        touched_rows)
             wanted = [t for ids, _ in what.build_text for t in ids] + what.build_exact
             rows = self._kept.rows(conn, wanted)
         built = expand_keyed(what.build_text, rows, what.build_exact, self._kept.member)
@@ -357,8 +358,8 @@ class Clusters:
         decided = self._ids.label(self.apply_decisions(raw), threshold=last.threshold,
                                   every_cluster=False, released=what.released)
         raw = _with_ids(raw, decided)
-        keys, raw, decided = assemble(last, what, built, raw, decided)
-        return LastCut(again.state, last.k, last.decisions, keys, raw, decided)
+        keys, raw, decided, ranks = assemble(last, what, built, raw, decided)
+        return LastCut(again.state, last.k, last.decisions, keys, raw, decided, ranks=ranks)
 
     def follow_imports(self, k: int = DEFAULT_NEIGHBOURS, *,
                        progress: ProgressCallback = no_progress,

@@ -101,3 +101,16 @@ def test_member_cache_stays_bounded_while_the_threshold_moves():
         cache.member({**item, "id": 1000 + i}, 0.5)
     assert 0 < cache.member_count <= limit
     assert cache.member(item, 0.9) == first
+
+
+def test_texts_in_no_cluster_keeps_the_order_and_the_texts_outside_the_graph():
+    from engine.dedup.cut import TextCluster
+    from engine.dedup.row_clusters import texts_in_no_cluster
+
+    ids = np.asarray([3, 5, 8, 13, 21], dtype=np.int64)
+    clusters = [TextCluster(np.asarray([1, 3]), np.asarray([1.0, 0.9], np.float32))]
+    # 5 and 13 are clustered; 4 and 99 are not in the graph at all
+    assert texts_in_no_cluster([3, 4, 5, 13, 21, 99], clusters, ids) == [3, 4, 21, 99]
+    assert texts_in_no_cluster([5], [], ids) == [5]
+    assert texts_in_no_cluster([], clusters, ids) == []
+    assert texts_in_no_cluster([7], [], np.zeros(0, np.int64)) == [7]
