@@ -108,8 +108,19 @@ def _live_ids(index) -> np.ndarray:
 
 
 def _few_changed(graph: KnnGraph, live: np.ndarray) -> bool:
-    changed = len(np.setxor1d(graph.ids, live, assume_unique=True))
-    return changed <= UPDATE_SHARE * max(len(graph.ids), 1)
+    """Whether the texts added and removed since `graph` (both sorted) are few enough to
+    update it. Counted by one lookup, or none when texts were only appended (a week's
+    import), not `np.setxor1d`, which sorts both again (0.1-0.4 s at 1M texts)."""
+    ids = graph.ids
+    if len(live) >= len(ids) and np.array_equal(live[:len(ids)], ids):
+        changed = len(live) - len(ids)
+    elif not len(ids) or not len(live):
+        changed = len(ids) + len(live)
+    else:
+        at = np.minimum(np.searchsorted(ids, live), len(ids) - 1)
+        kept = int(np.count_nonzero(ids[at] == live))
+        changed = (len(live) - kept) + (len(ids) - kept)
+    return changed <= UPDATE_SHARE * max(len(ids), 1)
 
 
 def _with_ids(raw: list[Cluster], decided: list[Cluster]) -> list[Cluster]:
