@@ -187,7 +187,8 @@ def recut_clusters(previous: CutState, graph: KnnGraph, touched: np.ndarray) -> 
         taken = holder >= 0 and holder != c and rank_of[holder] < r
         take: list[int] = []
         if not taken:
-            for q in above(c)[0]:
+            lo = row_start[c]
+            for q in indices[lo:lo + count_of[c]].tolist():
                 h = owner_of[q]
                 if h < 0 or h == c or rank_of[h] > r:
                     take.append(q)

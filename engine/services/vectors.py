@@ -15,6 +15,7 @@ from contextlib import ExitStack, contextmanager
 import numpy as np
 from sqlalchemy import select
 
+from engine.dedup.graph import unit_rows
 from engine.encoding.encode_job import CHUNK_TEXTS, EncodeReport, encode_missing
 from engine.encoding.encoder import EncodedBatch, Executor, SentenceEncoder
 from engine.index import side_file
@@ -86,8 +87,16 @@ class Vectors:
                 vectors, found = side.read(text_ids)
                 if not found.all():
                     missing = np.flatnonzero(~found)
-                    vectors[missing] = stored(np.asarray(text_ids)[missing])
+                    from_store = stored(np.asarray(text_ids)[missing])
+                    vectors[missing] = unit_rows(np.array(from_store, dtype=np.float32)) \
+                        if unit else from_store
                 return vectors
+            unit = side is not None and _unit_length(side)
+            # A cosine index file's vectors are unit length (hnswlib keeps them so; a
+            # sample says whether this one's are), and the few the store adds are made so:
+            # the graph then need not scale 250,000 of them again (0.1 s of a week's
+            # update at 1M).
+            read.unit_length = unit   # type: ignore[attr-defined]
             yield read
 
     def _side_vectors(self, model_id: int, dim: int) -> SideVectors | None:
@@ -166,3 +175,13 @@ class Vectors:
                 if (loaded is encoder and self._live.current() is index
                         and self._live.model_id == model_id):
                     return encoder, index, model_id
+
+
+def _unit_length(side: SideVectors) -> bool:
+    """Whether a sample of the index file's vectors all have length 1 (a cosine index)."""
+    sample = side.sample_ids()
+    if not len(sample):
+        return False
+    vectors, found = side.read(sample)
+    norms = np.linalg.norm(vectors[found], axis=1)
+    return bool(found.any()) and bool(np.all(np.abs(norms - 1) < 1e-4))

@@ -122,6 +122,9 @@ def test_a_project_reads_its_vectors_from_the_saved_index_file(open_questions, e
         got = read(ids)
     assert opened > before and len(reads) == opened   # every vector itself from the file
     np.testing.assert_allclose(_unit(got), _unit(expected), rtol=0, atol=1e-6)
+    # a cosine index keeps unit vectors: the graph need not scale them again
+    assert read.unit_length
+    np.testing.assert_allclose(np.linalg.norm(got, axis=1), 1, rtol=0, atol=1e-5)
 
 
 def test_a_file_written_into_is_not_read_and_the_store_answers(open_questions,
@@ -139,5 +142,5 @@ def test_a_file_written_into_is_not_read_and_the_store_answers(open_questions,
     with project.vectors.bulk_reader(model_id, dim) as read:
         before = len(reads)
         got = read(ids)
-    assert len(reads) > before
+    assert len(reads) > before and not read.unit_length
     np.testing.assert_allclose(got, expected, rtol=0, atol=0)
