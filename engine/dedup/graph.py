@@ -70,7 +70,7 @@ class KnnGraph:
         key = key[order]
         order = order[np.r_[True, key[1:] != key[:-1]]] if len(key) else order
         rows, cols, sims = rows[order], cols[order], sims[order]
-        order = np.argsort((rows << 32) | _descending(sims), kind="stable")
+        order = np.argsort((rows << 32) | descending_keys(sims), kind="stable")
         indptr = np.zeros(n + 1, dtype=np.int64)
         np.cumsum(np.bincount(rows, minlength=n), out=indptr[1:])
         return cls(np.asarray(ids, dtype=np.int64), indptr, cols[order].astype(np.int32),
@@ -157,7 +157,7 @@ class KnnGraph:
         return graph
 
 
-def _descending(sims: np.ndarray) -> np.ndarray:
+def descending_keys(sims: np.ndarray) -> np.ndarray:
     """float32 similarities as int64 keys in [0, 2**32) that sort highest first."""
     bits = np.asarray(sims, dtype=np.float32).view(np.int32)
     # IEEE floats sort as their bits (signed) when positive and reversed when negative:

@@ -31,7 +31,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from engine.dedup.dense import VectorReader
-from engine.dedup.graph import KnnGraph, _descending, normalised, row_spans
+from engine.dedup.graph import KnnGraph, descending_keys, normalised, row_spans
 from engine.dedup.knn_search import GRAPH_EF
 from engine.index.hnsw import HnswIndex
 from engine.progress import CancelToken, Progress, ProgressCallback, RateMeter, no_progress
@@ -41,8 +41,10 @@ from engine.progress import CancelToken, Progress, ProgressCallback, RateMeter, 
 WIDEN = 2
 _QUERY_BATCH = 4096
 _PAIRS_AT_ONCE = 32_768   # (added text, member) pairs scored at once: 2 x 48 MB of vectors
-# Components of at least this many texts are scored by one matrix product each.
+# Components of at least this many texts are scored by one matrix product each, of at most
+# this many scores at once (16 MB).
 _BIG_COMPONENT = 64
+_SCORES_AT_ONCE = 4_194_304
 
 
 @dataclass(frozen=True)
@@ -259,10 +261,10 @@ def _sorted_union(ids: np.ndarray, old_rows: np.ndarray, old_cols: np.ndarray,
     rows, cols, sims = rows[fresh], cols[fresh], sims[fresh]
     # The new entries in the rows' order: row, similarity descending, column.
     order = np.argsort(cols, kind="stable")
-    order = order[np.argsort((rows[order] << 32) | _descending(sims[order]), kind="stable")]
+    order = order[np.argsort((rows[order] << 32) | descending_keys(sims[order]), kind="stable")]
     rows, cols, sims = rows[order], cols[order], sims[order]
-    old_key = (old_rows << 32) | _descending(old_sims)
-    new_key = (rows << 32) | _descending(sims)
+    old_key = (old_rows << 32) | descending_keys(old_sims)
+    new_key = (rows << 32) | descending_keys(sims)
     at = np.searchsorted(old_key, new_key, side="left")
     ties = np.searchsorted(old_key, new_key, side="right") - at
     tied = np.flatnonzero(ties)
@@ -400,14 +402,20 @@ def _dense_pairs(graph: KnnGraph, read: VectorReader, added: np.ndarray, floor: 
             cancel.raise_if_cancelled()
         c = label[group[0]]
         part = members[starts[c]:starts[c] + sizes[c]]
-        scores = every[row_of[group]] @ every[row_of[part]].T
-        scores[np.arange(len(group)), np.searchsorted(part, group)] = -np.inf   # itself
-        i, j = np.nonzero(scores >= floor)
-        found_a.append(nodes[group[i]])
-        found_b.append(nodes[part[j]])
-        found_s.append(scores[i, j].astype(np.float32))
-        done += scores.size
-        progress(Progress("dense neighbourhoods of new texts", done, total, meter.rate(done)))
+        others = every[row_of[part]].T
+        # A few new texts at a time where the component is huge: the scores stay small.
+        step = max(1, _SCORES_AT_ONCE // len(part))
+        for lo in range(0, len(group), step):
+            some = group[lo:lo + step]
+            scores = every[row_of[some]] @ others
+            scores[np.arange(len(some)), np.searchsorted(part, some)] = -np.inf   # itself
+            i, j = np.nonzero(scores >= floor)
+            found_a.append(nodes[some[i]])
+            found_b.append(nodes[part[j]])
+            found_s.append(scores[i, j].astype(np.float32))
+            done += scores.size
+            progress(Progress("dense neighbourhoods of new texts", done, total,
+                              meter.rate(done)))
     if not found_a:
         return empty
     return np.concatenate(found_a), np.concatenate(found_b), np.concatenate(found_s)

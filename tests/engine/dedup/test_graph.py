@@ -347,12 +347,12 @@ def test_a_project_whose_stored_graph_was_crafted_builds_it_again(open_questions
 
 @given(st.lists(st.floats(width=32, allow_nan=False), min_size=2, max_size=50))
 def test_similarity_keys_sort_highest_first_as_the_floats_do(values):
-    """The integer keys rows are sorted by (`graph._descending`): highest similarity first,
+    """The integer keys rows are sorted by (`graph.descending_keys`): highest similarity first,
     negatives, zeros and infinities included; equal floats, equal keys."""
-    from engine.dedup.graph import _descending
+    from engine.dedup.graph import descending_keys
 
     sims = np.asarray(values, dtype=np.float32)
-    keys = _descending(sims)
+    keys = descending_keys(sims)
     assert ((keys >= 0) & (keys < 2**32)).all()
     for i in range(len(sims) - 1):
         a, b = float(sims[i]), float(sims[i + 1])

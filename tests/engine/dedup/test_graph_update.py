@@ -81,14 +81,18 @@ def test_added_texts_find_what_a_full_build_finds(world):
     assert all(len(row) >= K for row in new_rows.values())
 
 
-@pytest.mark.parametrize("big", [2, 64, 10**9])
-def test_a_dense_neighbourhood_is_scored_whole_in_products_or_pairs(big, monkeypatch):
+@pytest.mark.parametrize(("big", "budget"), [(2, 4_194_304), (64, 4_194_304), (64, 100),
+                                             (10**9, 4_194_304)])
+def test_a_dense_neighbourhood_is_scored_whole_in_products_or_pairs(big, budget,
+                                                                    monkeypatch):
     """A neighbourhood of 150 texts all at the floor or above of one another: the added
-    ones are scored against all of it, by one product per component (`big` and above)
-    or pair by pair, and either way every pair the full build holds is found."""
+    ones are scored against all of it, by one product per component (`big` and above;
+    a few new texts at a time when `budget` scores cannot hold them all) or pair by pair,
+    and either way every pair the full build holds is found."""
     import engine.dedup.graph_update as graph_update
 
     monkeypatch.setattr(graph_update, "_BIG_COMPONENT", big)
+    monkeypatch.setattr(graph_update, "_SCORES_AT_ONCE", budget)
     rng = np.random.default_rng(3)
     dense = _unit(rng.normal(size=(1, 48)) + 0.5 * rng.normal(size=(150, 48)))
     vectors = np.concatenate([dense, _unit(rng.normal(size=(200, 48)))])
