@@ -10,9 +10,14 @@ own cores while Python tokenises and pools the next one: measured on the 2-core 
 with the int8 model, 2 streams of one thread did about 1.3× the sentences per second of one
 request on both threads (batches of 64 Quora questions, sorted by length).
 
-Both forms run in the precision the backend names (`INFERENCE_PRECISION_HINT`): float32,
-or bf16 for openvino-bf16. Never OpenVINO's own choice: on a CPU with bf16 units it would
-compute a float32 model in bf16 and give other embeddings than the checked ones.
+An import inserts into the HNSW index on a thread of its own while the next chunk encodes,
+so one stream shares its core. A stream that finishes first therefore takes the next batch
+at once (OpenVINO's `AsyncInferQueue`; results are put back in order here) instead of
+waiting for the oldest request, and the throughput form's threads are not pinned to cores,
+so the system can move a stream off the busy one. Measured on the 2-core test machine,
+20,000 Quora questions imported in process (encode + index + save), the two ways alternated
+in fresh processes: 27.7 / 27.7 / 32.1 s against 31.5 / 29.8 / 32.9 s before; encoding alone
+was unchanged (8,000 questions: 8.00–8.24 s against 8.17–8.33 s).
 """
 
 from __future__ import annotations
@@ -72,8 +77,10 @@ class OpenVinoRunner:
             attribute = "_latency" if hint == "LATENCY" else "_throughput"
             compiled = getattr(self, attribute)
             if compiled is None:
-                compiled = self._core.compile_model(self._model, "CPU",
-                                                    {"PERFORMANCE_HINT": hint, **self._common})
+                # Unpinned for bulk work: see the module's docstring.
+                pinning = {} if hint == "LATENCY" else {"ENABLE_CPU_PINNING": False}
+                compiled = self._core.compile_model(
+                    self._model, "CPU", {"PERFORMANCE_HINT": hint, **self._common, **pinning})
                 setattr(self, attribute, compiled)
             return compiled
 
@@ -93,27 +100,36 @@ class OpenVinoRunner:
 
     def run_many(self, feeds: Iterable[dict[str, np.ndarray]]) -> Iterator[np.ndarray]:
         """The token embeddings of each batch of `feeds`, in order, with one batch in
-        flight per stream: the next feed is taken (tokenised by the caller) while the
-        streams compute. Stopping early waits for the batches in flight, so nothing runs
-        on once the caller has moved on."""
+        flight per stream: the next feed is taken (tokenised by the caller) as soon as a
+        stream is free, whichever it is. Results that come back early wait here for the
+        ones before them; there are at most as many as streams kept busy meanwhile.
+        Stopping early waits for the batches in flight, so nothing runs on once the caller
+        has moved on."""
+        import openvino as ov
+
         compiled = self._compiled("THROUGHPUT")
         depth = max(1, int(compiled.get_property("OPTIMAL_NUMBER_OF_INFER_REQUESTS")))
-        idle = collections.deque(compiled.create_infer_request() for _ in range(depth))
-        busy: collections.deque = collections.deque()
+        queue = ov.AsyncInferQueue(compiled, depth)
+        done: dict[int, np.ndarray] = {}
+
+        def finished(request, position: int) -> None:
+            # On OpenVINO's thread; the copy frees the request for the next batch.
+            done[position] = request.get_output_tensor(0).data.copy()
+
+        queue.set_callback(finished)
+        following = started = 0
         try:
-            for feed in feeds:
-                if not idle:
-                    request = busy.popleft()
-                    request.wait()
-                    yield request.get_output_tensor(0).data.copy()
-                    idle.append(request)
-                request = idle.popleft()
-                request.start_async(feed)
-                busy.append(request)
-            while busy:
-                request = busy.popleft()
-                request.wait()
-                yield request.get_output_tensor(0).data.copy()
+            for position, feed in enumerate(feeds):
+                queue.start_async(feed, position)   # waits for a free request
+                started += 1
+                while following in done:
+                    yield done.pop(following)
+                    following += 1
+            queue.wait_all()
+            while following in done:
+                yield done.pop(following)
+                following += 1
+            if following != started:
+                raise RuntimeError(f"OpenVINO returned {following} of {started} batches")
         finally:
-            for request in busy:
-                request.wait()
+            queue.wait_all()
