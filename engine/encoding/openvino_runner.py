@@ -18,6 +18,10 @@ so the system can move a stream off the busy one. Measured on the 2-core test ma
 20,000 Quora questions imported in process (encode + index + save), the two ways alternated
 in fresh processes: 27.7 / 27.7 / 32.1 s against 31.5 / 29.8 / 32.9 s before; encoding alone
 was unchanged (8,000 questions: 8.00–8.24 s against 8.17–8.33 s).
+
+Both forms run in the precision the backend names (`INFERENCE_PRECISION_HINT`): float32,
+or bf16 for openvino-bf16. Never OpenVINO's own choice: on a CPU with bf16 units it would
+compute a float32 model in bf16 and give other embeddings than the checked ones.
 """
 
 from __future__ import annotations
@@ -102,7 +106,8 @@ class OpenVinoRunner:
         """The token embeddings of each batch of `feeds`, in order, with one batch in
         flight per stream: the next feed is taken (tokenised by the caller) as soon as a
         stream is free, whichever it is. Results that come back early wait here for the
-        ones before them; there are at most as many as streams kept busy meanwhile.
+        ones before them: only the batches a free stream finished while an earlier one
+        was still running.
         Stopping early waits for the batches in flight, so nothing runs on once the caller
         has moved on."""
         import openvino as ov
