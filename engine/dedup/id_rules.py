@@ -20,14 +20,17 @@ an export's `cluster_id` can be a key in another system. The rules, in order:
 The anchor is sticky: it moves only to the row the analyst chose as canonical, or, when the
 id was kept by its rows (rule 1's second half), to the cluster's canonical then; a new
 centre after a threshold move does not move it, so moving back finds it where it was.
-Pure: no store, no graph; `engine.services.cluster_ids` reads and writes what it needs.
+Pure: no database, no graph; the records it reads and returns are plain data
+(`engine.store.id_records`), which `engine.services.cluster_ids` reads and writes.
 """
 
 from __future__ import annotations
 
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
+
+from engine.store.id_records import Assignment, Before, IdRecord
 
 # How a cluster came by its id in one assignment.
 KEPT, MERGED, NEW, SPLIT, REVIVED = "kept", "merged", "new", "split", "revived"
@@ -52,62 +55,6 @@ class CutCluster:
     items: tuple[int, ...]      # every row: its members and the rows moved out of it
     canonical: int              # the row that leads it
     chosen: bool = False        # the analyst chose that row as canonical
-
-
-@dataclass
-class IdRecord:
-    id: int
-    anchor: int | None          # the row (item id) the id follows
-    retired: bool = False
-    merged_into: int | None = None
-
-
-@dataclass
-class Before:
-    """What the project recorded at its last cut."""
-
-    members: dict[int, int]                 # item id -> cluster id, rows in a cluster
-    records: dict[int, IdRecord]            # every id ever handed out
-    next_id: int                            # the first number never used
-    dead: set[int] = field(default_factory=set)   # anchors no longer in the project
-
-    def __post_init__(self) -> None:
-        self._sizes: Counter[int] | None = None
-        self._anchored: dict[int, list[int]] | None = None
-
-    @property
-    def sizes(self) -> Counter[int]:
-        """Earlier rows per id (rows in the project: deleting a row forgets it)."""
-        if self._sizes is None:
-            self._sizes = Counter(self.members.values())
-        return self._sizes
-
-    def anchored_at(self, item: int) -> list[int]:
-        """Ids whose anchor is this row (several when merged ids share it)."""
-        if self._anchored is None:
-            anchored: dict[int, list[int]] = defaultdict(list)
-            for rec in self.records.values():
-                if rec.anchor is not None:
-                    anchored[rec.anchor].append(rec.id)
-            self._anchored = dict(anchored)
-        return self._anchored.get(item, [])
-
-
-@dataclass
-class Assignment:
-    ids: list[int]                          # per cut cluster, in the cut's order
-    how: list[str]                          # per cut cluster: KEPT, MERGED, NEW, SPLIT, REVIVED
-    minted: dict[int, int | None]           # new id -> the id it split from (None: new)
-    retired: dict[int, int | None]          # id -> the id it merged into (None: gone)
-    revived: set[int]
-    anchors: dict[int, int]                 # id -> its anchor, where new or moved
-    changed: dict[int, tuple[int | None, int | None]]   # item -> (id before, id now)
-    next_id: int
-
-    @property
-    def writes_nothing(self) -> bool:
-        return not (self.minted or self.retired or self.revived or self.anchors
-                    or self.changed)
 
 
 def assign(cuts: Sequence[CutCluster], before: Before, *, every_cluster: bool = True,

@@ -24,11 +24,12 @@ from dataclasses import dataclass, replace
 
 from sqlalchemy import select
 
-from engine.dedup.id_rules import Assignment, Before, CutCluster, apply, assign, label
+from engine.dedup.id_rules import CutCluster, apply, assign, label
 from engine.dedup.row_clusters import CANONICAL, Cluster
 from engine.errors import DiskFull
 from engine.store import cluster_records as records
 from engine.store.database import Store
+from engine.store.id_records import Assignment, Before
 from engine.store.schema import items
 
 # What happened to a row's cluster since an import (`changes_since`).

@@ -15,8 +15,8 @@ from collections.abc import Sequence
 
 from sqlalchemy import BigInteger, Connection, Text, cast, delete, func, select
 
-from engine.dedup.id_rules import Assignment, Before, IdRecord
 from engine.store.dialects import conflict_insert, insert_missing, lock
+from engine.store.id_records import Assignment, Before, IdRecord
 from engine.store.schema import cluster_history, cluster_ids, item_clusters, items, meta, sources
 
 VERSION_KEY = "cluster_ids_version"

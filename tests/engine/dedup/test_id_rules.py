@@ -7,13 +7,13 @@ from engine.dedup.id_rules import (
     NEW,
     REVIVED,
     SPLIT,
-    Before,
     CutCluster,
     apply,
     assign,
     label,
     number,
 )
+from engine.store.id_records import Before
 
 
 def cut(*items: int, canonical: int | None = None, chosen: bool = False) -> CutCluster:
