@@ -111,7 +111,7 @@ def measure(n: int) -> dict:
         rebuild_s = time.perf_counter() - t0
         t0 = time.perf_counter()
         with store.write() as conn:
-            save_index(conn, model["id"], index, version=result.version)
+            save_index(conn, model["id"], index, change_count=result.change_count)
         save_s = time.perf_counter() - t0
         del index
         side = side_file.folder_for(path) / f"hnsw-{model['id']}.bin"

@@ -190,7 +190,7 @@ def measure_open(path: Path, save: bool = False, blobs: bool = False,
     full reconcile (and, with `save`, saving the index again). `blobs`: this process never
     uses a side file (the route before side files)."""
     from engine.encoding.loading import load_encoder
-    from engine.index.persist import current_version
+    from engine.index.persist import current_change_count
     from engine.index.reconcile import reconcile
     from engine.project import Project
 
@@ -222,9 +222,9 @@ def measure_open(path: Path, save: bool = False, blobs: bool = False,
     model_id = project.model.id()
     t0 = time.perf_counter()
     with project.store.read() as conn:
-        version = current_version(conn, model_id, index)
+        count = current_change_count(conn, model_id, index)
     out["stamp_check_s"] = round(time.perf_counter() - t0, 4)
-    out["stamp_matched"] = version is not None
+    out["stamp_matched"] = count is not None
     t0 = time.perf_counter()
     changed = reconcile(project.store, index, model_id).changed
     out["full_reconcile_s"] = round(time.perf_counter() - t0, 3)
@@ -431,7 +431,7 @@ def present(result: dict, results: dict | None = None) -> dict:
                                 "peak RSS MiB", "load avg"], "rows": rows},
                    {"title": "what a matching stamp saves on open",
                     "columns": ["check", "seconds"],
-                    "rows": [["stamp check (content version, embedding count)",
+                    "rows": [["stamp check (content change count, embedding count)",
                               last["stamp_check_s"]],
                              ["full reconcile with every embedding id (skipped)",
                               last["full_reconcile_s"]]]},

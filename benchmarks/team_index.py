@@ -8,7 +8,7 @@ package when it is installed, else the machine's own PostgreSQL and the local ca
 
 - **local cache** (what file projects do): the HNSW index is saved in the project's `blobs`
   table with its stamp; every analyst's Duplens streams it once on open
-  (`engine.index.persist.load_index`), checks the stamp against `content_version`, and
+  (`engine.index.persist.load_index`), checks the stamp against the content change count, and
   searches in memory. Baseline: the same project as a `.duplens` file.
 - **pgvector**: the vectors in a `vector(384)` column with pgvector's HNSW index (the
   product's M and ef_construction), each keystroke one `ORDER BY embedding <=> q LIMIT 10`
@@ -204,11 +204,12 @@ def _index(base: np.ndarray, ids: np.ndarray):
 
 def _save(store, model: int, index) -> float:
     from engine.index.persist import save_index
-    from engine.store import embeddings as embedding_store
+    from engine.store import change_counters
 
     t0 = time.perf_counter()
     with store.write() as conn:
-        save_index(conn, model, index, version=embedding_store.content_version(conn))
+        save_index(conn, model, index,
+                   change_count=change_counters.read(conn, change_counters.CONTENT))
     return round(time.perf_counter() - t0, 2)
 
 
@@ -233,7 +234,7 @@ class _Searcher:
 def _local_design(location, model: int, encoder, first_query: str):
     """Open as a project opens (stream the saved index, check its stamp), `OPEN_RUNS`
     times; the Python heap's peak during one load; the searcher of the last open."""
-    from engine.index.persist import current_version, load_index
+    from engine.index.persist import current_change_count, load_index
     from engine.store.database import Store
 
     opens = []
@@ -242,7 +243,7 @@ def _local_design(location, model: int, encoder, first_query: str):
         store = Store.open(location)
         with store.read() as conn:
             index, why = load_index(conn, model, DIM)
-            stamped = current_version(conn, model, index)
+            stamped = current_change_count(conn, model, index)
         index.query(encoder.encode([first_query]), K)
         opens.append(time.perf_counter() - t0)
         assert why == "" and stamped is not None, why

@@ -25,13 +25,12 @@ from engine.io import (
     require_columns,
 )
 from engine.progress import CancelToken, Progress, ProgressCallback, RateMeter, no_progress
+from engine.store import change_counters
 from engine.store.database import Store
-from engine.store.embeddings import bump_content_version
 from engine.store.items import (
     NewRow,
     add_rows,
     add_source,
-    bump_rows_version,
     find_source,
     update_source,
 )
@@ -56,13 +55,13 @@ class ImportReport:
     bad_lines: list[int] = field(default_factory=list)
     format: TableFormat | None = None
     # Texts known before this import that had no live row and now have one again: an index
-    # that marked them deleted must take them back. The content version is bumped for them.
+    # that marked them deleted must take them back. The content change count is bumped for them.
     revived_texts: list[int] = field(default_factory=list)
-    content_version: int | None = None  # after the bump; None when nothing was revived
+    content_change_count: int | None = None  # after the bump; None: nothing was revived
     # Verdicts given while checking this file that became labelled pairs now that its rows
     # are in (`engine.store.pending_verdicts`; set by `Rows.import_table`).
     verdicts_adopted: int = 0
-    rows_version: int | None = None     # `items.rows_version` after this import's rows
+    rows_change_count: int | None = None    # `change_counters.ROWS` after this import
 
     @property
     def exact_duplicates(self) -> int:
@@ -129,14 +128,15 @@ def import_table(store: Store, path: str | os.PathLike, text_columns: list[str],
         report.bad_lines = list(read.bad_lines)
         if report.rows_read == 0:
             raise InputError(f"{path.name}: the file has no data rows")
-        report.rows_version = bump_rows_version(conn)
+        report.rows_change_count = change_counters.bump(conn, change_counters.ROWS)
         update_source(conn, source_id, rows_read=report.rows_read,
                       rows_imported=report.rows_imported, rows_empty=report.rows_empty,
                       bad_lines=report.bad_lines)
         if report.new_texts < report.rows_imported:  # some rows reuse known texts
             report.revived_texts = _revived_texts(conn, source_id, last_old_text)
             if report.revived_texts:
-                report.content_version = bump_content_version(conn)
+                report.content_change_count = change_counters.bump(
+                    conn, change_counters.CONTENT)
     report.source_id = source_id
     return report
 

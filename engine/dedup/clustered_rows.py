@@ -3,9 +3,9 @@
 Moving the threshold slider cuts the kept graph again in a fraction of a second; reading
 the rows of every clustered text back from the store took longer than the cut itself at
 100k rows (SQL IN batches and row objects). The rows of a text change only when rows are
-imported or deleted, so they are kept until then: `rows_changed(texts, version)` forgets
+imported or deleted, so they are kept until then: `rows_changed(texts, count)` forgets
 those texts' rows (and notes them, `take_touched`, so that an incremental re-cut knows
-whose clusters to build again), and the rows version (`engine.store.items.rows_version`,
+whose clusters to build again), and the rows change count (`engine.store.change_counters`,
 bumped by every import and deletion) is the key that catches another process's changes.
 """
 
@@ -34,7 +34,7 @@ class RowsByText:
         self._rows: dict[int, list[dict]] = {}
         self._copies: set[int] | None = None
         self._dirty: set[int] = set()            # texts whose copy count may have changed
-        self._version: int | None = None
+        self._change_count: int | None = None
         # Texts whose rows changed since `take_touched`; None: unknown (another process
         # changed rows, or everything was forgotten).
         self._touched: set[int] | None = None
@@ -47,29 +47,29 @@ class RowsByText:
         with self._lock:
             self._forget_all(None)
 
-    def _forget_all(self, version: int | None) -> None:
-        self._rows, self._copies, self._version, self._members = {}, None, version, {}
+    def _forget_all(self, count: int | None) -> None:
+        self._rows, self._copies, self._change_count, self._members = {}, None, count, {}
         self._dirty, self._touched = set(), None
 
-    def rows_changed(self, text_ids: set[int], version: int) -> None:
-        """This process imported or deleted rows of these texts, making rows version
-        `version`: their rows are read again; the rest is kept if nothing else changed."""
+    def rows_changed(self, text_ids: set[int], count: int) -> None:
+        """This process imported or deleted rows of these texts, making the rows change
+        count `count`: their rows are read again; the rest is kept if nothing else changed."""
         with self._lock:
-            if self._version is None or version != self._version + 1:
-                self._forget_all(version)
+            if self._change_count is None or count != self._change_count + 1:
+                self._forget_all(count)
                 return
             for t in text_ids:
                 self._rows.pop(t, None)
             self._dirty.update(text_ids)
             if self._touched is not None:
                 self._touched.update(text_ids)
-            self._version = version
+            self._change_count = count
 
-    def check(self, version: int) -> None:
-        """Forget what was read under another rows version (another process's rows)."""
+    def check(self, count: int) -> None:
+        """Forget what was read under another rows change count (another process's rows)."""
         with self._lock:
-            if version != self._version:
-                self._forget_all(version)
+            if count != self._change_count:
+                self._forget_all(count)
 
     def take_touched(self) -> set[int] | None:
         """Texts whose rows changed since the last call (None: not known, take all), and

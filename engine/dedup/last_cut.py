@@ -29,7 +29,7 @@ class LastCut:
     keys: list[int]                       # per cluster below (`row_clusters.cluster_key`)
     raw: list[Cluster]                    # as cut, labelled, ranked
     decided: list[Cluster]                # the same with the decisions laid over them
-    ids_version: int | None = None        # the id assignment's version once labelled
+    ids_change_count: int | None = None   # the id records' change count once labelled
     # Per cluster above, `row_clusters.rank_key` of its rows (worked out once: a sum over
     # every row of every cluster took 0.2 s at 1M rows); computed when not given.
     ranks: list[tuple[int, float]] = field(default_factory=list)

@@ -58,7 +58,7 @@ class EncodeReport:
     truncated: int = 0
     cancelled: bool = False
     remaining: int = 0
-    commits: int = 0          # chunk transactions written (each bumps the content version)
+    commits: int = 0          # chunk transactions written (each bumps the content change count)
 
 
 def plan_batches(text_ids: Sequence[int], texts: dict[int, str], batch_size: int,

@@ -12,10 +12,11 @@ is computed on another thread while the chunks are read and written: hashlib, fi
 and SQLite's blob reads all release the GIL, so the two cores share the work. A server
 project stores the same chunk rows and streams them from one query (`store.postgres`).
 
-Beside the blob, a stamp (in `meta`) records the content version the index matches and
-how many embeddings the model had then. When both still hold on load, the index is
-exactly what a full reconcile with the embeddings would produce, and that reconcile (a
-few seconds at 1M items) is skipped.
+Beside the blob, a stamp (in `meta`) records the content change count the index matches
+(`engine.store.change_counters`; stored as the stamp's "version") and how many embeddings
+the model had then. When both still hold on load, the index is exactly what a full
+reconcile with the embeddings would produce, and that reconcile (a few seconds at 1M
+items) is skipped.
 
 A file project also keeps the saved bytes in a file beside it (`index.side_file`), written
 while the blob is, and loaded straight by hnswlib when the store's record says it is the
@@ -42,9 +43,10 @@ from sqlalchemy import Connection, delete, func, select
 
 from engine.index import side_file
 from engine.index.hnsw import HnswIndex, HnswParams
+from engine.store import change_counters
 from engine.store.blobs import blob_lock, chunk_bytes, delete_blob, iter_blob, put_blob_chunks
 from engine.store.dialects import upsert
-from engine.store.embeddings import content_version, count_model_embeddings
+from engine.store.embeddings import count_model_embeddings
 from engine.store.schema import embeddings, indexes, meta
 
 
@@ -57,11 +59,11 @@ def stamp_key(model_id: int) -> str:
 
 
 def save_index(conn: Connection, model_id: int, index: HnswIndex, *,
-               version: int | None = None) -> None:
+               change_count: int | None = None) -> None:
     """Store the index (inside the caller's write transaction).
 
-    `version`: the content version the index is known to match, or None when unknown (the
-    next load then reconciles it with the embeddings in full).
+    `change_count`: the content change count the index is known to match, or None when
+    unknown (the next load then reconciles it with the embeddings in full).
 
     One writer at a time per index, across processes: the blob's lock is taken first and
     held to the end of the transaction, so blob, checksum row and stamp always belong
@@ -70,7 +72,7 @@ def save_index(conn: Connection, model_id: int, index: HnswIndex, *,
     replaced by the one in our memory (see `_superseded`).
     """
     blob_lock(conn, blob_name(model_id))
-    if _superseded(conn, model_id, version):
+    if _superseded(conn, model_id, change_count):
         return
     size = 0
     step = chunk_bytes(conn)
@@ -93,7 +95,7 @@ def save_index(conn: Connection, model_id: int, index: HnswIndex, *,
     except BaseException:
         side.discard()
         raise
-    _record_saved(conn, model_id, index, digest.hexdigest(), size, version)
+    _record_saved(conn, model_id, index, digest.hexdigest(), size, change_count)
     finished = side.finish()
     if finished is not None:
         side_file.publish(conn, model_id, finished, digest.hexdigest())
@@ -102,41 +104,43 @@ def save_index(conn: Connection, model_id: int, index: HnswIndex, *,
 
 
 def _record_saved(conn: Connection, model_id: int, index: HnswIndex, sha256: str, size: int,
-                  version: int | None) -> None:
+                  change_count: int | None) -> None:
     upsert(conn, indexes, dict(
         model_id=model_id, dim=index.dim, params=index.params_dict(),
         deleted=sorted(index.deleted), count=len(index),
         sha256=sha256, size=size, saved_at=time.time(),
     ), ["model_id"])
-    write_stamp(conn, model_id, version)
+    write_stamp(conn, model_id, change_count)
 
 
-def write_stamp(conn: Connection, model_id: int, version: int | None) -> None:
-    """Record that the saved index matches content `version` (None: forget any record).
+def write_stamp(conn: Connection, model_id: int, change_count: int | None) -> None:
+    """Record that the saved index matches content change count `change_count` (None:
+    forget any record).
 
-    Only recorded when `version` is the current one, read in this same transaction, so the
-    embedding count stored beside it belongs to that version.
+    Only recorded when `change_count` is the current one, read in this same transaction, so
+    the embedding count stored beside it belongs to that count.
     """
-    if version is None or version != content_version(conn):
+    if change_count is None or change_count != change_counters.read(conn,
+                                                                    change_counters.CONTENT):
         conn.execute(delete(meta).where(meta.c.key == stamp_key(model_id)))
         return
-    stamp = {"version": version, "embeddings": count_model_embeddings(conn, model_id)}
+    stamp = {"version": change_count, "embeddings": count_model_embeddings(conn, model_id)}
     upsert(conn, meta, {"key": stamp_key(model_id), "value": json.dumps(stamp)}, ["key"])
 
 
-def _superseded(conn: Connection, model_id: int, version: int | None) -> bool:
-    """True when the saved index is at least as new as ours: stamped with a later version
-    than `version`, or stamped with the current one (so exact) while ours is of unknown
-    version. Read inside the save's transaction, after its lock, so nobody saves between
+def _superseded(conn: Connection, model_id: int, change_count: int | None) -> bool:
+    """True when the saved index is at least as new as ours: stamped with a later change
+    count than `change_count`, or stamped with the current one (so exact) while ours is of
+    unknown count. Read inside the save's transaction, after its lock, so nobody saves between
     the check and the write."""
-    stamped = _stamped_version(conn, model_id)
-    if version is None:
-        return stamped >= 0 and stamped == content_version(conn)
-    return stamped > version
+    stamped = _stamped_count(conn, model_id)
+    if change_count is None:
+        return stamped >= 0 and stamped == change_counters.read(conn, change_counters.CONTENT)
+    return stamped > change_count
 
 
-def _stamped_version(conn: Connection, model_id: int) -> int:
-    """The content version the saved index is stamped with (-1 when none)."""
+def _stamped_count(conn: Connection, model_id: int) -> int:
+    """The content change count the saved index is stamped with (-1 when none)."""
     raw = conn.execute(select(meta.c.value).where(meta.c.key == stamp_key(model_id))).scalar()
     try:
         return int(json.loads(raw)["version"]) if raw else -1
@@ -144,10 +148,10 @@ def _stamped_version(conn: Connection, model_id: int) -> int:
         return -1
 
 
-def current_version(conn: Connection, model_id: int, index: HnswIndex) -> int | None:
-    """The content version when the loaded `index` is known to match it, else None.
+def current_change_count(conn: Connection, model_id: int, index: HnswIndex) -> int | None:
+    """The content change count when the loaded `index` is known to match it, else None.
 
-    Read in the same transaction as the load. Any doubt (no stamp, another version, an
+    Read in the same transaction as the load. Any doubt (no stamp, another count, an
     embedding count or index size that differs from what was recorded) gives None.
     """
     raw = conn.execute(select(meta.c.value).where(meta.c.key == stamp_key(model_id))).scalar()
@@ -156,14 +160,15 @@ def current_version(conn: Connection, model_id: int, index: HnswIndex) -> int | 
         return None
     try:
         stamp = json.loads(raw)
-        version, embedded = int(stamp["version"]), int(stamp["embeddings"])
+        change_count, embedded = int(stamp["version"]), int(stamp["embeddings"])
     except (ValueError, KeyError, TypeError):
         return None
-    if version != content_version(conn) or row.count != len(index):
+    if change_count != change_counters.read(conn, change_counters.CONTENT) \
+            or row.count != len(index):
         return None
     if embedded != count_model_embeddings(conn, model_id):
         return None
-    return version
+    return change_count
 
 
 def drop_index(conn: Connection, model_id: int) -> None:

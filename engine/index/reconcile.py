@@ -15,6 +15,7 @@ import numpy as np
 
 from engine.index.hnsw import HnswIndex
 from engine.progress import CancelToken, Progress, ProgressCallback, RateMeter, no_progress
+from engine.store import change_counters
 from engine.store import embeddings as embedding_store
 from engine.store import items as item_store
 from engine.store.database import Store
@@ -24,12 +25,12 @@ STAGE_INDEXING = "indexing"
 
 @dataclass
 class Reconciled:
-    """What `reconcile` did, and the content version the index now matches."""
+    """What `reconcile` did, and the content change count the index now matches."""
 
     present: int = 0  # texts the index answered with before
     added: int = 0
     removed: int = 0
-    version: int = 0
+    change_count: int = 0
     complete: bool = True  # False: cancelled before every missing text was added
 
     @property
@@ -53,7 +54,7 @@ def reconcile(store: Store, index: HnswIndex, model_id: int, *,
     """
     result = Reconciled()
     with store.read() as conn:
-        result.version = embedding_store.content_version(conn)
+        result.change_count = change_counters.read(conn, change_counters.CONTENT)
         embedded = embedding_store.embedded_text_ids(conn, model_id)
         live = np.fromiter(item_store.live_text_ids(conn), dtype=np.int64)
     present = live_ids(index)

@@ -7,9 +7,9 @@ assignment is always the last cut recorded, at whatever threshold it was made; b
 follow their anchor rows and a retired id comes back with its anchor, a threshold visited
 again gives back the ids it gave (docs/architecture.md, "Cluster ids that stay").
 
-A cut that changes nothing writes nothing (one read of a version number), so moving the
+A cut that changes nothing writes nothing (one read of a change count), so moving the
 slider over thresholds already seen costs no write. The assignment is kept in memory and
-read again only when another process recorded one (the version moved). A read-only
+read again only when another process recorded one (the change count moved). A read-only
 project labels cuts without recording them: its new clusters show numbers that are not
 reserved. So does a project on a full disk (read-only work goes on there): the cut is
 labelled from memory, and the next cut with room records it.
@@ -55,7 +55,7 @@ class ClusterIds:
         self._full_disk_said = False
         self._lock = threading.Lock()
         self._before: Before | None = None
-        self._version: int | None = None
+        self._change_count: int | None = None
 
     def label(self, clusters: Sequence[Cluster], *, threshold: float | None = None,
               every_cluster: bool = True, released: Sequence[int] = ()) -> list[Cluster]:
@@ -89,11 +89,11 @@ class ClusterIds:
                 for c, cid in zip(clusters, result.ids, strict=True)]
 
     def _current(self) -> Before:
-        """The last recorded assignment: kept in memory while its version stands."""
+        """The last recorded assignment: kept in memory while its change count stands."""
         with self._store.read() as conn:
-            stored = records.version(conn)
-            if self._before is None or stored != self._version:
-                self._before, self._version = records.read_before(conn), stored
+            stored = records.change_count(conn)
+            if self._before is None or stored != self._change_count:
+                self._before, self._change_count = records.read_before(conn), stored
         return self._before
 
     def _record(self, cuts: list[CutCluster], before: Before, result: Assignment,
@@ -102,25 +102,25 @@ class ClusterIds:
         """Write `result`; decided again first if another process recorded meanwhile."""
         with self._store.write() as conn:
             records.hold(conn)
-            if records.version(conn) != self._version:
+            if records.change_count(conn) != self._change_count:
                 before = records.read_before(conn)
                 result = assign(cuts, before, every_cluster=every_cluster, released=released)
             records.write(conn, result, records.current_batch(conn))
             if threshold is not None:
                 self._store.set_meta(THRESHOLD_KEY, repr(float(threshold)), conn)
-            version = records.version(conn)
-        self._before, self._version = apply(before, result), version
+            count = records.change_count(conn)
+        self._before, self._change_count = apply(before, result), count
         return before, result
 
     def seen(self) -> int | None:
-        """The version of the assignment this process last read or wrote."""
-        return self._version
+        """The change count of the assignment this process last read or wrote."""
+        return self._change_count
 
     def stored(self) -> int:
-        """The version of the assignment in the store now (another process may have moved
-        it: a cut kept from before is then labelled again)."""
+        """The change count of the assignment in the store now (another process may have
+        moved it: a cut kept from before is then labelled again)."""
         with self._store.read() as conn:
-            return records.version(conn)
+            return records.change_count(conn)
 
     def recorded_threshold(self) -> float | None:
         """The threshold of the last cut that changed the ids (None before any): where an
@@ -131,7 +131,7 @@ class ClusterIds:
     def forget(self) -> None:
         """Rows were deleted (their memberships too): read the assignment again."""
         with self._lock:
-            self._before = self._version = None
+            self._before = self._change_count = None
 
     # -- what the assignment says ----------------------------------------------------------
     def retired(self) -> dict[str, str | None]:

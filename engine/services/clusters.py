@@ -38,6 +38,7 @@ from engine.review.histogram import Histogram, similarity_histogram
 from engine.review.layout import MAP_SAMPLE, EmbeddingMap, project_2d, sample_ids
 from engine.services.cluster_ids import ClusterIds
 from engine.services.vectors import Vectors
+from engine.store import change_counters
 from engine.store import decisions as decision_store
 from engine.store import items as item_store
 from engine.store.blobs import get_blob, put_blob
@@ -317,13 +318,13 @@ class Clusters:
         graph = self._graph_now(k, progress, cancel)
         with _no_gc_pauses():
             with self._store.read() as conn:
-                self._kept.check(item_store.rows_version(conn))
+                self._kept.check(change_counters.read(conn, change_counters.ROWS))
                 decided_by = decision_store.fingerprint(conn)
             touched = self._kept.take_touched()
             last, update = self._last, self._update
             same = last is not None and last.threshold == threshold and last.k == k \
                 and last.decisions == decided_by and touched is not None \
-                and last.ids_version == self._ids.stored()
+                and last.ids_change_count == self._ids.stored()
             if same and update is not None and update.before is last.state.graph \
                     and update.after is graph:
                 made = self._cut_again(last, graph, update.touched, touched)
@@ -331,7 +332,7 @@ class Clusters:
                 made = self._cut_again(last, graph, np.zeros(0, np.int64), touched)
             else:
                 made = self._cut_whole(graph, threshold, k, decided_by)
-            made.ids_version = self._ids.seen()
+            made.ids_change_count = self._ids.seen()
             self._last, self._update = made, None
         return made.decided if decisions else made.raw
 

@@ -19,8 +19,7 @@ from engine.dedup.clustered_rows import RowsByText
 from engine.errors import InputError
 from engine.importer import ImportReport, import_table
 from engine.services.live_index import LiveIndex
-from engine.store import cluster_records, pending_verdicts
-from engine.store import embeddings as embedding_store
+from engine.store import change_counters, cluster_records, pending_verdicts
 from engine.store import items as item_store
 from engine.store.database import Store
 from engine.store.items import IdSink
@@ -50,12 +49,12 @@ class Rows:
         except BaseException:
             self._kept.clear()
             raise
-        if report.rows_version is not None:
+        if report.rows_change_count is not None:
             with self._store.read() as conn:
                 texts = item_store.text_ids_of_source(conn, report.source_id)
-            self._kept.rows_changed(texts, report.rows_version)
+            self._kept.rows_changed(texts, report.rows_change_count)
         if report.revived_texts:
-            self._live.revive(report.revived_texts, report.content_version)
+            self._live.revive(report.revived_texts, report.content_change_count)
         if report.source_id is not None and not self._store.read_only:
             report.verdicts_adopted = self._adopt_verdicts(report.source_id)
         return report
@@ -76,11 +75,12 @@ class Rows:
         try:
             with self._store.write() as conn:
                 orphaned = self._delete(conn, item_ids)
-                version = embedding_store.bump_content_version(conn) if orphaned else None
+                count = (change_counters.bump(conn, change_counters.CONTENT)
+                         if orphaned else None)
         except BaseException:
             self._kept.clear()
             raise
-        self._live.forget(orphaned, version)
+        self._live.forget(orphaned, count)
         return len(orphaned)
 
     def _delete(self, conn, item_ids: Sequence[int]) -> set[int]:
@@ -89,7 +89,7 @@ class Rows:
         touched = item_store.text_ids_of_rows(conn, item_ids)
         orphaned = item_store.mark_items_deleted(conn, item_ids)
         cluster_records.forget_rows(conn, item_ids)
-        self._kept.rows_changed(touched, item_store.bump_rows_version(conn))
+        self._kept.rows_changed(touched, change_counters.bump(conn, change_counters.ROWS))
         return orphaned
 
     # -- imports (batches) ----------------------------------------------------------------
@@ -120,11 +120,12 @@ class Rows:
                                      f"already")
                 rows = item_store.remove_source(conn, batch)
                 orphaned = self._delete(conn, rows)
-                version = embedding_store.bump_content_version(conn) if orphaned else None
+                count = (change_counters.bump(conn, change_counters.CONTENT)
+                         if orphaned else None)
         except BaseException:
             self._kept.clear()
             raise
-        self._live.forget(orphaned, version)
+        self._live.forget(orphaned, count)
         return len(rows)
 
     # -- reading ---------------------------------------------------------------------------

@@ -128,7 +128,7 @@ class Vectors:
         encoder = self._model.encoder()
         model_id = self._model.id()
         index = self.index()
-        known = self._live.version_of(index)
+        known = self._live.change_count_of(index)
 
         def add_to_index(batch: EncodedBatch) -> None:
             # Runs on the job's indexing thread while the next chunk encodes: one hnswlib

@@ -13,13 +13,13 @@ from __future__ import annotations
 import time
 from collections.abc import Sequence
 
-from sqlalchemy import BigInteger, Connection, Text, cast, delete, func, select
+from sqlalchemy import Connection, delete, func, select
 
-from engine.store.dialects import conflict_insert, insert_missing, lock
+from engine.store import change_counters
+from engine.store.dialects import insert_missing, lock
 from engine.store.id_records import Assignment, Before, IdRecord
-from engine.store.schema import cluster_history, cluster_ids, item_clusters, items, meta, sources
+from engine.store.schema import cluster_history, cluster_ids, item_clusters, items, sources
 
-VERSION_KEY = "cluster_ids_version"
 _IN_BATCH = 500
 
 
@@ -28,18 +28,10 @@ def hold(conn: Connection) -> None:
     lock(conn, "cluster-ids")
 
 
-def version(conn: Connection) -> int:
-    """Bumped by every write here: a process whose `Before` was read at another version
+def change_count(conn: Connection) -> int:
+    """Bumped by every write here: a process whose `Before` was read at another count
     reads it again."""
-    value = conn.execute(select(meta.c.value).where(meta.c.key == VERSION_KEY)).scalar()
-    return int(value) if value is not None else 0
-
-
-def bump_version(conn: Connection) -> int:
-    stmt = conflict_insert(conn, meta).values(key=VERSION_KEY, value="1")
-    conn.execute(stmt.on_conflict_do_update(
-        index_elements=["key"], set_={"value": cast(cast(meta.c.value, BigInteger) + 1, Text)}))
-    return version(conn)
+    return change_counters.read(conn, change_counters.CLUSTER_IDS)
 
 
 def current_batch(conn: Connection) -> int:
@@ -100,7 +92,7 @@ def write(conn: Connection, result: Assignment, batch: int) -> None:
         if cid not in result.minted:
             conn.execute(cluster_ids.update().where(cluster_ids.c.id == cid)
                          .values(anchor_item=anchor))
-    bump_version(conn)
+    change_counters.bump(conn, change_counters.CLUSTER_IDS)
 
 
 def forget_rows(conn: Connection, item_ids: Sequence[int]) -> None:
@@ -108,7 +100,7 @@ def forget_rows(conn: Connection, item_ids: Sequence[int]) -> None:
     for start in range(0, len(item_ids), _IN_BATCH):
         conn.execute(delete(item_clusters).where(
             item_clusters.c.item_id.in_(list(item_ids[start:start + _IN_BATCH]))))
-    bump_version(conn)
+    change_counters.bump(conn, change_counters.CLUSTER_IDS)
 
 
 def ids_of(conn: Connection) -> dict[int, dict]:

@@ -1,9 +1,6 @@
 """Models a project has used and the embeddings each produced (float32 blobs).
 
-Also the project's content version: a counter that every transaction changing what an
-index should hold (embeddings added, texts becoming live again or no longer live) bumps.
-A saved index records the version it matches, so opening a project can tell in a few
-milliseconds that its index needs no reconciling with every embedding id.
+Adding embeddings bumps the content change count (`engine.store.change_counters`).
 """
 
 from __future__ import annotations
@@ -12,13 +9,12 @@ import time
 from collections.abc import Iterator, Sequence
 
 import numpy as np
-from sqlalchemy import BigInteger, Connection, Text, cast, exists, func, select, text
+from sqlalchemy import Connection, exists, func, select, text
 
 from engine.errors import ProjectError
-from engine.store.dialects import conflict_insert, insert_missing
-from engine.store.schema import embeddings, items, meta, models
-
-CONTENT_VERSION_KEY = "content_version"
+from engine.store import change_counters
+from engine.store.dialects import insert_missing
+from engine.store.schema import embeddings, items, models
 
 
 def get_or_add_model(conn: Connection, *, name: str, location: str, fingerprint: str,
@@ -56,7 +52,8 @@ def list_models(conn: Connection) -> list[dict]:
 
 def add_embeddings(conn: Connection, model_id: int, text_ids: Sequence[int],
                    vectors: np.ndarray, truncated: Sequence[bool]) -> int:
-    """Store embeddings inside the caller's transaction; returns the new content version.
+    """Store embeddings inside the caller's transaction; returns the new content change
+    count.
 
     A text another process embedded meanwhile (two analysts encoding the same new rows) keeps
     the vector stored first: the same model gives the same vector, so either will do.
@@ -67,29 +64,7 @@ def add_embeddings(conn: Connection, model_id: int, text_ids: Sequence[int],
          "truncated": bool(truncated[i])}
         for i, t in enumerate(text_ids)
     ], ["model_id", "text_id"])
-    return bump_content_version(conn)
-
-
-def content_version(conn: Connection) -> int:
-    """The content version (0 for a project that never changed one)."""
-    value = conn.execute(select(meta.c.value).where(meta.c.key == CONTENT_VERSION_KEY)).scalar()
-    return int(value) if value is not None else 0
-
-
-def bump_content_version(conn: Connection) -> int:
-    """Add one to the content version inside the caller's write transaction; the new value.
-
-    Every writer of embeddings or of row liveness calls it in the same transaction, so a
-    version names exactly one set of "embedded and live" texts.
-
-    Atomic under concurrent writers: one INSERT ... ON CONFLICT DO UPDATE adds one to the
-    stored value (it locks the row until this transaction ends, so two writers bump it in
-    turn and never both write the same number), then this transaction reads its own value.
-    """
-    stmt = conflict_insert(conn, meta).values(key=CONTENT_VERSION_KEY, value="1")
-    conn.execute(stmt.on_conflict_do_update(
-        index_elements=["key"], set_={"value": cast(cast(meta.c.value, BigInteger) + 1, Text)}))
-    return content_version(conn)
+    return change_counters.bump(conn, change_counters.CONTENT)
 
 
 def count_model_embeddings(conn: Connection, model_id: int) -> int:

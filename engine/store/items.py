@@ -24,12 +24,8 @@ from sqlalchemy import (
 )
 
 from engine.errors import ProjectError
-from engine.store.dialects import binary_order, conflict_insert, insert_missing, leading_number
-from engine.store.schema import items, meta, sources, texts
-
-# Bumped in every transaction that adds or deletes rows: what the rows kept between cuts
-# (`engine.dedup.clustered_rows`) are keyed by; encoding does not change it.
-ROWS_VERSION_KEY = "rows_version"
+from engine.store.dialects import binary_order, insert_missing, leading_number
+from engine.store.schema import items, sources, texts
 
 # Stay well under every database's limit on bound parameters in one statement.
 _IN_BATCH = 500
@@ -126,21 +122,6 @@ def add_rows(conn: Connection, source_id: int, rows: Sequence[NewRow]) -> int:
         for r in rows
     ])
     return created
-
-
-def rows_version(conn: Connection) -> int:
-    value = conn.execute(select(meta.c.value).where(meta.c.key == ROWS_VERSION_KEY)).scalar()
-    return int(value) if value is not None else 0
-
-
-def bump_rows_version(conn: Connection) -> int:
-    """One more inside the caller's write transaction (atomic, as the content version)."""
-    from sqlalchemy import BigInteger
-
-    stmt = conflict_insert(conn, meta).values(key=ROWS_VERSION_KEY, value="1")
-    conn.execute(stmt.on_conflict_do_update(
-        index_elements=["key"], set_={"value": cast(cast(meta.c.value, BigInteger) + 1, Text)}))
-    return rows_version(conn)
 
 
 def text_ids_of_rows(conn: Connection, item_ids: Sequence[int]) -> set[int]:

@@ -17,6 +17,7 @@ from engine.index.reconcile import live_ids
 from engine.progress import no_progress
 from engine.project import Project
 from engine.services import live_index
+from engine.store import change_counters
 from engine.store import embeddings as embedding_store
 from engine.store.items import texts_by_id
 
@@ -40,9 +41,9 @@ def test_a_search_answers_during_a_large_catch_up_and_every_row_is_found_after(
     mine.vectors.encode()
     index = mine.vectors.index()
     live = mine.vectors._live            # the version bookkeeping under test
-    before, old_version = len(index), live.version_of(index)
+    before, old_count = len(index), live.change_count_of(index)
     base_ids = index.ids()
-    assert old_version is not None
+    assert old_count is not None
 
     theirs = Project.open(store_location)          # the other analyst
     theirs.model.attach(encoder, is_default=True)
@@ -50,9 +51,9 @@ def test_a_search_answers_during_a_large_catch_up_and_every_row_is_found_after(
     theirs.rows.import_table(tmp_path / "new.csv", ["question"])
     theirs.vectors.encode()
     with theirs.store.read() as conn:
-        new_version = embedding_store.content_version(conn)
+        new_count = change_counters.read(conn, change_counters.CONTENT)
     theirs.close()
-    assert len(index) == before and new_version != old_version
+    assert len(index) == before and new_count != old_count
 
     first_batch_in, searched = threading.Event(), threading.Event()
     answered_while_held: list[bool] = []
@@ -83,7 +84,7 @@ def test_a_search_answers_during_a_large_catch_up_and_every_row_is_found_after(
     with mine.store.read() as conn:
         early = texts_by_id(conn, added[:1].tolist())[int(added[0])]
     hits = mine.vectors.search(early, k=1)
-    held, claimed = len(index), live.version_of(index)
+    held, claimed = len(index), live.change_count_of(index)
     searched.set()
     catcher.join()
     assert not failures, failures
@@ -91,8 +92,8 @@ def test_a_search_answers_during_a_large_catch_up_and_every_row_is_found_after(
     assert answered_while_held == [True], "the search waited for the whole catch-up"
     assert before < held < before + NEW_ROWS       # it answered with rows still to add
     assert hits[0].text == early                   # rows already added are found at once
-    assert claimed == old_version                  # never a version not fully applied
-    assert len(index) == before + NEW_ROWS and live.version_of(index) == new_version
+    assert claimed == old_count                  # never a count not fully applied
+    assert len(index) == before + NEW_ROWS and live.change_count_of(index) == new_count
     with mine.store.read() as conn:
         embedded = embedding_store.embedded_text_ids(conn, mine.vectors.model_id())
     assert set(live_ids(index).tolist()) == set(embedded.tolist())

@@ -10,6 +10,7 @@ from engine.index.persist import stamp_key
 from engine.index.reconcile import reconcile
 from engine.project import Project
 from engine.services import live_index
+from engine.store import change_counters
 from engine.store import embeddings as embedding_store
 from engine.store.schema import indexes, meta
 
@@ -46,15 +47,16 @@ def test_a_matching_stamp_skips_the_reconcile(open_questions, encoder, monkeypat
         reopened.close()
 
 
-def test_another_content_version_reconciles_and_then_stamps(open_questions, encoder,
-                                                            monkeypatch):
+def test_another_content_change_count_reconciles_and_then_stamps(open_questions, encoder,
+                                                                 monkeypatch):
     with open_questions.store.write() as conn:
-        embedding_store.bump_content_version(conn)
+        change_counters.bump(conn, change_counters.CONTENT)
     reopened, calls = _reopen(open_questions, encoder, monkeypatch)
     try:
         assert len(reopened.vectors.index()) == 46 and len(calls) == 1
         with reopened.store.read() as conn:
-            assert _stamp(reopened)["version"] == embedding_store.content_version(conn)
+            now = change_counters.read(conn, change_counters.CONTENT)
+        assert _stamp(reopened)["version"] == now
     finally:
         reopened.close()
     again, calls = _reopen(reopened, encoder, monkeypatch)

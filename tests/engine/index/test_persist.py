@@ -9,9 +9,9 @@ from sqlalchemy import func, select, update
 
 from engine.index import persist, side_file
 from engine.index.hnsw import HnswIndex
-from engine.index.persist import blob_name, current_version, drop_index, load_index, save_index
+from engine.index.persist import blob_name, current_change_count, drop_index, load_index, save_index
+from engine.store import change_counters, postgres, sqlite
 from engine.store import embeddings as embedding_store
-from engine.store import postgres, sqlite
 from engine.store.blobs import iter_blob
 from engine.store.database import Store
 from engine.store.schema import blobs
@@ -55,32 +55,32 @@ def _index(n: int = 600, seed: int = 0) -> tuple[HnswIndex, np.ndarray]:
 def test_an_index_round_trips_through_many_chunk_rows(store, model):
     index, vecs = _index()
     with store.write() as conn:
-        version = embedding_store.bump_content_version(conn)
-        save_index(conn, model, index, version=version)
+        version = change_counters.bump(conn, change_counters.CONTENT)
+        save_index(conn, model, index, change_count=version)
     with store.read() as conn:
         rows = conn.execute(select(func.count()).select_from(blobs)
                             .where(blobs.c.name == blob_name(model))).scalar()
         pieces = list(iter_blob(conn, blob_name(model)))
         loaded, why = load_index(conn, model, DIM)
-        assert current_version(conn, model, loaded) == version
+        assert current_change_count(conn, model, loaded) == version
     # streamed one chunk row at a time, each no bigger than a chunk
     assert rows > 5 and len(pieces) == rows and max(map(len, pieces)) == 16 * 1024
     assert why == "" and len(loaded) == len(index) and loaded.deleted == {100, 101}
     assert np.array_equal(loaded.query(vecs[5:15], 5)[0], index.query(vecs[5:15], 5)[0])
 
 
-def test_a_later_content_version_or_no_version_leaves_the_index_unstamped(store, model):
+def test_a_later_content_change_count_or_none_leaves_the_index_unstamped(store, model):
     index, _ = _index(50)
     with store.write() as conn:
-        version = embedding_store.bump_content_version(conn)
-        save_index(conn, model, index, version=version)
-        embedding_store.bump_content_version(conn)
+        version = change_counters.bump(conn, change_counters.CONTENT)
+        save_index(conn, model, index, change_count=version)
+        change_counters.bump(conn, change_counters.CONTENT)
     with store.read() as conn:
-        assert current_version(conn, model, load_index(conn, model, DIM)[0]) is None
+        assert current_change_count(conn, model, load_index(conn, model, DIM)[0]) is None
     with store.write() as conn:
-        save_index(conn, model, index, version=None)
+        save_index(conn, model, index, change_count=None)
     with store.read() as conn:
-        assert current_version(conn, model, load_index(conn, model, DIM)[0]) is None
+        assert current_change_count(conn, model, load_index(conn, model, DIM)[0]) is None
 
 
 def test_a_damaged_or_missing_chunk_is_caught_before_hnswlib_reads_it(store, model):

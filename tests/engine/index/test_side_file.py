@@ -159,7 +159,7 @@ for n in range(200, 208):
     index = HnswIndex(16)
     index.add(np.arange(1, n + 1), vecs / np.linalg.norm(vecs, axis=1, keepdims=True))
     with store.write() as conn:
-        save_index(conn, model, index, version=None)
+        save_index(conn, model, index, change_count=None)
 store.close()
 """
 

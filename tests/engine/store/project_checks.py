@@ -14,7 +14,7 @@ from pathlib import Path
 
 from sqlalchemy import func, select
 
-from engine.index.persist import current_version, load_index
+from engine.index.persist import current_change_count, load_index
 from engine.store import embeddings
 from engine.store.database import Store
 from engine.store.schema import items
@@ -59,7 +59,7 @@ def state(path: Path) -> dict:
                 index, why = load_index(conn, model["id"], model["dim"])
                 indexed = (set(index.ids().tolist()) - set(index.deleted)
                            if index is not None else None)
-                stamped = current_version(conn, model["id"], index) if index else None
+                stamped = current_change_count(conn, model["id"], index) if index else None
                 out["models"][model["id"]] = {"embedded": embedded, "indexed": indexed,
                                               "why": why, "stamped": stamped}
         return out

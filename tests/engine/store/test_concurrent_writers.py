@@ -24,7 +24,7 @@ from sqlalchemy import func, select
 from engine.errors import ProjectError
 from engine.index.hnsw import HnswIndex
 from engine.index.persist import load_index, save_index, stamp_key
-from engine.store import decisions, items, version_rows
+from engine.store import change_counters, decisions, items, version_rows
 from engine.store import embeddings as embedding_store
 from engine.store.blobs import get_blob, put_blob
 from engine.store.database import Store
@@ -101,14 +101,18 @@ def test_settings_written_at_once_keep_the_later_value(two):
     assert a.get_meta("shared") == "second"
 
 
-def test_content_version_bumps_in_turn(two):
+def test_content_change_count_bumps_in_turn(two):
     a, b = two
     with a.write() as conn:
-        start = embedding_store.bump_content_version(conn)
-    got = overlap(a, b, embedding_store.bump_content_version, embedding_store.bump_content_version)
+        start = change_counters.bump(conn, change_counters.CONTENT)
+
+    def bump(conn):
+        return change_counters.bump(conn, change_counters.CONTENT)
+
+    got = overlap(a, b, bump, bump)
     assert got == (start + 1, start + 2)
     with a.read() as conn:
-        assert embedding_store.content_version(conn) == start + 2
+        assert change_counters.read(conn, change_counters.CONTENT) == start + 2
 
 
 def test_one_pair_judged_by_two_analysts_has_one_label_the_later(two):
@@ -205,18 +209,18 @@ def test_saving_one_index_from_two_analysts_keeps_the_newer_whole(two):
     with a.write() as conn:
         model = _model(conn)
         embed_texts(conn, model, range(1, 51), 8)   # the indexes' labels are these texts
-        old = embedding_store.bump_content_version(conn)
-        new = embedding_store.bump_content_version(conn)
+        old = change_counters.bump(conn, change_counters.CONTENT)
+        new = change_counters.bump(conn, change_counters.CONTENT)
     # the newer index is saved first; an older one saved after it does not replace it
-    overlap(a, b, lambda c: save_index(c, model, _index(30, 1), version=new),
-            lambda c: save_index(c, model, _index(20, 2), version=old))
+    overlap(a, b, lambda c: save_index(c, model, _index(30, 1), change_count=new),
+            lambda c: save_index(c, model, _index(20, 2), change_count=old))
     with a.read() as conn:
         loaded, why = load_index(conn, model, 8)
         assert why == "" and len(loaded) == 30
         assert json.loads(a.get_meta(stamp_key(model)))["version"] == new
     # two saves of the same version one after the other: the later one is the saved one
-    overlap(a, b, lambda c: save_index(c, model, _index(40, 3), version=new),
-            lambda c: save_index(c, model, _index(50, 4), version=new))
+    overlap(a, b, lambda c: save_index(c, model, _index(40, 3), change_count=new),
+            lambda c: save_index(c, model, _index(50, 4), change_count=new))
     with a.read() as conn:
         loaded, why = load_index(conn, model, 8)
         assert why == "" and len(loaded) == 50
@@ -243,8 +247,8 @@ def test_version_numbers_from_two_analysts_never_collide(two):
 _BUMPER = """
 import sys, time
 from pathlib import Path
+from engine.store import change_counters
 from engine.store.database import Store
-from engine.store.embeddings import bump_content_version
 url, go, n = sys.argv[1], Path(sys.argv[2]), int(sys.argv[3])
 store = Store.open(url, create=True)
 while not go.exists():
@@ -252,7 +256,7 @@ while not go.exists():
 seen = []
 for _ in range(n):
     with store.write() as conn:
-        seen.append(bump_content_version(conn))
+        seen.append(change_counters.bump(conn, change_counters.CONTENT))
 store.close()
 print(" ".join(map(str, seen)))
 """
@@ -273,5 +277,5 @@ def test_two_processes_create_the_schema_and_bump_the_counter_together(postgres_
     assert sorted(seen) == list(range(1, 81))     # every bump its own number
     store = Store.open(postgres_url)
     with store.read() as conn:
-        assert embedding_store.content_version(conn) == 80
+        assert change_counters.read(conn, change_counters.CONTENT) == 80
     store.close()
