@@ -339,7 +339,7 @@ class MainWindow(QMainWindow):
     def show_model_versions(self) -> None:
         from desktop_app.views.versions_dialog import VersionsDialog
 
-        dialog = VersionsDialog(self.bridge, self.models, self)
+        dialog = VersionsDialog(self.models, self)
         dialog.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
         dialog.activateRequested.connect(self.activate_model)
         dialog.deleted.connect(self._say_deleted)

@@ -1,15 +1,20 @@
-"""`ModelController`: which model the open project searches with.
+"""`ModelController`: which model the open project searches with, and its versions.
 
 Loading another model (Settings), loading the active one again with another backend, and
 activating a model version (the fine-tuning wizard's "Use this model", the versions
 dialog's "Make active": every entry encoded with it first, search keeping the old model
 meanwhile). All run on the bridge's jobs pool, after any import, and tell the bridge when
 the new model is ready so searches held for it go out.
+
+The versions dialog's engine calls are here too: the list of versions (review pool, the
+newest request counts), and exporting or deleting one (jobs pool: they write). Their
+outcomes are signals the dialog renders, their errors `versionsFailed`, said in the dialog.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from pathlib import Path
 from typing import TYPE_CHECKING, TypedDict
 
 from PySide6.QtCore import QObject, Signal
@@ -51,6 +56,10 @@ class ModelController(QObject):
     activated = Signal(object)            # ActivationResult
     activationFailed = Signal(str, str)   # message, details
     activationCancelled = Signal()        # stopped before anything changed
+    versionsListed = Signal(object)       # list[dict]: `ModelVersions.list()`
+    versionExported = Signal(object)      # Path: the folder a version was exported to
+    versionDeleted = Signal(str)          # the name of the version deleted
+    versionsFailed = Signal(str, str)     # message, details: listing, export or delete
 
     def __init__(self, bridge: EngineBridge, parent: QObject | None = None) -> None:
         super().__init__(parent)
@@ -96,3 +105,26 @@ class ModelController(QObject):
                                on_failed=self.activationFailed.emit,
                                on_cancelled=self.activationCancelled.emit,
                                on_progress=self.progressed.emit)
+
+    # -- the versions dialog's calls -------------------------------------------------------
+    def list_versions(self) -> JobHandle:
+        """Every model version of the project (`versionsListed`); only the newest request's
+        answer is delivered."""
+        return self.bridge.run(lambda job: job.project.versions.list(), pool=Pool.REVIEW,
+                               on_done=self.versionsListed.emit,
+                               on_failed=self.versionsFailed.emit,
+                               latest=f"model versions {id(self)}")
+
+    def export_version(self, version_id: int, target: Path) -> JobHandle:
+        """Copy version `version_id`'s folder to `target` for plain sentence-transformers
+        (`versionExported`)."""
+        return self.bridge.run(
+            lambda job: job.project.versions.export(version_id, str(target)),
+            pool=Pool.JOBS, on_done=self.versionExported.emit,
+            on_failed=self.versionsFailed.emit)
+
+    def delete_version(self, version_id: int) -> JobHandle:
+        """Delete a trained version that is not in use, and its folder (`versionDeleted`)."""
+        return self.bridge.run(lambda job: job.project.versions.delete(version_id),
+                               pool=Pool.JOBS, on_done=self.versionDeleted.emit,
+                               on_failed=self.versionsFailed.emit)

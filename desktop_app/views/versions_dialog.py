@@ -7,8 +7,9 @@ the main window (`activateRequested`), which re-encodes in the background with i
 bar (a version used before switches back at once); **Export…** copies its folder for plain
 sentence-transformers; **Delete** removes a trained version that is not in use.
 
-The list is read on the review pool (the newest request counts); export and delete run on
-the jobs pool. Their errors are said here, where the user is looking, not in a dialog.
+The dialog runs no engine call itself: `ModelController` reads the list and exports or
+deletes a version, and the dialog renders its signals. Their errors are said here, where the
+user is looking, not in a dialog.
 """
 
 from __future__ import annotations
@@ -34,10 +35,8 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from desktop_app.bridge import EngineBridge
 from desktop_app.colors import ERROR_STYLE
 from desktop_app.controllers.model_controller import ActivationResult, ModelController
-from desktop_app.job_runner import Pool
 
 COLUMNS = ["Version", "Trained from", "Objective", "Average precision", "Best F1", "Created",
            "Encoded", "Runs as", "Status"]
@@ -60,17 +59,15 @@ def export_target(chosen: Path, name: str) -> Path:
 
 
 class VersionsDialog(QDialog):
-    """Lists the project's model versions; runs the engine calls for what it shows."""
+    """Lists the project's model versions; `ModelController` runs the engine calls."""
 
     activateRequested = Signal(int, str)   # version id, name: the main window activates it
     exported = Signal(str)                 # the folder a version was exported to
     deleted = Signal(str)                  # the name of the version deleted
 
-    def __init__(self, bridge: EngineBridge, models: ModelController,
-                 parent: QWidget | None = None) -> None:
+    def __init__(self, models: ModelController, parent: QWidget | None = None) -> None:
         super().__init__(parent)
-        self.bridge = bridge
-        self._versions_key = f"model versions {id(self)}"
+        self.models = models
         self.setWindowTitle("Model versions")
         self.resize(1240, 420)
         self.versions: list[dict] = []
@@ -118,6 +115,10 @@ class VersionsDialog(QDialog):
         models.activated.connect(self._activated)
         models.activationFailed.connect(self._activation_failed)
         models.activationCancelled.connect(self._activation_cancelled)
+        models.versionsListed.connect(self.show_versions)
+        models.versionExported.connect(self._exported)
+        models.versionDeleted.connect(self._deleted)
+        models.versionsFailed.connect(self._error)
         self._update_buttons()
         self.refresh()
 
@@ -137,9 +138,7 @@ class VersionsDialog(QDialog):
 
     # -- actions ---------------------------------------------------------------------------
     def refresh(self) -> None:
-        self.bridge.run(lambda job: job.project.versions.list(), pool=Pool.REVIEW,
-                        on_done=self.show_versions, on_failed=self._error,
-                        latest=self._versions_key)
+        self.models.list_versions()
 
     def selected(self) -> dict | None:
         rows = self.table.selectionModel().selectedRows()
@@ -170,18 +169,14 @@ class VersionsDialog(QDialog):
             return
         target = export_target(Path(chosen), version["name"])
         self._say(f"Exporting {version['name']} to {target}…")
-        version_id = version["id"]
-        self.bridge.run(lambda job: job.project.versions.export(version_id, str(target)),
-                        pool=Pool.JOBS, on_done=self._exported, on_failed=self._error)
+        self.models.export_version(version["id"], target)
 
     def delete(self) -> None:
         version = self.selected()
         if version is None or not self.ask_delete(version):
             return
         self._say(f"Deleting {version['name']}…")
-        version_id = version["id"]
-        self.bridge.run(lambda job: job.project.versions.delete(version_id), pool=Pool.JOBS,
-                        on_done=self._deleted, on_failed=self._error)
+        self.models.delete_version(version["id"])
 
     # -- rendering -------------------------------------------------------------------------
     def show_versions(self, versions: list[dict]) -> None:
