@@ -218,7 +218,7 @@ def _presentation(result: dict, medians: dict, baseline: float) -> dict:
         ],
         "notes": [
             "search and match encode with the model's ONNX export through onnxruntime and "
-            "tokenizers (engine/encoding/onnx_encoder.py), checked against torch by the "
+            "tokenizers (engine/encoding/torch_free_encoder.py), checked against torch by the "
             "import; `search (torch)` is the same search with DUPLENS_FAST_QUERIES=0, as "
             "every search ran before.",
             "Each round runs every command once, in turn, so load from other work slows them "

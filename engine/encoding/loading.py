@@ -4,9 +4,9 @@ The window loads the default model before any project is open (so the first sear
 opening is instant) and a project loads its own active model; both go through here.
 
 OpenVINO's own embeddings on the CPU (int8, bf16) are served without torch where they can be
-(`engine.encoding.onnx_encoder`: the export, `tokenizers` and NumPy pooling, checked to give
+(`engine.encoding.torch_free_encoder`: the export, `tokenizers` and NumPy pooling, checked to give
 sentence-transformers' embeddings with that export): no torch import, and bulk batches kept
-in flight (`OnnxEncoder.map_batches`). Where it cannot yet (a model not checked on this
+in flight (`TorchFreeEncoder.map_batches`). Where it cannot yet (a model not checked on this
 computer), sentence-transformers runs the export, is checked once, and the next load is
 torch-free.
 """
@@ -89,10 +89,10 @@ def _load(spec: ModelSpec, served: ModelSpec, device: str, batch_size: int, *,
     encoder = SentenceEncoder(load_model(spec, device, backend.name, stored=stored), served,
                               device, batch_size)
     if torch_free:
-        from engine.encoding import onnx_encoder
+        from engine.encoding import torch_free_encoder
 
-        checked = onnx_encoder.verify(encoder)
-        if checked is not None and checked >= onnx_encoder.MIN_COSINE:
+        checked = torch_free_encoder.verify(encoder)
+        if checked is not None and checked >= torch_free_encoder.MIN_COSINE:
             light = _torch_free(served, batch_size)
             if light is not None:
                 return light
@@ -111,8 +111,8 @@ def _torch_free_bulk(backend: Backend) -> bool:
 
 
 def _torch_free(served: ModelSpec, batch_size: int) -> SentenceEncoder | None:
-    from engine.encoding import onnx_encoder
+    from engine.encoding import torch_free_encoder
 
-    return onnx_encoder.load(Path(served.location), {"name": served.name,
+    return torch_free_encoder.load(Path(served.location), {"name": served.name,
                                                      "fingerprint": served.fingerprint},
                              batch_size=batch_size)

@@ -1,7 +1,7 @@
 """Running an OpenVINO IR of a transformer without torch: one text at a time for a search,
 and many batches in flight for bulk encoding.
 
-The torch-free encoder (`engine.encoding.onnx_encoder`) tokenises and pools; this runs the
+The torch-free encoder (`engine.encoding.torch_free_encoder`) tokenises and pools; this runs the
 network in between. It compiles the IR twice over, each on first use: for latency (one
 request on every core: a search's one text) and for throughput (OpenVINO's THROUGHPUT hint:
 one stream per few cores, one infer request per stream). Bulk batches go to the throughput

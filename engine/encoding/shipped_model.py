@@ -10,7 +10,7 @@ that write the files.
 
 It stands in for the export Duplens would make only when every one of those matches what
 is installed: `shipped_export` answers None otherwise, and the export is made in the cache
-as before. The manifest also records that the torch-free encoder (`onnx_encoder`) was
+as before. The manifest also records that the torch-free encoder (`torch_free_encoder`) was
 checked against sentence-transformers with this file, so the command line serves it without
 torch from the first search.
 """
@@ -68,7 +68,7 @@ def shipped_export(weights: str, backend: Backend, calibration: str) -> Path | N
 
 def torch_free_checked(export: Path, steps_digest: str) -> bool:
     """Whether `export` is the shipped file and the torch-free encoder was checked with it
-    for a model folder whose steps have digest `steps_digest` (`onnx_encoder.read_steps`)."""
+    for a model folder whose steps have digest `steps_digest` (`folder_steps.read_steps`)."""
     found = manifest()
     if found is None:
         return False

@@ -274,7 +274,7 @@ class ActiveModel:
         prefs = self.preferences
         if not prefs.torch_free or active is None or prefs.device not in ("auto", "cpu"):
             return None
-        from engine.encoding import onnx_encoder
+        from engine.encoding import torch_free_encoder as onnx_encoder
 
         source = self.source(active["location"])   # the project's consent rules apply
         folder = default_model_path() if source is None else Path(source)
@@ -291,7 +291,7 @@ class ActiveModel:
         encoder = self.loaded()
         if encoder is None or encoder.device != "cpu":
             return None
-        from engine.encoding import onnx_encoder
+        from engine.encoding import torch_free_encoder as onnx_encoder
 
         return onnx_encoder.verify(encoder, on_export)
 
@@ -299,7 +299,7 @@ class ActiveModel:
         if self.preferences.fast_queries:
             encoder.prepare_fast_queries()
             if encoder.query_runtime == "onnxruntime":   # the export is there: check it once
-                from engine.encoding import onnx_encoder
+                from engine.encoding import torch_free_encoder as onnx_encoder
 
                 onnx_encoder.verify(encoder)
 

@@ -14,7 +14,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from engine.encoding import onnx_encoder
+from engine.encoding import folder_steps, torch_free_encoder
 from tests.engine.cli.test_cli import ROOT, run, run_process
 
 HEAVY = {"torch", "transformers", "sentence_transformers", "sklearn"}
@@ -135,10 +135,10 @@ def test_real_process_exit_status(tmp_path):
 # -- the torch-free encoder ---------------------------------------------------------------------
 @pytest.mark.slow
 def test_torch_free_encoder_gives_torchs_embeddings(encoder):
-    assert onnx_encoder.verify(encoder) >= onnx_encoder.MIN_COSINE
+    assert torch_free_encoder.verify(encoder) >= torch_free_encoder.MIN_COSINE
     row = {"name": encoder.spec.name, "fingerprint": encoder.spec.fingerprint,
            "dim": encoder.dim, "max_seq_length": encoder.max_seq_length}
-    light = onnx_encoder.load(Path(encoder.spec.location), row, batch_size=16)
+    light = torch_free_encoder.load(Path(encoder.spec.location), row, batch_size=16)
     assert light is not None and light.dim == encoder.dim
     import csv
 
@@ -149,8 +149,8 @@ def test_torch_free_encoder_gives_torchs_embeddings(encoder):
     reference = encoder.model.encode(texts, normalize_embeddings=True, convert_to_numpy=True)
     batched = light.encode(texts)
     single = np.concatenate([light.encode_query(t) for t in texts])
-    assert (batched * reference).sum(axis=1).min() >= onnx_encoder.MIN_COSINE
-    assert (single * reference).sum(axis=1).min() >= onnx_encoder.MIN_COSINE
+    assert (batched * reference).sum(axis=1).min() >= torch_free_encoder.MIN_COSINE
+    assert (single * reference).sum(axis=1).min() >= torch_free_encoder.MIN_COSINE
     assert light.truncation_flags(texts) == encoder.truncation_flags(texts)
     assert light.token_counts(texts) == encoder.token_counts(texts)
 
@@ -162,10 +162,10 @@ def test_unchecked_or_unsupported_models_get_torch(encoder, tmp_path, monkeypatc
     folder = Path(encoder.spec.location)
     row = {"name": encoder.spec.name, "fingerprint": encoder.spec.fingerprint,
            "dim": encoder.dim, "max_seq_length": encoder.max_seq_length}
-    assert onnx_encoder.verify(encoder) is not None
-    assert onnx_encoder.load(folder, row) is not None
+    assert torch_free_encoder.verify(encoder) is not None
+    assert torch_free_encoder.load(folder, row) is not None
     monkeypatch.setenv("DUPLENS_FAST_QUERIES", "0")
-    assert onnx_encoder.load(folder, row) is None
+    assert torch_free_encoder.load(folder, row) is None
     monkeypatch.delenv("DUPLENS_FAST_QUERIES")
     prompted = tmp_path / "prompted"
     prompted.mkdir()
@@ -174,10 +174,10 @@ def test_unchecked_or_unsupported_models_get_torch(encoder, tmp_path, monkeypatc
     (prompted / "config_sentence_transformers.json").unlink()
     (prompted / "config_sentence_transformers.json").write_text(json.dumps(
         {"prompts": {"query": "query: "}, "default_prompt_name": "query"}))
-    assert onnx_encoder.read_steps(prompted) is None
-    assert onnx_encoder.load(prompted, row) is None
+    assert folder_steps.read_steps(prompted) is None
+    assert torch_free_encoder.load(prompted, row) is None
     monkeypatch.setenv("DUPLENS_CACHE_DIR", str(tmp_path / "empty-cache"))   # no export
-    assert onnx_encoder.load(folder, row) is None
+    assert torch_free_encoder.load(folder, row) is None
 
 
 @pytest.mark.slow
@@ -185,7 +185,7 @@ def test_a_search_that_needed_torch_prepares_the_next(project, tmp_path, monkeyp
     """With the export cached but never checked here, search loads torch, answers, then
     checks the export, so the next search needs no torch."""
     cache = tmp_path / "cache"
-    export = onnx_encoder.export_file(_fingerprint(project))
+    export = torch_free_encoder.export_file(_fingerprint(project))
     shutil.copytree(export.parent, cache / "backends" / export.parent.name,
                     ignore=shutil.ignore_patterns("torch-free-*"))
     monkeypatch.setenv("DUPLENS_CACHE_DIR", str(cache))

@@ -11,7 +11,7 @@ import pytest
 
 from engine.encoding.backends import AUTO, default_backend, split_fingerprint
 from engine.encoding.loading import load_encoder
-from engine.encoding.onnx_encoder import OnnxEncoder
+from engine.encoding.torch_free_encoder import TorchFreeEncoder
 from engine.errors import InputError
 from engine.project import Project
 from engine.store import embeddings as embedding_store
@@ -85,7 +85,7 @@ def test_a_trained_version_is_converted_checked_and_serves_with_its_fast_form(
         assert activated.encoded == 46 == count_embeddings(project, sibling["id"])
         assert count_embeddings(project, version) == 0
         served = project.model.encoder()
-        assert isinstance(served, OnnxEncoder)   # torch-free, as the bundled model's form
+        assert isinstance(served, TorchFreeEncoder)   # torch-free, as the bundled model's form
         assert served.spec.fingerprint == sibling["fingerprint"]
         folder = Path(listed[version]["folder"])
         own = load_encoder(str(folder), device="cpu", backend=FAST)
@@ -150,7 +150,7 @@ def test_a_fast_form_that_fails_its_check_leaves_the_version_with_torch(
         activated = project.versions.activate(report.version_id)
         assert activated.activated and activated.model_id == report.version_id
         served = project.model.encoder()
-        assert not isinstance(served, OnnxEncoder) and served.spec.backend == "torch"
+        assert not isinstance(served, TorchFreeEncoder) and served.spec.backend == "torch"
         np.testing.assert_allclose(served.encode(TEXTS),
                                    load(report.folder).encode(TEXTS, normalize_embeddings=True),
                                    atol=1e-5)

@@ -1,5 +1,6 @@
-"""An encoder without torch: the model's cached ONNX export, its `tokenizers` tokenizer and
-NumPy pooling, for the command line's one-off searches and small matches.
+"""An encoder without torch: the model's cached export (ONNX, or an OpenVINO backend's IR),
+its `tokenizers` tokenizer and NumPy pooling, for the command line's one-off searches and
+small matches, and wherever an OpenVINO backend serves on the CPU (`engine.encoding.loading`).
 
 `duplens search` used to import torch, transformers and sentence-transformers (seconds, and
 most of a ten-second search on a small machine) to encode one text. The "onnx" backend's
@@ -8,7 +9,9 @@ export of the model (`engine.encoding.conversion`, cached per weights in
 adds around the transformer is, for the models Duplens serves, a tokenizer that the
 `tokenizers` library loads from `tokenizer.json`, a pooling of the token embeddings and a
 normalisation, all of which the model folder describes (`modules.json`,
-`sentence_bert_config.json`, `1_Pooling/config.json`). `OnnxEncoder` does those steps itself.
+`sentence_bert_config.json`, `1_Pooling/config.json`; read by `engine.encoding.folder_steps`).
+`TorchFreeEncoder` does those steps itself, running the transformer with onnxruntime or,
+for an OpenVINO backend's IR, with OpenVINO (`engine.encoding.openvino_runner`).
 
 It is used only where it was checked against torch: `verify` (run where torch is loaded
 anyway: the window's fast queries, `duplens import` and `encode`, and a search that had to
@@ -22,14 +25,12 @@ extra modules, no export yet) returns None and the caller loads torch as before.
 from __future__ import annotations
 
 import collections
-import hashlib
 import importlib.util
 import json
 import logging
 import os
 import threading
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -38,6 +39,7 @@ import numpy as np
 from engine.encoding import shipped_model
 from engine.encoding.backends import BACKENDS, split_fingerprint
 from engine.encoding.encoder import EncodeBatch, EncodedBatch, SentenceEncoder
+from engine.encoding.folder_steps import FolderSteps, read_json, read_steps
 from engine.encoding.model_spec import ModelSpec
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -48,16 +50,6 @@ log = logging.getLogger("duplens")
 # Lowest cosine between this encoder's and torch's embedding of a probe text for the export
 # to be used without torch. The fp32 export measures 1.000000 (docs/benchmarks.md).
 MIN_COSINE = 0.9999
-# Bump when the steps here change, so an older check is not taken for one of them.
-CHECK_FORMAT = 1
-_MODULE_KINDS = ("Transformer", "Pooling", "Normalize")
-_POOLING_MODES = ("cls", "max", "mean", "mean_sqrt_len_tokens")
-# sentence-transformers' legacy switches, in the order it concatenates them.
-_LEGACY_POOLING = (("pooling_mode_cls_token", "cls"), ("pooling_mode_max_tokens", "max"),
-                   ("pooling_mode_mean_tokens", "mean"),
-                   ("pooling_mode_mean_sqrt_len_tokens", "mean_sqrt_len_tokens"),
-                   ("pooling_mode_weightedmean_tokens", "weightedmean"),
-                   ("pooling_mode_lasttoken", "lasttoken"))
 # Probe texts: a question, case and punctuation, accents and other scripts, spaces around,
 # an empty one, and one far past the model's window (truncation); encoded one at a time
 # and as one padded batch.
@@ -70,97 +62,6 @@ PROBES = (
     "a",
     " ".join(["Why does a long text get cut at the model's window of tokens?"] * 60),
 )
-
-
-@dataclass(frozen=True)
-class FolderSteps:
-    """What sentence-transformers does around the transformer, read from a model folder."""
-
-    tokenizer_file: Path
-    max_seq_length: int
-    do_lower_case: bool
-    pooling: tuple[str, ...]
-    hidden_size: int
-    digest: str          # of every file read here and the tokenizers release
-
-    @property
-    def dim(self) -> int:
-        return self.hidden_size * len(self.pooling)
-
-
-def read_steps(folder: Path) -> FolderSteps | None:
-    """The steps of the model in `folder`, or None when they are not ones done here (a
-    default prompt, a pooling other than cls/max/mean, modules besides Transformer,
-    Pooling and Normalize, no tokenizer.json). Reads small JSON files only."""
-    try:
-        modules = _json(folder / "modules.json")
-        kinds = [str(m.get("type", "")).rsplit(".", 1)[-1] for m in modules]
-        if (len(kinds) not in (2, 3) or kinds != list(_MODULE_KINDS[:len(kinds)])):
-            return None
-        transformer_dir = folder / modules[0].get("path", "")
-        pooling_dir = folder / modules[1].get("path", "")
-        read = [folder / "modules.json", pooling_dir / "config.json"]
-        st_config = _optional_json(folder / "config_sentence_transformers.json", read)
-        if st_config.get("default_prompt_name"):
-            return None
-        bert_config = _optional_json(transformer_dir / "sentence_bert_config.json", read)
-        tokenizer_config = _optional_json(transformer_dir / "tokenizer_config.json", read)
-        _optional_json(transformer_dir / "special_tokens_map.json", read)
-        model_config = _json(transformer_dir / "config.json")
-        read.append(transformer_dir / "config.json")
-        pooling = _pooling_modes(_json(pooling_dir / "config.json"))
-        tokenizer_file = transformer_dir / "tokenizer.json"
-        if pooling is None or not tokenizer_file.is_file():
-            return None
-        read.append(tokenizer_file)
-        length = bert_config.get("max_seq_length") or tokenizer_config.get("model_max_length")
-        positions = model_config.get("max_position_embeddings") or 0
-        if not isinstance(length, int) or length <= 0:
-            return None
-        if isinstance(positions, int) and positions > 0:
-            length = min(length, positions)
-        hidden = int(model_config["hidden_size"])
-    except (OSError, ValueError, KeyError, TypeError, AttributeError, IndexError):
-        return None
-    digest = hashlib.sha256(f"{CHECK_FORMAT}|{_tokenizers_version()}".encode())
-    for path in read:
-        digest.update(path.name.encode() + b"\0" + path.read_bytes() + b"\0")
-    return FolderSteps(tokenizer_file, length, bool(bert_config.get("do_lower_case")),
-                       pooling, hidden, digest.hexdigest()[:16])
-
-
-def _json(path: Path):
-    with path.open(encoding="utf-8") as fh:
-        return json.load(fh)
-
-
-def _optional_json(path: Path, read: list[Path]) -> dict:
-    if not path.is_file():
-        return {}
-    read.append(path)
-    found = _json(path)
-    return found if isinstance(found, dict) else {}
-
-
-def _pooling_modes(config: dict) -> tuple[str, ...] | None:
-    mode = config.get("pooling_mode")
-    if mode is None:
-        modes = tuple(name for key, name in _LEGACY_POOLING if config.get(key))
-        modes = modes or ("mean",)
-    else:
-        modes = (mode,) if isinstance(mode, str) else tuple(mode)
-    if not modes or any(m not in _POOLING_MODES for m in modes):
-        return None
-    return modes
-
-
-def _tokenizers_version() -> str:
-    from importlib.metadata import PackageNotFoundError, version
-
-    try:
-        return version("tokenizers")
-    except PackageNotFoundError:
-        return "missing"
 
 
 def available() -> bool:
@@ -221,7 +122,7 @@ def _runner(export: Path, precision: str = "f32"):
     return _OrtRunner(export)
 
 
-class OnnxEncoder(SentenceEncoder):
+class TorchFreeEncoder(SentenceEncoder):
     """A `SentenceEncoder` that runs an export of the model (the "onnx" backend's with
     onnxruntime, an OpenVINO backend's IR with OpenVINO), tokenises with `tokenizers` and
     pools with NumPy: the embeddings of sentence-transformers' `encode` (normalised) with
@@ -364,7 +265,7 @@ def _pad_id(tokenizer: Tokenizer, tokenizer_file: Path) -> int:
     """The id padding uses: tokenizer.json's own padding setting, else its [PAD] token.
     Padded positions are masked out, so the id changes nothing but must exist."""
     try:
-        padding = _json(tokenizer_file).get("padding") or {}
+        padding = read_json(tokenizer_file).get("padding") or {}
         if isinstance(padding.get("pad_id"), int):
             return padding["pad_id"]
     except (OSError, ValueError, AttributeError):
@@ -376,7 +277,7 @@ def _pad_id(tokenizer: Tokenizer, tokenizer_file: Path) -> int:
     return 0
 
 
-def load(folder: Path, row: dict, *, batch_size: int = 64) -> OnnxEncoder | None:
+def load(folder: Path, row: dict, *, batch_size: int = 64) -> TorchFreeEncoder | None:
     """The torch-free encoder of the model in `folder`, whose stored `models` row is `row`,
     or None where it may not serve: not installed or turned off, no export of these
     weights cached yet, a model whose steps are not done here, or never checked against
@@ -398,7 +299,7 @@ def load(folder: Path, row: dict, *, batch_size: int = 64) -> OnnxEncoder | None
         _, tag = split_fingerprint(row["fingerprint"])
         spec = ModelSpec(row["name"], str(folder), row["fingerprint"], True,
                          backend=tag or "onnx")
-        return OnnxEncoder(steps, export, spec, batch_size)
+        return TorchFreeEncoder(steps, export, spec, batch_size)
     except Exception as exc:  # noqa: BLE001 - an optimisation: torch still serves
         log.warning("torch-free encoder unavailable for %s: %s", folder, exc, exc_info=True)
         return None
@@ -445,7 +346,7 @@ def verify(encoder: SentenceEncoder, on_export: Callable[[], object] | None = No
             export = exported_file(model, weights, BACKENDS["onnx"])
         if not _runtime_installed(export):
             return None
-        light = OnnxEncoder(steps, export, encoder.spec, encoder.batch_size)
+        light = TorchFreeEncoder(steps, export, encoder.spec, encoder.batch_size)
         lowest = agreement(light, encoder)
         if lowest < MIN_COSINE:
             log.warning("torch-free encoder of %s disagrees with sentence-transformers "
@@ -474,7 +375,7 @@ def _runs_on(model) -> str:
     return str(getattr(first, "backend", None) or getattr(model, "backend", "torch"))
 
 
-def agreement(light: OnnxEncoder, reference: SentenceEncoder) -> float:
+def agreement(light: TorchFreeEncoder, reference: SentenceEncoder) -> float:
     """The lowest cosine between `light`'s embeddings of the probe texts (one at a time
     and as one batch) and `reference`'s (its bulk path)."""
     texts = list(PROBES)
