@@ -52,21 +52,21 @@ _MAX_FIELD = 2**31 - 1
 
 
 @dataclass(frozen=True)
-class Sample:
+class FileSample:
     """The first bytes of a file, and whether they are all of it."""
 
     data: bytes
     complete: bool
 
 
-def read_sample(path: Path, limit: int = SAMPLE_BYTES) -> Sample:
+def read_sample(path: Path, limit: int = SAMPLE_BYTES) -> FileSample:
     """Read up to `limit` bytes; OSError is left to the caller, which knows the file's name."""
     with path.open("rb") as handle:
         data = handle.read(limit + 1)
-    return Sample(data[:limit], complete=len(data) <= limit)
+    return FileSample(data[:limit], complete=len(data) <= limit)
 
 
-def detect_encoding(sample: Sample) -> str:
+def detect_encoding(sample: FileSample) -> str:
     """Name the encoding the sample most likely uses.
 
     A BOM is the only certain sign, so it wins. UTF-16 without a BOM still shows as a NUL
@@ -110,7 +110,7 @@ def _utf16_without_bom(data: bytes) -> str | None:
     return name
 
 
-def decode_sample(sample: Sample, encoding: str) -> str:
+def decode_sample(sample: FileSample, encoding: str) -> str:
     """Decode strictly, tolerating a character cut in two where the sample stops.
 
     The incremental decoder holds back an incomplete trailing sequence instead of failing on

@@ -8,13 +8,13 @@ import csv
 import pytest
 
 from engine.io import sniff
-from engine.io.sniff import Sample
+from engine.io.sniff import FileSample
 
 TEXT = "id,question\n1,café naïve – “quotes”\n"
 
 
-def whole(data: bytes) -> Sample:
-    return Sample(data, complete=True)
+def whole(data: bytes) -> FileSample:
+    return FileSample(data, complete=True)
 
 
 @pytest.mark.parametrize(
@@ -37,7 +37,7 @@ def test_detect_encoding(data: bytes, expected: str) -> None:
 
 def test_utf8_character_cut_at_the_end_of_the_sample_is_not_an_error() -> None:
     data = ("x" * 99 + "é").encode()  # "é" is two bytes; cut after the first one
-    cut = Sample(data[:100], complete=False)
+    cut = FileSample(data[:100], complete=False)
     assert sniff.detect_encoding(cut) == "utf-8"
     assert sniff.decode_sample(cut, "utf-8") == "x" * 99
 
@@ -50,8 +50,8 @@ def test_a_cut_character_at_the_end_of_the_whole_file_is_an_error() -> None:
 def test_read_sample_says_whether_it_has_the_whole_file(tmp_path) -> None:
     path = tmp_path / "a.csv"
     path.write_bytes(b"0123456789")
-    assert sniff.read_sample(path, limit=10) == Sample(b"0123456789", complete=True)
-    assert sniff.read_sample(path, limit=4) == Sample(b"0123", complete=False)
+    assert sniff.read_sample(path, limit=10) == FileSample(b"0123456789", complete=True)
+    assert sniff.read_sample(path, limit=4) == FileSample(b"0123", complete=False)
 
 
 def test_binary_data_is_recognised() -> None:
