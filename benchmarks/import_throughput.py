@@ -16,7 +16,7 @@ the other on the same machine:
   analyst types it (`benchmarks.console`), timed from the start of the process to its exit
   (Python start, imports, model load, parsing, storing, encoding, indexing, saving).
   Whatever backend a new project gets by default here encodes
-  (`engine.encoding.backends.default_backend`). The backend's export is made once per
+  (`engine.encoding.backend_choice.default_backend`). The backend's export is made once per
   computer before the timed runs (its first-ever cost is timed separately and reported);
 - where the time goes: the same import in this process through the facade
   (`Project.open`, `rows.import_table`, `vectors.encode`), with the model load, parsing and
@@ -103,7 +103,7 @@ def floor_s(stages: dict) -> float | None:
 def measure(rows: list[int], batch_size: int) -> dict:
     import torch
 
-    from engine.encoding.backends import default_backend
+    from engine.encoding.backend_choice import default_backend
     from engine.encoding.model_spec import load_model, resolve_model
 
     backend = default_backend("cpu")

@@ -5,7 +5,7 @@ plain sentence-transformers encoding the file's texts.
 
 A project of the first 20,000 distinct Quora questions is made with `duplens import` at the
 default settings (not timed), so it is encoded by whatever backend a new project gets here
-(`engine.encoding.backends.default_backend`: OpenVINO in bf16 on a CPU with bf16 units).
+(`engine.encoding.backend_choice.default_backend`: OpenVINO in bf16 on a CPU with bf16 units).
 Then, one after the other in the same run, for a file of the next 5,000 questions (quick:
 2,000):
 
@@ -41,7 +41,7 @@ FILE_ROWS, QUICK_FILE_ROWS = 5_000, 2_000
 def measure(file_rows: int, batch_size: int = 64) -> dict:
     import torch
 
-    from engine.encoding.backends import default_backend
+    from engine.encoding.backend_choice import default_backend
     from engine.encoding.model_spec import load_model, resolve_model
 
     texts = quora_questions(PROJECT_ROWS + file_rows)

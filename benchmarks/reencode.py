@@ -62,7 +62,7 @@ def finetune(project: Path, pairs: Path, env: dict[str, str]) -> tuple[dict, flo
 def measure(rows: int) -> dict:
     import torch
 
-    from engine.encoding.backends import default_backend
+    from engine.encoding.backend_choice import default_backend
     from engine.encoding.model_spec import load_model, resolve_model
 
     texts = quora_questions(rows)

@@ -131,7 +131,7 @@ class TrainPage(QWizardPage):
         stage, done, total, rate = progress.stage, progress.done, progress.total, progress.rate
         if stage not in self.stage_labels:
             # "converting" runs only where versions get a fast form, which the engine
-            # decides (`fast_form.target_backend`): it is listed when it starts.
+            # decides (`backend_choice.for_trained_version`): it is listed when it starts.
             label = QLabel("", self)
             self.stage_labels[stage] = label
             self.stages_box.addWidget(label)

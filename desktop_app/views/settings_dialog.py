@@ -2,10 +2,11 @@
 
 The device list shows what this machine really has (the engine probes CUDA and MPS); "auto"
 takes the fastest of those. The backend list starts with "Automatic" (the default): a new
-project gets the fastest backend that passed the quality gate here (`default_backend`:
-OpenVINO bf16 on a CPU with bf16 units, else PyTorch), a project with embeddings keeps the backend
-they were made with. Then the fast CPU backends whose packages are installed
-(`engine.encoding.backends`), the others greyed out with what to install.
+project gets the fastest backend that passed the quality gate here
+(`backend_choice.default_backend`: OpenVINO bf16 on a CPU with bf16 units, else PyTorch), a
+project with embeddings keeps the backend they were made with. Then the fast CPU backends
+whose packages are installed (`engine.encoding.backends`), the others greyed out with what
+to install.
 """
 
 from __future__ import annotations
@@ -158,13 +159,8 @@ def backend_combo(current: str, parent: QWidget) -> QComboBox:
     """"Automatic" (naming what it picks on the CPU), then every backend; those whose
     packages are missing are greyed out and say what to install. The int8 ones give
     different embeddings: a project is encoded again."""
-    from engine.encoding.backends import (
-        AUTO,
-        BACKENDS,
-        available_backends,
-        default_backend,
-        missing_modules,
-    )
+    from engine.encoding.backend_choice import default_backend
+    from engine.encoding.backends import AUTO, BACKENDS, available_backends, missing_modules
 
     combo = QComboBox(parent)
     usable = set(available_backends())

@@ -25,8 +25,8 @@ from engine.errors import ModelError
 log = logging.getLogger("duplens")
 
 DEFAULT_BACKEND = "torch"
-# A preference for "the fastest backend that keeps quality here" (`default_backend`): what
-# the settings and the command line start with.
+# A preference for "the fastest backend that keeps quality here"
+# (`backend_choice.default_backend`): what the settings and the command line start with.
 AUTO = "auto"
 # The backend a new project encodes with on a CPU: the fastest one that passed the quality
 # gate, every candidate measured against torch in one run (benchmarks/backends.py: STSb
@@ -104,20 +104,8 @@ def get_backend(name: str | None) -> Backend:
                          ) from None
 
 
-def default_backend(device: str) -> str:
-    """The backend a new project encodes with on `device` (a resolved one: "cpu", "cuda",
-    "cuda:1", "mps"): on the CPU `CPU_DEFAULT_BACKEND` when its packages are installed and
-    the CPU runs it (`unsupported_here`),
-    else torch; on a GPU torch (in fp16 on CUDA, `model_spec.load_model`)."""
-    if device != "cpu":
-        return DEFAULT_BACKEND
-    chosen = BACKENDS[CPU_DEFAULT_BACKEND]
-    usable = not missing_modules(chosen) and unsupported_here(chosen) is None
-    return chosen.name if usable else DEFAULT_BACKEND
-
-
 def is_auto(preference: str | None) -> bool:
-    """Whether a backend preference leaves the choice to `default_backend`."""
+    """Whether a backend preference leaves the choice to Duplens (`backend_choice`)."""
     return preference in (None, "", AUTO)
 
 

@@ -14,17 +14,11 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from engine.encoding.backends import (
-    backend_for_row,
-    default_backend,
-    get_backend,
-    is_auto,
-    split_fingerprint,
-    stored_fingerprint,
-)
+from engine.encoding import backend_choice
+from engine.encoding.backends import get_backend, is_auto, split_fingerprint, stored_fingerprint
 from engine.encoding.encoder import SentenceEncoder
 from engine.encoding.loading import load_encoder, load_stored_encoder
-from engine.encoding.model_spec import DEFAULT_MODEL, default_model_path, pick_device
+from engine.encoding.model_spec import DEFAULT_MODEL, default_model_path
 from engine.errors import ProjectError
 from engine.store import embeddings as embedding_store
 from engine.store.database import Store
@@ -33,7 +27,7 @@ from engine.store.database import Store
 @dataclass(frozen=True)
 class ModelPreferences:
     """How models are loaded from now on: device, batch size, backend ("auto" or None: a
-    new project gets the fastest backend that keeps quality here, `default_backend`, and
+    new project gets the fastest backend that keeps quality here (`backend_choice`), and
     a project keeps the backend its embeddings were made with), whether single queries get
     the faster runtime (`SentenceEncoder.prepare_fast_queries`; the window asks for it),
     and whether the active model may be served without torch from its checked ONNX export
@@ -101,25 +95,34 @@ class ActiveModel:
         return model_source(self._store.path, location)
 
     def serving_backend(self, row: dict, preferred: str | None = None) -> str:
-        """The backend that serves `row`'s stored embeddings (`backend_for_row`): the one
-        place the rule is applied for a model the project already has."""
-        wanted = preferred or self.preferences.backend
-        return backend_for_row(row["fingerprint"], None if is_auto(wanted) else wanted).name
+        """The backend that serves `row`'s stored embeddings (`backend_choice.for_stored`)."""
+        return backend_choice.for_stored(row["fingerprint"],
+                                         preferred or self.preferences.backend)
 
     def new_backend(self, model: str | None, device: str | None = None) -> str:
-        """The backend a model chosen now is loaded with, by the preference: a named one as
-        named; "auto" the fastest that passed the quality gate on the device it will run on
-        (`default_backend`) for the bundled model, whose gate was measured; torch for any
-        other model a user points at (the gate measured the bundled model's fast forms
-        only). A version fine-tuned in the project gets its fast form after training,
-        checked on the project's pairs, and is activated through it
+        """The backend a model chosen now is loaded with, by the preferences
+        (`backend_choice.for_new_model`). A version fine-tuned in the project gets its fast
+        form after training, checked on the project's pairs, and is activated through it
         (`engine.training.fast_form`), not through here."""
-        wanted = self.preferences.backend
-        if not is_auto(wanted):
-            return str(wanted)
-        if model not in (None, "", DEFAULT_MODEL):
-            return "torch"
-        return default_backend(pick_device(device or self.preferences.device))
+        return backend_choice.for_new_model(model, self.preferences.backend,
+                                            device or self.preferences.device)
+
+    def choose(self, model: str | None = None, *, device: str = "auto",
+               backend: str | None = None, batch_size: int = 64) -> None:
+        """Apply a model asked for by name before encoding (`add_file.ModelChoice`): a named
+        model, device or backend is loaded now (a named backend as named; with no model
+        named, the one that keeps the project's embeddings); with none named, the project
+        keeps its own model, and a new project gets the default model with the backend
+        `new_backend` gives it."""
+        active = self.row()
+        chosen = backend
+        if chosen is None and active is not None and model is None:
+            chosen = self.serving_backend(active)   # the project's own
+        if model is not None or active is None or device != "auto" or backend:
+            location = model if model is not None else (
+                self.source(active["location"]) if active is not None else None)
+            self.use(location, device=device, batch_size=batch_size, backend=chosen)
+        self.configure(batch_size=batch_size)
 
     def accepts(self, encoder: SentenceEncoder) -> bool:
         """Whether an encoder loaded before the project was opened (the window's preloaded

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from engine.encoding import backend_choice
 from engine.encoding.encode_job import CHUNK_TEXTS
 from engine.encoding.encoder import SentenceEncoder
 from engine.encoding.loading import load_stored_encoder
@@ -157,7 +158,7 @@ class ModelVersions:
         from engine.training import fast_form
 
         prefs = self._model.preferences
-        backend = fast_form.target_backend(prefs.backend, prefs.device)
+        backend = backend_choice.for_trained_version(prefs.backend, prefs.device)
         if backend is None or like.device != "cpu":
             self._keep_trained(report.version_id, trained, like)
             return report

@@ -1,5 +1,6 @@
 """A fine-tuned version's fast form: the version run by the backend a new project encodes
-with on this CPU (`default_backend`: OpenVINO in bf16 where the CPU has the units), made
+with on this CPU (`backend_choice.for_trained_version`: OpenVINO in bf16 where the CPU has
+the units), made
 right after training and checked against the version itself before it may serve.
 
 The bundled model's fast form passed the benchmark's quality gate on public data
@@ -32,17 +33,11 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from engine.encoding.backends import (
-    DEFAULT_BACKEND,
-    default_backend,
-    get_backend,
-    is_auto,
-    stored_fingerprint,
-)
+from engine.encoding import backend_choice
+from engine.encoding.backends import get_backend, stored_fingerprint
 from engine.encoding.encoder import SentenceEncoder
 from engine.encoding.gate_rules import MIN_RECALL, PAIR_AP_LOSS, K, exact_top, hnsw_top, recall
 from engine.encoding.loading import load_encoder
-from engine.encoding.model_spec import pick_device
 from engine.errors import ModelError
 from engine.progress import Progress, ProgressCallback, no_progress
 from engine.store import embeddings as embedding_store
@@ -80,16 +75,6 @@ class FastFormCheck:
 
     def as_dict(self) -> dict:
         return dict(asdict(self), seconds=round(self.seconds, 3))
-
-
-def target_backend(preference: str | None, device: str | None) -> str | None:
-    """The backend a version trained now is converted to: the CPU's default, when the
-    backend is left to Duplens ("auto") and models run on the CPU; None when versions stay
-    with torch (a backend the user named, a GPU, a CPU the default does not run on)."""
-    if not is_auto(preference) or pick_device(device or "auto") != "cpu":
-        return None
-    chosen = default_backend("cpu")
-    return None if chosen == DEFAULT_BACKEND else chosen
 
 
 def convert(store: Store, version: dict, trained: SentenceTransformer | SentenceEncoder,
@@ -144,9 +129,10 @@ def serving_row(store: Store, version: dict, preference: str | None, device: str
                 ) -> dict:
     """The row that serves `version` when it is activated: its fast form's, when that
     passed its check and the backend is still the one a version gets here
-    (`target_backend`), else the version's own (torch)."""
+    (`backend_choice.for_trained_version`), else the version's own (torch)."""
     check = (version.get("metrics") or {}).get(METRICS_KEY) or {}
-    if not check.get("passed") or target_backend(preference, device) != check.get("backend"):
+    wanted = backend_choice.for_trained_version(preference, device)
+    if not check.get("passed") or wanted != check.get("backend"):
         return version
     fingerprint = stored_fingerprint(version["fingerprint"], get_backend(check["backend"]))
     with store.read() as conn:

@@ -76,7 +76,7 @@ def finetune_stages(objective: str, options: TrainingOptions | None = None, *,
     """The stages a run of `objective` with `options` goes through, in order, for a wizard
     to list: `FINETUNE_STAGES` without "mining negatives" when nothing is mined, and
     without "converting" unless the version gets a fast form (`converts`:
-    `fast_form.target_backend` names one)."""
+    `backend_choice.for_trained_version` names one)."""
     mines = mines_negatives(objective, options or TrainingOptions())
     skipped = {s for s, kept in ((STAGE_MINING, mines), (STAGE_CONVERTING, converts))
                if not kept}

@@ -13,7 +13,7 @@ from __future__ import annotations
 import pytest
 
 from desktop_app.bridge import EngineBridge
-from engine.encoding.backends import default_backend
+from engine.encoding.backend_choice import default_backend
 from engine.project import Project
 from tests.desktop_app.conftest import import_sample, search_until
 

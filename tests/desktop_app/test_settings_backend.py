@@ -5,13 +5,8 @@ from __future__ import annotations
 
 from desktop_app.controllers.model_controller import ModelController
 from desktop_app.views.settings_dialog import Preferences, SettingsDialog
-from engine.encoding.backends import (
-    AUTO,
-    BACKENDS,
-    available_backends,
-    default_backend,
-    missing_modules,
-)
+from engine.encoding.backend_choice import default_backend
+from engine.encoding.backends import AUTO, BACKENDS, available_backends, missing_modules
 
 
 def test_backend_preference_round_trips_and_unknown_names_fall_back(settings):

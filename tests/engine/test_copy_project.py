@@ -109,7 +109,7 @@ def test_a_version_served_by_its_fast_form_is_copied_with_it(tmp_path, encoder,
                                                               postgres_url):
     """The fast form's row shares its version's folder: a copy that moves the folder (to a
     server and back to a file) moves that row's location too, and the copy serves."""
-    from engine.encoding.backends import default_backend
+    from engine.encoding.backend_choice import default_backend
     from engine.training.version_folders import sibling_of
 
     if default_backend("cpu") == "torch":

@@ -111,7 +111,7 @@ def test_info_json_contract(project):
     info = json.loads(proc.stdout)
     assert info["items"] == 48 and info["encoded"] == 46 and info["index_items"] == 46
     # a new project's backend: the quality gate's CPU default where it is installed
-    from engine.encoding.backends import default_backend
+    from engine.encoding.backend_choice import default_backend
 
     chosen = default_backend("cpu")
     assert info["model"] == "all-MiniLM-L6-v2" + ("" if chosen == "torch" else f" ({chosen})")

@@ -68,7 +68,7 @@ def _flags() -> set[str]:
 
 
 def test_bf16_is_offered_only_where_the_cpu_has_bf16_units(monkeypatch):
-    from engine.encoding import cpu_features
+    from engine.encoding import backend_choice, cpu_features
 
     bf16 = Backend("openvino-bf16", "openvino", "OpenVINO, bfloat16 arithmetic",
                    exact=False, modules=(), precision="bf16", needs_bf16=True)
@@ -80,12 +80,12 @@ def test_bf16_is_offered_only_where_the_cpu_has_bf16_units(monkeypatch):
     with pytest.raises(ModelError, match="needs a CPU with bfloat16 units"):
         load_model(resolve_model(None), "cpu", "openvino-bf16")
     monkeypatch.setattr(bk, "CPU_DEFAULT_BACKEND", "openvino-bf16")
-    assert bk.default_backend("cpu") == "torch"          # not here: torch, not an error
+    assert backend_choice.default_backend("cpu") == "torch"          # not here: torch, not an error
     for units in ({"avx512_bf16"}, {"amx_bf16", "amx_tile"}):
         monkeypatch.setattr(cpu_features, "cpu_flags", lambda units=units: {"avx2", *units})
         assert "openvino-bf16" in available_backends()
         assert require_backend("openvino-bf16") is bf16
-        assert bk.default_backend("cpu") == "openvino-bf16"
+        assert backend_choice.default_backend("cpu") == "openvino-bf16"
 
 
 def test_without_linux_flags_openvino_says_whether_the_cpu_has_bf16_units(monkeypatch):

@@ -14,11 +14,11 @@ from pathlib import Path
 import pytest
 
 from engine.encoding import backends
+from engine.encoding.backend_choice import default_backend
 from engine.encoding.backends import (
     AUTO,
     BACKENDS,
     CPU_DEFAULT_BACKEND,
-    default_backend,
     missing_modules,
 )
 from engine.project import Project

@@ -9,7 +9,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from engine.encoding.backends import AUTO, default_backend, split_fingerprint
+from engine.encoding import backend_choice
+from engine.encoding.backend_choice import default_backend
+from engine.encoding.backends import AUTO, split_fingerprint
 from engine.encoding.loading import load_encoder
 from engine.encoding.torch_free_encoder import TorchFreeEncoder
 from engine.errors import InputError
@@ -39,11 +41,11 @@ def count_embeddings(project: Project, model_id: int) -> int:
 
 
 def test_only_a_cpu_whose_default_is_fast_converts_versions():
-    assert fast_form.target_backend("torch", "cpu") is None        # the user named torch
-    assert fast_form.target_backend("openvino", "cpu") is None     # or any backend
+    assert backend_choice.for_trained_version("torch", "cpu") is None        # the user named torch
+    assert backend_choice.for_trained_version("openvino", "cpu") is None     # or any backend
     expected = None if FAST == "torch" else FAST
-    assert fast_form.target_backend(AUTO, "cpu") == fast_form.target_backend(None, "cpu") \
-        == expected
+    assert backend_choice.for_trained_version(AUTO, "cpu") \
+        == backend_choice.for_trained_version(None, "cpu") == expected
 
 
 @needs_fast_default

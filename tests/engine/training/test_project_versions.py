@@ -76,7 +76,7 @@ def served_version(project: Project) -> int:
 def served_name(version_name: str) -> str:
     """What `info` and the status bar call a version served as a version trained here is:
     with its fast form's tag where this CPU's default backend is a fast one."""
-    from engine.encoding.backends import default_backend
+    from engine.encoding.backend_choice import default_backend
 
     fast = default_backend("cpu")
     return version_name if fast == "torch" else f"{version_name} ({fast})"
