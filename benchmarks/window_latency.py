@@ -168,7 +168,7 @@ def in_window(project: str, queries: list[str], import_csv: str | None) -> dict:
         timer.timeout.connect(tick)
         clock.start()
         timer.start()
-        from desktop_app.controllers.import_controller import ImportChoices
+        from engine.add_file import ImportChoices
 
         done: list[object] = []
         window.imports.finished.connect(done.append)

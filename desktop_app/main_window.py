@@ -28,12 +28,7 @@ from PySide6.QtWidgets import (
 
 from desktop_app.bridge import EngineBridge
 from desktop_app.controllers.counts_controller import CountsController, with_counts
-from desktop_app.controllers.import_controller import (
-    EncodingResult,
-    ImportChoices,
-    ImportController,
-    summary,
-)
+from desktop_app.controllers.import_controller import EncodingResult, ImportController, summary
 from desktop_app.controllers.match_controller import MatchController
 from desktop_app.controllers.model_controller import (
     ActivationResult,
@@ -59,6 +54,7 @@ from desktop_app.views.settings_dialog import Preferences
 from desktop_app.views.start_page import StartPage
 from desktop_app.views.status_bar import WindowStatusBar
 from desktop_app.views.team_dialog import TeamProjectDialog
+from engine.add_file import ImportChoices
 from engine.services.summary import COUNTS
 
 log = logging.getLogger("duplens.gui")

@@ -17,8 +17,9 @@ from typing import TYPE_CHECKING
 
 from PySide6.QtCore import QObject, Signal
 
-from desktop_app.controllers.import_controller import ImportChoices, import_and_encode
+from desktop_app.controllers.import_controller import import_and_encode
 from desktop_app.job_runner import Job, JobHandle, Pool
+from engine.add_file import ImportChoices
 
 if TYPE_CHECKING:
     from desktop_app.bridge import EngineBridge
@@ -64,7 +65,7 @@ class MatchController(QObject):
                 sheet=choices.sheet, encoding=choices.encoding, delimiter=choices.delimiter,
                 threshold=threshold, progress=job.progress, cancel=job.token)
 
-        return self.bridge.run(work, pool=Pool.JOBS, on_done=self._checked,
+        return self.bridge.run(work, pool=Pool.CHANGES, on_done=self._checked,
                                on_failed=self.failed.emit, on_progress=self.progressed.emit)
 
     def _checked(self, result: MatchResult) -> None:
@@ -126,5 +127,5 @@ class MatchController(QObject):
             return {**outcome,
                     "verdicts_stored": report.verdicts_adopted if report is not None else 0}
 
-        return self.bridge.run(work, pool=Pool.JOBS, on_done=self.added.emit,
+        return self.bridge.run(work, pool=Pool.CHANGES, on_done=self.added.emit,
                                on_failed=self.failed.emit, on_progress=self.progressed.emit)

@@ -37,8 +37,8 @@ from PySide6.QtWidgets import (
 
 from desktop_app.bridge import EngineBridge
 from desktop_app.colors import ERROR_STYLE
-from desktop_app.controllers.import_controller import ImportChoices
 from desktop_app.job_runner import Job, Pool
+from engine.add_file import ImportChoices
 
 if TYPE_CHECKING:  # engine.io pulls in pandas and pyarrow: imported in the pool thread
     from engine.io import TablePreview

@@ -17,7 +17,7 @@ from desktop_app.views.settings_dialog import Preferences, SettingsDialog
 
 if TYPE_CHECKING:
     from desktop_app.bridge import EngineBridge
-    from desktop_app.controllers.import_controller import ImportChoices
+    from engine.add_file import ImportChoices
 
 PROJECT_FILTER = "Duplens projects (*.duplens);;All files (*)"
 SHEET_FILTER = ("Spreadsheets (*.csv *.tsv *.txt *.xlsx *.xlsm *.parquet *.pq *.jsonl "

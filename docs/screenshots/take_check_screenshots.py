@@ -43,10 +43,10 @@ def main() -> None:
     from PySide6.QtWidgets import QApplication
 
     from desktop_app.bridge import EngineBridge
-    from desktop_app.controllers.import_controller import ImportChoices
     from desktop_app.main_window import MainWindow
     from desktop_app.resources import sample_questions_path
     from desktop_app.views.export_form import ExportFormDialog
+    from engine.add_file import ImportChoices
     from engine.project import Project
 
     app = QApplication.instance() or QApplication(sys.argv)

@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 
 from engine.cli.common import (
-    EXIT_CANCELLED,
     EXIT_OK,
     one_line,
     open_project,
@@ -14,7 +13,7 @@ from engine.cli.common import (
     say,
     trust_option,
 )
-from engine.errors import Cancelled
+from engine.cli.stoppable import stoppable_bar
 from engine.progress import CancelToken
 
 
@@ -30,17 +29,10 @@ def register(sub) -> None:
 
 
 def cmd_ask(args, cancel: CancelToken) -> int:
-    from engine.progress_bar import TqdmProgress
 
     with open_project(args.project, trust_models=args.trust_model_location) as project:
-        bar = TqdmProgress()
-        try:
+        with stoppable_bar() as bar:
             pairs = project.asking.pairs(args.n, progress=bar, cancel=cancel)
-        except Cancelled:
-            bar.close()
-            say("stopped")
-            return EXIT_CANCELLED
-        bar.close()
         threshold = project.labels.describe_threshold()
         for notice in project.notices:
             say(notice)

@@ -46,6 +46,7 @@ from engine.cli.common import (
     Parser,
     say,
 )
+from engine.cli.stoppable import Stopped
 from engine.errors import DuplensError, UntrustedModelLocation, user_error
 from engine.logfile import setup_logging
 from engine.progress import CancelToken
@@ -108,6 +109,9 @@ def main(argv: Sequence[str] | None = None,
     _install_interrupt(cancel)
     try:
         return _run(args, cancel)
+    except Stopped as stopped:
+        say(str(stopped))
+        return EXIT_CANCELLED
     except UntrustedModelLocation as exc:
         log.info("input error: %s", exc)
         say(f"duplens: {exc} (run again with {TRUST_FLAG} to load it)")

@@ -6,7 +6,6 @@ import json
 from collections import Counter
 
 from engine.cli.common import (
-    EXIT_CANCELLED,
     EXIT_INPUT,
     EXIT_OK,
     json_option,
@@ -18,7 +17,7 @@ from engine.cli.common import (
     say,
     trust_option,
 )
-from engine.errors import Cancelled
+from engine.cli.stoppable import stoppable_bar
 from engine.progress import CancelToken
 from engine.review.calibration import (
     DEFAULT_THRESHOLD,
@@ -58,7 +57,6 @@ def register(sub) -> None:
 
 
 def cmd_duplicates(args, cancel: CancelToken) -> int:
-    from engine.progress_bar import TqdmProgress
 
     with open_project(args.project, trust_models=args.trust_model_location) as project:
         empty = None if args.out else nothing_indexed(project, "no clusters")
@@ -77,15 +75,9 @@ def cmd_duplicates(args, cancel: CancelToken) -> int:
             calibration = project.labels.calibration()
             threshold = default_threshold(calibration)
             say(f"{describe_threshold(calibration)}; --threshold to choose another")
-        bar = TqdmProgress()
-        try:
+        with stoppable_bar() as bar:
             clusters = project.clusters.cut(threshold, args.neighbours, progress=bar,
                                           cancel=cancel)
-        except Cancelled:
-            bar.close()
-            say("stopped")
-            return EXIT_CANCELLED
-        bar.close()
         for notice in project.notices:
             say(notice)
         if since is not None:

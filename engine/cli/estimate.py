@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 
 from engine.cli.common import (
-    EXIT_CANCELLED,
     EXIT_OK,
     json_option,
     one_line,
@@ -16,7 +15,7 @@ from engine.cli.common import (
     say,
     trust_option,
 )
-from engine.errors import Cancelled
+from engine.cli.stoppable import stoppable_bar
 from engine.progress import CancelToken
 from engine.review.calibration import DEFAULT_THRESHOLD, ENOUGH_OF_EACH
 
@@ -42,11 +41,9 @@ def register(sub) -> None:
 
 
 def cmd_estimate(args, cancel: CancelToken) -> int:
-    from engine.progress_bar import TqdmProgress
 
     with open_project(args.project, trust_models=args.trust_model_location) as project:
-        bar = TqdmProgress()
-        try:
+        with stoppable_bar() as bar:
             if args.next_pairs:
                 pairs = project.measuring.next_pairs(args.next_pairs, threshold=args.threshold,
                                                      progress=bar, cancel=cancel)
@@ -55,11 +52,6 @@ def cmd_estimate(args, cancel: CancelToken) -> int:
                 measurement = project.measuring.measure(args.threshold,
                                                         curve=bool(args.report),
                                                         progress=bar, cancel=cancel)
-        except Cancelled:
-            bar.close()
-            say("stopped")
-            return EXIT_CANCELLED
-        bar.close()
         for notice in project.notices:
             say(notice)
         name = project.store.name

@@ -19,7 +19,8 @@ from engine.cli.common import (
 )
 from engine.cli.models import activate
 from engine.cli.stage_bars import StageBars
-from engine.errors import Cancelled, InputError
+from engine.cli.stoppable import stoppable_bar
+from engine.errors import InputError
 from engine.progress import CancelToken
 
 # engine.training.OBJECTIVES' names, spelled out: importing the training package for every
@@ -105,16 +106,11 @@ def cmd_finetune(args, cancel: CancelToken) -> int:
         raise InputError(f"finetune: {exc}") from None
     with open_project(args.project, trust_models=args.trust_model_location) as project:
         project.model.configure(device=args.device)
-        bar = StageBars()
-        try:
+        with stoppable_bar("stopped: nothing was saved; the active model is unchanged",
+                           bars=StageBars) as bar:
             report = project.versions.finetune(
                 args.loss, extra_file=args.pairs, options=options, held_out=args.held_out,
                 seed=args.seed, progress=bar, cancel=cancel)
-        except Cancelled:
-            bar.close()
-            say("stopped: nothing was saved; the active model is unchanged")
-            return EXIT_CANCELLED
-        bar.close()
         for note in report.notes:
             say(note)
         activation = activate(project, report.version_id, cancel) if args.activate else None

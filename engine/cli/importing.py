@@ -17,11 +17,13 @@ from engine.cli.common import (
     trust_option,
     unescape,
 )
+from engine.cli.stoppable import Bars, stoppable_bar
 from engine.encoding.backends import require_backend
-from engine.errors import Cancelled
 from engine.progress import CancelToken
 
 if TYPE_CHECKING:  # pragma: no cover
+    from engine.add_file import FileAdded, ImportChoices, ModelChoice
+    from engine.encoding.encode_job import EncodeReport
     from engine.encoding.encoder import Executor
 
 
@@ -96,14 +98,29 @@ def cmd_import(args, cancel: CancelToken) -> int:
         executor.close()
 
 
+def import_choices(args) -> ImportChoices:
+    """The file and the `reader_options` of a command, as the engine takes them."""
+    from engine.add_file import ImportChoices
+
+    return ImportChoices(args.file, list(args.columns), **reader_kwargs(args))
+
+
+def model_choice(args) -> ModelChoice:
+    """The `model_options` of a command, as the engine takes them."""
+    from engine.add_file import ModelChoice
+
+    return ModelChoice(args.model, args.device, args.backend, args.batch_size)
+
+
 def _import(args, cancel: CancelToken, executor: Executor | None) -> int:
-    """Import the file, then encode it with `executor` (None: --no-encode).
+    """Import the file, then encode it with `executor` (None: --no-encode) and place its
+    new rows (`engine.add_file`).
 
     A project this command creates exists only once its rows are in: the file and its
     columns are checked before it is made, and if the import still fails or is stopped, the
     empty project is removed again, so a mistyped column leaves nothing behind. A project
     that existed is left as it was (the import is one transaction)."""
-    from engine.progress_bar import TqdmProgress
+    from engine.add_file import add_file
 
     new = _new_project_file(args.project)
     if new is not None:
@@ -112,24 +129,22 @@ def _import(args, cancel: CancelToken, executor: Executor | None) -> int:
     try:
         with open_project(args.project, create=True,
                           trust_models=args.trust_model_location) as project:
-            bar = TqdmProgress()
-            try:
-                report = project.rows.import_table(
-                    args.file, args.columns, **reader_kwargs(args), progress=bar,
-                    cancel=cancel)
-            except Cancelled:
-                bar.close()
-                say(f"{Path(args.file).name}: import stopped; nothing from this file was "
-                    "added" + (f" and {new.name} was not created" if new else ""))
-                return EXIT_CANCELLED
-            bar.close()
-            imported = True
-            _report_import(report)
-            if executor is None:
-                return EXIT_OK
-            if not report.already_imported:
-                args.new_batch = report.source_id
-            return encode(project, args, cancel, executor)
+            with stoppable_bar(f"{Path(args.file).name}: import stopped; nothing from this "
+                               "file was added" + (f" and {new.name} was not created"
+                                                   if new else "")) as bar:
+                def on_imported(report) -> None:
+                    nonlocal imported
+                    imported = True
+                    bar.close()
+                    _report_import(report)
+
+                added = add_file(project, import_choices(args),
+                                 encode=executor is not None, model=model_choice(args),
+                                 executor=executor, progress=bar, cancel=cancel,
+                                 on_imported=on_imported,
+                                 on_encoded=lambda r: _report_encoding(project, args, r,
+                                                                       executor, bar))
+            return _finish(project, added)
     finally:
         if new is not None and not imported:
             _remove_project_file(new)
@@ -186,35 +201,26 @@ def _report_import(report) -> None:
 
 
 def cmd_encode(args, cancel: CancelToken) -> int:
+    from engine.add_file import finish_encoding
     from engine.encoding.executors import executor_for, parse_executor
 
     parse_executor(args.executor)  # a mistyped option is reported before anything starts
     with open_project(args.project, trust_models=args.trust_model_location) as project:
         executor = executor_for(args.executor)
         try:
-            return encode(project, args, cancel, executor)
+            with stoppable_bar() as bar:
+                added = finish_encoding(
+                    project, model=model_choice(args), executor=executor, progress=bar,
+                    cancel=cancel, on_encoded=lambda r: _report_encoding(project, args, r,
+                                                                         executor, bar))
         finally:
             executor.close()
+        return _finish(project, added)
 
 
-def encode(project, args, cancel: CancelToken, executor: Executor) -> int:
-    """Encode what the project lacks with the model and backend the options ask for (the
-    project's own when they ask for none), its batches on `executor`."""
-    from engine.progress_bar import TqdmProgress
-
-    active = project.model.row()
-    wanted_default = args.model is None and active is None
-    backend = args.backend
-    if backend is None and active is not None and args.model is None:
-        backend = project.model.serving_backend(active)  # the project's own
-    if args.model is not None or wanted_default or args.device != "auto" or args.backend:
-        model = args.model if args.model is not None else (
-            project.model.source(active["location"]) if active else None)
-        project.model.use(model, device=args.device, batch_size=args.batch_size,
-                          backend=backend)
-    project.model.configure(batch_size=args.batch_size)
-    bar = TqdmProgress()
-    report = project.vectors.encode(progress=bar, cancel=cancel, executor=executor)
+def _report_encoding(project, args, report: EncodeReport, executor: Executor | None,
+                     bar: Bars) -> None:
+    """What the encoding did, said as soon as it ends (before any placing)."""
     bar.close()
     plan = getattr(executor, "last_plan", None)
     if plan is not None:
@@ -227,42 +233,35 @@ def encode(project, args, cancel: CancelToken, executor: Executor) -> int:
     if report.cancelled:
         say(f"stopped: {report.encoded} texts encoded and kept, {report.remaining} left; "
             f"run 'duplens encode {args.project}' to finish")
-        return EXIT_CANCELLED
+        return
     info = project.info()
     print(f"{info['items']} items, {info['encoded']} texts encoded with {info['model']} on "
           f"{info['device']}", flush=True)
-    prepare_torch_free(project)   # so that searches after this need no torch
-    batch = getattr(args, "new_batch", None)
-    if batch is not None:
-        _place_new_rows(project, batch, cancel)
+
+
+def _finish(project, added: FileAdded) -> int:
+    """The exit status of an import or encoding, once what it did to the clusters is said;
+    then the torch-free form prepared, so that searches after this need no torch."""
+    if added.cancelled:
+        return EXIT_CANCELLED
+    say_placed(added)
+    if added.encoded is not None:
+        prepare_torch_free(project)
     return EXIT_OK
 
 
-def _place_new_rows(project, batch: int, cancel: CancelToken) -> None:
+def say_placed(added: FileAdded) -> None:
     """Once clusters were ever reviewed, an import's rows join them at once, at the
-    threshold their ids were recorded at: the changes then belong to this import."""
-    from collections import Counter
-
-    from engine.progress_bar import TqdmProgress
-
-    bar = TqdmProgress()
-    try:
-        followed = project.clusters.follow_imports(progress=bar, cancel=cancel)
-    except Cancelled:
-        bar.close()
+    threshold their ids were recorded at: say what that changed (nothing when no cut was
+    ever recorded)."""
+    if added.placing_stopped:
         say("clusters not updated (stopped); the next cut places the new rows")
         return
-    bar.close()
-    if followed is None:
+    if added.placed_at is None or added.imported is None:
         return
-    threshold, _ = followed
-    counts = Counter(c.change for c in project.ids.changes_since(batch).values())
-    said = ", ".join(f"{counts[kind]} {what}" for kind, what in _SAID.items()
-                     if counts[kind]) or "no cluster changed"
-    say(f"clusters at {threshold:g} updated: {said} (duplens duplicates --changes-since "
-        f"{batch} lists them)")
+    from engine.add_file import CHANGES_SAID
 
-
-_SAID = {"joined": "rows joined existing clusters", "new": "rows in new clusters",
-         "merged": "rows in merged clusters", "split": "rows split off",
-         "left": "rows left their clusters"}
+    said = ", ".join(f"{added.changes[kind]} {what}" for kind, what in CHANGES_SAID.items()
+                     if added.changes.get(kind)) or "no cluster changed"
+    say(f"clusters at {added.placed_at:g} updated: {said} (duplens duplicates "
+        f"--changes-since {added.imported.source_id} lists them)")

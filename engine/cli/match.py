@@ -22,8 +22,9 @@ from engine.cli.common import (
     say,
     trust_option,
 )
-from engine.cli.importing import reader_kwargs, reader_options
-from engine.errors import Cancelled, InputError
+from engine.cli.importing import import_choices, reader_kwargs, reader_options, say_placed
+from engine.cli.stoppable import stoppable_bar
+from engine.errors import InputError
 from engine.progress import CancelToken
 from engine.review.calibration import DEFAULT_THRESHOLD, ENOUGH_OF_EACH, format_threshold
 
@@ -51,7 +52,6 @@ def register(sub) -> None:
 
 
 def cmd_match(args, cancel: CancelToken) -> int:
-    from engine.progress_bar import TqdmProgress
     from engine.services.matching import write_matches
 
     if args.out and Path(args.out).suffix.lower() not in (".csv", ".xlsx"):
@@ -61,9 +61,10 @@ def cmd_match(args, cancel: CancelToken) -> int:
     with open_project(args.project, trust_models=args.trust_model_location) as project:
         if not args.add:   # --add encodes the file again to store it: torch does that
             prefer_torch_free(project)
-        bar = TqdmProgress()
         json_out = _JsonList(sys.stdout) if args.json else None
-        try:
+        with stoppable_bar(f"{Path(args.file).name}: stopped; nothing was written"
+                           + (" (the JSON printed so far is incomplete)" if json_out
+                              else "")) as bar:
             stream = project.matching.stream(
                 args.file, args.columns, **reader_kwargs(args), k=args.k,
                 threshold=args.threshold, progress=bar, cancel=cancel)
@@ -76,12 +77,6 @@ def cmd_match(args, cancel: CancelToken) -> int:
             else:
                 for _ in stream.rows:
                     pass
-        except Cancelled:
-            bar.close()
-            say(f"{Path(args.file).name}: stopped; nothing was written"
-                + (" (the JSON printed so far is incomplete)" if json_out else ""))
-            return EXIT_CANCELLED
-        bar.close()
         if json_out is not None:
             json_out.close()
         for notice in project.notices:
@@ -147,26 +142,20 @@ def _shown(rows: Iterator[FileRow], json_out: _JsonList | None, *, quiet: bool
 
 
 def _add(project, args, cancel: CancelToken) -> int:
-    """Import the file as `import` does and encode its new texts (encoded a second time:
-    see `engine.services.matching`)."""
-    from engine.progress_bar import TqdmProgress
+    """Add the file as `import` does (`engine.add_file`: its new texts encoded a second
+    time, see `engine.services.matching`, and its rows placed in the recorded clusters)."""
+    from engine.add_file import add_file
 
-    bar = TqdmProgress()
-    try:
-        report = project.rows.import_table(args.file, args.columns, **reader_kwargs(args),
-                                           progress=bar, cancel=cancel)
-    except Cancelled:
-        bar.close()
-        say(f"{Path(args.file).name}: import stopped; nothing from this file was added")
-        return EXIT_CANCELLED
-    bar.close()
+    with stoppable_bar(f"{Path(args.file).name}: import stopped; nothing from this file "
+                       "was added") as bar:
+        added = add_file(project, import_choices(args), progress=bar, cancel=cancel,
+                         on_imported=lambda _report: bar.close(),
+                         on_encoded=lambda _report: bar.close())
+    report, encoded = added.imported, added.encoded
     if report.already_imported:
         say(f"{report.file_name}: already imported with these columns; nothing added")
         return EXIT_OK
-    bar = TqdmProgress()
-    encoded = project.vectors.encode(progress=bar, cancel=cancel)
-    bar.close()
-    if encoded.cancelled:
+    if added.cancelled:
         say(f"stopped: {encoded.encoded} texts encoded and kept, {encoded.remaining} left; "
             f"run 'duplens encode {args.project}' to finish")
         return EXIT_CANCELLED
@@ -174,4 +163,5 @@ def _add(project, args, cancel: CancelToken) -> int:
                "labelled pairs" if report.verdicts_adopted else "")
     say(f"{report.file_name}: {report.rows_imported} rows added, {encoded.encoded} new texts "
         f"encoded{adopted}")
+    say_placed(added)
     return EXIT_OK

@@ -14,8 +14,9 @@ from PySide6.QtWidgets import QApplication
 
 import desktop_app.app as app_module
 from desktop_app.bridge import EngineBridge
-from desktop_app.controllers.import_controller import ImportChoices, ImportController
+from desktop_app.controllers.import_controller import ImportController
 from desktop_app.main_window import MainWindow
+from engine.add_file import ImportChoices
 from tests.desktop_app.conftest import QUESTIONS_ITEMS, SIGNAL_TIMEOUT_MS, open_in
 
 

@@ -11,9 +11,10 @@ import time
 from PySide6.QtCore import QElapsedTimer, QThread, QTimer
 from PySide6.QtWidgets import QApplication
 
-from desktop_app.controllers.import_controller import ImportChoices, ImportController
+from desktop_app.controllers.import_controller import ImportController
 from desktop_app.job_runner import UNEXPECTED
 from desktop_app.views.search_panel import SearchPanel
+from engine.add_file import ImportChoices
 from engine.keystroke_search import SearchHit
 from tests.desktop_app.conftest import (
     QUESTIONS_ITEMS,

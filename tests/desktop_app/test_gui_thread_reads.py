@@ -15,11 +15,11 @@ import csv
 import pytest
 from PySide6.QtCore import Qt
 
-from desktop_app.controllers.import_controller import ImportChoices
 from desktop_app.job_runner import Pool
 from desktop_app.main_window import MainWindow
 from desktop_app.table_models.items_model import PLACEHOLDER
 from devtools.gui_thread_guard import describe, gui_thread_statements
+from engine.add_file import ImportChoices
 from tests.desktop_app.conftest import QUESTIONS_ITEMS, SIGNAL_TIMEOUT_MS, open_in
 from tests.desktop_app.test_review import press, select_cluster_of
 

@@ -8,7 +8,6 @@ import csv
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QDialog, QDialogButtonBox
 
-from desktop_app.controllers.import_controller import ImportChoices
 from desktop_app.views.import_dialog import ImportDialog
 from desktop_app.views.match_results import (
     ADD,
@@ -20,6 +19,7 @@ from desktop_app.views.match_results import (
     SORT_ROLE,
     TEXT,
 )
+from engine.add_file import ImportChoices
 from tests.desktop_app.conftest import QUESTIONS_ITEMS, SIGNAL_TIMEOUT_MS
 
 NEW_ROWS = [("n1", "How do I learn Python quickly?"),          # an existing question, word for word

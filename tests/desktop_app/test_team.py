@@ -117,7 +117,7 @@ def test_encode_on_round_trips_and_offers_ray_as_installed(qtbot, settings, monk
 def test_the_windows_imports_encode_where_the_setting_says(qtbot, window, tmp_path,
                                                            questions_csv):
     """An unreachable cluster: the job says so in one line; the rows stay, unencoded."""
-    from desktop_app.controllers.import_controller import ImportChoices
+    from engine.add_file import ImportChoices
     from tests.desktop_app.conftest import open_in
 
     pytest.importorskip("ray")

@@ -3,8 +3,8 @@ N", and File → Imports… taking an import back out with a confirmation."""
 
 from __future__ import annotations
 
-from desktop_app.controllers.import_controller import ImportChoices
 from desktop_app.main_window import MainWindow
+from engine.add_file import ImportChoices
 from tests.desktop_app.conftest import SIGNAL_TIMEOUT_MS
 from tests.desktop_app.test_review import open_review, set_threshold
 
