@@ -102,7 +102,8 @@ def _real_corpus() -> tuple[list[str], np.ndarray]:
 
 def _duplens(texts: list[str], vectors: np.ndarray, truth: np.ndarray) -> dict:
     """The product's path at its default k, then at the k knob's larger value (same index)."""
-    from engine.project import DEFAULT_NEIGHBOURS, Project
+    from engine.project import Project
+    from engine.services.clusters import DEFAULT_NEIGHBOURS
     from engine.store.embeddings import add_embeddings
     from engine.store.items import text_ids_for_keys
     from engine.text import norm_key

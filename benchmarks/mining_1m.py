@@ -114,7 +114,8 @@ def build_index(path: Path) -> dict:
 
 
 def measure(path: Path, sample: int, sample_file: Path) -> dict:
-    from engine.project import DEFAULT_NEIGHBOURS, Project
+    from engine.project import Project
+    from engine.services.clusters import DEFAULT_NEIGHBOURS
 
     with Project.open(path) as project:
         t0 = time.perf_counter()

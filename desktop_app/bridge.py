@@ -7,26 +7,8 @@ warm-up and readiness (with the search held until then), the preferences new mod
 loaded with, and the keystroke search. Nothing here reads the project on the calling (GUI)
 thread: on a team project every read is a network round trip.
 
-Five thread pools of one thread each, on purpose:
-
-- `Pool.JOBS`: opening a project, loading a model, import + encode, fine-tuning, activating,
-  exporting or deleting a model version, one at a time in the order asked, so an import
-  never races the model load and a second open waits for the first;
-- `Pool.SEARCH`: the keystroke search, so it never waits behind a ten-minute import. Each
-  search gets an increasing number; a request already superseded when its turn comes is
-  skipped, and results older than the newest shown are dropped, so the list never flips
-  back to an older query;
-- `Pool.REVIEW`: re-cutting clusters, decisions, plots, export, what fine-tuning would
-  learn from, the list of model versions, the counts of a project just opened, in order,
-  so a decision and the re-cut after it cannot cross and moving the threshold never
-  waits behind an import;
-- `Pool.TABLE`: sorting and filtering the table of rows, and the import dialog's preview,
-  so a slow sort of a million rows delays neither the review nor the search;
-- `Pool.PAGES`: the table's pages of rows as it scrolls (`table_models.row_pages`), a few
-  milliseconds each on a file, a round trip each on a server, so they never wait behind
-  reading a million ids in order, and the rows on screen show while the rest are read.
-
-All public signals are emitted on the GUI thread.
+It runs jobs on five thread pools of one thread each (`job_runner.Pool` says which work
+goes where, and why). All public signals are emitted on the GUI thread.
 """
 
 from __future__ import annotations
@@ -107,17 +89,14 @@ class EngineBridge(JobRunner):
         """Open (or create) a project in the background; `projectOpened` when it is ready.
         The project open before is closed once the searches and review work on it end."""
         path = os.fspath(path)
-        return self.run(lambda _job: self._open(path, create), pool=Pool.JOBS,
+        return self.run(lambda _job: self._open(path, create), pool=Pool.CHANGES,
                         on_done=self._opened, on_failed=on_failed)
 
     def _open(self, path: str, create: bool) -> dict:
         from engine.encoding.cpu_features import has_bf16_units
         from engine.project import Project
 
-        # Asked here, off the GUI thread, so that Settings' "Automatic (...)" reads a cached
-        # answer: on Windows and macOS it asks OpenVINO's CPU plugin (about 0.2 s, once per
-        # process). Without a project the warm-up asks it (`_new_backend`).
-        has_bf16_units()
+        has_bf16_units()   # cached off the GUI thread for Settings (0.2 s on Windows, macOS)
 
         project = Project.open(path, create=create)
         try:
@@ -155,7 +134,7 @@ class EngineBridge(JobRunner):
 
     def shutdown(self) -> None:
         """Stop the running job, wait for the pools and close the project (window closing)."""
-        self.cancel_pool(Pool.JOBS)
+        self.cancel_pool(Pool.CHANGES)
         self._latest_search = self._search_seq + 1   # queued searches skip their work
         self.wait()
         with self._project_lock:
@@ -177,7 +156,7 @@ class EngineBridge(JobRunner):
         if self._model_ready or self._warming:
             return
         self._warming = True
-        self.run(self._warm, pool=Pool.JOBS, on_done=self._warmed,
+        self.run(self._warm, pool=Pool.CHANGES, on_done=self._warmed,
                  on_failed=self._warm_failed)
 
     def _warm(self, job: Job) -> str | Exception | None:
@@ -250,14 +229,11 @@ class EngineBridge(JobRunner):
             self._submit_search(*held)
 
     def _new_backend(self) -> str:
-        """The backend a new project gets with the default model, by the preferences (what
-        the model loaded before any project is opened is loaded with)."""
-        from engine.encoding.backends import default_backend, is_auto
-        from engine.encoding.model_spec import pick_device
+        """The backend the default model loaded before any project opens is loaded with:
+        the engine's rule for a new project's model (`backend_choice.for_new_model`)."""
+        from engine.encoding.backend_choice import for_new_model
 
-        if not is_auto(self.backend_preference):
-            return self.backend_preference
-        return default_backend(pick_device(self.device_preference))
+        return for_new_model(None, self.backend_preference, self.device_preference)
 
     def set_preferences(self, device: str, batch_size: int, backend: str = "auto") -> None:
         """Device, batch size and backend (`engine.encoding.backends`) for models loaded

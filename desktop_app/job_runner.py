@@ -53,9 +53,29 @@ REPORT_INTERVAL_S = 0.1   # at most ten progress reports (and partial batches) a
 
 
 class Pool(Enum):
-    """The runner's thread pools, one thread each (`EngineBridge`'s docstring says why)."""
+    """The runner's thread pools, one thread each, on purpose:
 
-    JOBS = "jobs"
+    - `CHANGES`, the one pool whose work changes the open project or its model: opening a
+      project, loading a model, import + encode, fine-tuning, activating, copying out or
+      deleting a model version, one at a time in the order asked, so an import never races
+      the model load and a second open waits for the first;
+    - `SEARCH`: the keystroke search, so it never waits behind a ten-minute import. Each
+      search gets an increasing number; a request already superseded when its turn comes
+      is skipped, and results older than the newest shown are dropped, so the list never
+      flips back to an older query;
+    - `REVIEW`: re-cutting clusters, decisions, plots, export, what fine-tuning would learn
+      from, the list of model versions, the counts of a project just opened, in order, so
+      a decision and the re-cut after it cannot cross and moving the threshold never waits
+      behind an import;
+    - `TABLE`: sorting and filtering the table of rows, the import dialog's preview and the
+      list of imports, so a slow sort of a million rows delays neither the review nor the
+      search;
+    - `PAGES`: the table's pages of rows as it scrolls (`table_models.row_pages`), a few
+      milliseconds each on a file, a round trip each on a server, so they never wait behind
+      reading a million ids in order, and the rows on screen show while the rest are read.
+    """
+
+    CHANGES = "changes"
     SEARCH = "search"
     REVIEW = "review"
     TABLE = "table"

@@ -18,8 +18,8 @@ keep between re-cuts, and the notices for the user. Each concern is a service of
     project.measuring  how right the duplicates are, estimated from a random sample of pairs
 
 A new feature is a method on the one service it belongs to, or a new service, not another
-method here. `search` stays as a one-line delegate: the CLI and the window call it on every
-keystroke.
+method here; a sequence that spans services is a module of the engine (`engine.add_file`).
+`search` stays a one-line delegate: the CLI and the window call it on every keystroke.
 """
 
 from __future__ import annotations
@@ -33,7 +33,7 @@ from engine.keystroke_search import SearchHit
 from engine.services.active_model import ActiveModel
 from engine.services.asking import Asking
 from engine.services.cluster_ids import ClusterIds
-from engine.services.clusters import DEFAULT_NEIGHBOURS, Clusters
+from engine.services.clusters import Clusters
 from engine.services.exports import Exports
 from engine.services.labels import Labels
 from engine.services.live_index import LiveIndex
@@ -44,10 +44,6 @@ from engine.services.summary import summarize
 from engine.services.vectors import Vectors
 from engine.services.versions import ModelVersions
 from engine.store.database import Store
-
-log = logging.getLogger("duplens")
-
-__all__ = ["DEFAULT_NEIGHBOURS", "Project"]
 
 
 class Project:
@@ -71,11 +67,11 @@ class Project:
         self.measuring = Measuring(store, self.model, self.vectors, self.clusters, self.labels)
         if store.snapshot:
             self._notice(f"{store.name}: the disk is full: opened as last saved, read-only, "
-                         f"until there is room again")
+                         "until there is room again")
 
     @classmethod
-    def open(cls, path: str | os.PathLike, *, create: bool = False, read_only: bool = False
-             ) -> Project:
+    def open(cls, path: str | os.PathLike, *, create: bool = False,
+             read_only: bool = False) -> Project:
         return cls(Store.open(path, create=create, read_only=read_only))
 
     @property
@@ -92,7 +88,7 @@ class Project:
         self.close()
 
     def _notice(self, message: str) -> None:
-        log.warning(message)
+        logging.getLogger("duplens").warning(message)
         self.notices.append(message)
 
     def info(self) -> dict:

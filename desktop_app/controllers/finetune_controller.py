@@ -3,7 +3,7 @@
 It holds what the run would learn from (the engine's `TrainingInput`), the run's state and
 its loss curve so far, and the report, and it runs the engine calls itself: what to learn
 from on the review pool (the verdicts are review data; only the newest request counts),
-training on the jobs pool (after any import; every logged loss comes back as a partial
+training on the changes pool (after any import; every logged loss comes back as a partial
 result), and deleting a discarded version there too. The wizard's pages only render what it
 emits, so a page never decides whether training may start: the engine's own check does
 (`TrainingInput.problem`).
@@ -134,7 +134,7 @@ class FinetuneController(QObject):
         self._set_state(RunState.TRAINING)
         pairs = self.input.pairs
         self._run = self.bridge.run(
-            lambda job: train(pairs, request, job), pool=Pool.JOBS, on_done=self._trained,
+            lambda job: train(pairs, request, job), pool=Pool.CHANGES, on_done=self._trained,
             on_failed=self._train_failed, on_cancelled=self._train_cancelled,
             on_progress=self.progressed.emit, on_partial=self._losses)
 
@@ -155,7 +155,7 @@ class FinetuneController(QObject):
             return
         self._set_state(RunState.DISCARDING)
         version_id = self.report.version_id
-        self.bridge.run(lambda job: job.project.versions.delete(version_id), pool=Pool.JOBS,
+        self.bridge.run(lambda job: job.project.versions.delete(version_id), pool=Pool.CHANGES,
                         on_done=self._deleted, on_failed=self._delete_failed)
 
     # -- outcomes, on the GUI thread -------------------------------------------------------

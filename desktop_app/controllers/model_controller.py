@@ -3,11 +3,11 @@
 Loading another model (Settings), loading the active one again with another backend, and
 activating a model version (the fine-tuning wizard's "Use this model", the versions
 dialog's "Make active": every entry encoded with it first, search keeping the old model
-meanwhile). All run on the bridge's jobs pool, after any import, and tell the bridge when
+meanwhile). All run on the bridge's changes pool, after any import, and tell the bridge when
 the new model is ready so searches held for it go out.
 
 The versions dialog's engine calls are here too: the list of versions (review pool, the
-newest request counts), and exporting or deleting one (jobs pool: they write). Their
+newest request counts), and exporting or deleting one (changes pool: they write). Their
 outcomes are signals the dialog renders, their errors `versionsFailed`, said in the dialog.
 """
 
@@ -87,7 +87,7 @@ class ModelController(QObject):
             job.model_ready(encoder.device, reloaded=True)
             return {"info": project_info(project), "device": encoder.device}
 
-        return self.bridge.run(work, pool=Pool.JOBS, on_done=self.changed.emit)
+        return self.bridge.run(work, pool=Pool.CHANGES, on_done=self.changed.emit)
 
     def activate(self, version_id: int) -> JobHandle:
         """Encode and index with version `version_id`, then switch search to it."""
@@ -101,7 +101,7 @@ class ModelController(QObject):
                 job.model_ready(device)
             return {"report": report, "info": project_info(project), "device": device}
 
-        return self.bridge.run(work, pool=Pool.JOBS, on_done=self.activated.emit,
+        return self.bridge.run(work, pool=Pool.CHANGES, on_done=self.activated.emit,
                                on_failed=self.activationFailed.emit,
                                on_cancelled=self.activationCancelled.emit,
                                on_progress=self.progressed.emit)
@@ -120,11 +120,11 @@ class ModelController(QObject):
         (`versionExported`)."""
         return self.bridge.run(
             lambda job: job.project.versions.export(version_id, str(target)),
-            pool=Pool.JOBS, on_done=self.versionExported.emit,
+            pool=Pool.CHANGES, on_done=self.versionExported.emit,
             on_failed=self.versionsFailed.emit)
 
     def delete_version(self, version_id: int) -> JobHandle:
         """Delete a trained version that is not in use, and its folder (`versionDeleted`)."""
         return self.bridge.run(lambda job: job.project.versions.delete(version_id),
-                               pool=Pool.JOBS, on_done=self.versionDeleted.emit,
+                               pool=Pool.CHANGES, on_done=self.versionDeleted.emit,
                                on_failed=self.versionsFailed.emit)

@@ -3,7 +3,7 @@
 A table of `Rows.imports()`: the import's number (what exports call `first_seen` and what
 `duplens duplicates --changes-since` and the review's "since import" take), its file, rows,
 when and who, and whether it was removed. **Remove import…** asks first, then hands the
-number to the main window (`removeRequested`), which runs the removal on the jobs pool with
+number to the main window (`removeRequested`), which runs the removal on the changes pool with
 its status bar; clusters and their ids follow the rules at the next cut. The list is read on
 the table pool (the newest request counts).
 """

@@ -102,7 +102,7 @@ def test_progress_and_partial_results_arrive_on_the_gui_thread_before_the_end(qt
         return "report"
 
     with qtbot.waitSignal(runner.failed, timeout=1000, raising=False) as failed:
-        runner.run(work, pool=Pool.JOBS,
+        runner.run(work, pool=Pool.CHANGES,
                    on_done=lambda r: events.append(("done", r, on_gui_thread())),
                    on_progress=lambda p: events.append(("progress", p, on_gui_thread())),
                    on_partial=lambda v: events.append(("partial", v, on_gui_thread())))
@@ -139,12 +139,12 @@ def test_cancel_stops_that_job_only(qtbot, runner):
         return "queued finished"
 
     events = [threading.Event() for _ in range(4)]
-    first = runner.run(polling("first", events[0], events[1]), pool=Pool.JOBS,
+    first = runner.run(polling("first", events[0], events[1]), pool=Pool.CHANGES,
                        on_done=outcomes.append,
                        on_cancelled=lambda: outcomes.append("first cancelled"))
-    second = runner.run(queued, pool=Pool.JOBS, on_done=outcomes.append,
+    second = runner.run(queued, pool=Pool.CHANGES, on_done=outcomes.append,
                         on_cancelled=lambda: outcomes.append("second cancelled"))
-    third = runner.run(polling("third", events[2], events[3]), pool=Pool.JOBS,
+    third = runner.run(polling("third", events[2], events[3]), pool=Pool.CHANGES,
                        on_done=outcomes.append,
                        on_cancelled=lambda: outcomes.append("third cancelled"))
     assert events[0].wait(5)
@@ -163,7 +163,7 @@ def test_a_failure_without_on_failed_reaches_the_windows_error_dialog(qtbot, win
     def bad_input(_job: Job) -> None:
         raise InputError("that file has no column named 'question'")
 
-    window.bridge.run(bad_input, pool=Pool.JOBS)
+    window.bridge.run(bad_input, pool=Pool.CHANGES)
     qtbot.waitUntil(lambda: window.error_box is not None, timeout=SIGNAL_TIMEOUT_MS)
     assert window.error_box.text() == "that file has no column named 'question'"
     assert window.error_box.detailedText() == ""
@@ -180,7 +180,7 @@ def test_a_failure_with_on_failed_goes_there_only(qtbot, window):
     def bad_input(_job: Job) -> None:
         raise InputError("not a spreadsheet")
 
-    window.bridge.run(bad_input, pool=Pool.JOBS,
+    window.bridge.run(bad_input, pool=Pool.CHANGES,
                       on_failed=lambda m, d: said.append((m, d, on_gui_thread())))
     qtbot.waitUntil(lambda: bool(said), timeout=SIGNAL_TIMEOUT_MS)
     assert said == [("not a spreadsheet", "", True)]
