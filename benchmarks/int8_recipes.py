@@ -115,7 +115,7 @@ def run(quick: bool) -> dict:
     import openvino as ov
 
     from engine.encoding.backends import BACKENDS
-    from engine.encoding.conversion import calibration_items, export, quantize_openvino
+    from engine.encoding.conversion import calibration_items, convert, quantize_openvino
     from engine.encoding.model_spec import load_model, resolve_model
     from engine.encoding.runtime import calibration_texts
 
@@ -130,7 +130,7 @@ def run(quick: bool) -> dict:
     rows: dict[str, dict] = {"torch": _row(torch_encode, timed, reference, truth, "reference")}
     core = ov.Core()
     with tempfile.TemporaryDirectory(prefix="duplens-int8-recipes-") as tmp:
-        plain = export(model, BACKENDS["openvino"], Path(tmp) / "openvino")
+        plain = convert(model, BACKENDS["openvino"], Path(tmp) / "openvino")
         _say("  openvino fp32…")
         rows["openvino fp32"] = _row(_openvino_encoder(core, core.read_model(str(plain)), model),
                                      timed, reference, truth, "not quantised", data=data)

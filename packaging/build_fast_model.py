@@ -14,7 +14,7 @@ same bytes each time from the same
 inputs on the same kind of CPU (the quantiser measures activations by running the model,
 and the fp32 kernels it runs differ a little between CPU families); `--check` shows it.
 
-The steps are Duplens' own (`engine.encoding.conversion.export`, as the cache's exports are
+The steps are Duplens' own (`engine.encoding.conversion.convert`, as the cache's exports are
 made), then a check that the torch-free encoder (`engine.encoding.torch_free_encoder`) gives
 sentence-transformers' embeddings with the file (cosine ≥ MIN_COSINE on the probe texts),
 recorded in the manifest so the command line may serve it without torch. Takes about half a
@@ -59,7 +59,7 @@ def build(target: Path) -> dict:
 
     from engine.encoding import folder_steps, shipped_model, torch_free_encoder
     from engine.encoding.backends import BACKENDS, EXPORT_FORMAT, runtime_versions, texts_digest
-    from engine.encoding.conversion import CALIBRATION_SAMPLES, OPENVINO_FILE, export
+    from engine.encoding.conversion import CALIBRATION_SAMPLES, OPENVINO_FILE, convert
     from engine.encoding.encoder import SentenceEncoder
     from engine.encoding.model_spec import load_model, resolve_model, with_backend
     from engine.encoding.runtime import calibration_texts, use_exported
@@ -70,7 +70,7 @@ def build(target: Path) -> dict:
     texts = calibration_texts()[:CALIBRATION_SAMPLES]
     torch_model = load_model(spec, "cpu")
     with tempfile.TemporaryDirectory(prefix="duplens-fast-model-") as scratch:
-        made = export(torch_model, backend, Path(scratch) / "export", calibration_texts=texts)
+        made = convert(torch_model, backend, Path(scratch) / "export", calibration_texts=texts)
         if target.exists():
             shutil.rmtree(target)
         target.mkdir(parents=True)

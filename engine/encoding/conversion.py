@@ -40,8 +40,8 @@ def model_file(backend: Backend) -> str:
     return ONNX_FILE if backend.runtime == "onnx" else OPENVINO_FILE
 
 
-def export(model: SentenceTransformer, backend: Backend, target: Path, *,
-           calibration_texts: Sequence[str] | None = None, isa: str | None = None) -> Path:
+def convert(model: SentenceTransformer, backend: Backend, target: Path, *,
+            calibration_texts: Sequence[str] | None = None, isa: str | None = None) -> Path:
     """Write `model`'s transformer for `backend` into folder `target` (made atomically);
     returns the file to load. `isa` picks the int8 kernel family for onnx quantisation
     (default: the best this CPU has, `cpu_isa()`)."""

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from engine.encoding.backends import Backend, export_dir, texts_digest
-from engine.encoding.conversion import CALIBRATION_SAMPLES, export, model_file, quiet_nncf
+from engine.encoding.conversion import CALIBRATION_SAMPLES, convert, model_file, quiet_nncf
 from engine.encoding.shipped_model import shipped_export
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -159,7 +159,7 @@ def exported_file(model: SentenceTransformer, fingerprint: str, backend: Backend
         if shipped is not None:
             return shipped
     target = folder or export_dir(fingerprint, backend, texts_digest(texts))
-    return export(model, backend, target, calibration_texts=texts, isa=isa)
+    return convert(model, backend, target, calibration_texts=texts, isa=isa)
 
 
 def export_location(weights: str, backend: Backend) -> Path:
