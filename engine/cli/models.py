@@ -1,7 +1,8 @@
-"""`duplens models`: list a project's model versions; activate, export or delete one."""
+"""`duplens models`: list a project's model versions; activate, copy out or delete one."""
 
 from __future__ import annotations
 
+import argparse
 import json
 
 from engine.cli.common import (
@@ -21,13 +22,15 @@ from engine.progress import CancelToken
 
 
 def register(sub) -> None:
-    p = sub.add_parser("models", help="the project's model versions; activate, export or "
+    p = sub.add_parser("models", help="the project's model versions; activate, copy out or "
                        "delete one")
     project_argument(p)
     p.add_argument("--activate", type=int, metavar="VERSION",
                    help="serve search with this version (encodes what it has not yet)")
-    p.add_argument("--export", nargs=2, metavar=("VERSION", "FOLDER"),
-                   help="copy a version to a new folder sentence-transformers loads")
+    p.add_argument("--copy-out", nargs=2, metavar=("VERSION", "FOLDER"),
+                   help="copy a version out to a new folder sentence-transformers loads")
+    # The flag's earlier name, still accepted (not shown) so that existing scripts work.
+    p.add_argument("--export", dest="copy_out", nargs=2, help=argparse.SUPPRESS)
     p.add_argument("--delete", type=int, metavar="VERSION", help="delete a fine-tuned version "
                    "that is not active and no other version was trained from")
     device_option(p)
@@ -49,12 +52,13 @@ def cmd_models(args, cancel: CancelToken) -> int:
             done = ("already active" if report.already_active else
                     f"active ({report.encoded} texts encoded, {report.seconds:.1f} s)")
             say(f"version {args.activate}: {done}")
-        if args.export is not None:
-            version, folder = args.export
+        if args.copy_out is not None:
+            version, folder = args.copy_out
             if not version.isdigit():
-                raise InputError(f"--export: VERSION must be a version number, not {version!r}")
-            out = project.versions.export(int(version), folder)
-            say(f"version {version} exported to {out}")
+                raise InputError(f"--copy-out: VERSION must be a version number, not "
+                                 f"{version!r}")
+            out = project.versions.copy_out(int(version), folder)
+            say(f"version {version} copied out to {out}")
         if args.delete is not None:
             say(f"deleted {project.versions.delete(args.delete)}")
         versions = project.versions.list()

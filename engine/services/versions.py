@@ -47,7 +47,7 @@ NEGATIVE_POOL_TEXTS = 200_000
 
 
 class ModelVersions:
-    """Train, list, activate, export and delete the project's model versions."""
+    """Train, list, activate, copy out and delete the project's model versions."""
 
     def __init__(self, store: Store, model: ActiveModel, live: LiveIndex,
                  labels: Labels) -> None:
@@ -287,12 +287,12 @@ class ModelVersions:
         progress(Progress(STAGE_LOADING, 1, 1))
         return encoder
 
-    def export(self, version_id: int, folder: str | os.PathLike) -> Path:
-        """Copy a version's model folder to `folder` (new or empty), loadable with plain
+    def copy_out(self, version_id: int, folder: str | os.PathLike) -> Path:
+        """Copy a version's model folder out to `folder` (new or empty), loadable with plain
         `SentenceTransformer(folder)`; the bundled default model is copied from its package,
         a server project's version from this computer's checked copy of its stored folder."""
         from engine.training.version_blobs import version_folder
-        from engine.training.version_folders import export_folder, model_folder
+        from engine.training.version_folders import copy_out_folder, model_folder
 
         row = self._row(version_id)
         if self._store.is_file or row["parent_id"] is None:
@@ -301,8 +301,12 @@ class ModelVersions:
             source = version_folder(self._store, row)
         if source is None:
             raise ModelError(f"{row['name']}: is a Hugging Face Hub model, not stored on this "
-                             f"computer; there is no folder to export")
-        return export_folder(source, Path(folder))
+                             f"computer; there is no folder to copy out")
+        return copy_out_folder(source, Path(folder))
+
+    # The window's ModelController still calls it by its old name (its file is edited
+    # elsewhere); remove once it calls `copy_out`.
+    export = copy_out
 
     def delete(self, version_id: int) -> str:
         """Delete a trained version that is not active and no other version came from (the

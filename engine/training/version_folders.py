@@ -1,11 +1,12 @@
-"""Model versions of a project: where their folders live, how they are recorded, export.
+"""Model versions of a project: where their folders live, how they are recorded, copying
+one out.
 
 A fine-tuned model is a plain sentence-transformers folder kept beside the project file, in
 `<project file name>.models/v<N>/`, where N is the version's id (its row in `models`), so the
 folder a user finds on disk and the number the window and `duplens models` show agree. Its
 location is stored relative to the project file's folder: a project moved or copied together
 with its `.models` folder keeps working. Each folder also holds `duplens_version.json`, what
-the version is (parent, objective, data hash, metrics, options, date), so a folder exported
+the version is (parent, objective, data hash, metrics, options, date), so a folder copied out
 or found on its own still says where it came from; sentence-transformers ignores the file.
 
 A version appears all at once: its folder is renamed into place and its row inserted in the
@@ -392,10 +393,10 @@ def list_versions(store: Store, active_id: int | None) -> list[dict]:
     return out
 
 
-def export_folder(source: Path, destination: Path) -> Path:
+def copy_out_folder(source: Path, destination: Path) -> Path:
     """Copy a model folder to `destination` (new, or an empty folder); it appears complete.
 
-    The copy is made beside the destination and renamed into place, so an interrupted export
+    The copy is made beside the destination and renamed into place, so an interrupted copy
     leaves no half-copied model that would load with missing files.
     """
     if not source.is_dir():

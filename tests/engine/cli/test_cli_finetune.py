@@ -75,12 +75,12 @@ def test_finetune_then_list_activate_export_and_search_after_moving(tmp_path, en
     shutil.move(project, moved / "q.duplens")
     shutil.move(tmp_path / "q.duplens.models", moved / "q.duplens.models")
     out = tmp_path / "exported"
-    proc = run("models", str(moved / "q.duplens"), "--activate", "2", "--export", "2", str(out),
+    proc = run("models", str(moved / "q.duplens"), "--activate", "2", "--copy-out", "2", str(out),
                "--json")
     versions = {v["id"]: v for v in json.loads(proc.stdout)}
     assert versions[2]["active"] and not versions[1]["active"]
     assert versions[2]["encoded"] == 46 and versions[2]["indexed"]
-    assert "version 2: active" in proc.stderr and "exported to" in proc.stderr
+    assert "version 2: active" in proc.stderr and "copied out to" in proc.stderr
     assert {"modules.json", "model.safetensors", "duplens_version.json"} <= {
         p.name for p in out.iterdir()}
 

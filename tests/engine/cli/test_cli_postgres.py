@@ -55,7 +55,7 @@ def test_finetune_and_models_on_a_server_project(team_project, encoder, tmp_path
                str(out), "--json")
     versions = {v["id"]: v for v in json.loads(proc.stdout)}
     assert versions[2]["active"] and versions[2]["available"] and versions[2]["encoded"] == 46
-    assert "version 2: active" in proc.stderr and "exported to" in proc.stderr
+    assert "version 2: active" in proc.stderr and "copied out to" in proc.stderr
     assert {"modules.json", "model.safetensors", "duplens_version.json"} <= {
         p.name for p in out.iterdir()}
     info = json.loads(run("info", team_project, "--json").stdout)

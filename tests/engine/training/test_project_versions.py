@@ -222,17 +222,17 @@ def test_activation_serves_the_new_model_and_rollback_restores_the_old(trained, 
 
 def test_export_copies_a_folder_sentence_transformers_loads(trained, tmp_path, encoder):
     project, report, _, _ = trained
-    out = project.versions.export(2, tmp_path / "exported")
+    out = project.versions.copy_out(2, tmp_path / "exported")
     assert (out / "modules.json").is_file() and (out / VERSION_FILE).is_file()
     texts = ["How do I learn Python?", "Why is the sky blue?"]
     assert load(out).encode(texts) == pytest.approx(load(report.folder).encode(texts),
                                                     abs=1e-6)
-    default = project.versions.export(1, tmp_path / "default")
+    default = project.versions.copy_out(1, tmp_path / "default")
     assert load(default).encode(texts) == pytest.approx(encoder.model.encode(texts), abs=1e-5)
     with pytest.raises(ModelError, match="not an empty folder"):
-        project.versions.export(2, tmp_path / "exported")
+        project.versions.copy_out(2, tmp_path / "exported")
     with pytest.raises(InputError, match="no model version 9"):
-        project.versions.export(9, tmp_path / "nine")
+        project.versions.copy_out(9, tmp_path / "nine")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["default", "exported"]
 
 

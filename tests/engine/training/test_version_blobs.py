@@ -77,7 +77,7 @@ def test_a_version_is_trained_activated_reopened_exported_and_deleted(
         if on_server:
             assert Path(served.spec.location).is_relative_to(tmp_path / "second-analyst-cache")
 
-        exported = again.versions.export(version, tmp_path / "exported")
+        exported = again.versions.copy_out(version, tmp_path / "exported")
         np.testing.assert_allclose(load(exported).encode(TEXTS, normalize_embeddings=True),
                                    expected, atol=1e-5)
 
