@@ -6,6 +6,8 @@ shown at once from the queue; the next batch is fetched before the queue runs dr
 analyst never waits between pairs. A skipped pair is not offered again in this session.
 Undo takes back this session's answers, last first: the pair comes back on screen and its
 verdict is cleared, unless another analyst has changed it since (then it stays theirs).
+The queue's state is `engine.review.pair_queue.PairQueue`'s; this controller runs its
+engine calls as jobs and emits the signals.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from PySide6.QtCore import QObject, Signal
 
 from desktop_app.bridge import EngineBridge
 from desktop_app.job_runner import Job, Pool
+from engine.review.pair_queue import PairQueue
 from engine.services.asking import AskedPair
 
 BATCH = 20
@@ -36,12 +39,23 @@ class AskController(QObject):
         self.bridge = bridge
         # The threshold pairs are picked around: the review's (None: the project's).
         self._threshold = threshold
-        self.current: AskedPair | None = None
-        self.queue: list[AskedPair] = []
-        self.given = 0
-        self._seen: set[frozenset[int]] = set()   # shown (answered or skipped) this session
-        self._given: list[tuple[AskedPair, int]] = []   # answers to take back, newest last
-        self._fetching = False
+        self.pair_queue: PairQueue[AskedPair] = PairQueue(_key, batch=BATCH,
+                                                          refill_at=REFILL_AT)
+
+    @property
+    def current(self) -> AskedPair | None:
+        """The pair on screen."""
+        return self.pair_queue.current
+
+    @property
+    def queue(self) -> list[AskedPair]:
+        """The pairs waiting after it."""
+        return self.pair_queue.queue
+
+    @property
+    def given(self) -> int:
+        """Verdicts given (written) in this session."""
+        return self.pair_queue.given
 
     def start(self) -> None:
         """Show the first pair (fetching a batch when none is queued)."""
@@ -50,21 +64,18 @@ class AskController(QObject):
 
     def reset(self) -> None:
         """A new project: forget the queue."""
-        self.current, self.queue, self.given = None, [], 0
-        self._seen.clear()
-        self._given.clear()
+        self.pair_queue.reset()
         self._emit_undo()
 
     def answer(self, label: int | None) -> None:
         """1 duplicate, 0 not, None skip; the next pair follows at once."""
-        pair = self.current
+        pair = self.pair_queue.answer(label)
         if pair is None:
             return
         if label is not None:
             a, b = pair.a.item_id, pair.b.item_id
             self.bridge.run(lambda job: job.project.asking.answer(a, b, label),
                             pool=Pool.REVIEW, on_done=lambda _: self._answered())
-            self._given.append((pair, label))
             self._emit_undo()
         self._advance()
 
@@ -72,19 +83,15 @@ class AskController(QObject):
         """Take back the last answer: its pair is shown again (the one on screen goes back
         to the front of the queue) and its verdict is cleared on the review pool, after the
         answer's own write, only if it still is this answer."""
-        if not self._given:
+        taken = self.pair_queue.undo()
+        if taken is None:
             return
-        pair, label = self._given.pop()
-        if self.current is not None:
-            self.queue.insert(0, self.current)
-            self._seen.discard(_key(self.current))
-        self.current = pair
+        pair, label = taken
         a, b = pair.a.item_id, pair.b.item_id
 
         def done(cleared: bool) -> None:
             if cleared:
-                self.given -= 1
-                self.answered.emit(self.given)
+                self.answered.emit(self.pair_queue.answer_taken_back())
             else:
                 self.busy.emit("Another analyst has changed this verdict since; it stays "
                                "theirs.")
@@ -95,56 +102,44 @@ class AskController(QObject):
         self._emit_undo()
 
     def _emit_undo(self) -> None:
-        if not self._given:
-            self.undoChanged.emit(False, "")
-            return
-        pair, label = self._given[-1]
-        verdict = "duplicate" if label == 1 else "not duplicate"
-        self.undoChanged.emit(True, f"{pair.a.public_id} / {pair.b.public_id}: {verdict}")
+        text = self.pair_queue.undo_text()
+        self.undoChanged.emit(text is not None, text or "")
 
     def _answered(self) -> None:
-        self.given += 1
-        self.answered.emit(self.given)
+        self.answered.emit(self.pair_queue.answer_written())
 
     def _advance(self) -> None:
-        self.current = None
-        while self.queue and self.current is None:
-            pair = self.queue.pop(0)
-            key = _key(pair)
-            if key not in self._seen:
-                self._seen.add(key)
-                self.current = pair
-        if self.current is not None:
-            self.pairChanged.emit(self.current)
-        if len(self.queue) <= REFILL_AT:
-            self._fetch(show_when_done=self.current is None)
+        shown = self.pair_queue.advance()
+        if shown is not None:
+            self.pairChanged.emit(shown)
+        if self.pair_queue.running_low():
+            self._fetch(show_when_done=shown is None)
 
     def _fetch(self, show_when_done: bool) -> None:
-        if self._fetching or not self.bridge.has_project:
+        if not self.bridge.has_project:
             return
-        self._fetching = True
+        # More than a batch: pairs answered but not yet written, and the skipped ones,
+        # come back from the engine and are dropped by the queue.
+        wanted = self.pair_queue.start_fetch()
+        if wanted is None:       # a batch is on its way already
+            return
         if show_when_done:
             self.busy.emit("Finding pairs the model is unsure of…")
-        # Ask for more than a batch: pairs answered but not yet written, and the skipped
-        # ones, come back from the engine and are dropped here.
-        wanted = BATCH + len(self._seen)
         threshold = self._threshold()
 
         def work(job: Job) -> list[AskedPair]:
             return job.project.asking.pairs(wanted, threshold=threshold)
 
         def done(pairs: list[AskedPair]) -> None:
-            self._fetching = False
+            self.pair_queue.fetched(pairs)
             self.busy.emit("")
-            queued = {_key(p) for p in self.queue}
-            self.queue += [p for p in pairs if _key(p) not in self._seen | queued]
             if self.current is None and self.queue:
                 self._advance()
             elif self.current is None:
                 self.pairChanged.emit(None)
 
         def failed(message: str, _details: str) -> None:
-            self._fetching = False
+            self.pair_queue.fetch_failed()
             self.busy.emit(message)
 
         self.bridge.run(work, pool=Pool.REVIEW, on_done=done, on_failed=failed)

@@ -7,7 +7,9 @@ one at a time; the next batch is fetched before the queue runs dry. An answer is
 the same pool, in order, then the estimate is computed again (`measure`, the newest request
 only), so the figures above the pair move with every answer. A skipped pair stays drawn and
 comes back in a later session: a sample whose hard pairs were skipped for good would be
-biased. Undo takes this session's answers back, last first.
+biased. Undo takes this session's answers back, last first. The queue's state is
+`engine.review.pair_queue.PairQueue`'s; this controller runs its engine calls as jobs and
+emits the signals.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from PySide6.QtCore import QObject, Signal
 
 from desktop_app.bridge import EngineBridge
 from desktop_app.job_runner import Job, Pool
+from engine.review.pair_queue import PairQueue
 from engine.services.measuring import Answered, DrawnPair, Measurement
 
 BATCH = 10
@@ -40,16 +43,28 @@ class MeasureController(QObject):
         super().__init__(parent)
         self.bridge = bridge
         self._threshold = threshold
-        self.current: DrawnPair | None = None
-        self.queue: list[DrawnPair] = []
-        self.given = 0
+        # A draw is one pair however its rows are shown: draw ids key the queue.
+        self.pair_queue: PairQueue[DrawnPair] = PairQueue(lambda p: p.draw_id, batch=BATCH,
+                                                          refill_at=REFILL_AT)
         self.measurement: Measurement | None = None
-        self._seen: set[int] = set()                 # draw ids shown in this session
-        self._given: list[tuple[DrawnPair, int]] = []
         # What each answer changed, by draw id: written and read only by the review pool's
         # one thread (an undo job runs after its answer's job), never by the GUI thread.
         self._answers: dict[int, Answered] = {}
-        self._fetching = False
+
+    @property
+    def current(self) -> DrawnPair | None:
+        """The pair on screen."""
+        return self.pair_queue.current
+
+    @property
+    def queue(self) -> list[DrawnPair]:
+        """The pairs waiting after it."""
+        return self.pair_queue.queue
+
+    @property
+    def given(self) -> int:
+        """Answers given (written) in this session."""
+        return self.pair_queue.given
 
     def start(self) -> None:
         if self.current is None:
@@ -57,15 +72,14 @@ class MeasureController(QObject):
         self.refresh()
 
     def reset(self) -> None:
-        self.current, self.queue, self.given, self.measurement = None, [], 0, None
-        self._seen.clear()
-        self._given.clear()
+        self.pair_queue.reset()
+        self.measurement = None
         self._emit_undo()
 
     # -- answers ---------------------------------------------------------------------------
     def answer(self, label: int | None) -> None:
         """1 duplicate, 0 not, None skip (the pair stays drawn); the next pair follows."""
-        pair = self.current
+        pair = self.pair_queue.answer(label)
         if pair is None:
             return
         if label is not None:
@@ -76,20 +90,16 @@ class MeasureController(QObject):
                 answers[draw_id] = job.project.measuring.answer(draw_id, label)
 
             self.bridge.run(work, pool=Pool.REVIEW, on_done=lambda _: self._answered())
-            self._given.append((pair, label))
             self._emit_undo()
         self._advance()
 
     def undo(self) -> None:
         """Take back the last answer: the pair is shown again, and its draw waits for a
         verdict, unless another analyst has changed it since."""
-        if not self._given:
+        taken = self.pair_queue.undo()
+        if taken is None:
             return
-        pair, _label = self._given.pop()
-        if self.current is not None:
-            self.queue.insert(0, self.current)
-            self._seen.discard(self.current.draw_id)
-        self.current = pair
+        pair, _label = taken
         draw_id = pair.draw_id
         answers = self._answers
 
@@ -99,8 +109,7 @@ class MeasureController(QObject):
 
         def done(taken_back: bool) -> None:
             if taken_back:
-                self.given -= 1
-                self.answered.emit(self.given)
+                self.answered.emit(self.pair_queue.answer_taken_back())
                 self.refresh()
             else:
                 self.busy.emit("Another analyst has answered this pair since; their "
@@ -111,17 +120,12 @@ class MeasureController(QObject):
         self._emit_undo()
 
     def _answered(self) -> None:
-        self.given += 1
-        self.answered.emit(self.given)
+        self.answered.emit(self.pair_queue.answer_written())
         self.refresh()
 
     def _emit_undo(self) -> None:
-        if not self._given:
-            self.undoChanged.emit(False, "")
-            return
-        pair, label = self._given[-1]
-        verdict = "duplicate" if label == 1 else "not duplicate"
-        self.undoChanged.emit(True, f"{pair.a.public_id} / {pair.b.public_id}: {verdict}")
+        text = self.pair_queue.undo_text()
+        self.undoChanged.emit(text is not None, text or "")
 
     # -- the estimate ----------------------------------------------------------------------
     def refresh(self) -> None:
@@ -165,24 +169,20 @@ class MeasureController(QObject):
 
     # -- the queue -------------------------------------------------------------------------
     def _advance(self) -> None:
-        self.current = None
-        while self.queue and self.current is None:
-            pair = self.queue.pop(0)
-            if pair.draw_id not in self._seen:
-                self._seen.add(pair.draw_id)
-                self.current = pair
-        if self.current is not None:
-            self.pairChanged.emit(self.current)
-        if len(self.queue) <= REFILL_AT:
-            self._fetch(show_when_done=self.current is None)
+        shown = self.pair_queue.advance()
+        if shown is not None:
+            self.pairChanged.emit(shown)
+        if self.pair_queue.running_low():
+            self._fetch(show_when_done=shown is None)
 
     def _fetch(self, show_when_done: bool) -> None:
-        if self._fetching or not self.bridge.has_project:
+        if not self.bridge.has_project:
             return
-        self._fetching = True
+        wanted = self.pair_queue.start_fetch()
+        if wanted is None:       # a batch is on its way already
+            return
         if show_when_done:
             self.busy.emit("Drawing pairs at random…")
-        wanted = BATCH + len(self._seen)
         threshold = self._threshold()
 
         def work(job: Job) -> list[DrawnPair]:
@@ -190,17 +190,15 @@ class MeasureController(QObject):
                                                     progress=job.progress, cancel=job.token)
 
         def done(pairs: list[DrawnPair]) -> None:
-            self._fetching = False
+            self.pair_queue.fetched(pairs)
             self.busy.emit("")
-            queued = {p.draw_id for p in self.queue}
-            self.queue += [p for p in pairs if p.draw_id not in self._seen | queued]
             if self.current is None and self.queue:
                 self._advance()
             elif self.current is None:
                 self.pairChanged.emit(None)
 
         def failed(message: str, _details: str) -> None:
-            self._fetching = False
+            self.pair_queue.fetch_failed()
             self.busy.emit(message)
 
         self.bridge.run(work, pool=Pool.REVIEW, on_done=done, on_failed=failed)

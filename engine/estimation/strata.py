@@ -93,6 +93,10 @@ class Strata:
         caps[:self.outside_count] = self.phase_one
         return caps
 
+    def per_pair(self, counts: np.ndarray) -> np.ndarray:
+        """Counts per stratum as a share of the stratum's pairs (0 for an empty one)."""
+        return np.divide(counts, self.sizes, out=np.zeros(self.count), where=self.sizes > 0)
+
     def label(self, h: int) -> str:
         """What stratum h holds, for people: "outside the graph, below 0.30", "0.80-0.85"."""
         if self.is_outside(h):

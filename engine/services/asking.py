@@ -29,6 +29,8 @@ from engine.store.database import Store
 
 @dataclass(frozen=True)
 class AskedRow:
+    """One row of a pair on the analyst's screen (Ask me, and Measure quality's draws)."""
+
     item_id: int
     public_id: str     # what the user calls the row (`engine.store.items.public_id`)
     text: str
@@ -85,8 +87,8 @@ class Asking:
         for i in chosen:
             row_a, row_b = rows.get(int(a[i])), rows.get(int(b[i]))
             if row_a and row_b:   # a row deleted since the graph was built is skipped
-                out.append(AskedPair(_row(row_a[0]), _row(row_b[0]), float(scores[i]),
-                                     float(threshold)))
+                out.append(AskedPair(asked_row(row_a[0]), asked_row(row_b[0]),
+                                     float(scores[i]), float(threshold)))
         if out and not self._store.read_only:   # a shared read-only file can still be asked
             with self._store.write() as conn:
                 decision_store.record_offers(conn, [(p.a.item_id, p.b.item_id) for p in out])
@@ -116,5 +118,6 @@ def _edges(graph: KnnGraph) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     return graph.ids[low[first]], graph.ids[high[first]], sims[first]
 
 
-def _row(item: dict) -> AskedRow:
+def asked_row(item: dict) -> AskedRow:
+    """A stored row (`engine.store.items`) as the screen shows it: its public id and text."""
     return AskedRow(int(item["id"]), item_store.public_id(item), item["text"])

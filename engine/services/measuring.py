@@ -1,10 +1,12 @@
 """`Measuring`: how right the project's duplicates are, estimated from a random sample of
 pairs the analyst judges ("Measure quality", `duplens estimate`).
 
-The statistics are `engine.estimation`'s; this service applies them to the project. The
-population is every pair of the graph's texts (`estimation.graph_population`); a sample is
-stored with its design (schema v6, `store.quality_samples`) and draws are added to it as the
-analysts ask for pairs, each where the allocation says the next answer is worth most. Only
+The statistics are `engine.estimation`'s (what to draw next: `estimation.next_draws`; the
+figures from the answers: `estimation.answered_draws`) and the tables are the store's
+(`store.quality_samples`); this service only applies them to the project. The population
+is every pair of the graph's texts (`estimation.graph_population`); a sample is stored with
+its design (schema v6) and draws are added to it as the analysts ask for pairs, each where
+the allocation says the next answer is worth most. Only
 drawn pairs count: a verdict given in the review or Ask me is not a random pair and never
 enters the estimate, unless that very pair is drawn, and then it is reused instead of asked
 again. Answers are also stored as verdicts on the two rows shown (origin "measured"), so the
@@ -21,41 +23,34 @@ their chance of being drawn under the new design is not known.
 
 from __future__ import annotations
 
-import secrets
 import time
 from dataclasses import dataclass, field
 
 import numpy as np
 
 from engine.errors import InputError, ProjectError
-from engine.estimation.allocation import answers_to_halve, next_strata, shares
-from engine.estimation.drawing import next_listed, pair_keys
-from engine.estimation.estimators import Estimate, RowsInput, estimate, stratum_shares
-from engine.estimation.graph_population import (
-    GraphPopulation,
-    cluster_labels,
-    flagged_pairs,
-    graph_population,
-    graph_signature,
-)
-from engine.estimation.strata import Strata, prior_share
+from engine.estimation.answered_draws import FIGURE_INDEX, AnsweredDraws
+from engine.estimation.estimators import Estimate, RowsInput
+from engine.estimation.graph_population import GraphPopulation, graph_population, graph_signature
+from engine.estimation.next_draws import design_flagged_share, next_draws
+from engine.estimation.strata import Strata
 from engine.progress import CancelToken, Progress, ProgressCallback, no_progress
 from engine.review.calibration import default_threshold
 from engine.services.active_model import ActiveModel
-from engine.services.asking import AskedRow
+from engine.services.asking import AskedRow, asked_row
 from engine.services.clusters import DEFAULT_NEIGHBOURS, Clusters
 from engine.services.labels import Labels
 from engine.services.vectors import Vectors
 from engine.store import decisions as decision_store
 from engine.store import items as item_store
 from engine.store import quality_samples as sample_store
+from engine.store.copied_texts import rows_with_copies
 from engine.store.database import Store
 
 MEASURED = "measured"          # the origin of a verdict given to a drawn pair
 OFFER_HOLD_S = 30 * 60         # another analyst's unanswered pairs are skipped this long
 STOP_HALF_WIDTH = 0.03         # every ratio within ±3 points: enough answers
 CURVE_THRESHOLDS = np.round(np.arange(0.50, 1.0001, 0.02), 2)
-_FIGURE_INDEX = {"precision": 0, "recall": 1, "f1": 2}
 
 
 @dataclass(frozen=True)
@@ -96,7 +91,7 @@ class Measurement:
         e = self.estimate
         return e is not None and e.ready and all(
             np.isfinite(e.figure(n).half_width) and e.figure(n).half_width <= STOP_HALF_WIDTH
-            for n in _FIGURE_INDEX)
+            for n in FIGURE_INDEX)
 
     def why_wide(self) -> str | None:
         """Where most of the doubt about recall lies, in words (None when there is little)."""
@@ -189,12 +184,12 @@ class Measuring:
         design_threshold = round(float(threshold if threshold is not None
                                        else self.threshold()), 4)
         if not create or self._store.read_only:
-            seed = int(self._store.get_meta("quality_seed") or 0)
+            seed = int(self._store.get_meta(sample_store.SEED_KEY) or 0)
             population = self._populate(design_threshold, seed, progress=progress,
                                         cancel=cancel)
             return population, None, changed
         with self._store.write() as conn:
-            seed = _seed(self._store, conn)
+            seed = sample_store.project_seed(conn)
         population = self._populate(design_threshold, seed, progress=progress, cancel=cancel)
         refill = 0
         with self._store.write() as conn:
@@ -247,66 +242,24 @@ class Measuring:
         """Add k draws to the sample (under the lock, so analysts never draw a pair twice);
         those already judged somewhere are answered at once. Returns how many were added."""
         design = sample["design"]
-        strata = population.strata
-        seed = int(design["seed"])
-        design_flags = population.flagged_sizes(
-            flagged_pairs(population.graph, cluster_labels(population.graph,
-                                                           design["threshold"])))
-        flagged_share = np.divide(design_flags, strata.sizes, out=np.zeros(strata.count),
-                                  where=strata.sizes > 0)
+        flagged_share = design_flagged_share(population, design["threshold"])
         with self._store.write() as conn:
             sample_store.take_lock(conn)
             existing = sample_store.draws(conn, sample["id"])
-            drawn_keys = {int(pair_keys(np.array([d["text_a"]]), np.array([d["text_b"]]))[0])
-                          for d in existing}
-            taken = np.bincount([d["stratum"] for d in existing], minlength=strata.count)
-            answered = [d for d in existing if d["verdict"] is not None]
-            done = np.bincount([d["stratum"] for d in answered], minlength=strata.count)
-            found = np.bincount([d["stratum"] for d in answered if d["verdict"] == 1],
-                                minlength=strata.count)
-            share = shares(found, done, prior_share(strata), strata.middle(),
-                           strata.outside_count)
-            wanted = next_strata(strata.sizes, taken, share, flagged_share, k, strata.caps(),
-                                 strata.outside_count)
-            rows = []
-            for h in sorted(set(wanted)):
-                count = wanted.count(h)
-                keys = self._keys_in(population, h, seed, drawn_keys, count)
-                for key in keys:
-                    before = int(taken[h])
-                    taken[h] += 1
-                    drawn_keys.add(key)
-                    # The chance that this pair was the one drawn: one of the stratum's
-                    # undrawn pairs; outside the graph one of the undrawn first-phase
-                    # pairs, themselves `pool` of the stratum's sizes[h].
-                    pool = float(strata.caps()[h])
-                    rows.append({"stratum": h, "key": key,
-                                 "stratum_size": int(round(strata.sizes[h])),
-                                 "probability": (1 / max(pool - before, 1))
-                                 * min(pool / max(float(strata.sizes[h]), 1.0), 1.0)})
+            rows = next_draws(population, int(design["seed"]), flagged_share, existing, k)
             if not rows:
                 return 0
-            keys = np.asarray([r.pop("key") for r in rows], dtype=np.int64)
-            a, b = keys >> 32, keys & 0xFFFFFFFF
-            sims = population.similarity_of(keys)
             earlier = sample_store.earlier_verdicts(
-                conn, {(int(x), int(y)) for x, y in zip(a, b, strict=True)})
+                conn, {(r["text_a"], r["text_b"]) for r in rows})
             now = time.time()
-            for row, x, y, sim in zip(rows, a.tolist(), b.tolist(), sims.tolist(),
-                                      strict=True):
-                verdict = earlier.get((x, y))
-                row.update(text_a=x, text_b=y, similarity=float(sim), verdict=verdict,
+            for row in rows:
+                verdict = earlier.get((row["text_a"], row["text_b"]))
+                row.update(verdict=verdict,
                            answered_by="earlier verdict" if verdict is not None else None,
                            answered_at=now if verdict is not None else None,
                            reused=verdict is not None)
             sample_store.add_draws(conn, sample["id"], rows)
         return len(rows)
-
-    def _keys_in(self, population: GraphPopulation, h: int, seed: int, drawn: set[int],
-                 count: int) -> list[int]:
-        """`count` undrawn pairs of stratum h, in drawing order (permanent random numbers
-        over its candidates, or over its first-phase pairs outside the graph)."""
-        return next_listed(population.ordered(h, seed), drawn, count)
 
     def _shown(self, draws: list[dict], strata: Strata) -> list[DrawnPair]:
         wanted = sorted({t for d in draws for t in (d["text_a"], d["text_b"])})
@@ -316,7 +269,7 @@ class Measuring:
         for d in draws:
             row_a, row_b = rows.get(d["text_a"]), rows.get(d["text_b"])
             if row_a and row_b:
-                out.append(DrawnPair(d["id"], _row(row_a[0]), _row(row_b[0]),
+                out.append(DrawnPair(d["id"], asked_row(row_a[0]), asked_row(row_b[0]),
                                      float(d["similarity"]), strata.label(d["stratum"])))
         return out
 
@@ -327,7 +280,9 @@ class Measuring:
         if verdict not in (0, 1):
             raise InputError(f"a verdict is 0 or 1, not {verdict!r}")
         with self._store.write() as conn:
-            draw = _draw_row(conn, draw_id)
+            draw = sample_store.draw(conn, draw_id)
+            if draw is None:
+                raise InputError(f"no drawn pair {draw_id}")
             item_a, item_b = _shown_items(conn, draw)
             previous = decision_store.get_label(conn, item_a, item_b)
             sample_store.set_answer(conn, draw_id, verdict, sample_store.who_answers(conn))
@@ -358,7 +313,7 @@ class Measuring:
         answered = 0
         with self._store.write() as conn:
             who = sample_store.who_answers(conn)
-            sample = _open_any(conn)
+            sample = sample_store.latest_open_sample(conn)
             by_pair = {}
             if sample is not None:
                 by_pair = {(d["text_a"], d["text_b"]): d
@@ -400,23 +355,17 @@ class Measuring:
         with self._store.read() as conn:
             draws = sample_store.draws(conn, sample["id"])
             who = sample_store.answerers(conn, sample["id"])
-            copies, copied = _rows_with_copies(conn, population.graph.ids)
+            copies, copied = rows_with_copies(conn, population.graph.ids.tolist())
         answered = [d for d in draws if d["verdict"] is not None]
         pending = len(draws) - len(answered)
         if not answered:
             return Measurement(None, t, 0, pending, who, None, None, model,
                                sample["created_at"], changed)
-        inputs = _Answers(population, answered)
+        inputs = AnsweredDraws(population, answered)
         rows = RowsInput(copies, inputs.row_weights(population, copied))
         result = inputs.estimate_at(population, t, rows=rows)
         widest, _ = result.widest()
-        flagged_share = np.divide(_flagged_per_stratum(result), population.strata.sizes,
-                                  out=np.zeros(population.strata.count),
-                                  where=population.strata.sizes > 0)
-        share = shares(inputs.found, inputs.done, prior_share(population.strata),
-                       population.strata.middle(), population.strata.outside_count)
-        more = answers_to_halve(population.strata.sizes, inputs.done, share, flagged_share,
-                                _FIGURE_INDEX[widest], caps=population.strata.caps())
+        more = inputs.more_to_halve(population, result, widest)
         band = []
         if curve:
             for i, step in enumerate(CURVE_THRESHOLDS):
@@ -429,94 +378,6 @@ class Measuring:
                            sample["created_at"], changed, band)
 
 
-def _flagged_per_stratum(result: Estimate) -> np.ndarray:
-    return np.asarray([s["flagged"] for s in result.strata], dtype=np.float64)
-
-
-class _Answers:
-    """The answered draws of a sample as arrays, ready for the estimators."""
-
-    def __init__(self, population: GraphPopulation, answered: list[dict]) -> None:
-        self.a = np.asarray([d["text_a"] for d in answered], dtype=np.int64)
-        self.b = np.asarray([d["text_b"] for d in answered], dtype=np.int64)
-        self.stratum = np.asarray([d["stratum"] for d in answered], dtype=np.int64)
-        self.dup = np.asarray([d["verdict"] == 1 for d in answered], dtype=bool)
-        count = population.strata.count
-        self.done = np.bincount(self.stratum, minlength=count)
-        self.found = np.bincount(self.stratum[self.dup], minlength=count)
-        ids = population.graph.ids
-        self.pos_a = np.searchsorted(ids, self.a)
-        self.pos_b = np.searchsorted(ids, self.b)
-
-    def estimate_at(self, population: GraphPopulation, threshold: float, *,
-                    rows: RowsInput | None = None, draws: int = 4000) -> Estimate:
-        labels = cluster_labels(population.graph, threshold)
-        flagged = (labels[self.pos_a] >= 0) & (labels[self.pos_a] == labels[self.pos_b])
-        sizes = population.flagged_sizes(flagged_pairs(population.graph, labels))
-        strata = population.strata
-        return estimate(strata.sizes, sizes, self.stratum, self.dup, flagged,
-                        threshold=threshold, rows=rows, draws=draws,
-                        labels=[strata.label(h) for h in range(strata.count)],
-                        phase_one=strata.phase_one_uncertainty())
-
-    def row_weights(self, population: GraphPopulation, copied: set[int]) -> np.ndarray:
-        """For each answered draw: 0 unless a duplicate; then, for each of its texts held
-        by a single row (not in `copied`), 1 / that text's estimated number of duplicate
-        texts: this pair, its other answered duplicate pairs, and its unanswered pairs times
-        their stratum's duplicate share (candidates by stratum, every other pair of the
-        project at the outside stratum's). Summed over a text's duplicate pairs this counts
-        it once (exactly so when every pair is answered)."""
-        share = stratum_shares(population.strata.sizes, self.stratum, self.dup)
-        strata = population.strata
-        g = strata.outside_count
-        # A text's pairs outside the graph are spread over the outside strata as all are.
-        outside_share = float(share[:g] @ (strata.sizes[:g] / max(strata.sizes[:g].sum(), 1)))
-        n = population.texts
-        low, high = population.keys >> 32, population.keys & 0xFFFFFFFF
-        answered_pairs: dict[int, list[tuple[int, bool, int]]] = {}
-        for i, (x, y) in enumerate(zip(self.a.tolist(), self.b.tolist(), strict=True)):
-            for text, partner in ((x, y), (y, x)):
-                answered_pairs.setdefault(text, []).append(
-                    (partner, bool(self.dup[i]), int(self.stratum[i])))
-        weights = np.zeros(len(self.a))
-        for i in np.flatnonzero(self.dup):
-            total = 0.0
-            for text, other in ((int(self.a[i]), int(self.b[i])),
-                                (int(self.b[i]), int(self.a[i]))):
-                if text in copied:
-                    continue
-                mine = (low == text) | (high == text)
-                per_stratum = np.bincount(population.stratum[mine],
-                                          minlength=strata.count).astype(float)
-                outside = (n - 1) - per_stratum.sum()
-                known = 0
-                for partner, is_dup, h in answered_pairs.get(text, []):
-                    if strata.is_outside(h):       # answered: not an expected partner
-                        outside -= 1
-                    else:
-                        per_stratum[h] -= 1
-                    if partner != other:
-                        known += is_dup
-                expected = (float(np.maximum(per_stratum[g:], 0) @ share[g:])
-                            + max(outside, 0.0) * outside_share)
-                total += 1 / (1 + known + expected)
-            weights[i] = total
-        return weights
-
-
-def _rows_with_copies(conn, text_ids: np.ndarray) -> tuple[int, set[int]]:
-    """Live rows whose text has another live row (of the graph's texts), and those texts."""
-    from sqlalchemy import func, select
-
-    from engine.store.schema import items
-
-    counts = conn.execute(select(items.c.text_id, func.count()).where(~items.c.deleted)
-                          .group_by(items.c.text_id).having(func.count() > 1)).all()
-    known = set(np.asarray(text_ids).tolist())
-    copied = {int(t): int(c) for t, c in counts if t in known}
-    return sum(copied.values()), set(copied)
-
-
 def _waiting(draws: list[dict], who: str) -> list[dict]:
     """Unanswered draws in drawing order, less those on another analyst's screen."""
     now = time.time()
@@ -524,43 +385,8 @@ def _waiting(draws: list[dict], who: str) -> list[dict]:
         d["offered_to"] not in (None, who) and now - (d["offered_at"] or 0) < OFFER_HOLD_S)]
 
 
-def _draw_row(conn, draw_id: int) -> dict:
-    from sqlalchemy import select
-
-    from engine.store.schema import quality_draws
-
-    row = conn.execute(select(quality_draws).where(quality_draws.c.id == draw_id)
-                       ).mappings().first()
-    if row is None:
-        raise InputError(f"no drawn pair {draw_id}")
-    return dict(row)
-
-
 def _shown_items(conn, draw: dict) -> tuple[int, int]:
     rows = item_store.items_for_texts(conn, [draw["text_a"], draw["text_b"]])
     if not rows.get(draw["text_a"]) or not rows.get(draw["text_b"]):
         raise InputError("a row of this pair was deleted; the sample is drawn again")
     return rows[draw["text_a"]][0]["id"], rows[draw["text_b"]][0]["id"]
-
-
-def _open_any(conn) -> dict | None:
-    latest = sample_store.latest_sample(conn)
-    return latest if latest is not None and latest["closed_at"] is None else None
-
-
-def _seed(store: Store, conn) -> int:
-    """The project's seed of permanent random numbers: made once, kept in `meta`, so every
-    sample of the project draws its candidate pairs in the same order."""
-    from sqlalchemy import select
-
-    from engine.store.schema import meta
-
-    value = conn.execute(select(meta.c.value).where(meta.c.key == "quality_seed")).scalar()
-    if value is None:
-        value = str(secrets.randbits(48))
-        store.set_meta("quality_seed", value, conn)
-    return int(value)
-
-
-def _row(item: dict) -> AskedRow:
-    return AskedRow(int(item["id"]), item_store.public_id(item), item["text"])

@@ -9,16 +9,18 @@ draw is numbered under the same lock, and an answer is one UPDATE of its draw's 
 from __future__ import annotations
 
 import getpass
+import secrets
 import time
 from collections.abc import Sequence
 
 from sqlalchemy import Connection, and_, func, select, update
 
-from engine.store.dialects import lock
-from engine.store.schema import items, pair_labels, quality_draws, quality_samples
+from engine.store.dialects import lock, upsert
+from engine.store.schema import items, meta, pair_labels, quality_draws, quality_samples
 
 _IN_BATCH = 400
 SAMPLE_LOCK = "quality-sample"
+SEED_KEY = "quality_seed"       # the `meta` key of the project's seed (`project_seed`)
 
 
 def who_answers(conn: Connection) -> str:
@@ -47,6 +49,23 @@ def latest_sample(conn: Connection) -> dict | None:
     return dict(row) if row else None
 
 
+def latest_open_sample(conn: Connection) -> dict | None:
+    """The most recent sample if it is still open, whatever population it was drawn from
+    (where an answer given by row, `duplens label --from`, may count)."""
+    latest = latest_sample(conn)
+    return latest if latest is not None and latest["closed_at"] is None else None
+
+
+def project_seed(conn: Connection) -> int:
+    """The project's seed of permanent random numbers: made once, kept in `meta`, so every
+    sample of the project draws its candidate pairs in the same order."""
+    value = conn.execute(select(meta.c.value).where(meta.c.key == SEED_KEY)).scalar()
+    if value is None:
+        value = str(secrets.randbits(48))
+        upsert(conn, meta, {"key": SEED_KEY, "value": value}, ["key"])
+    return int(value)
+
+
 def create_sample(conn: Connection, signature: str, design: dict, who: str) -> dict:
     """A new open sample for `signature`; every other open sample is closed (its population
     is gone). Call with `SAMPLE_LOCK` held, after `open_sample` found none."""
@@ -63,6 +82,13 @@ def draws(conn: Connection, sample_id: int) -> list[dict]:
     return [dict(r) for r in conn.execute(
         select(quality_draws).where(quality_draws.c.sample_id == sample_id)
         .order_by(quality_draws.c.seq)).mappings()]
+
+
+def draw(conn: Connection, draw_id: int) -> dict | None:
+    """One draw by its id (None when there is no such draw)."""
+    row = conn.execute(select(quality_draws).where(quality_draws.c.id == draw_id)
+                       ).mappings().first()
+    return dict(row) if row is not None else None
 
 
 def add_draws(conn: Connection, sample_id: int, rows: Sequence[dict]) -> None:

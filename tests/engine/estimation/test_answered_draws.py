@@ -1,0 +1,63 @@
+"""`AnsweredDraws`: with every pair of a small project answered, the figures are the exact
+counts and the row weights count each text with a duplicate once."""
+
+from __future__ import annotations
+
+from itertools import combinations
+
+import numpy as np
+import pytest
+
+from engine.estimation.answered_draws import AnsweredDraws
+from engine.estimation.graph_population import cluster_labels
+from engine.estimation.next_draws import design_flagged_share, next_draws
+from tests.engine.estimation.small_population import THRESHOLD, small_population
+
+
+@pytest.fixture(scope="module")
+def answered():
+    population, group_of = small_population(seed=2)
+    share = design_flagged_share(population, THRESHOLD)
+    drawn: list[dict] = []
+    while rows := next_draws(population, 11, share, drawn, 100):
+        drawn += [{**r, "verdict": int(group_of[r["text_a"]] >= 0
+                                       and group_of[r["text_a"]] == group_of[r["text_b"]])}
+                  for r in rows]
+    return population, group_of, drawn
+
+
+def test_every_pair_answered_gives_the_exact_figures(answered):
+    population, group_of, drawn = answered
+    inputs = AnsweredDraws(population, drawn)
+    ids = population.graph.ids
+    labels = cluster_labels(population.graph, THRESHOLD)
+    cluster = dict(zip(ids.tolist(), labels.tolist(), strict=True))
+    dups = {(a, b) for a, b in combinations(ids.tolist(), 2)
+            if group_of[a] >= 0 and group_of[a] == group_of[b]}
+    flagged = {(a, b) for a, b in combinations(ids.tolist(), 2)
+               if cluster[a] >= 0 and cluster[a] == cluster[b]}
+    tp = len(dups & flagged)
+    assert tp > 0
+    result = inputs.estimate_at(population, THRESHOLD, draws=200)
+    for name, value in (("precision", tp / len(flagged)), ("recall", tp / len(dups)),
+                        ("duplicates", len(dups))):
+        figure = result.figure(name)
+        assert figure.value == pytest.approx(value, abs=1e-9), name
+        assert figure.low == pytest.approx(value, abs=1e-9), name
+        assert figure.high == pytest.approx(value, abs=1e-9), name
+    widest, _ = result.widest()
+    more = inputs.more_to_halve(population, result, widest)
+    assert more is None or more >= 0
+
+
+def test_row_weights_count_each_text_with_a_duplicate_once(answered):
+    population, group_of, drawn = answered
+    inputs = AnsweredDraws(population, drawn)
+    weights = inputs.row_weights(population, copied=set())
+    assert (weights[~inputs.dup] == 0).all()
+    with_duplicate = sum(1 for g in group_of.values() if g >= 0)
+    assert weights.sum() == pytest.approx(with_duplicate)
+    # A text with copies of its own is counted apart (by its rows), never by weight.
+    one = int(inputs.a[np.flatnonzero(inputs.dup)[0]])
+    fewer = inputs.row_weights(population, copied={one}).sum()
+    assert fewer == pytest.approx(with_duplicate - 1)

@@ -1,0 +1,53 @@
+"""`store.quality_samples` reads the measuring service leans on: one draw by id, the latest
+sample while it is open, and the project's seed, made once and kept."""
+
+from __future__ import annotations
+
+import pytest
+
+from engine.store import items
+from engine.store import quality_samples as sample_store
+from engine.store.database import Store
+
+
+@pytest.fixture
+def store(tmp_path):
+    opened = Store.open(tmp_path / "project.duplens", create=True)
+    yield opened
+    opened.close()
+
+
+def _two_texts(store: Store) -> tuple[int, int]:
+    with store.write() as conn:
+        source = items.add_source(conn, file_name="f.csv", file_path="/f.csv", sha256="s",
+                                  mapping_key="m", format={}, text_columns=["q"],
+                                  columns=["q"])
+        items.add_rows(conn, source, [items.NewRow(i, None, t, t, {})
+                                      for i, t in enumerate(["x", "y"])])
+        ids = items.text_ids_for_keys(conn, ["x", "y"])
+    return ids["x"], ids["y"]
+
+
+def test_the_seed_is_made_once_and_kept(store):
+    with store.write() as conn:
+        seed = sample_store.project_seed(conn)
+    with store.write() as conn:
+        assert sample_store.project_seed(conn) == seed
+    assert store.get_meta(sample_store.SEED_KEY) == str(seed)
+
+
+def test_a_draw_by_its_id_and_the_latest_sample_while_open(store):
+    a, b = _two_texts(store)
+    with store.write() as conn:
+        assert sample_store.latest_open_sample(conn) is None
+        sample = sample_store.create_sample(conn, "sig", {"threshold": 0.8}, "ann")
+        sample_store.add_draws(conn, sample["id"], [
+            {"stratum": 1, "text_a": a, "text_b": b, "similarity": 0.9, "stratum_size": 3,
+             "probability": 1 / 3}])
+        drawn = sample_store.draws(conn, sample["id"])[0]
+        assert sample_store.draw(conn, drawn["id"]) == drawn
+        assert sample_store.draw(conn, drawn["id"] + 1) is None
+        assert sample_store.latest_open_sample(conn)["id"] == sample["id"]
+        sample_store.create_sample(conn, "other", {"threshold": 0.8}, "ann")
+        newer = sample_store.latest_open_sample(conn)
+        assert newer["id"] != sample["id"] and newer["signature"] == "other"
