@@ -339,8 +339,8 @@ class MainWindow(QMainWindow):
         dialog.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
         dialog.activateRequested.connect(self.activate_model)
         dialog.deleted.connect(self._say_deleted)
-        dialog.exported.connect(
-            lambda folder: self.status.say(f"Model exported to {folder}"))
+        dialog.copied_out.connect(
+            lambda folder: self.status.say(f"Model copied out to {folder}"))
         self.versions_dialog = dialog
         dialog.open()
 

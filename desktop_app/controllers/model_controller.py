@@ -57,7 +57,7 @@ class ModelController(QObject):
     activationFailed = Signal(str, str)   # message, details
     activationCancelled = Signal()        # stopped before anything changed
     versionsListed = Signal(object)       # list[dict]: `ModelVersions.list()`
-    versionExported = Signal(object)      # Path: the folder a version was exported to
+    versionCopiedOut = Signal(object)     # Path: the folder a version was copied out to
     versionDeleted = Signal(str)          # the name of the version deleted
     versionsFailed = Signal(str, str)     # message, details: listing, export or delete
 
@@ -115,12 +115,12 @@ class ModelController(QObject):
                                on_failed=self.versionsFailed.emit,
                                latest=f"model versions {id(self)}")
 
-    def export_version(self, version_id: int, target: Path) -> JobHandle:
+    def copy_out_version(self, version_id: int, target: Path) -> JobHandle:
         """Copy version `version_id`'s folder to `target` for plain sentence-transformers
-        (`versionExported`)."""
+        (`versionCopiedOut`)."""
         return self.bridge.run(
-            lambda job: job.project.versions.export(version_id, str(target)),
-            pool=Pool.CHANGES, on_done=self.versionExported.emit,
+            lambda job: job.project.versions.copy_out(version_id, str(target)),
+            pool=Pool.CHANGES, on_done=self.versionCopiedOut.emit,
             on_failed=self.versionsFailed.emit)
 
     def delete_version(self, version_id: int) -> JobHandle:

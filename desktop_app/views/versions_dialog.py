@@ -1,13 +1,13 @@
-"""`VersionsDialog`: every model the project has used, with rollback, export and delete.
+"""`VersionsDialog`: every model the project has used, with rollback, copy out and delete.
 
 A table of `ModelVersions.list()`: name, the version it was trained from, objective,
 held-out average precision and best F1 before and after its training, date, how much of
 the project it has encoded, and which one is active. **Make active** hands the version to
 the main window (`activateRequested`), which re-encodes in the background with its status
-bar (a version used before switches back at once); **Export…** copies its folder for plain
+bar (a version used before switches back at once); **Copy out…** copies its folder for plain
 sentence-transformers; **Delete** removes a trained version that is not in use.
 
-The dialog runs no engine call itself: `ModelController` reads the list and exports or
+The dialog runs no engine call itself: `ModelController` reads the list and copies out or
 deletes a version, and the dialog renders its signals. Their errors are said here, where the
 user is looking, not in a dialog.
 """
@@ -50,9 +50,9 @@ def metric_change(metrics: dict, key: str) -> str:
     return f"{before[key]:.2f} → {after[key]:.2f}"
 
 
-def export_target(chosen: Path, name: str) -> Path:
+def copy_out_target(chosen: Path, name: str) -> Path:
     """An empty folder is used as it is; otherwise a new folder named after the version
-    inside it (export needs a new or empty folder)."""
+    inside it (a copy needs a new or empty folder)."""
     if chosen.is_dir() and any(chosen.iterdir()):
         return chosen / (re.sub(r"[^A-Za-z0-9._-]+", "-", name).strip("-") or "model")
     return chosen
@@ -62,7 +62,7 @@ class VersionsDialog(QDialog):
     """Lists the project's model versions; `ModelController` runs the engine calls."""
 
     activateRequested = Signal(int, str)   # version id, name: the main window activates it
-    exported = Signal(str)                 # the folder a version was exported to
+    copied_out = Signal(str)               # the folder a version was copied out to
     deleted = Signal(str)                  # the name of the version deleted
 
     def __init__(self, models: ModelController, parent: QWidget | None = None) -> None:
@@ -90,7 +90,7 @@ class VersionsDialog(QDialog):
         header.setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
         header.setStretchLastSection(True)
         self.activate_button = QPushButton("Make active", self)
-        self.export_button = QPushButton("Export…", self)
+        self.copy_out_button = QPushButton("Copy out…", self)
         self.delete_button = QPushButton("Delete", self)
         self.status = QLabel("", self)
         self.status.setWordWrap(True)
@@ -98,7 +98,7 @@ class VersionsDialog(QDialog):
         close.rejected.connect(self.reject)
         row = QHBoxLayout()
         row.addWidget(self.activate_button)
-        row.addWidget(self.export_button)
+        row.addWidget(self.copy_out_button)
         row.addWidget(self.delete_button)
         row.addStretch(1)
         row.addWidget(close)
@@ -110,22 +110,22 @@ class VersionsDialog(QDialog):
 
         self.table.itemSelectionChanged.connect(self._update_buttons)
         self.activate_button.clicked.connect(self.make_active)
-        self.export_button.clicked.connect(self.export)
+        self.copy_out_button.clicked.connect(self.copy_out)
         self.delete_button.clicked.connect(self.delete)
         models.activated.connect(self._activated)
         models.activationFailed.connect(self._activation_failed)
         models.activationCancelled.connect(self._activation_cancelled)
         models.versionsListed.connect(self.show_versions)
-        models.versionExported.connect(self._exported)
+        models.versionCopiedOut.connect(self._copied_out)
         models.versionDeleted.connect(self._deleted)
         models.versionsFailed.connect(self._error)
         self._update_buttons()
         self.refresh()
 
     # -- questions to the user (tests replace these) ---------------------------------------
-    def ask_export_folder(self, version: dict) -> str | None:
+    def ask_copy_out_folder(self, version: dict) -> str | None:
         folder = QFileDialog.getExistingDirectory(
-            self, f"Export {version['name']} to a folder (a new folder is made inside one "
+            self, f"Copy {version['name']} out to a folder (a new folder is made inside one "
             f"that is not empty)")
         return folder or None
 
@@ -160,16 +160,16 @@ class VersionsDialog(QDialog):
         self._update_buttons()
         self.activateRequested.emit(version["id"], version["name"])
 
-    def export(self) -> None:
+    def copy_out(self) -> None:
         version = self.selected()
         if version is None:
             return
-        chosen = self.ask_export_folder(version)
+        chosen = self.ask_copy_out_folder(version)
         if not chosen:
             return
-        target = export_target(Path(chosen), version["name"])
-        self._say(f"Exporting {version['name']} to {target}…")
-        self.models.export_version(version["id"], target)
+        target = copy_out_target(Path(chosen), version["name"])
+        self._say(f"Copying {version['name']} out to {target}…")
+        self.models.copy_out_version(version["id"], target)
 
     def delete(self) -> None:
         version = self.selected()
@@ -210,7 +210,7 @@ class VersionsDialog(QDialog):
         idle = self._activating is None
         self.activate_button.setEnabled(bool(version and idle and not version["active"]
                                              and version["available"]))
-        self.export_button.setEnabled(bool(version and version["folder"]
+        self.copy_out_button.setEnabled(bool(version and version["folder"]
                                            and version["available"]))
         # Only versions trained here can be deleted (the engine says why for the others).
         self.delete_button.setEnabled(bool(version and idle and not version["active"]
@@ -221,9 +221,9 @@ class VersionsDialog(QDialog):
         self.status.setStyleSheet(style)
 
     # -- outcomes, on the GUI thread ----------------------------------------------------
-    def _exported(self, folder: Path) -> None:
-        self._say(f"Exported to {folder}: a folder sentence-transformers loads.")
-        self.exported.emit(str(folder))
+    def _copied_out(self, folder: Path) -> None:
+        self._say(f"Copied out to {folder}: a folder sentence-transformers loads.")
+        self.copied_out.emit(str(folder))
 
     def _deleted(self, name: str) -> None:
         self._say(f"Deleted {name}.")

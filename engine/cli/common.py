@@ -133,7 +133,7 @@ def nothing_indexed(project, consequence: str) -> str | None:
 
 def prefer_torch_free(project, device: str = "auto", backend: str | None = None) -> None:
     """Let the project serve its model from the checked ONNX export, without importing
-    torch (`engine.encoding.onnx_encoder`): for commands that encode a few texts, where
+    torch (`engine.encoding.torch_free_encoder`): for commands that encode a few texts, where
     importing torch would be most of the time. Only where the user asked for no device or
     backend that rules it out; anything it cannot serve loads torch as before."""
     project.model.configure(device=device, torch_free=device in ("auto", "cpu")

@@ -31,7 +31,7 @@ class ModelPreferences:
     a project keeps the backend its embeddings were made with), whether single queries get
     the faster runtime (`SentenceEncoder.prepare_fast_queries`; the window asks for it),
     and whether the active model may be served without torch from its checked ONNX export
-    (`engine.encoding.onnx_encoder`; the command line's search and match ask for it: they
+    (`engine.encoding.torch_free_encoder`; the command line's search and match ask for it: they
     encode a few texts, and importing torch would be most of their time)."""
 
     device: str = "auto"
@@ -273,36 +273,36 @@ class ActiveModel:
         """The active model served without torch from the export its stored embeddings
         come from (torch's: the "onnx" one; a quantised backend's: its own), checked to
         give them, when the preferences allow it, on the CPU; else None
-        (`onnx_encoder.load` says why not in the log)."""
+        (`torch_free_encoder.load` says why not in the log)."""
         prefs = self.preferences
         if not prefs.torch_free or active is None or prefs.device not in ("auto", "cpu"):
             return None
-        from engine.encoding import torch_free_encoder as onnx_encoder
+        from engine.encoding import torch_free_encoder
 
         source = self.source(active["location"])   # the project's consent rules apply
         folder = default_model_path() if source is None else Path(source)
         if not folder.is_dir():   # a hub name: torch's loader finds its snapshot
             return None
-        return onnx_encoder.load(folder, active, batch_size=prefs.batch_size)
+        return torch_free_encoder.load(folder, active, batch_size=prefs.batch_size)
 
     def verify_torch_free(self, on_export: Callable[[], object] | None = None
                           ) -> float | None:
         """Check the loaded torch model's ONNX export against it, so that later searches
-        can skip torch (`onnx_encoder.verify`: makes the export when missing, calling
+        can skip torch (`torch_free_encoder.verify`: makes the export when missing, calling
         `on_export` first); None when nothing was checked. For the command line, after its
         work is done."""
         encoder = self.loaded()
         if encoder is None or encoder.device != "cpu":
             return None
-        from engine.encoding import torch_free_encoder as onnx_encoder
+        from engine.encoding import torch_free_encoder
 
-        return onnx_encoder.verify(encoder, on_export)
+        return torch_free_encoder.verify(encoder, on_export)
 
     def _prepare(self, encoder: SentenceEncoder) -> None:
         if self.preferences.fast_queries:
             encoder.prepare_fast_queries()
             if encoder.query_runtime == "onnxruntime":   # the export is there: check it once
-                from engine.encoding import torch_free_encoder as onnx_encoder
+                from engine.encoding import torch_free_encoder
 
-                onnx_encoder.verify(encoder)
+                torch_free_encoder.verify(encoder)
 

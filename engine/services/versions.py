@@ -304,10 +304,6 @@ class ModelVersions:
                              f"computer; there is no folder to copy out")
         return copy_out_folder(source, Path(folder))
 
-    # The window's ModelController still calls it by its old name (its file is edited
-    # elsewhere); remove once it calls `copy_out`.
-    export = copy_out
-
     def delete(self, version_id: int) -> str:
         """Delete a trained version that is not active and no other version came from (the
         wizard's "Discard"): its folder, row, embeddings and index; returns its name."""

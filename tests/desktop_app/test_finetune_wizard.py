@@ -222,10 +222,10 @@ def test_wizard_trains_uses_the_model_and_the_versions_dialog_rolls_back(
     exported = tmp_path / "exported"
     exported.mkdir()
     dialog.select_version(report.version_id)
-    dialog.ask_export_folder = lambda _v: str(exported)
-    with qtbot.waitSignal(dialog.exported, timeout=SIGNAL_TIMEOUT_MS):
-        dialog.export_button.click()
-    assert (exported / "modules.json").is_file() and "Exported to" in dialog.status.text()
+    dialog.ask_copy_out_folder = lambda _v: str(exported)
+    with qtbot.waitSignal(dialog.copied_out, timeout=SIGNAL_TIMEOUT_MS):
+        dialog.copy_out_button.click()
+    assert (exported / "modules.json").is_file() and "Copied out to" in dialog.status.text()
 
 
 def test_cancel_saves_nothing_and_discard_deletes_the_version(qtbot, window, tmp_path,
@@ -298,11 +298,11 @@ def test_the_wizard_and_versions_dialog_on_a_server_project(qtbot, window, postg
     exported = tmp_path / "exported"
     exported.mkdir()
     dialog.select_version(report.version_id)
-    assert dialog.export_button.isEnabled()
-    dialog.ask_export_folder = lambda _v: str(exported)
-    with qtbot.waitSignal(dialog.exported, timeout=SIGNAL_TIMEOUT_MS):
-        dialog.export_button.click()
-    assert (exported / "model.safetensors").is_file() and "Exported to" in dialog.status.text()
+    assert dialog.copy_out_button.isEnabled()
+    dialog.ask_copy_out_folder = lambda _v: str(exported)
+    with qtbot.waitSignal(dialog.copied_out, timeout=SIGNAL_TIMEOUT_MS):
+        dialog.copy_out_button.click()
+    assert (exported / "model.safetensors").is_file() and "Copied out to" in dialog.status.text()
 
 
 def test_first_page_counts_the_verdicts_of_a_checked_file_not_added_yet(qtbot, window,

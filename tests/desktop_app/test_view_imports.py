@@ -63,8 +63,6 @@ EXCEPTIONS: dict[tuple[str, str, str], str] = {
         "a probe of this computer (installed backends, the CPU's bf16 units), no project",
     ("settings_dialog.py", "engine.encoding.backend_choice", "default_backend"):
         "names what Automatic picks on this computer's CPU, no project",
-    ("settings_dialog.py", "engine.encoding.backends", "default_backend"):
-        "the same, from where it was before `backend_choice`",
     ("settings_dialog.py", "engine.encoding.backends", "missing_modules"):
         "says which packages a backend lacks here, no project",
 }
