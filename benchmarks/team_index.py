@@ -157,6 +157,7 @@ def _row_texts(pool: list[str], n: int) -> list[str]:
 def _fill(location, texts: list[str], base: np.ndarray) -> dict:
     from engine.store import embeddings as embedding_store
     from engine.store import items as item_store
+    from engine.store import sources as source_store
     from engine.store.database import Store
     from engine.text import norm_key
 
@@ -164,7 +165,7 @@ def _fill(location, texts: list[str], base: np.ndarray) -> dict:
     store = Store.open(location, create=True)
     rows = [item_store.NewRow(i + 1, None, t, norm_key(t), {}) for i, t in enumerate(texts)]
     with store.write() as conn:
-        source = item_store.add_source(conn, file_name="team.csv", file_path="/team.csv",
+        source = source_store.add_source(conn, file_name="team.csv", file_path="/team.csv",
                                        sha256="0" * 64, mapping_key="0" * 64, format={},
                                        text_columns=["question"], columns=["question"])
         item_store.add_rows(conn, source, rows)

@@ -27,14 +27,9 @@ from engine.io import (
 from engine.progress import CancelToken, Progress, ProgressCallback, RateMeter, no_progress
 from engine.store import change_counters
 from engine.store.database import Store
-from engine.store.items import (
-    NewRow,
-    add_rows,
-    add_source,
-    find_source,
-    update_source,
-)
+from engine.store.items import NewRow, add_rows
 from engine.store.schema import items, texts
+from engine.store.sources import add_source, find_source, update_source
 from engine.text import join_cells, norm_key
 
 if TYPE_CHECKING:  # pragma: no cover - the readers import pandas when a file is read

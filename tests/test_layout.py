@@ -31,3 +31,22 @@ def test_the_architecture_table_names_every_file_and_only_those():
     assert not actual - listed, f"files the table leaves out: {sorted(actual - listed)}"
     assert not listed - actual, f"files the table names that do not exist: " \
                                 f"{sorted(listed - actual)}"
+
+
+def test_services_reach_the_tables_only_through_the_store():
+    """A service orchestrates; the SQL is `engine.store`'s (one place to read a table, and
+    one to change when a table changes). No service names a table or builds a statement."""
+    import ast
+
+    statements = {"select", "insert", "update", "delete", "func", "text", "and_", "or_"}
+    found = []
+    for path in sorted((ROOT / "engine" / "services").glob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if not isinstance(node, ast.ImportFrom) or node.module is None:
+                continue
+            names = {a.name for a in node.names}
+            if node.module == "engine.store.schema" or (
+                    node.module.startswith("sqlalchemy") and names & statements):
+                found.append(f"{path.relative_to(ROOT)}:{node.lineno} {node.module} "
+                             f"{sorted(names)}")
+    assert not found, "services reading tables directly:\n" + "\n".join(found)

@@ -47,6 +47,7 @@ from engine.store import change_counters
 from engine.store.blobs import blob_lock, chunk_bytes, delete_blob, iter_blob, put_blob_chunks
 from engine.store.dialects import upsert
 from engine.store.embeddings import count_model_embeddings
+from engine.store.saved_indexes import saved_row
 from engine.store.schema import embeddings, indexes, meta
 
 
@@ -203,7 +204,7 @@ def load_saved(conn: Connection, model_id: int, dim: int, *, refresh: bool = Fal
     the blobs (checked by sha256). With `refresh` (a writable file project), the blobs'
     bytes are also written to a temporary side file, handed back as `pending`: a project
     that had no matching side file gets one without saving the index again."""
-    row = conn.execute(select(indexes).where(indexes.c.model_id == model_id)).mappings().first()
+    row = saved_row(conn, model_id)
     if row is None:
         return Loaded(None, "no saved index")
     if row["dim"] != dim:

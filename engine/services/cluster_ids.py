@@ -22,15 +22,13 @@ import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 
-from sqlalchemy import select
-
 from engine.dedup.id_rules import CutCluster, apply, assign, label
 from engine.dedup.row_clusters import CANONICAL, Cluster
 from engine.errors import DiskFull
 from engine.store import cluster_records as records
+from engine.store import sources as source_store
 from engine.store.database import Store
 from engine.store.id_records import Assignment, Before
-from engine.store.schema import items
 
 # What happened to a row's cluster since an import (`changes_since`).
 JOINED, NEW, MERGED, SPLIT, LEFT = "joined", "new", "merged", "split", "left"
@@ -156,10 +154,9 @@ class ClusterIds:
             before = records.ids_before(conn, batch)
             now = records.members_now(conn)
             ids = records.ids_of(conn)
-            fresh = set(conn.execute(select(items.c.id).where(
-                items.c.source_id >= batch, ~items.c.deleted)).scalars())
+            fresh = source_store.live_rows_since(conn, batch)
             asked = (set(before) | fresh) - fresh
-            live = _live(conn, asked) | fresh
+            live = source_store.live_among(conn, asked) | fresh
         out: dict[int, Change] = {}
         for item in sorted(live):
             was = None if item in fresh else before.get(item, now.get(item))
@@ -177,8 +174,7 @@ class ClusterIds:
         merged into it since)."""
         with self._store.read() as conn:
             ids = records.ids_of(conn)
-            fresh = set(conn.execute(select(items.c.id).where(
-                items.c.source_id >= batch, ~items.c.deleted)).scalars())
+            fresh = source_store.live_rows_since(conn, batch)
         absorbed = {r["merged_into"] for r in ids.values()
                     if r["retired"] and r["merged_into"] and r["changed_batch"] >= batch}
         out: dict[str, set[str]] = {}
@@ -247,11 +243,3 @@ def _merged_into(cid: int, ids: dict[int, dict], batch: int) -> int | None:
         cid = ids[cid]["merged_into"]
     return cid if seen else None
 
-
-def _live(conn, item_ids: set[int]) -> set[int]:
-    found: set[int] = set()
-    wanted = list(item_ids)
-    for start in range(0, len(wanted), 500):
-        found.update(conn.execute(select(items.c.id).where(
-            items.c.id.in_(wanted[start:start + 500]), ~items.c.deleted)).scalars())
-    return found

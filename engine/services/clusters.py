@@ -15,7 +15,6 @@ from contextlib import contextmanager, suppress
 from dataclasses import dataclass, replace
 
 import numpy as np
-from sqlalchemy import select
 
 from engine.dedup.clustered_rows import RowsByText
 from engine.dedup.cut import cut_clusters
@@ -42,9 +41,9 @@ from engine.store import change_counters
 from engine.store import decisions as decision_store
 from engine.store import items as item_store
 from engine.store.blobs import get_blob, put_blob
-from engine.store.database import Store
+from engine.store.database import Store, meta_value
 from engine.store.dialects import lock
-from engine.store.schema import indexes, meta
+from engine.store.saved_indexes import saved_row
 
 DEFAULT_NEIGHBOURS = 10
 # A cut also reads the rows of texts that would join this much lower: the slider's next
@@ -180,8 +179,7 @@ class Clusters:
         index = self._vectors.index()
         model_id = self._vectors.model_id()
         with self._store.read() as conn:
-            signature = conn.execute(
-                indexes.select().where(indexes.c.model_id == model_id)).mappings().first()
+            signature = saved_row(conn, model_id)
         stamp = (f"{signature['sha256'] if signature else 'unsaved'}:{len(index)}:{k}"
                  f":{DEFAULT_FLOOR}")
         key = (model_id, stamp)
@@ -274,7 +272,7 @@ class Clusters:
         read the graph it stored instead of making their own."""
         with self._store.write() as conn:
             lock(conn, f"build:{name}")
-            stored = conn.execute(select(meta.c.value).where(meta.c.key == name)).scalar()
+            stored = meta_value(conn, name)
             if stored == stamp:
                 data = get_blob(conn, name)
                 try:

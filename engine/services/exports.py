@@ -27,6 +27,7 @@ from engine.services.cluster_ids import Change
 from engine.services.export_lines import ExportLines, is_dropped
 from engine.services.rows import source_columns
 from engine.store import items as item_store
+from engine.store import sources as source_store
 from engine.store.database import Store
 
 XLSX_MAX_ROWS = 1_048_575
@@ -71,7 +72,7 @@ class Exports:
         path = Path(path)
         placed = {m.item_id: (c, m) for c in clusters for m in (*c.members, *c.rejected)}
         with self._store.read() as conn:
-            sources = {s["id"]: s for s in item_store.list_sources(conn)}
+            sources = {s["id"]: s for s in source_store.list_sources(conn)}
             total = (len(changes) if changes is not None
                      else _row_count(conn, form, clusters, placed))
             if path.suffix.lower() == ".xlsx" and total > XLSX_MAX_ROWS:

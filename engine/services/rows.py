@@ -12,7 +12,6 @@ import os
 from collections.abc import Sequence
 
 import numpy as np
-from sqlalchemy import select
 
 from engine.browse import NUMBER_SAMPLE, SORT_IMPORT, RowQuery, looks_numeric
 from engine.dedup.clustered_rows import RowsByText
@@ -21,9 +20,9 @@ from engine.importer import ImportReport, import_table
 from engine.services.live_index import LiveIndex
 from engine.store import change_counters, cluster_records, pending_verdicts
 from engine.store import items as item_store
+from engine.store import sources as source_store
 from engine.store.database import Store
 from engine.store.items import IdSink
-from engine.store.schema import sources
 
 
 class Rows:
@@ -61,8 +60,7 @@ class Rows:
 
     def _adopt_verdicts(self, source_id: int) -> int:
         with self._store.read() as conn:
-            sha = conn.execute(select(sources.c.sha256).where(
-                sources.c.id == source_id)).scalar()
+            sha = source_store.file_sha256(conn, source_id)
             waiting = sha is not None and bool(pending_verdicts.for_file(conn, sha))
         if not waiting:
             return 0
@@ -98,8 +96,8 @@ class Rows:
         `imported_at`, `imported_by`, `rows` (imported), `live` (still in the project) and
         `removed_at` (None unless taken back out)."""
         with self._store.read() as conn:
-            found = item_store.list_sources(conn)
-            live = item_store.live_rows_per_source(conn)
+            found = source_store.list_sources(conn)
+            live = source_store.live_rows_per_source(conn)
         return [{"batch": s["id"], "file_name": s["file_name"],
                  "imported_at": s["imported_at"], "imported_by": s["imported_by"] or "",
                  "rows": s["rows_imported"], "live": live.get(s["id"], 0),
@@ -112,13 +110,13 @@ class Rows:
         removed; `InputError` for a batch that does not exist or was removed already."""
         try:
             with self._store.write() as conn:
-                source = item_store.get_source(conn, batch)
+                source = source_store.get_source(conn, batch)
                 if source is None:
                     raise InputError(f"there is no import {batch} in this project")
                 if source["removed_at"] is not None:
                     raise InputError(f"import {batch} ({source['file_name']}) was removed "
                                      f"already")
-                rows = item_store.remove_source(conn, batch)
+                rows = source_store.remove_source(conn, batch)
                 orphaned = self._delete(conn, rows)
                 count = (change_counters.bump(conn, change_counters.CONTENT)
                          if orphaned else None)
@@ -138,7 +136,7 @@ class Rows:
         """The imported files' own columns that tables show beside the text: every column
         but the text and id columns, in first-seen order."""
         with self._store.read() as conn:
-            sources = item_store.list_sources(conn)
+            sources = source_store.list_sources(conn)
         used = {c for s in sources for c in (*s["text_columns"], s["id_column"]) if c}
         return [c for c in source_columns(sources) if c not in used]
 

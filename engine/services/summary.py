@@ -6,9 +6,10 @@ from engine.dedup.id_rules import label
 from engine.store import cluster_records
 from engine.store import embeddings as embedding_store
 from engine.store import items as item_store
+from engine.store import sources as source_store
 from engine.store.database import Store
 from engine.store.migrations import SCHEMA_VERSION
-from engine.store.schema import indexes
+from engine.store.saved_indexes import saved_row
 
 COUNTS = ("items", "texts", "encoded", "truncated")
 
@@ -37,8 +38,7 @@ def describe(store: Store, active: dict | None) -> dict:
         model_id = active["id"] if active else None
         index_row = None
         if model_id is not None:
-            index_row = conn.execute(
-                indexes.select().where(indexes.c.model_id == model_id)).mappings().first()
+            index_row = saved_row(conn, model_id)
         return {
             "project": store.location.display,  # a server project: its URL, no password
             "schema_version": SCHEMA_VERSION,
@@ -52,7 +52,7 @@ def describe(store: Store, active: dict | None) -> dict:
                  "rows_imported": s["rows_imported"], "rows_empty": s["rows_empty"],
                  "bad_lines": len(s["bad_lines"]), "imported_at": s["imported_at"],
                  "imported_by": s["imported_by"] or "", "removed_at": s["removed_at"]}
-                for s in item_store.list_sources(conn)
+                for s in source_store.list_sources(conn)
             ],
             # Each cluster id retired by a merge and the id it became (None: rows gone).
             "merged_into": {label(cid): (label(into) if into else None)

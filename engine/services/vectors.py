@@ -13,7 +13,6 @@ from collections.abc import Callable, Iterator
 from contextlib import ExitStack, contextmanager
 
 import numpy as np
-from sqlalchemy import select
 
 from engine.dedup.graph import unit_rows
 from engine.encoding.encode_job import CHUNK_TEXTS, EncodeReport, encode_missing
@@ -27,7 +26,7 @@ from engine.services.active_model import ActiveModel
 from engine.services.live_index import LiveIndex
 from engine.store import embeddings as embedding_store
 from engine.store.database import Store
-from engine.store.schema import indexes
+from engine.store.saved_indexes import saved_row
 
 INDEX_THREADS = 1  # hnswlib threads for adds that overlap encoding (see `encode`)
 
@@ -103,10 +102,10 @@ class Vectors:
         """The saved index file's vectors when it is the saved index and agrees with the
         store on a sample; None otherwise (the store is read instead)."""
         with self._store.read() as conn:
-            sha256 = conn.execute(select(indexes.c.sha256).where(
-                indexes.c.model_id == model_id)).scalar()
-            if sha256 is None:
+            saved = saved_row(conn, model_id)
+            if saved is None or saved["sha256"] is None:
                 return None
+            sha256 = saved["sha256"]
             with side_file.open_matching(conn, model_id, sha256) as path:
                 if path is None:
                     return None

@@ -160,9 +160,7 @@ class Store:
     # -- key/value settings ----------------------------------------------------------------
     def get_meta(self, key: str, default: str | None = None) -> str | None:
         with self.read() as conn:
-            value = conn.execute(
-                select(schema.meta.c.value).where(schema.meta.c.key == key)
-            ).scalar()
+            value = meta_value(conn, key)
         return default if value is None else value
 
     def set_meta(self, key: str, value: str, conn: Connection | None = None) -> None:
@@ -182,3 +180,9 @@ def _check_version(name: str, version: int | None, read_only: bool) -> None:
         )
     if (version or 0) < SCHEMA_VERSION and read_only:
         raise ProjectError(f"{name}: needs an upgrade but was opened read-only")
+
+
+def meta_value(conn: Connection, key: str) -> str | None:
+    """A setting read inside the caller's transaction (None: not set); `Store.get_meta`
+    reads one in a transaction of its own."""
+    return conn.execute(select(schema.meta.c.value).where(schema.meta.c.key == key)).scalar()

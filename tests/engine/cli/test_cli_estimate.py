@@ -22,12 +22,12 @@ GROUPS = [{"q1", "q2", "q3", "q41", "q42"}, {"q4", "q5"}, {"q6", "q7"}, {"q8", "
 GROUP_OF = {q: i for i, group in enumerate(GROUPS) for q in group}
 
 
-# A project draws with a seed of its own, made at its first sample (`quality_samples.project_seed`); here
-# it is fixed, so the 20-answer interval below is the same on every run. A 95% interval
-# misses now and then by design (seed 2026's two pilot draws below 0.80 hit the one
-# duplicate among those 257 pairs, and its interval for the duplicates, 22 to 461, missed
-# the true 18); how often intervals hold the truth is what benchmarks/estimate.py measures,
-# over 500 repetitions. This test is the loop's plumbing, on a seed whose interval holds.
+# A project draws with a seed of its own, made at its first sample (`quality_samples.project_seed`);
+# here it is fixed, so the 20-answer interval below is the same on every run. A 95% interval misses
+# now and then by design (seed 2026's two pilot draws below 0.80 hit the one duplicate among those
+# 257 pairs, and its interval for the duplicates, 22 to 461, missed the true 18); how often
+# intervals hold the truth is what benchmarks/estimate.py measures, over 500 repetitions. This test
+# is the loop's plumbing, on a seed whose interval holds.
 SAMPLING_SEED = "7"
 
 

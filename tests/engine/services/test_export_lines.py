@@ -21,6 +21,7 @@ from engine.io.writers import write_csv_pages, write_rows
 from engine.services.export_lines import ExportLines, is_dropped
 from engine.services.exports import ADDED_COLUMNS, DEDUPLICATED
 from engine.store import items as item_store
+from engine.store import sources as source_store
 from engine.store.items import CellPage
 
 HOSTILE = ["=", "+", "-", "@", "\t", "\r", "\n", "\r\n", ",", '"', "'", " ", ";", "\x00",
@@ -126,7 +127,7 @@ def test_a_project_exports_the_reference_bytes(new_project, tmp_path, form):
     out, reference = tmp_path / "out.csv", tmp_path / "reference.csv"
     assert project.exports.rows(out, clusters, form=form) == 5 - len(dropped)
     with project.store.read() as conn:
-        sources = {s["id"]: s for s in item_store.list_sources(conn)}
+        sources = {s["id"]: s for s in source_store.list_sources(conn)}
         columns = source_columns(list(sources.values()))
         lines = ExportLines(sources, columns, placed, dropped)
         write_rows(reference, [*columns, *ADDED_COLUMNS],
@@ -157,7 +158,7 @@ def test_pages_hold_what_the_rows_hold(store_location, encoder, tmp_path):
                 assert len(page.ids) <= 7
                 after = int(page.ids[-1])
                 got += [(i, s, e, json.loads(c)) for i, s, e, c in page.rows()]
-            sources = {s["id"]: s for s in item_store.list_sources(conn)}
+            sources = {s["id"]: s for s in source_store.list_sources(conn)}
         out, reference = tmp_path / "out.csv", tmp_path / "reference.csv"
         assert project.exports.rows(out, []) == 25
     assert got == expected and len(got) == 25

@@ -26,6 +26,7 @@ from engine.index.hnsw import HnswIndex
 from engine.index.persist import load_index, save_index, stamp_key
 from engine.store import change_counters, decisions, items, version_rows
 from engine.store import embeddings as embedding_store
+from engine.store import sources as source_store
 from engine.store.blobs import get_blob, put_blob
 from engine.store.database import Store
 from engine.store.schema import embeddings, models, pair_labels, texts
@@ -118,7 +119,7 @@ def test_content_change_count_bumps_in_turn(two):
 def test_one_pair_judged_by_two_analysts_has_one_label_the_later(two):
     a, b = two
     with a.write() as conn:
-        source = items.add_source(conn, file_name="f.csv", file_path="/f.csv", sha256="s",
+        source = source_store.add_source(conn, file_name="f.csv", file_path="/f.csv", sha256="s",
                                   mapping_key="m", format={}, text_columns=["q"],
                                   columns=["q"])
         items.add_rows(conn, source, _rows(["x", "y"]))
@@ -146,7 +147,7 @@ def test_overlapping_imports_share_their_new_texts(two):
 
     def add(keys):
         def write(conn):
-            source = items.add_source(conn, file_name=f"{keys[0]}.csv", file_path="/x",
+            source = source_store.add_source(conn, file_name=f"{keys[0]}.csv", file_path="/x",
                                       sha256=keys[0], mapping_key="m", format={},
                                       text_columns=["q"], columns=["q"])
             return items.add_rows(conn, source, _rows(keys))
@@ -164,15 +165,15 @@ def test_the_same_file_imported_at_once_is_refused_for_the_second(two):
     values = dict(file_name="f.csv", file_path="/f.csv", sha256="same", mapping_key="m",
                   format={}, text_columns=["q"], columns=["q"])
     with pytest.raises(ProjectError, match="imported into the project by someone else"):
-        overlap(a, b, lambda c: items.add_source(c, **values),
-                lambda c: items.add_source(c, **values))
+        overlap(a, b, lambda c: source_store.add_source(c, **values),
+                lambda c: source_store.add_source(c, **values))
 
 
 def test_the_same_texts_encoded_by_two_analysts_are_stored_once(two):
     a, b = two
     with a.write() as conn:
         model = _model(conn)
-        source = items.add_source(conn, file_name="f.csv", file_path="/f.csv", sha256="s",
+        source = source_store.add_source(conn, file_name="f.csv", file_path="/f.csv", sha256="s",
                                   mapping_key="m", format={}, text_columns=["q"],
                                   columns=["q"])
         items.add_rows(conn, source, _rows(["x", "y", "z"]))

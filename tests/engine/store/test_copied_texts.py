@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from engine.store import items
+from engine.store import sources as source_store
 from engine.store.copied_texts import rows_with_copies
 from engine.store.database import Store
 
@@ -11,7 +12,7 @@ def test_rows_with_copies_count_live_rows_of_the_given_texts(tmp_path):
     store = Store.open(tmp_path / "project.duplens", create=True)
     try:
         with store.write() as conn:
-            source = items.add_source(conn, file_name="f.csv", file_path="/f.csv",
+            source = source_store.add_source(conn, file_name="f.csv", file_path="/f.csv",
                                       sha256="s", mapping_key="m", format={},
                                       text_columns=["q"], columns=["q"])
             keys = ["x", "x", "x", "y", "y", "z", "w", "w"]

@@ -7,6 +7,7 @@ import pytest
 
 from engine.store import items
 from engine.store import quality_samples as sample_store
+from engine.store import sources as source_store
 from engine.store.database import Store
 
 
@@ -19,7 +20,7 @@ def store(tmp_path):
 
 def _two_texts(store: Store) -> tuple[int, int]:
     with store.write() as conn:
-        source = items.add_source(conn, file_name="f.csv", file_path="/f.csv", sha256="s",
+        source = source_store.add_source(conn, file_name="f.csv", file_path="/f.csv", sha256="s",
                                   mapping_key="m", format={}, text_columns=["q"],
                                   columns=["q"])
         items.add_rows(conn, source, [items.NewRow(i, None, t, t, {})
