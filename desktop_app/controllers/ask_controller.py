@@ -47,16 +47,6 @@ class AskController(QObject):
         """The pair on screen."""
         return self.pair_queue.current
 
-    @property
-    def queue(self) -> list[AskedPair]:
-        """The pairs waiting after it."""
-        return self.pair_queue.queue
-
-    @property
-    def given(self) -> int:
-        """Verdicts given (written) in this session."""
-        return self.pair_queue.given
-
     def start(self) -> None:
         """Show the first pair (fetching a batch when none is queued)."""
         if self.current is None:
@@ -133,7 +123,7 @@ class AskController(QObject):
         def done(pairs: list[AskedPair]) -> None:
             self.pair_queue.fetched(pairs)
             self.busy.emit("")
-            if self.current is None and self.queue:
+            if self.current is None and self.pair_queue.queue:
                 self._advance()
             elif self.current is None:
                 self.pairChanged.emit(None)

@@ -56,16 +56,6 @@ class MeasureController(QObject):
         """The pair on screen."""
         return self.pair_queue.current
 
-    @property
-    def queue(self) -> list[DrawnPair]:
-        """The pairs waiting after it."""
-        return self.pair_queue.queue
-
-    @property
-    def given(self) -> int:
-        """Answers given (written) in this session."""
-        return self.pair_queue.given
-
     def start(self) -> None:
         if self.current is None:
             self._advance()
@@ -192,7 +182,7 @@ class MeasureController(QObject):
         def done(pairs: list[DrawnPair]) -> None:
             self.pair_queue.fetched(pairs)
             self.busy.emit("")
-            if self.current is None and self.queue:
+            if self.current is None and self.pair_queue.queue:
                 self._advance()
             elif self.current is None:
                 self.pairChanged.emit(None)

@@ -20,24 +20,13 @@ from engine.project import Project
 from engine.store.schema import item_clusters, items
 from tests.desktop_app.conftest import SIGNAL_TIMEOUT_MS, open_in
 from tests.engine.cli.test_cli import run
+from tests.engine.weekly_files import FIRST as WEEK1
+from tests.engine.weekly_files import SECOND as WEEK2
 
-FIRST = """id,question
-p1,How do I learn Python quickly?
-p2,What is the fastest way to learn Python?
-j1,How do I learn Java quickly?
-j2,What is the fastest way to learn Java?
-t1,Why is the sky blue?
-t2,What makes the sky look blue?
-s1,How do I bake sourdough bread?
-"""
-
-SECOND = """id,question
-p3,What's the quickest way to learn Python?
-k1,Why do cats purr?
-k2,What is the reason cats purr?
-s2,What is the best way to bake sourdough bread?
-t1,Why is the sky blue?
-"""
+# The weekly files, with a first-week question alone until the second week's paraphrase of
+# it, and an exact repeat of a first-week row.
+FIRST = WEEK1 + "s1,How do I bake sourdough bread?\n"
+SECOND = WEEK2 + "s2,What is the best way to bake sourdough bread?\nt1,Why is the sky blue?\n"
 
 THRESHOLD = 0.8
 

@@ -92,7 +92,7 @@ def test_ask_me_shows_a_pair_answers_with_keys_and_the_next_follows(qtbot, windo
     assert third is not None and third not in (first, second)
     with qtbot.waitSignal(ask.answered, timeout=SIGNAL_TIMEOUT_MS):
         qtbot.keyClick(target, Qt.Key.Key_N)
-    assert ask.given == 2
+    assert ask.pair_queue.given == 2
     con = sqlite3.connect(f"file:{questions_project}?mode=ro", uri=True)
     stored = set(con.execute("SELECT item_a, item_b, label, origin FROM pair_labels"))
     con.close()
@@ -172,7 +172,7 @@ def test_undo_leaves_a_verdict_another_analyst_gave_since(qtbot, window, questio
     with qtbot.waitSignal(ask.busy, timeout=SIGNAL_TIMEOUT_MS):
         qtbot.keyClick(target, Qt.Key.Key_Z, Qt.KeyboardModifier.ControlModifier)
     assert "it stays theirs" in view.ask_view.score_label.text()
-    assert ask.given == 1
+    assert ask.pair_queue.given == 1
     assert _stored(questions_project) == {(*_ordered(first), 0)}
 
 

@@ -8,19 +8,7 @@ import pytest
 from engine.add_file import ImportChoices, add_file, finish_encoding
 from engine.errors import Cancelled
 from engine.progress import CancelToken
-
-FIRST = """id,question
-p1,How do I learn Python quickly?
-p2,What is the fastest way to learn Python?
-t1,Why is the sky blue?
-t2,What makes the sky look blue?
-"""
-
-SECOND = """id,question
-p3,What's the quickest way to learn Python?
-k1,Why do cats purr?
-k2,What is the reason cats purr?
-"""
+from tests.engine.weekly_files import FIRST, SECOND
 
 
 @pytest.fixture
@@ -35,7 +23,7 @@ def test_a_file_is_imported_encoded_and_placed_in_the_recorded_clusters(new_proj
     first, second = files
     project = new_project()
     added = add_file(project, first)
-    assert added.imported.rows_imported == 4 and added.encoded.encoded == 4
+    assert added.imported.rows_imported == 6 and added.encoded.encoded == 6
     assert added.placed_at is None and added.changes == {}   # no cut recorded yet
     project.clusters.cut(0.8)
 
@@ -45,7 +33,7 @@ def test_a_file_is_imported_encoded_and_placed_in_the_recorded_clusters(new_proj
     assert [step for step, _ in seen] == ["imported", "encoded"]
     assert added.placed_at == 0.8 and not added.cancelled and not added.placing_stopped
     assert added.changes == {"joined": 1, "new": 2}
-    assert project.info()["encoded"] == 7
+    assert project.info()["encoded"] == 9
 
     again = add_file(project, second)   # the same file with the same columns: nothing new
     assert again.imported.already_imported and again.changes == {} and again.placed_at is None
@@ -57,7 +45,7 @@ def test_without_encoding_the_rows_wait_and_finish_encoding_does_the_rest(new_pr
     added = add_file(project, first, encode=False)
     assert added.encoded is None and project.info()["encoded"] == 0
     finished = finish_encoding(project)
-    assert finished.imported is None and finished.encoded.encoded == 4
+    assert finished.imported is None and finished.encoded.encoded == 6
 
 
 def test_stopped_while_reading_nothing_of_the_file_is_kept(new_project, files):

@@ -10,21 +10,7 @@ import json
 import pytest
 
 from tests.engine.cli.test_cli import run
-
-FIRST = """id,question
-p1,How do I learn Python quickly?
-p2,What is the fastest way to learn Python?
-j1,How do I learn Java quickly?
-j2,What is the fastest way to learn Java?
-t1,Why is the sky blue?
-t2,What makes the sky look blue?
-"""
-
-SECOND = """id,question
-p3,What's the quickest way to learn Python?
-k1,Why do cats purr?
-k2,What is the reason cats purr?
-"""
+from tests.engine.weekly_files import FIRST, SECOND
 
 
 def rows_of(path) -> dict[str, dict]:
