@@ -151,12 +151,12 @@ def time_graph_and_cuts(project, k: int) -> tuple[object, list, float, float, di
     graph = project.clusters.graph(k)
     graph_s = time.perf_counter() - t0
     t0 = time.perf_counter()
-    clusters = project.clusters.cut(THRESHOLD, k, decisions=True)
+    clusters = project.clusters.cut(THRESHOLD, k, verdicts=True)
     cut_s = time.perf_counter() - t0
     recut = {}
     for threshold in RECUT_THRESHOLDS:
         t0 = time.perf_counter()
-        project.clusters.cut(threshold, k, decisions=True)
+        project.clusters.cut(threshold, k, verdicts=True)
         recut[str(threshold)] = round(time.perf_counter() - t0, 3)
     return graph, clusters, graph_s, cut_s, recut
 

@@ -76,18 +76,18 @@ def sorted_ids(ids: np.ndarray, keys: Sequence[object], descending: bool = False
     return ids[np.asarray(order, dtype=np.int64)] if order else ids[:0]
 
 
-def order_by_labels(ids: np.ndarray, labels: Mapping[int, object], descending: bool = False
-                    ) -> np.ndarray:
-    """`ids` with the labelled ones first, ordered by label (e.g. cluster id or decision),
-    then the unlabelled ones; ties keep the order of `ids`.
+def order_by_notes(ids: np.ndarray, notes: Mapping[int, object], descending: bool = False
+                   ) -> np.ndarray:
+    """`ids` with a note first, ordered by it (e.g. cluster id or verdict), then those
+    without; ties keep the order of `ids`.
 
-    For columns that come from the latest review cut rather than from the store: the labels
+    For columns that come from the latest review cut rather than from the store: the notes
     cover the clustered rows only, a small share of a big project.
     """
-    if not labels:
+    if not notes:
         return ids
-    labelled = np.fromiter(labels.keys(), dtype=np.int64, count=len(labels))
-    mask = np.isin(ids, labelled)
+    noted = np.fromiter(notes.keys(), dtype=np.int64, count=len(notes))
+    mask = np.isin(ids, noted)
     head = ids[mask]
-    keys = [labels[int(i)] for i in head]
+    keys = [notes[int(i)] for i in head]
     return np.concatenate([sorted_ids(head, keys, descending), ids[~mask]])

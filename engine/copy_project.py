@@ -2,7 +2,7 @@
 
 Every table is copied row for row with its ids, in one write transaction of the
 destination: rows, texts, embeddings, the saved index and neighbour graphs (blob chunks as
-they are), labels, canonical choices, models and settings, so an interrupted copy leaves
+they are), verdicts, canonical choices, models and settings, so an interrupted copy leaves
 the destination as empty as it was. The destination must be a new project (an empty file
 or database); a copy never merges into one that holds rows.
 

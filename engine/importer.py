@@ -53,8 +53,8 @@ class ImportReport:
     # that marked them deleted must take them back. The content change count is bumped for them.
     revived_texts: list[int] = field(default_factory=list)
     content_change_count: int | None = None  # after the bump; None: nothing was revived
-    # Verdicts given while checking this file that became labelled pairs now that its rows
-    # are in (`engine.store.pending_verdicts`; set by `Rows.import_table`).
+    # Verdicts given while checking this file that became verdicts on its rows now that
+    # they are in (`engine.store.pending_verdicts`; set by `Rows.import_table`).
     verdicts_adopted: int = 0
     rows_change_count: int | None = None    # `change_counters.ROWS` after this import
 

@@ -8,12 +8,12 @@ keep between re-cuts, and the notices for the user. Each concern is a service of
     project.model      which model serves, loaded (preferences, switching)
     project.vectors    encoding, the index, search
     project.rows       importing, deleting, browsing rows
-    project.clusters   duplicate clusters, decisions over them, review plots
+    project.clusters   duplicate clusters, the verdicts laid over them, review plots
     project.ids        the stored cluster ids cuts are labelled with; changes since an import
-    project.labels     verdicts on pairs, canonical choices, the threshold curve
+    project.verdicts   verdicts on pairs, canonical choices, the threshold curve
     project.versions   fine-tuning and model versions
     project.exports    spreadsheets out
-    project.asking     the pairs the model is least sure of, and answers to them
+    project.asking     the pairs the model is least sure of, and verdicts on them
     project.matching   a new file's rows looked up in the project, nothing added
     project.measuring  how right the duplicates are, estimated from a random sample of pairs
 
@@ -35,13 +35,13 @@ from engine.services.asking import Asking
 from engine.services.cluster_ids import ClusterIds
 from engine.services.clusters import Clusters
 from engine.services.exports import Exports
-from engine.services.labels import Labels
 from engine.services.live_index import LiveIndex
 from engine.services.matching import Matching
 from engine.services.measuring import Measuring
 from engine.services.rows import Rows
 from engine.services.summary import summarize
 from engine.services.vectors import Vectors
+from engine.services.verdicts import Verdicts
 from engine.services.versions import ModelVersions
 from engine.store.database import Store
 
@@ -57,14 +57,14 @@ class Project:
         self.model = ActiveModel(store, on_switch=live.drop_unless)
         self.vectors = Vectors(store, self.model, live)
         self.rows = Rows(store, live, kept_rows)
-        self.labels = Labels(store, self.vectors)
+        self.verdicts = Verdicts(store, self.vectors)
         self.ids = ClusterIds(store, self._notice)
         self.clusters = Clusters(store, self.vectors, kept_rows, self.ids)
-        self.versions = ModelVersions(store, self.model, live, self.labels)
+        self.versions = ModelVersions(store, self.model, live, self.verdicts)
         self.exports = Exports(store)
-        self.asking = Asking(store, self.vectors, self.clusters, self.labels)
-        self.matching = Matching(store, self.model, self.vectors, self.labels)
-        self.measuring = Measuring(store, self.model, self.vectors, self.clusters, self.labels)
+        self.asking = Asking(store, self.vectors, self.clusters, self.verdicts)
+        self.matching = Matching(store, self.model, self.vectors, self.verdicts)
+        self.measuring = Measuring(store, self.model, self.vectors, self.clusters, self.verdicts)
         if store.snapshot:
             self._notice(f"{store.name}: the disk is full: opened as last saved, read-only, "
                          "until there is room again")
@@ -96,5 +96,5 @@ class Project:
         return summarize(self.store, self.model.row())
 
     def search(self, text: str, k: int = 10) -> list[SearchHit]:
-        """The k most similar existing entries (`Vectors.search`)."""
+        """The k most similar existing rows (`Vectors.search`)."""
         return self.vectors.search(text, k)

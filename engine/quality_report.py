@@ -2,7 +2,7 @@
 
 The figures with their 95% intervals in plain sentences, the curve of estimated precision and
 recall over thresholds with their bands (an inline SVG drawn here, so the command line needs
-neither Qt nor matplotlib), how many answers it rests on and who gave them, the model, the
+neither Qt nor matplotlib), how many verdicts it rests on and who gave them, the model, the
 date, and one paragraph on how it was measured. Written by `duplens estimate --report` and the
 window's File → Export quality report, from a `Measurement` with its curve.
 """
@@ -45,7 +45,7 @@ def render(m, project_name: str) -> str:
                      "report. Open the review's <b>Measure quality</b> mode, or run "
                      "<code>duplens estimate --next</code>, and judge the pairs it draws.</p>")
     else:
-        parts += [_summary(e), _table(e, m), _curve_section(m), _answers(m), _method(m, e),
+        parts += [_summary(e), _table(e, m), _curve_section(m), _verdicts_section(m), _method(m, e),
                   _strata(e)]
     body = "\n".join(parts)
     return (f"<!DOCTYPE html>\n<html lang='en'><head><meta charset='utf-8'>"
@@ -56,7 +56,7 @@ def render(m, project_name: str) -> str:
 
 def _summary(e: Estimate) -> str:
     p, r = e.precision, e.recall
-    lines = [f"At this threshold Duplens flags <b>{e.flagged:,}</b> pairs of entries as "
+    lines = [f"At this threshold Duplens flags <b>{e.flagged:,}</b> pairs of rows as "
              "duplicates of each other."]
     if math.isfinite(p.value):
         lines.append(f"About <b>{_pct(p.value)}</b> of them really are duplicates "
@@ -71,7 +71,7 @@ def _summary(e: Estimate) -> str:
     if e.rows is not None:
         lines.append(f"About <b>{e.rows.value:,.0f}</b> rows have at least one duplicate "
                      f"(between {e.rows.low:,.0f} and {e.rows.high:,.0f}).")
-    note = "" if e.ready else (" <span class='warn'>Some groups of pairs have no answer yet: "
+    note = "" if e.ready else (" <span class='warn'>Some groups of pairs have no verdict yet: "
                                "these figures are provisional.</span>")
     return f"<p class='lead'>{' '.join(lines)}{note}</p>"
 
@@ -85,11 +85,11 @@ def _table(e: Estimate, m) -> str:
         rows.append(("Rows with at least one duplicate", e.rows, False))
     body = "".join(f"<tr><td>{_h(name)}</td><td class='num'>{_value(f, pct)}</td>"
                    f"<td class='num'>{_range(f, pct)}</td></tr>" for name, f, pct in rows)
-    stop = ("Every interval is within ±3 points: more answers would change little."
+    stop = ("Every interval is within ±3 points: more verdicts would change little."
             if m.enough else
             (f"The widest interval ({_h(m.widest or '')}) would take about "
-             f"{m.more_to_halve:,} more answers to halve." if m.more_to_halve is not None
-             else "The widest interval would take more than a million more answers to halve."))
+             f"{m.more_to_halve:,} more verdicts to halve." if m.more_to_halve is not None
+             else "The widest interval would take more than a million more verdicts to halve."))
     why = m.why_wide()
     why_html = f" {_h(why)}" if why else ""
     return (f"<h2>The figures</h2><table><thead><tr><th>figure</th><th>estimate</th>"
@@ -164,31 +164,31 @@ def curve_svg(curve: list[Estimate], current: float) -> str:
     return "".join(out)
 
 
-def _answers(m) -> str:
+def _verdicts_section(m) -> str:
     people = "".join(f"<li>{_h(name)}: {count:,}</li>"
-                     for name, count in sorted(m.answerers.items(), key=lambda kv: -kv[1]))
-    waiting = (f" {m.pending:,} drawn pairs still wait for an answer; they are not counted."
+                     for name, count in sorted(m.analysts.items(), key=lambda kv: -kv[1]))
+    waiting = (f" {m.pending:,} drawn pairs still wait for a verdict; they are not counted."
                if m.pending else "")
     started = (time.strftime(" The sample was drawn on %d %B %Y.",
                              time.localtime(m.started)) if m.started else "")
-    return (f"<h2>What it rests on</h2><p><b>{m.answers:,}</b> pairs drawn at random were "
+    return (f"<h2>What it rests on</h2><p><b>{m.verdicts:,}</b> pairs drawn at random were "
             f"judged by people.{waiting}{started}</p><ul>{people}</ul>")
 
 
 def _method(m, e: Estimate) -> str:
     total = sum(s["pairs"] for s in e.strata)
-    return ("<h2>How it was measured</h2><p>Every pair of entries in the file could be a "
+    return ("<h2>How it was measured</h2><p>Every pair of rows in the file could be a "
             f"duplicate: {total:,} pairs of distinct texts (rows with the same text count "
             "once). Duplens drew pairs from them at random and people said whether each is "
             "a duplicate. The draw was not uniform: pairs were grouped by how similar the "
             "model finds them, including one group for the pairs the model never compared, "
-            "and more pairs were drawn from the groups whose answers matter most, with the "
-            "chance of each pair being drawn recorded. Each group's answers stand for the "
+            "and more pairs were drawn from the groups whose verdicts matter most, with the "
+            "chance of each pair being drawn recorded. Each group's verdicts stand for the "
             "whole group, so the figures hold for the entire file, not only for the pairs "
             "that were judged; pairs people judged elsewhere (while reviewing) count only "
             "if they were drawn. The intervals show how far the figures could be off by the "
             "luck of the draw: with 95% confidence the true value lies inside. They do not "
-            "cover mistakes in the answers themselves.</p>")
+            "cover mistakes in the verdicts themselves.</p>")
 
 
 def _strata(e: Estimate) -> str:
@@ -196,8 +196,8 @@ def _strata(e: Estimate) -> str:
                    f"<td class='num'>{s['flagged']:,}</td><td class='num'>{s['answered']:,}"
                    f"</td><td class='num'>{s['duplicates_found']:,}</td></tr>"
                    for s in e.strata)
-    return ("<details><summary>Where the answers came from</summary><table><thead><tr>"
-            "<th>pairs with similarity</th><th>pairs</th><th>flagged</th><th>answered</th>"
+    return ("<details><summary>Where the verdicts came from</summary><table><thead><tr>"
+            "<th>pairs with similarity</th><th>pairs</th><th>flagged</th><th>judged</th>"
             f"<th>duplicates among them</th></tr></thead><tbody>{rows}</tbody></table>"
             "</details>")
 

@@ -20,7 +20,7 @@ from engine.review.history import ReviewHistory
 
 def main(location: str) -> None:
     project = Project.open(location)
-    history = ReviewHistory(project.labels)
+    history = ReviewHistory(project.verdicts)
     print(json.dumps({"ready": True}), flush=True)
     for line in sys.stdin:
         command = json.loads(line)
@@ -36,7 +36,7 @@ def main(location: str) -> None:
 
 def _label(project, history, command) -> dict:
     for a, b, label in command["pairs"]:
-        history.label(a, b, label)
+        history.judge(a, b, label)
     return {"labelled": len(command["pairs"])}
 
 
@@ -46,7 +46,7 @@ def _undo(project, history, command) -> dict:
 
 
 def _label_of(project, history, command) -> dict:
-    return {"label": project.labels.label(command["a"], command["b"])}
+    return {"label": project.verdicts.verdict(command["a"], command["b"])}
 
 
 def _search(project, history, command) -> dict:

@@ -131,7 +131,7 @@ def test_a_command_line_session_sends_and_leaves_nothing(account):
         item = {r["id"]: r["item_id"] for r in opened.rows.page(0, 100)}
         for pairs, label in ((SAME, 1), (DIFFERENT, 0)):
             for a, b in pairs:
-                opened.labels.set_label(item[a], item[b], label)
+                opened.verdicts.set_verdict(item[a], item[b], label)
     steps.append(("finetune", account.cli("finetune", str(project), "--max-steps", "2",
                                           "--batch-size", "4")))
     assert (account.work / "questions.duplens.models" / "v2").is_dir()

@@ -60,7 +60,7 @@ def build(folder: Path, pairs: Path, used: int, answers: int) -> Path:
                 break
             for p in drawn:
                 verdict = truth.get(frozenset((p.a.public_id, p.b.public_id)), 0)
-                project.measuring.answer(p.draw_id, verdict)
+                project.measuring.judge(p.draw_id, verdict)
             done += len(drawn)
     return path
 

@@ -66,7 +66,7 @@ def label_gold_pairs(project_path: Path, pairs_file: Path, limit: int) -> int:
                 _, _, q1, q2, label = line.rstrip("\n").split("\t")
                 a, b = by_text.get(q1), by_text.get(q2)
                 if a and b and a != b:
-                    project.labels.set_label(a, b, int(label))
+                    project.verdicts.set_verdict(a, b, int(label))
                     added += 1
                     if added >= limit:
                         break

@@ -21,6 +21,6 @@ def cmd_copy(args, _cancel: CancelToken) -> int:
 
     counts = copy_project(args.source, args.destination)
     say(f"copied {counts.get('items', 0)} rows, {counts.get('embeddings', 0)} embeddings, "
-        f"{counts.get('pair_labels', 0)} labels and {counts.get('models', 0)} models to "
+        f"{counts.get('pair_labels', 0)} verdicts and {counts.get('models', 0)} models to "
         f"{parse_location(args.destination).display}")
     return EXIT_OK

@@ -35,10 +35,10 @@ def register(sub) -> None:
     p = sub.add_parser("duplicates", help="duplicate clusters at a similarity threshold")
     project_argument(p)
     p.add_argument("--threshold", type=float, help="similarity at which rows are duplicates "
-                   "(default: the project threshold, calibrated on its labelled pairs once "
+                   "(default: the project threshold, calibrated on its verdicts once "
                    f"there are {ENOUGH_OF_EACH} of each kind, else {DEFAULT_THRESHOLD})")
     p.add_argument("--neighbours", type=int, default=10,
-                   help="neighbours searched per entry; where an entry has more above 0.75, "
+                   help="neighbours searched per row; where a row has more above 0.75, "
                         "all of them are found by exact search")
     p.add_argument("--out", help="write every row, with its cluster, to a .csv or .xlsx file")
     form = p.add_mutually_exclusive_group()
@@ -72,7 +72,7 @@ def cmd_duplicates(args, cancel: CancelToken) -> int:
             return EXIT_INPUT
         threshold = args.threshold
         if threshold is None:
-            calibration = project.labels.calibration()
+            calibration = project.verdicts.calibration()
             threshold = default_threshold(calibration)
             say(f"{describe_threshold(calibration)}; --threshold to choose another")
         with stoppable_bar() as bar:

@@ -24,17 +24,17 @@ def register(sub) -> None:
     p = sub.add_parser(
         "estimate", help="precision, recall, F1 and the number of duplicates in the whole "
         "project, with 95%% intervals, from pairs drawn at random and judged (--next N lists "
-        "pairs to judge; answer them with 'duplens label PROJECT --from answers.csv')")
+        "pairs to judge; give the verdicts with 'duplens label PROJECT --from verdicts.csv')")
     project_argument(p)
     p.add_argument("--threshold", type=float, help="estimate at this similarity threshold "
                    "(default: the project threshold, as duplicates cuts at: calibrated on "
-                   f"the labelled pairs once there are {ENOUGH_OF_EACH} of each kind, else "
+                   f"the verdicts once there are {ENOUGH_OF_EACH} of each kind, else "
                    f"{DEFAULT_THRESHOLD})")
     p.add_argument("--next", type=positive, metavar="N", dest="next_pairs",
                    help="list the next N drawn pairs to judge instead (both ids and texts)")
     p.add_argument("--report", metavar="FILE.html",
                    help="write a one-page report: the figures, the curve over thresholds "
-                        "with its band, who answered, the model and how it was measured")
+                        "with its band, who judged the pairs, the model and how it was measured")
     json_option(p, "the estimates (or, with --next, the pairs to judge)")
     trust_option(p)
     p.set_defaults(run=cmd_estimate)
@@ -74,7 +74,7 @@ def _print_pairs(args, pairs) -> int:
         print(json.dumps([p.as_json() for p in pairs], ensure_ascii=False, indent=1))
         return EXIT_OK
     say(f"{len(pairs)} pairs drawn at random; judge each and give the verdicts back with "
-        f"duplens label {args.project} --from answers.csv (columns a_id,b_id,verdict; "
+        f"duplens label {args.project} --from verdicts.csv (columns a_id,b_id,verdict; "
         "verdict dup or not)")
     for p in pairs:
         print(f"{p.similarity:.3f}  [{p.a.public_id}] {one_line(p.a.text, 60)}  |  "
@@ -84,11 +84,11 @@ def _print_pairs(args, pairs) -> int:
 
 def _print_measurement(args, m) -> None:
     e = m.estimate
-    if m.changed and m.answers == 0:
+    if m.changed and m.verdicts == 0:
         say("the project changed since the last sample (an import, a deletion or another "
             "model): a new sample was drawn, reusing every verdict given on a pair it drew")
     if e is None:
-        say(f"no answers yet: run duplens estimate {args.project} --next 20, judge the "
+        say(f"no verdicts yet: run duplens estimate {args.project} --next 20, judge the "
             "pairs, and give the verdicts back with duplens label --from")
         return
     print(f"threshold {e.threshold:.3f}: {e.flagged:,} pairs of texts flagged as duplicates")
@@ -97,15 +97,15 @@ def _print_measurement(args, m) -> None:
         print(f"{label:28} {_fmt(f, percent)}")
     if e.rows is not None:
         print(f"{'rows with a duplicate':28} {_fmt(e.rows, False)}")
-    who = ", ".join(f"{n} {name}" for name, n in sorted(m.answerers.items()))
-    print(f"from {m.answers} answers ({who}); {m.pending} drawn pairs wait for a verdict")
+    who = ", ".join(f"{n} {name}" for name, n in sorted(m.analysts.items()))
+    print(f"from {m.verdicts} verdicts ({who}); {m.pending} drawn pairs wait for a verdict")
     if not e.ready:
-        print("some strata have no answer yet: the figures are provisional")
+        print("some strata have no verdict yet: the figures are provisional")
     if m.enough:
-        print("every interval is within ±3 points: more answers would add little")
+        print("every interval is within ±3 points: more verdicts would add little")
     elif m.widest is not None:
-        more = (f"about {m.more_to_halve:,} more answers" if m.more_to_halve is not None
-                else "more than a million more answers")
+        more = (f"about {m.more_to_halve:,} more verdicts" if m.more_to_halve is not None
+                else "more than a million more verdicts")
         print(f"the widest interval ({m.widest}) would take {more} to halve")
         why = m.why_wide()
         if why:

@@ -1,4 +1,5 @@
-"""`duplens finetune`: train the active model on the project's labelled pairs."""
+"""`duplens finetune`: train the active model on the project's verdicts (each a training
+pair's label), and on a file of labelled pairs if given."""
 
 from __future__ import annotations
 
@@ -29,12 +30,12 @@ OBJECTIVE_NAMES = ("softmax", "cosine", "triplet", "contrastive", "mnrl", "contr
 
 
 def register(sub) -> None:
-    p = sub.add_parser("finetune", help="train the project's active model on its labelled "
-                       "pairs and save the result as a new model version (not activated)")
+    p = sub.add_parser("finetune", help="train the project's active model on its verdicts "
+                       "and save the result as a new model version (not activated)")
     project_argument(p)
-    p.add_argument("--pairs", metavar="FILE", help="labelled pairs to add to those marked in "
-                   "review (question1, question2, is_duplicate; sentence1, sentence2, score; "
-                   "or anchor, positive, negative)")
+    p.add_argument("--pairs", metavar="FILE", help="a file of labelled pairs to add to the "
+                   "verdicts given in review (question1, question2, is_duplicate; sentence1, "
+                   "sentence2, score; or anchor, positive, negative)")
     p.add_argument("--loss", choices=OBJECTIVE_NAMES, help="training objective (default: the "
                    "recommended one; the output names it)")
     # Training options default to engine.training.options.TrainingOptions' (not imported

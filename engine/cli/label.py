@@ -1,5 +1,6 @@
 """`duplens label`: store or clear the analyst's verdict on a pair of rows, or many pairs'
-verdicts from a file (`--from answers.csv`: columns a_id, b_id, verdict)."""
+verdicts from a file (`--from verdicts.csv`: columns a_id, b_id, verdict). The command
+keeps its name, `label`, and its flags: scripts call them."""
 
 from __future__ import annotations
 
@@ -22,7 +23,7 @@ def register(sub) -> None:
     p.add_argument("id_b", nargs="?", help="the second row's id")
     p.add_argument("verdict", nargs="?", choices=list(VERDICTS), help="dup: the same "
                    "question; not: different; clear: forget the verdict")
-    p.add_argument("--from", dest="from_file", metavar="ANSWERS.csv",
+    p.add_argument("--from", dest="from_file", metavar="VERDICTS.csv",
                    help="read verdicts from a CSV file with the columns a_id,b_id,verdict "
                         "(verdict dup, not or clear), e.g. the pairs of 'duplens estimate "
                         "--next'; a file with any unknown id or verdict is refused whole")
@@ -33,22 +34,22 @@ def cmd_label(args, _cancel: CancelToken) -> int:
     if args.from_file:
         if args.id_a or args.id_b or args.verdict:
             raise InputError("give either two ids and a verdict, or --from FILE, not both")
-        return _label_file(args)
+        return _verdicts_file(args)
     if not (args.id_a and args.id_b and args.verdict):
         raise InputError("give two row ids and a verdict (dup, not or clear), or --from FILE")
     with open_project(args.project) as project:
         a = project.rows.by_public_id(args.id_a)
         b = project.rows.by_public_id(args.id_b)
         # Origin "asked" when `duplens ask` offered the pair, else a review verdict.
-        project.asking.answer(a["item_id"], b["item_id"], VERDICTS[args.verdict])
-        counts = project.labels.counts()
-    done = "cleared" if args.verdict == "clear" else f"labelled {args.verdict}"
-    say(f"[{a['id']}] and [{b['id']}] {done}; {counts['duplicate']} duplicate and "
-        f"{counts['not_duplicate']} not-duplicate pairs labelled")
+        project.asking.judge(a["item_id"], b["item_id"], VERDICTS[args.verdict])
+        counts = project.verdicts.counts()
+    done = "verdict cleared" if args.verdict == "clear" else f"verdict {args.verdict} stored"
+    say(f"[{a['id']}] and [{b['id']}]: {done}; {counts['duplicate']} duplicate and "
+        f"{counts['not_duplicate']} not-duplicate verdicts in the project")
     return EXIT_OK
 
 
-def _label_file(args) -> int:
+def _verdicts_file(args) -> int:
     """Every line checked first; one bad line and nothing is stored (exit 2, naming the
     lines); else all verdicts in one transaction."""
     lines = _read(args.from_file)
@@ -77,11 +78,11 @@ def _label_file(args) -> int:
             shown = "; ".join(errors[:_SHOWN_ERRORS]) + (f"; and {more} more" if more > 0 else "")
             raise InputError(f"{args.from_file}: nothing stored, {len(errors)} bad "
                              f"line{'s' if len(errors) > 1 else ''}: {shown}")
-        drawn = project.measuring.label_many(verdicts)
-        counts = project.labels.counts()
-    say(f"{len(verdicts)} verdicts stored ({drawn} of them answers to drawn pairs); "
-        f"{counts['duplicate']} duplicate and {counts['not_duplicate']} not-duplicate pairs "
-        "labelled")
+        drawn = project.measuring.judge_many(verdicts)
+        counts = project.verdicts.counts()
+    say(f"{len(verdicts)} verdicts stored ({drawn} of them on drawn pairs); "
+        f"{counts['duplicate']} duplicate and {counts['not_duplicate']} not-duplicate "
+        "verdicts in the project")
     return EXIT_OK
 
 

@@ -1,5 +1,5 @@
 """`duplens match`: check a new file against the project — each row's nearest existing
-entries — without adding it, unless `--add`."""
+rows — without adding it, unless `--add`."""
 
 from __future__ import annotations
 
@@ -33,7 +33,7 @@ if TYPE_CHECKING:
 
 
 def register(sub) -> None:
-    p = sub.add_parser("match", help="the nearest existing entries of every row of a new "
+    p = sub.add_parser("match", help="the nearest existing rows of every row of a new "
                        "file; the file is not added unless --add")
     project_argument(p)
     p.add_argument("file", help="the file to check (the same kinds as import reads)")
@@ -41,7 +41,7 @@ def register(sub) -> None:
     p.add_argument("-k", type=positive, default=3, help="matches per row (default 3)")
     p.add_argument("--threshold", type=float, help="a best score at or above it marks a "
                    "likely duplicate (default: the project threshold, calibrated on its "
-                   f"labelled pairs once there are {ENOUGH_OF_EACH} of each kind, else "
+                   f"verdicts once there are {ENOUGH_OF_EACH} of each kind, else "
                    f"{DEFAULT_THRESHOLD})")
     p.add_argument("--out", help="write the file's columns and its matches to .csv or .xlsx")
     p.add_argument("--json", action="store_true", help="print the matches as JSON")
@@ -83,7 +83,7 @@ def cmd_match(args, cancel: CancelToken) -> int:
             say(notice)
         why = f", {stream.threshold_reason}" if stream.threshold_reason else ""
         say(f"{stream.file_name}: {tally.rows} rows checked, {tally.likely} likely "
-            f"duplicates of existing entries (score ≥ {format_threshold(stream.threshold)}"
+            f"duplicates of existing rows (score ≥ {format_threshold(stream.threshold)}"
             f"{why}), {tally.in_file} repeat an earlier row of the file")
         if args.out:
             say(f"wrote {args.out}")
@@ -159,8 +159,8 @@ def _add(project, args, cancel: CancelToken) -> int:
         say(f"stopped: {encoded.encoded} texts encoded and kept, {encoded.remaining} left; "
             f"run 'duplens encode {args.project}' to finish")
         return EXIT_CANCELLED
-    adopted = (f"; {report.verdicts_adopted} verdicts given while checking it stored as "
-               "labelled pairs" if report.verdicts_adopted else "")
+    adopted = (f"; {report.verdicts_adopted} verdicts given while checking it stored on "
+               "its rows" if report.verdicts_adopted else "")
     say(f"{report.file_name}: {report.rows_imported} rows added, {encoded.encoded} new texts "
         f"encoded{adopted}")
     say_placed(added)

@@ -1,4 +1,4 @@
-"""`duplens search`: the most similar existing entries to one text."""
+"""`duplens search`: the most similar existing rows to one text."""
 
 from __future__ import annotations
 
@@ -22,11 +22,11 @@ from engine.progress import CancelToken
 
 
 def register(sub) -> None:
-    p = sub.add_parser("search", help="the most similar existing entries to a text")
+    p = sub.add_parser("search", help="the most similar existing rows to a text")
     project_argument(p)
     p.add_argument("text", help="the text to look for")
     p.add_argument("-k", type=positive, default=10,
-                   help="how many of the most similar entries to print (default 10)")
+                   help="how many of the most similar rows to print (default 10)")
     p.add_argument("--json", action="store_true",
                    help="print the hits as JSON: [{id, row, text, score, item_id, source_id, "
                    "copies, overlap, differing}, ...]")

@@ -50,7 +50,7 @@ def number(shown: str) -> int:
 
 @dataclass(frozen=True)
 class CutCluster:
-    """One cluster as cut, the analyst's decisions laid over it."""
+    """One cluster as cut, the analyst's verdicts laid over it."""
 
     items: tuple[int, ...]      # every row: its members and the rows moved out of it
     canonical: int              # the row that leads it

@@ -2,7 +2,7 @@
 changed, and which clusters those are.
 
 A cut at a million rows spends most of its time outside the graph: turning text clusters
-into row clusters, laying decisions over them, labelling them with their ids. After an
+into row clusters, laying verdicts over them, labelling them with their ids. After an
 import most clusters are exactly what they were: same texts (the incremental re-cut,
 `engine.dedup.recut`, says which text clusters changed) and same rows (the rows kept
 between cuts, `engine.dedup.clustered_rows`, say whose rows changed). Those are taken from
@@ -25,10 +25,10 @@ from engine.dedup.row_clusters import Cluster, Keyed, cluster_key, rank_key
 class LastCut:
     state: CutState                       # the text clusters and the graph they came from
     k: int
-    decisions: tuple                      # `store.decisions.fingerprint` when decided
+    verdicts: tuple                       # `store.pair_verdicts.fingerprint` when decided
     keys: list[int]                       # per cluster below (`row_clusters.cluster_key`)
     raw: list[Cluster]                    # as cut, labelled, ranked
-    decided: list[Cluster]                # the same with the decisions laid over them
+    decided: list[Cluster]                # the same with the verdicts laid over them
     ids_change_count: int | None = None   # the id records' change count once labelled
     # Per cluster above, `row_clusters.rank_key` of its rows (worked out once: a sum over
     # every row of every cluster took 0.2 s at 1M rows); computed when not given.

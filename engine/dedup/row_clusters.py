@@ -24,16 +24,17 @@ class Member:
     text: str
     score: float       # cosine similarity to the cluster's canonical text
     text_id: int
-    decision: str = ""  # the analyst's verdict against the canonical entry (see DECISIONS)
+    verdict: str = ""   # the analyst's verdict against the canonical row (see CANONICAL…)
 
     def as_json(self) -> dict:
         return {"id": self.id, "row": self.row, "source_id": self.source_id, "text": self.text,
                 "score": round(self.score, 6), "item_id": self.item_id,
-                "decision": self.decision}
+                "decision": self.verdict}
 
 
-# What a member's `decision` can say. "canonical": the analyst chose it; "duplicate" / "not
-# duplicate": the pair (canonical, member) was labelled; "": not reviewed yet.
+# What a member's `verdict` can say. "canonical": the analyst chose it; "duplicate" / "not
+# duplicate": the verdict on the pair (canonical, member); "": not reviewed yet. (`as_json`
+# and exports still call it "decision": scripts read that key.)
 CANONICAL, DUPLICATE, NOT_DUPLICATE, UNREVIEWED = "canonical", "duplicate", "not duplicate", ""
 
 
@@ -43,7 +44,7 @@ class Cluster:
     # across cuts, imports and models; "" until `Clusters.cut` gives it.
     cluster_id: str
     members: list[Member] = field(default_factory=list)   # canonical first
-    # Members the analyst moved out (labelled "not duplicate" of the canonical): shown apart
+    # Members the analyst moved out (judged "not duplicate" of the canonical): shown apart
     # and exported with their verdict, but no longer part of the cluster.
     rejected: list[Member] = field(default_factory=list)
     # Ids retired into this one by merges (each one's `merged_into` is this cluster's id).
@@ -62,7 +63,7 @@ class Cluster:
     @property
     def reviewed(self) -> bool:
         """Every member has a verdict (the canonical counts as decided)."""
-        return all(m.decision for m in self.members[1:]) and bool(self.members)
+        return all(m.verdict for m in self.members[1:]) and bool(self.members)
 
     def item_ids(self) -> list[int]:
         return [m.item_id for m in (*self.members, *self.rejected)]

@@ -1,4 +1,4 @@
-"""Which stratum the next answer should come from: Neyman allocation, adapted to the answers.
+"""Which stratum the next verdict should come from: Neyman allocation, adapted to the verdicts.
 
 Every figure (precision, recall, F1, the number of duplicates) is a ratio of stratum totals;
 linearised, its variance is sum_h N_h^2 S_h^2 / n_h, where S_h^2 is the variance in stratum
@@ -11,9 +11,9 @@ no figure is starved for another; that is the design's only freedom, and the est
 consistent whichever stratum is chosen.
 
 S_h needs each stratum's share of duplicates, which is what is being measured: it comes from
-the answers so far, shrunk toward a prior guess (`strata.prior_share`) by two
-pseudo-answers. Before any of that, every stratum gets `PILOT` draws, so that each has
-answers of its own.
+the verdicts so far, shrunk toward a prior guess (`strata.prior_share`) by two
+pseudo-verdicts. Before any of that, every stratum gets `PILOT` draws, so that each has
+verdicts of its own.
 """
 
 from __future__ import annotations
@@ -23,35 +23,35 @@ import math
 import numpy as np
 
 PILOT = 2           # draws every non-empty stratum gets before the allocation adapts
-PRIOR_WEIGHT = 2.0  # pseudo-answers behind the prior guess of a stratum's duplicate share
+PRIOR_WEIGHT = 2.0  # pseudo-verdicts behind the prior guess of a stratum's duplicate share
 # The least and the most of the draws that go to pairs outside the graph, once each has its
 # pilot; in between, the variance decides. Their share of duplicates is taken from the
-# candidates' curve of similarity (their own answers would bias them: a stratum whose lucky
-# first answers held no duplicate would get fewer draws and keep its 0), which can be far
+# candidates' curve of similarity (their own verdicts would bias them: a stratum whose lucky
+# first verdicts held no duplicate would get fewer draws and keep its 0), which can be far
 # off for them, hence the floor. And left to the variance alone, millions of unrelated
-# pairs, each a duplicate with a chance of a few in a million, took most answers (144 of 200
-# in a 3,000-question project) though no few hundred answers could bound what they hide,
+# pairs, each a duplicate with a chance of a few in a million, took most verdicts (144 of 200
+# in a 3,000-question project) though no few hundred verdicts could bound what they hide,
 # starving precision, the one figure always within reach: hence the ceiling.
 OUTSIDE_SHARE = (0.1, 0.3)
 # How much each figure's relative variance counts: precision, recall, F1, duplicates.
 FIGURE_WEIGHTS = np.array([1.0, 1.0, 1.0, 1.0])
 
 
-def shares(duplicates: np.ndarray, answered: np.ndarray, prior: np.ndarray,
+def shares(duplicates: np.ndarray, judged: np.ndarray, prior: np.ndarray,
            similarity: np.ndarray | None = None, outside_count: int = 0) -> np.ndarray:
     """Each stratum's duplicate share as the allocation sees it.
 
-    Without `similarity`: the stratum's answers shrunk toward the prior by `PRIOR_WEIGHT`
-    pseudo-answers. With it (each stratum's typical similarity): one logistic curve of
-    similarity fitted to the answers (and the prior's pseudo-answers) of the candidate
+    Without `similarity`: the stratum's verdicts shrunk toward the prior by `PRIOR_WEIGHT`
+    pseudo-verdicts. With it (each stratum's typical similarity): one logistic curve of
+    similarity fitted to the verdicts (and the prior's pseudo-verdicts) of the candidate
     strata, which the `outside_count` first strata (pairs outside the graph) follow too. A
-    stratum's own answers then sway its allocation only as much as its neighbours': letting
-    a stratum's lucky first answers decide how many more it gets biases its mean (measured
+    stratum's own verdicts then sway its allocation only as much as its neighbours': letting
+    a stratum's lucky first verdicts decide how many more it gets biases its mean (measured
     on a synthetic population: +1.6 points of precision when every stratum followed its own
-    answers, +0.3 with the curve; recall 9 points too high when the outside stratum followed
-    its own answers, 14 with a curve fitted to the outside strata).
+    verdicts, +0.3 with the curve; recall 9 points too high when the outside stratum followed
+    its own verdicts, 14 with a curve fitted to the outside strata).
     """
-    own = (duplicates + PRIOR_WEIGHT * prior) / (answered + PRIOR_WEIGHT)
+    own = (duplicates + PRIOR_WEIGHT * prior) / (judged + PRIOR_WEIGHT)
     if similarity is None:
         return own
     sims = np.asarray(similarity, dtype=np.float64)
@@ -59,7 +59,7 @@ def shares(duplicates: np.ndarray, answered: np.ndarray, prior: np.ndarray,
     if len(sims) - g < 2:
         return np.asarray(prior, dtype=np.float64).copy()
     succ = duplicates + PRIOR_WEIGHT * prior
-    trials = answered + PRIOR_WEIGHT
+    trials = judged + PRIOR_WEIGHT
     b0, b1, centre = _logistic_fit(sims[g:], succ[g:], trials[g:])
     logit = b0 + b1 * (sims - centre) * 10
     return np.clip(1 / (1 + np.exp(-np.clip(logit, -30, 30))), 1e-9, 1 - 1e-4)
@@ -126,7 +126,7 @@ def variance_terms(sizes: np.ndarray, share: np.ndarray, flagged_share: np.ndarr
 def next_strata(sizes: np.ndarray, drawn: np.ndarray, share: np.ndarray,
                 flagged_share: np.ndarray, k: int, caps: np.ndarray | None = None,
                 outside_count: int = 0) -> list[int]:
-    """The strata of the next k draws, given the draws each stratum has (answered or not);
+    """The strata of the next k draws, given the draws each stratum has (judged or not);
     `caps` bounds the draws a stratum can give (default its size). The first
     `outside_count` strata (outside the graph) together get at most `OUTSIDE_SHARE` of the
     draws once past their pilot."""
@@ -142,7 +142,7 @@ def next_strata(sizes: np.ndarray, drawn: np.ndarray, share: np.ndarray,
         if outside_count and (counts[:outside_count] >= np.minimum(PILOT, caps[:outside_count])
                               ).all():
             # Past the pilot the pairs outside the graph get between OUTSIDE_SHARE's two
-            # shares of the draws, whatever the answers there.
+            # shares of the draws, whatever the verdicts there.
             share_out = counts[:outside_count].sum() / (counts.sum() + 1)
             group = np.zeros(len(counts), dtype=bool)
             group[:outside_count] = True
@@ -177,10 +177,10 @@ def _gains(terms: np.ndarray, counts: np.ndarray, sizes: np.ndarray, caps: np.nd
     return gain
 
 
-def answers_to_halve(sizes: np.ndarray, drawn: np.ndarray, share: np.ndarray,
-                     flagged_share: np.ndarray, figure: int, limit: int = 1_000_000,
-                     caps: np.ndarray | None = None) -> int | None:
-    """How many more answers, placed as `next_strata` would, are expected to halve the
+def verdicts_to_halve(sizes: np.ndarray, drawn: np.ndarray, share: np.ndarray,
+                      flagged_share: np.ndarray, figure: int, limit: int = 1_000_000,
+                      caps: np.ndarray | None = None) -> int | None:
+    """How many more verdicts, placed as `next_strata` would, are expected to halve the
     interval of `figure` (0 precision, 1 recall, 2 F1, 3 duplicates): its linearised
     variance down to a quarter. None when not even `limit` more would."""
     sizes = np.asarray(sizes, dtype=np.float64)

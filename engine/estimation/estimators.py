@@ -1,24 +1,24 @@
-"""From answered draws to precision, recall, F1 and the number of duplicates, each with a
+"""From judged draws to precision, recall, F1 and the number of duplicates, each with a
 95% interval: stratified estimators, post-stratified by what the threshold flags.
 
-Within stratum h (N_h pairs, n_h answered, drawn as a simple random sample), the threshold
+Within stratum h (N_h pairs, n_h judged, drawn as a simple random sample), the threshold
 splits the pairs in two domains of known size: F_h flagged (in one cluster of the cut) and
-N_h - F_h not. The answered pairs of a domain are a random sample of it, so its number of
+N_h - F_h not. The judged pairs of a domain are a random sample of it, so its number of
 duplicates is estimated by its size times their duplicate share (post-stratification; when
-no answered pair falls in a domain, the stratum's share stands in). Then
+no judged pair falls in a domain, the stratum's share stands in). Then
 
     TP = sum_h F_h p_hf,   D = TP + sum_h (N_h - F_h) p_hu,   F = sum_h F_h (known),
     precision = TP / F,    recall = TP / D,    F1 = 2 TP / (F + D).
 
-With every pair answered each of these is the exact count (tests check it on small
+With every pair judged each of these is the exact count (tests check it on small
 populations).
 
-Intervals. With about 150 answers and duplicates a few percent of the pairs, normal
-(delta-method) intervals under-cover: a stratum with 0 duplicates in 10 answers has a
+Intervals. With about 150 verdicts and duplicates a few percent of the pairs, normal
+(delta-method) intervals under-cover: a stratum with 0 duplicates in 10 verdicts has a
 variance estimate of 0. Each domain's duplicate share instead gets its Jeffreys posterior,
 Beta(y + 1/2, n - y + 1/2), whose intervals have close to nominal frequentist coverage for a
-binomial even at 0 successes (Brown, Cai & DasGupta 2001); the pairs not yet answered are
-that share of the rest of the domain (so with every pair answered the interval is a point:
+binomial even at 0 successes (Brown, Cai & DasGupta 2001); the pairs not yet judged are
+that share of the rest of the domain (so with every pair judged the interval is a point:
 the finite-population correction). Each figure's interval is the 2.5 and 97.5 percentiles of
 the figure computed over `DRAWS` joint draws of all shares, which carries the correlations of
 numerator and denominator through the ratios without a linearisation. Coverage is checked
@@ -34,7 +34,7 @@ import numpy as np
 DRAWS = 4000
 LEVEL = 0.95
 # The Beta distributions the two ends of an interval draw shares from: Beta(y + a, n - y + b).
-# Jeffreys' (1/2, 1/2) in the middle, but exact at the edges: no duplicate among the answers
+# Jeffreys' (1/2, 1/2) in the middle, but exact at the edges: no duplicate among the verdicts
 # gives a lower end of exactly 0 and all duplicates an upper end of exactly 1, as
 # Clopper-Pearson's (0, 1) and (1, 0) do. Summed over strata, a share drawn from one shared
 # Jeffreys posterior is not enough: five strata with no duplicate found would give their sum
@@ -67,7 +67,7 @@ class RowsInput:
     """What the estimate of "rows with at least one duplicate" needs beyond the pairs.
 
     `copies`: live rows whose text has another live row (known exactly). `weight[i]`, for
-    each answered draw: 0 unless it is a duplicate; then, for each of its two texts held by a
+    each judged draw: 0 unless it is a duplicate; then, for each of its two texts held by a
     single row, 1 over that text's estimated number of duplicate texts (see
     `engine.services.measuring`), so that summing over a text's duplicate pairs counts it
     once."""
@@ -85,15 +85,15 @@ class Estimate:
     duplicates: Figure
     rows: Figure | None
     flagged: int                 # flagged pairs at this threshold (known exactly)
-    answers: int
-    ready: bool                  # every non-empty stratum has an answer
+    verdicts: int                # drawn pairs judged
+    ready: bool                  # every non-empty stratum has a verdict
     strata: list[dict] = field(default_factory=list)
 
     def figure(self, name: str) -> Figure:
         return getattr(self, name)
 
     def uncertain_stratum(self) -> dict | None:
-        """The stratum whose unanswered pairs could hide the most missed duplicates at the
+        """The stratum whose pairs without a verdict could hide the most missed duplicates at the
         interval's upper end: what a wide recall comes from."""
         return max(self.strata, key=lambda s: s["missed_could_be"], default=None)
 
@@ -104,7 +104,7 @@ class Estimate:
         return max(finite or ratios, key=lambda r: r[1].half_width)
 
     def as_json(self) -> dict:
-        return {"threshold": round(self.threshold, 4), "answers": self.answers,
+        return {"threshold": round(self.threshold, 4), "answers": self.verdicts,
                 "ready": self.ready, "flagged_pairs": self.flagged,
                 **{name: self.figure(name).as_json() for name in FIGURES},
                 "rows_with_duplicates": self.rows.as_json() if self.rows else None,
@@ -119,7 +119,7 @@ def estimate(sizes: np.ndarray, flagged_sizes: np.ndarray, stratum: np.ndarray,
     """The figures at one threshold.
 
     `sizes[h]` pairs in stratum h, `flagged_sizes[h]` of them flagged at the threshold;
-    for each answered draw its `stratum`, whether it is a `duplicate` and whether it is
+    for each judged draw its `stratum`, whether it is a `duplicate` and whether it is
     `flagged`. `seed` fixes the interval's random draws (the same seed at every threshold
     gives a smooth band). `phase_one` = (m, N0): the first len(m) strata's sizes are
     estimates, N0 * m / sum(m), from a uniform first phase of the N0 pairs outside the graph;
@@ -136,7 +136,7 @@ def estimate(sizes: np.ndarray, flagged_sizes: np.ndarray, stratum: np.ndarray,
     n_h, y_h = n_f + n_u, y_f + y_u
     n_f_pop = np.asarray(flagged_sizes, dtype=np.float64)
     if (n_f > n_f_pop).any():
-        raise ValueError("more answered flagged pairs than a stratum flags")
+        raise ValueError("more judged flagged pairs than a stratum flags")
     # An estimated size is never below what is known to be in the stratum.
     sizes = np.maximum(np.asarray(sizes, dtype=np.float64), n_f_pop + n_u)
     n_u_pop = sizes - n_f_pop
@@ -196,7 +196,7 @@ def estimate(sizes: np.ndarray, flagged_sizes: np.ndarray, stratum: np.ndarray,
 
 def stratum_shares(sizes: np.ndarray, stratum: np.ndarray, duplicate: np.ndarray
                    ) -> np.ndarray:
-    """Each stratum's duplicate share among its answered draws (0 where none)."""
+    """Each stratum's duplicate share among its judged draws (0 where none)."""
     count = len(sizes)
     stratum = np.asarray(stratum, dtype=np.int64)
     n_h = np.bincount(stratum, minlength=count)
@@ -207,9 +207,9 @@ def stratum_shares(sizes: np.ndarray, stratum: np.ndarray, duplicate: np.ndarray
 def _domain_totals(rng: np.random.Generator, draws: int, size: np.ndarray, n: np.ndarray,
                    y: np.ndarray, n_h: np.ndarray, y_h: np.ndarray,
                    prior: tuple[float, float]) -> np.ndarray:
-    """(draws,) joint draws of a domain family's duplicates summed over strata: the answered
+    """(draws,) joint draws of a domain family's duplicates summed over strata: the judged
     duplicates plus the rest of each domain times a share drawn from Beta(y + a, n - y + b),
-    (a, b) = `prior` (the stratum's counts when the domain has no answer of its own).
+    (a, b) = `prior` (the stratum's counts when the domain has no verdict of its own).
     `size`: each domain's size, or (draws, strata) sizes drawn with the shares."""
     own = n > 0
     a = np.where(own, y, y_h) + prior[0]
@@ -247,7 +247,7 @@ def _rows(rows: RowsInput, sizes: np.ndarray, stratum: np.ndarray, dup: np.ndarr
     """Rows with a duplicate: the rows with copies, plus the stratified estimate of
     single-row texts with a duplicate text (sum of `weight` over duplicate pairs). Its
     interval draws each stratum's duplicate share (Jeffreys) and the mean weight of its
-    duplicates (a Bayesian bootstrap of those answered; 2, the most a pair can add, where
+    duplicates (a Bayesian bootstrap of those judged; 2, the most a pair can add, where
     a stratum has none and no stratum has any)."""
     weight = np.asarray(rows.weight, dtype=np.float64)
     count = len(sizes)

@@ -3,9 +3,9 @@ cluster holds (the candidates, by similarity), every other pair of texts (the ou
 stratum), and which pairs a cut at a threshold flags.
 
 Pairs are of distinct texts, not rows: rows that share a normalised text are exact copies,
-always duplicates of each other, always in one cluster, and need no answer; counting them as
+always duplicates of each other, always in one cluster, and need no verdict; counting them as
 pairs would fill the figures with pairs nobody has to judge. Rows come back only in "rows with
-at least one duplicate" (`engine.estimation.answered_draws`).
+at least one duplicate" (`engine.estimation.judged_draws`).
 
 A flagged pair is a pair of texts in one cluster of the cut (`engine.dedup.cut`): the
 centre and each member, and two members of one cluster (both within the threshold of the

@@ -1,7 +1,7 @@
 """Which pairs a sample draws next, and the chance each had of being the one drawn.
 
-The allocation (`allocation.next_strata`) says which strata the next answers are worth most
-in, given the answers so far; inside a stratum the pairs come in drawing order (permanent
+The allocation (`allocation.next_strata`) says which strata the next verdicts are worth most
+in, given the verdicts so far; inside a stratum the pairs come in drawing order (permanent
 random numbers, `drawing.next_listed`), skipping those the sample already holds. The chance
 of each draw goes into the stored row, so the estimate never has to redo this arithmetic.
 `engine.services.measuring` calls this under the sample's lock and stores what it returns.
@@ -27,7 +27,7 @@ def design_flagged_share(population: GraphPopulation, threshold: float) -> np.nd
 
 def next_draws(population: GraphPopulation, seed: int, flagged_share: np.ndarray,
                existing: list[dict], k: int) -> list[dict]:
-    """Up to k new draws after `existing` (the sample's draws, answered or not: dicts with
+    """Up to k new draws after `existing` (the sample's draws, judged or not: dicts with
     `text_a`, `text_b`, `stratum`, `verdict`), each a dict of `stratum`, `stratum_size`,
     `probability`, `text_a`, `text_b` (smaller first) and `similarity`, in drawing order.
     Empty when every stratum the allocation wants is used up."""
@@ -35,9 +35,9 @@ def next_draws(population: GraphPopulation, seed: int, flagged_share: np.ndarray
     drawn_keys = {int(pair_keys(np.array([d["text_a"]]), np.array([d["text_b"]]))[0])
                   for d in existing}
     taken = np.bincount([d["stratum"] for d in existing], minlength=strata.count)
-    answered = [d for d in existing if d["verdict"] is not None]
-    done = np.bincount([d["stratum"] for d in answered], minlength=strata.count)
-    found = np.bincount([d["stratum"] for d in answered if d["verdict"] == 1],
+    judged = [d for d in existing if d["verdict"] is not None]
+    done = np.bincount([d["stratum"] for d in judged], minlength=strata.count)
+    found = np.bincount([d["stratum"] for d in judged if d["verdict"] == 1],
                         minlength=strata.count)
     share = shares(found, done, prior_share(strata), strata.middle(), strata.outside_count)
     wanted = next_strata(strata.sizes, taken, share, flagged_share, k, strata.caps(),

@@ -13,11 +13,11 @@ and unflagged pairs fall in different strata there.
 The pairs outside the graph are what the index never returns; their duplicates are what
 recall must count (a recall measured on candidate pairs only is overstated: Splink #2059).
 They are drawn uniformly: a first sample of `PHASE_ONE` of them (or all, in a small project)
-is drawn and scored, which costs no answer, and tells how many outside pairs lie in each
+is drawn and scored, which costs no verdict, and tells how many outside pairs lie in each
 similarity bin; the pairs to judge are then drawn from that sample, bin by bin (two-phase
 sampling for stratification, Neyman 1938). That matters: on Quora (benchmarks/estimate.py)
 0.2% of the outside pairs, those above 0.5, hold 97% of its missed duplicates, which one
-uniform stratum would find about once in 300 answers. A bin's size is then an estimate,
+uniform stratum would find about once in 300 verdicts. A bin's size is then an estimate,
 N0 * m_g / M, whose own uncertainty the intervals carry (`engine.estimation.estimators`).
 """
 
@@ -31,7 +31,7 @@ import numpy as np
 # threshold is added as a boundary. Outside strata: 0.1 wide from 0.3 (the graph holds
 # every pair above 0.75). Bins holding fewer pairs than MIN_STRATUM (candidates) or
 # phase-one pairs (outside) are merged into a neighbour on the same side of the threshold:
-# a stratum needs answers of its own, and a tiny one is not worth them.
+# a stratum needs verdicts of its own, and a tiny one is not worth them.
 GRID = (0.5, 0.6, 0.7, 0.75, 0.8, 0.85, 0.9, 0.95)
 OUTSIDE_GRID = (0.3, 0.4, 0.5, 0.6, 0.7)
 MIN_STRATUM = 20
@@ -147,13 +147,13 @@ def make_strata(candidate_similarities: np.ndarray, phase_one_similarities: np.n
 
 
 def prior_share(strata: Strata) -> np.ndarray:
-    """A guess at each stratum's share of duplicates, before any answer: only where the
+    """A guess at each stratum's share of duplicates, before any verdict: only where the
     next draws go depends on it (`engine.estimation.allocation`), never an estimate.
 
     A logistic step at the design threshold (duplicates above it, not below), kept away from
     0 and 1 so no candidate stratum looks settled. Pairs outside the graph are guessed a
     tenth as likely, and far below the threshold nearly never: a stratum of millions of
-    unrelated pairs guessed at even 0.2% would take most of the answers (measured: 142 of
+    unrelated pairs guessed at even 0.2% would take most of the verdicts (measured: 142 of
     200 on a project of 3,000 Quora questions, for an upper bound on its missed
     duplicates that stayed useless), while its point estimate hardly moves.
     """

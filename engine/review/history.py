@@ -1,14 +1,15 @@
-"""Undo and redo of review decisions.
+"""Undo and redo in the review: verdicts on pairs and canonical choices.
 
 Every action is recorded as the state it replaced and the state it set, so undoing writes the
 old state back (to the project file, like the action itself) and redoing writes the new one
-again. The history lives for one review session; the decisions themselves are in the project.
+again. The history lives for one review session; the verdicts and choices themselves are in the
+project.
 
 On a team project another analyst may change the same verdict in between. A new verdict
 simply replaces the one stored (the last writer wins, and the other's window shows it when
 it reloads its clusters), but undo and redo only take back what this history set: each
 writes only while the stored state still is the one this history left (one locked
-compare-and-set, `DecisionStore.replace_label`). When it is not, the other analyst's
+compare-and-set, `VerdictStore.replace_verdict`). When it is not, the other analyst's
 verdict stays, the change leaves this history, and `Superseded` says so.
 """
 
@@ -30,22 +31,22 @@ class Superseded(ProjectError):
         self.change = change
 
 
-class DecisionStore(Protocol):
-    """What the history needs from a project (`Project.labels` provides it)."""
+class VerdictStore(Protocol):
+    """What the history needs from a project (`Project.verdicts` provides it)."""
 
-    def label(self, item_a: int, item_b: int) -> int | None: ...
-    def set_label(self, item_a: int, item_b: int, label: int | None) -> None: ...
+    def verdict(self, item_a: int, item_b: int) -> int | None: ...
+    def set_verdict(self, item_a: int, item_b: int, verdict: int | None) -> None: ...
     def canonical(self, item_ids: list[int]) -> set[int]: ...
     def set_canonical(self, clear: list[int], chosen: list[int]) -> None: ...
-    def replace_label(self, item_a: int, item_b: int, expected: int | None,
-                      label: int | None) -> bool: ...
+    def replace_verdict(self, item_a: int, item_b: int, expected: int | None,
+                        verdict: int | None) -> bool: ...
     def replace_canonical(self, item_ids: list[int], expected: list[int],
                           chosen: list[int]) -> bool: ...
 
 
 @dataclass(frozen=True)
-class LabelChange:
-    """A pair's label went from `before` to `after` (None: no label)."""
+class VerdictChange:
+    """A pair's verdict went from `before` to `after` (None: no verdict)."""
 
     item_a: int
     item_b: int
@@ -64,36 +65,36 @@ class CanonicalChange:
     description: str
 
 
-Change = LabelChange | CanonicalChange
+Change = VerdictChange | CanonicalChange
 
 
 class ReviewHistory:
     """Performs review actions on a project and can take them back, in order."""
 
-    def __init__(self, store: DecisionStore, limit: int = 1000) -> None:
+    def __init__(self, store: VerdictStore, limit: int = 1000) -> None:
         self._store = store
         self._limit = limit
         self._done: list[Change] = []
         self._undone: list[Change] = []
 
     # -- actions ---------------------------------------------------------------------------
-    def label(self, item_a: int, item_b: int, label: int | None, description: str = ""
-              ) -> LabelChange:
-        """Mark a pair duplicate (1), not duplicate (0), or forget its label (None)."""
+    def judge(self, item_a: int, item_b: int, verdict: int | None, description: str = ""
+              ) -> VerdictChange:
+        """Mark a pair duplicate (1), not duplicate (0), or forget its verdict (None)."""
         if item_a == item_b:
             raise ValueError("a row cannot be compared with itself")
-        before = self._store.label(item_a, item_b)
-        change = LabelChange(item_a, item_b, before, label,
-                             description or _label_words(label))
+        before = self._store.verdict(item_a, item_b)
+        change = VerdictChange(item_a, item_b, before, verdict,
+                               description or _verdict_words(verdict))
         self._apply(change)
         return change
 
-    def move_out(self, cluster: Cluster, item_id: int) -> LabelChange:
+    def move_out(self, cluster: Cluster, item_id: int) -> VerdictChange:
         """Take a member out of its cluster: it is "not duplicate" of the canonical."""
-        return self.label(cluster.canonical.item_id, item_id, 0, "move out of the cluster")
+        return self.judge(cluster.canonical.item_id, item_id, 0, "move out of the cluster")
 
     def set_canonical(self, cluster: Cluster, item_id: int) -> CanonicalChange:
-        """Make `item_id` the cluster's canonical entry (other choices in it are cleared)."""
+        """Make `item_id` the cluster's canonical row (other choices in it are cleared)."""
         ids = tuple(cluster.item_ids())
         if item_id not in ids:
             raise ValueError(f"row {item_id} is not in cluster {cluster.cluster_id}")
@@ -132,10 +133,10 @@ class ReviewHistory:
 
     def _take_back(self, change: Change, *, undo: bool) -> None:
         """Write the state undo (or redo) asks for, only over the state this history left."""
-        if isinstance(change, LabelChange):
+        if isinstance(change, VerdictChange):
             expected, value = ((change.after, change.before) if undo
                                else (change.before, change.after))
-            if self._store.replace_label(change.item_a, change.item_b, expected, value):
+            if self._store.replace_verdict(change.item_a, change.item_b, expected, value):
                 return
             what = f"the verdict on rows {change.item_a} and {change.item_b}"
         else:
@@ -155,13 +156,13 @@ class ReviewHistory:
         self._undone.clear()
 
     def _write(self, change: Change, *, undo: bool) -> None:
-        if isinstance(change, LabelChange):
+        if isinstance(change, VerdictChange):
             value = change.before if undo else change.after
-            self._store.set_label(change.item_a, change.item_b, value)
+            self._store.set_verdict(change.item_a, change.item_b, value)
         else:
             chosen = change.before if undo else change.after
             self._store.set_canonical(list(change.item_ids), list(chosen))
 
 
-def _label_words(label: int | None) -> str:
-    return {1: "mark duplicate", 0: "mark not duplicate"}.get(label, "clear the label")
+def _verdict_words(verdict: int | None) -> str:
+    return {1: "mark duplicate", 0: "mark not duplicate"}.get(verdict, "clear the verdict")

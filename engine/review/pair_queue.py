@@ -3,10 +3,10 @@ share.
 
 Pairs come from the engine a batch at a time (`Asking.pairs`, `Measuring.next_pairs`); the
 queue hands them out one at a time and says when the next batch is due, before it runs dry,
-so the analyst never waits between pairs. A pair shown in this session (answered or
+so the analyst never waits between pairs. A pair shown in this session (judged or
 skipped) is not shown again; a batch asks for as many more pairs as were shown, since the
-engine returns pairs answered but not yet written, and skipped ones, and they are dropped
-here. Undo takes back this session's answers, last first: the pair comes back on screen and
+engine returns pairs judged but not yet written, and skipped ones, and they are dropped
+here. Undo takes back this session's verdicts, last first: the pair comes back on screen and
 the one that was there goes back to the front of the queue.
 
 Plain Python: the window's controllers drive it, run the engine calls as jobs, and emit the
@@ -38,7 +38,7 @@ P = TypeVar("P", bound=ShownPair)
 
 
 class PairQueue(Generic[P]):
-    """Which pair is on screen, the pairs queued after it, and this session's answers."""
+    """Which pair is on screen, the pairs queued after it, and this session's verdicts."""
 
     def __init__(self, key: Callable[[P], Hashable], *, batch: int, refill_at: int) -> None:
         self._key = key              # what makes two pairs one (rows, or a draw's id)
@@ -46,16 +46,16 @@ class PairQueue(Generic[P]):
         self.refill_at = refill_at   # the next batch is fetched when this few are queued
         self.current: P | None = None
         self.queue: list[P] = []
-        self.given = 0               # answers written in this session, less those undone
+        self.given = 0               # verdicts written in this session, less those undone
         self.fetching = False        # a batch is on its way
-        self._seen: set[Hashable] = set()           # shown (answered or skipped) this session
-        self._answers: list[tuple[P, int]] = []     # answers to take back, newest last
+        self._seen: set[Hashable] = set()           # shown (judged or skipped) this session
+        self._verdicts: list[tuple[P, int]] = []    # verdicts to take back, newest last
 
     def reset(self) -> None:
-        """A new project: forget the queue and the session's answers."""
+        """A new project: forget the queue and the session's verdicts."""
         self.current, self.queue, self.given = None, [], 0
         self._seen.clear()
-        self._answers.clear()
+        self._verdicts.clear()
 
     # -- showing ---------------------------------------------------------------------------
     def advance(self) -> P | None:
@@ -93,42 +93,42 @@ class PairQueue(Generic[P]):
         """The batch did not come: the next `start_fetch` may try again."""
         self.fetching = False
 
-    # -- answers ---------------------------------------------------------------------------
-    def answer(self, label: int | None) -> P | None:
+    # -- verdicts --------------------------------------------------------------------------
+    def judge(self, verdict: int | None) -> P | None:
         """Note the verdict on the pair on screen (None: skipped, nothing to take back) and
         return that pair (None when none is shown). `advance` shows the next."""
         pair = self.current
-        if pair is not None and label is not None:
-            self._answers.append((pair, label))
+        if pair is not None and verdict is not None:
+            self._verdicts.append((pair, verdict))
         return pair
 
-    def answer_written(self) -> int:
-        """An answer reached the project: how many this session has given now."""
+    def verdict_written(self) -> int:
+        """A verdict reached the project: how many this session has given now."""
         self.given += 1
         return self.given
 
     def undo(self) -> tuple[P, int] | None:
-        """Take back the last answer: its pair is on screen again and the one that was goes
+        """Take back the last verdict: its pair is on screen again and the one that was goes
         back to the front of the queue. Returns the pair and its verdict (None: nothing to
         take back)."""
-        if not self._answers:
+        if not self._verdicts:
             return None
-        pair, label = self._answers.pop()
+        pair, verdict = self._verdicts.pop()
         if self.current is not None:
             self.queue.insert(0, self.current)
             self._seen.discard(self._key(self.current))
         self.current = pair
-        return pair, label
+        return pair, verdict
 
-    def answer_taken_back(self) -> int:
-        """The project cleared an undone answer: how many this session has given now."""
+    def verdict_taken_back(self) -> int:
+        """The project cleared an undone verdict: how many this session has given now."""
         self.given -= 1
         return self.given
 
     def undo_text(self) -> str | None:
-        """The answer an undo would take back, in words (None: there is none)."""
-        if not self._answers:
+        """The verdict an undo would take back, in words (None: there is none)."""
+        if not self._verdicts:
             return None
-        pair, label = self._answers[-1]
-        verdict = "duplicate" if label == 1 else "not duplicate"
-        return f"{pair.a.public_id} / {pair.b.public_id}: {verdict}"
+        pair, verdict = self._verdicts[-1]
+        words = "duplicate" if verdict == 1 else "not duplicate"
+        return f"{pair.a.public_id} / {pair.b.public_id}: {words}"

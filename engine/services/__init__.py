@@ -6,8 +6,8 @@ cluster cuts keep), never the whole project.
 - `live_index.LiveIndex`: the active model's HNSW index in memory and what it matches.
 - `vectors.Vectors`: encoding, the index, search.
 - `rows.Rows`: importing, deleting and browsing rows.
-- `clusters.Clusters`: the neighbour graph, cuts, decisions over them, review plots.
-- `labels.Labels`: verdicts on pairs, canonical choices, the threshold curve.
+- `clusters.Clusters`: the neighbour graph, cuts, verdicts laid over them, review plots.
+- `verdicts.Verdicts`: verdicts on pairs, canonical choices, the threshold curve.
 - `versions.ModelVersions`: fine-tuning, listing, activating, exporting, deleting versions.
 - `exports.Exports`: spreadsheets out.
 - `measuring.Measuring`: the quality estimate from a random sample of judged pairs.

@@ -6,7 +6,7 @@ threshold the project cuts at (calibrated on the analyst's verdicts once there a
 else 0.8), spread out so that one question or one topic does not fill the list
 (`engine.review.picking`). A pair already judged is never offered again. Offers are
 remembered (schema v3), and a verdict on an offered pair is stored with origin "asked",
-however it comes in, so fine-tuning can say how many of its labels were asked for.
+however it comes in, so fine-tuning can say how many of its verdicts were asked for.
 """
 
 from __future__ import annotations
@@ -20,10 +20,10 @@ from engine.errors import InputError
 from engine.progress import CancelToken, ProgressCallback, no_progress
 from engine.review.picking import pair_vectors, pick_uncertain
 from engine.services.clusters import DEFAULT_NEIGHBOURS, Clusters
-from engine.services.labels import ASKED, Labels
 from engine.services.vectors import Vectors
-from engine.store import decisions as decision_store
+from engine.services.verdicts import ASKED, Verdicts
 from engine.store import items as item_store
+from engine.store import pair_verdicts as verdict_store
 from engine.store.database import Store
 
 
@@ -50,14 +50,14 @@ class AskedPair:
 
 
 class Asking:
-    """Offer uncertain pairs, take the answers."""
+    """Offer uncertain pairs, take the verdicts on them."""
 
     def __init__(self, store: Store, vectors: Vectors, clusters: Clusters,
-                 labels: Labels) -> None:
+                 verdicts: Verdicts) -> None:
         self._store = store
         self._vectors = vectors
         self._clusters = clusters
-        self._labels = labels
+        self._verdicts = verdicts
 
     def pairs(self, n: int = 20, *, neighbours: int = DEFAULT_NEIGHBOURS,
               threshold: float | None = None, progress: ProgressCallback = no_progress,
@@ -68,7 +68,7 @@ class Asking:
             raise InputError(f"ask for at least one pair, not {n}")
         graph = self._clusters.graph(neighbours, progress=progress, cancel=cancel)
         a, b, scores = _edges(graph)
-        judged = {tuple(sorted((p["text_id_a"], p["text_id_b"]))) for p in self._labels.pairs()}
+        judged = {tuple(sorted((p["text_id_a"], p["text_id_b"]))) for p in self._verdicts.pairs()}
         if judged:
             keep = np.fromiter(((int(x), int(y)) not in judged for x, y in zip(a, b, strict=True)),
                                dtype=bool, count=len(a))
@@ -78,7 +78,7 @@ class Asking:
         index = self._vectors.index()
         vectors = pair_vectors(index.vectors(a), index.vectors(b))
         if threshold is None:
-            threshold = self._labels.default_threshold()
+            threshold = self._verdicts.default_threshold()
         chosen = pick_uncertain(scores, a, b, threshold, n, vectors=vectors)
         wanted = sorted({int(t) for i in chosen for t in (a[i], b[i])})
         with self._store.read() as conn:
@@ -91,15 +91,15 @@ class Asking:
                                      float(scores[i]), float(threshold)))
         if out and not self._store.read_only:   # a shared read-only file can still be asked
             with self._store.write() as conn:
-                decision_store.record_offers(conn, [(p.a.item_id, p.b.item_id) for p in out])
+                verdict_store.record_offers(conn, [(p.a.item_id, p.b.item_id) for p in out])
         return out
 
-    def answer(self, item_a: int, item_b: int, label: int | None) -> None:
+    def judge(self, item_a: int, item_b: int, verdict: int | None) -> None:
         """Store the verdict on a pair (1 duplicate, 0 not, None forget): with origin
         "asked" when the pair was offered (`pairs`), else as a review verdict."""
         with self._store.read() as conn:
-            offered = decision_store.was_offered(conn, item_a, item_b)
-        self._labels.set_label(item_a, item_b, label, origin=ASKED if offered else "review")
+            offered = verdict_store.was_offered(conn, item_a, item_b)
+        self._verdicts.set_verdict(item_a, item_b, verdict, origin=ASKED if offered else "review")
 
 
 def _edges(graph: KnnGraph) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

@@ -57,7 +57,7 @@ class ClusterIds:
 
     def label(self, clusters: Sequence[Cluster], *, threshold: float | None = None,
               every_cluster: bool = True, released: Sequence[int] = ()) -> list[Cluster]:
-        """`clusters` (a cut at `threshold`, the analyst's decisions laid over it) with
+        """`clusters` (a cut at `threshold`, the analyst's verdicts laid over it) with
         their stored ids, in the same order; the assignment is recorded unless the project
         is read-only, with its threshold when it changed anything (`recorded_threshold`).
 
@@ -66,7 +66,7 @@ class ClusterIds:
         the earlier clusters these replace), which are in no cluster unless `clusters` hold
         them."""
         cuts = [CutCluster(tuple(c.item_ids()), c.canonical.item_id,
-                           c.canonical.decision == CANONICAL) for c in clusters]
+                           c.canonical.verdict == CANONICAL) for c in clusters]
         with self._lock:
             before = self._current()
             result = assign(cuts, before, every_cluster=every_cluster, released=released)

@@ -1,5 +1,5 @@
-"""`Clusters`: duplicate clusters cut from the neighbour graph, with the analyst's decisions
-laid over them, and the review's plots drawn from the same graph.
+"""`Clusters`: duplicate clusters cut from the neighbour graph, with the analyst's verdicts
+and canonical choices laid over them, and the review's plots drawn from the same graph.
 
 The graph (each text's nearest others) is built once per model and index state, kept in
 memory and in the project file; moving the threshold re-cuts it without searching or
@@ -32,14 +32,14 @@ from engine.dedup.row_clusters import text_clusters_as_ids as as_ids
 from engine.errors import DiskFull, InputError
 from engine.progress import CancelToken, ProgressCallback, no_progress
 from engine.review.calibration import DEFAULT_THRESHOLD
-from engine.review.decision_overlay import apply_decisions
 from engine.review.histogram import Histogram, similarity_histogram
 from engine.review.layout import MAP_SAMPLE, EmbeddingMap, project_2d, sample_ids
+from engine.review.verdict_overlay import apply_verdicts
 from engine.services.cluster_ids import ClusterIds
 from engine.services.vectors import Vectors
 from engine.store import change_counters
-from engine.store import decisions as decision_store
 from engine.store import items as item_store
+from engine.store import pair_verdicts as verdict_store
 from engine.store.blobs import get_blob, put_blob
 from engine.store.database import Store, meta_value
 from engine.store.dialects import lock
@@ -147,7 +147,7 @@ def _no_gc_pauses() -> Iterator[None]:
 
 
 class Clusters:
-    """The neighbour graph, cuts of it at a threshold, decisions over them, review plots."""
+    """The neighbour graph, cuts of it at a threshold, verdicts over them, review plots."""
 
     def __init__(self, store: Store, vectors: Vectors, kept_rows: RowsByText,
                  ids: ClusterIds) -> None:
@@ -286,15 +286,15 @@ class Clusters:
             return graph
 
     def cut(self, threshold: float = DEFAULT_THRESHOLD, k: int = DEFAULT_NEIGHBOURS, *,
-            decisions: bool = True, progress: ProgressCallback = no_progress,
+            verdicts: bool = True, progress: ProgressCallback = no_progress,
             cancel: CancelToken | None = None) -> list[Cluster]:
         """Duplicate clusters at `threshold`, biggest first; re-cutting reuses the graph.
 
-        With `decisions`, the analyst's stored verdicts are laid over the cut (canonical
+        With `verdicts`, the analyst's stored verdicts are laid over the cut (canonical
         choices lead, rows marked "not duplicate" of the canonical are moved out); without,
-        the clusters are exactly as cut, which is what `apply_decisions` takes. Either way
+        the clusters are exactly as cut, which is what `apply_verdicts` takes. Either way
         each cluster carries its stored id (`ClusterIds.label`, decided on the clusters as
-        the decisions make them), and the cut is recorded as the project's assignment.
+        the verdicts make them), and the cut is recorded as the project's assignment.
 
         After an import (or a deletion) at the threshold of the last cut, only what changed
         is cut and built again (`engine.dedup.recut`, `engine.dedup.last_cut`); the result
@@ -303,25 +303,25 @@ class Clusters:
         if not 0.0 < threshold <= 1.0:
             raise InputError(f"threshold must be between 0 and 1, not {threshold}")
         with self._lock:
-            return self._cut_now(threshold, k, decisions, progress, cancel)
+            return self._cut_now(threshold, k, verdicts, progress, cancel)
 
-    def _cut_now(self, threshold: float, k: int, decisions: bool, progress: ProgressCallback,
+    def _cut_now(self, threshold: float, k: int, verdicts: bool, progress: ProgressCallback,
                  cancel: CancelToken | None) -> list[Cluster]:
-        return self._then_saved(self._cut_with_graph, threshold, k, decisions, progress,
+        return self._then_saved(self._cut_with_graph, threshold, k, verdicts, progress,
                                 cancel)
 
-    def _cut_with_graph(self, threshold: float, k: int, decisions: bool,
+    def _cut_with_graph(self, threshold: float, k: int, verdicts: bool,
                         progress: ProgressCallback, cancel: CancelToken | None
                         ) -> list[Cluster]:
         graph = self._graph_now(k, progress, cancel)
         with _no_gc_pauses():
             with self._store.read() as conn:
                 self._kept.check(change_counters.read(conn, change_counters.ROWS))
-                decided_by = decision_store.fingerprint(conn)
+                decided_by = verdict_store.fingerprint(conn)
             touched = self._kept.take_touched()
             last, update = self._last, self._update
             same = last is not None and last.threshold == threshold and last.k == k \
-                and last.decisions == decided_by and touched is not None \
+                and last.verdicts == decided_by and touched is not None \
                 and last.ids_change_count == self._ids.stored()
             if same and update is not None and update.before is last.state.graph \
                     and update.after is graph:
@@ -332,7 +332,7 @@ class Clusters:
                 made = self._cut_whole(graph, threshold, k, decided_by)
             made.ids_change_count = self._ids.seen()
             self._last, self._update = made, None
-        return made.decided if decisions else made.raw
+        return made.decided if verdicts else made.raw
 
     def _cut_whole(self, graph: KnnGraph, threshold: float, k: int, decided_by: tuple
                    ) -> LastCut:
@@ -347,7 +347,7 @@ class Clusters:
             rows = self._kept.rows(conn, [*clustered, *exact], also=nearby)
         keyed = rank_row_clusters(expand_keyed(text_clusters, rows, exact, self._kept.member))
         raw = [Cluster("", ms) for _, ms in keyed]
-        decided = self._ids.label(self.apply_decisions(raw), threshold=threshold)
+        decided = self._ids.label(self.apply_verdicts(raw), threshold=threshold)
         raw = _with_ids(raw, decided)
         return LastCut(state, k, decided_by, [key for key, _ in keyed], raw, decided)
 
@@ -365,11 +365,11 @@ class Clusters:
             rows = self._kept.rows(conn, wanted)
         built = expand_keyed(what.build_text, rows, what.build_exact, self._kept.member)
         raw = [Cluster("", ms) for _, ms in built]
-        decided = self._ids.label(self.apply_decisions(raw), threshold=last.threshold,
+        decided = self._ids.label(self.apply_verdicts(raw), threshold=last.threshold,
                                   every_cluster=False, released=what.released)
         raw = _with_ids(raw, decided)
         keys, raw, decided, ranks = assemble(last, what, built, raw, decided)
-        return LastCut(again.state, last.k, last.decisions, keys, raw, decided, ranks=ranks)
+        return LastCut(again.state, last.k, last.verdicts, keys, raw, decided, ranks=ranks)
 
     def follow_imports(self, k: int = DEFAULT_NEIGHBOURS, *,
                        progress: ProgressCallback = no_progress,
@@ -382,21 +382,21 @@ class Clusters:
             return None
         return threshold, self.cut(threshold, k, progress=progress, cancel=cancel)
 
-    def apply_decisions(self, clusters: list[Cluster]) -> list[Cluster]:
-        """Clusters as cut → clusters as the analyst's stored decisions make them.
+    def apply_verdicts(self, clusters: list[Cluster]) -> list[Cluster]:
+        """Clusters as cut → clusters as the analyst's stored verdicts and choices make them.
 
         A cluster none of whose rows has a verdict or a canonical choice is already what
-        `apply_decisions` would make of it (centre first, the rest by similarity, no
+        `apply_verdicts` would make of it (centre first, the rest by similarity, no
         verdicts), so it is passed on as it is: most clusters, most of the time.
         """
         ids = [i for c in clusters for i in c.item_ids()]
         with self._store.read() as conn:
-            labels = decision_store.labels_among(conn, ids)
-            chosen = decision_store.canonical_among(conn, ids)
-        involved = chosen | {i for pair in labels for i in pair}
+            verdicts = verdict_store.verdicts_among(conn, ids)
+            chosen = verdict_store.canonical_among(conn, ids)
+        involved = chosen | {i for pair in verdicts for i in pair}
         if not involved:
             return clusters
-        return [apply_decisions(c, labels, chosen, self._similarities)
+        return [apply_verdicts(c, verdicts, chosen, self._similarities)
                 if not involved.isdisjoint(c.item_ids()) else c for c in clusters]
 
     def _similarities(self, text_id: int, others) -> list[float]:

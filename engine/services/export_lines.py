@@ -129,24 +129,25 @@ class ExportLines:
             from engine.io.csv_columns import csv_field
 
             self._review = {}
-            words: dict[object, str] = {}     # the few distinct decisions and flags
+            words: dict[object, str] = {}     # the few distinct verdicts and flags
             last = None
             for item_id, found in self._placed.items():
                 cluster, member = found
                 if cluster is not last:       # `placed` lists a cluster's rows together
                     last, cluster_id, canonical_id = (cluster, csv_field(cluster.cluster_id),
                                                       csv_field(cluster.canonical.id))
-                _, _, _, score, canonical, decision = review_cells(found)
-                if (canonical, decision) not in words:
-                    words[canonical, decision] = f"{csv_field(canonical)},{csv_field(decision)}"
+                _, _, _, score, canonical, verdict = review_cells(found)
+                if (canonical, verdict) not in words:
+                    words[canonical, verdict] = f"{csv_field(canonical)},{csv_field(verdict)}"
                 self._review[item_id] = (
                     f"{cluster_id},{canonical_id},{canonical_id if is_dropped(found) else ''},"
-                    f"{csv_field(score)},{words[canonical, decision]}")
+                    f"{csv_field(score)},{words[canonical, verdict]}")
         return self._review
 
 
 def review_cells(found: tuple[Cluster, Member] | None) -> list[object]:
-    """cluster_id, canonical_id, duplicate_of, similarity, is_canonical, decision."""
+    """cluster_id, canonical_id, duplicate_of, similarity, is_canonical, decision (the
+    export's column names; `decision` holds the member's `verdict`)."""
     if found is None:
         return ["", "", "", "", "", ""]
     cluster, m = found
@@ -154,7 +155,7 @@ def review_cells(found: tuple[Cluster, Member] | None) -> list[object]:
     duplicate = is_dropped(found)
     return [cluster.cluster_id, cluster.canonical.id,
             cluster.canonical.id if duplicate else "", round(m.score, 4), canonical,
-            m.decision or "unreviewed"]
+            m.verdict or "unreviewed"]
 
 
 def is_dropped(found: tuple[Cluster, Member] | None) -> bool:
@@ -163,7 +164,7 @@ def is_dropped(found: tuple[Cluster, Member] | None) -> bool:
     if found is None:
         return False
     cluster, m = found
-    return m.item_id != cluster.canonical.item_id and m.decision != NOT_DUPLICATE
+    return m.item_id != cluster.canonical.item_id and m.verdict != NOT_DUPLICATE
 
 
 def _parse_cells(ndjson: bytes, columns: Sequence[str]):

@@ -42,6 +42,8 @@ CSV_PAGE_ROWS = 10_000
 ALL, ONLY_CLUSTERS, DEDUPLICATED = "all", "only-clusters", "deduplicated"
 FORMS = (ALL, ONLY_CLUSTERS, DEDUPLICATED)
 
+# `decision` is the member's verdict (`Member.verdict`); the column keeps its name, since
+# users' scripts read it.
 ADDED_COLUMNS = ["cluster_id", "canonical_id", "duplicate_of", "similarity", "is_canonical",
                  "decision", "first_seen"]
 # With `changes` (`duplens duplicates --changes-since N`): what happened to the row's cluster

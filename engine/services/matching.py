@@ -1,7 +1,7 @@
 """`Matching`: check a new file against the project without adding it (a gazetteer lookup).
 
 Each row of the file is encoded with the project's active model, in batches as the file
-streams, and looked up in the project's index: its k nearest existing entries, exact copies
+streams, and looked up in the project's index: its k nearest existing rows, exact copies
 folded as in `search`. The rows are also compared with the earlier rows of the same file, so
 a file that repeats itself says so (`duplicate_in_file_of`). Nothing is written to the
 project: adding the rows is a separate, explicit step (`add`), which imports the file the
@@ -14,8 +14,8 @@ as they come (`write_matches`) and holds one batch, not the file; `check_file` k
 all for the window, which shows them, with the verdicts given on an earlier check of the
 same file. Those verdicts ("duplicate of this" / "new") are kept in the project until the
 file's rows are added (`keep_verdicts`, `engine.store.pending_verdicts`): an import of the
-file turns them into labelled pairs, and fine-tuning learns from them meanwhile. A batch's
-searches run as one hnswlib call on every core (hnswlib releases the GIL), so they cost a
+file turns them into verdicts on pairs of items, and fine-tuning learns from them meanwhile.
+A batch's searches run as one hnswlib call on every core (hnswlib releases the GIL), so they cost a
 small share of encoding the batch.
 """
 
@@ -46,9 +46,9 @@ from engine.progress import CancelToken, Progress, ProgressCallback, RateMeter, 
 from engine.review.calibration import default_threshold, threshold_reason
 from engine.review.overlap import Overlap, overlap
 from engine.services.active_model import ActiveModel
-from engine.services.labels import Labels
 from engine.services.summary import summarize
 from engine.services.vectors import Vectors
+from engine.services.verdicts import Verdicts
 from engine.store import pending_verdicts
 from engine.store.database import Store
 from engine.store.pending_verdicts import PendingVerdict
@@ -73,7 +73,7 @@ VERDICT_WORDS = {1: "duplicate", 0: "new"}
 
 @dataclass
 class FileRow:
-    """One row of the checked file, its nearest existing entries, and an earlier twin."""
+    """One row of the checked file, its nearest existing rows, and an earlier twin."""
 
     row: int                       # the 1-based data row number in the file
     id: str                        # the id column's value, else the row number
@@ -165,16 +165,16 @@ def export_record(r: FileRow, columns: list[str], k: int, threshold: float) -> l
 class Matching:
     """Look a file's rows up in the project; add them when the user says so."""
 
-    def __init__(self, store: Store, model: ActiveModel, vectors: Vectors, labels: Labels
+    def __init__(self, store: Store, model: ActiveModel, vectors: Vectors, verdicts: Verdicts
                  ) -> None:
         self._store = store
         self._model = model
         self._vectors = vectors
-        self._labels = labels
+        self._verdicts = verdicts
 
     def check_file(self, path: str | os.PathLike, text_columns: list[str], **kwargs
                    ) -> MatchResult:
-        """The k nearest existing entries of every row of `path`, all held in memory (the
+        """The k nearest existing rows of every row of `path`, all held in memory (the
         window shows them as a table); the project is unchanged. Takes `stream`'s
         arguments."""
         stream = self.stream(path, text_columns, **kwargs)
@@ -190,7 +190,7 @@ class Matching:
             v = kept.get(r.row)
             if v is not None and r.matches and r.matches[0].item_id == v.item_id \
                     and norm_key(v.text) == norm_key(r.text):
-                result.verdicts[r.row] = v.label
+                result.verdicts[r.row] = v.verdict
         return result
 
     def stream(self, path: str | os.PathLike, text_columns: list[str], *,
@@ -201,8 +201,8 @@ class Matching:
                batch_rows: int = BATCH_ROWS) -> MatchStream:
         """Check `path` batch by batch: the file's columns and settings now (a bad file or
         column is refused here, before any encoding), its rows as they are matched.
-        `threshold` defaults to the project threshold (`Labels.default_threshold()`:
-        calibrated once enough pairs are labelled, else the default), and the stream says
+        `threshold` defaults to the project threshold (`Verdicts.default_threshold()`:
+        calibrated once there are enough verdicts, else the default), and the stream says
         why (`threshold_reason`)."""
         path = Path(path)
         if k < 1:
@@ -219,7 +219,7 @@ class Matching:
                                "against; import and encode some first")
         reason = ""
         if threshold is None:
-            calibration = self._labels.calibration()
+            calibration = self._verdicts.calibration()
             threshold, reason = default_threshold(calibration), threshold_reason(calibration)
         read = ReadReport()
         batches = _batches(iter_table(path, fmt, report=read), text_columns, id_column,
@@ -259,7 +259,7 @@ class Matching:
                       verdicts: Sequence[PendingVerdict]) -> bool:
         """Keep the analyst's verdicts on rows of a checked file (`file_sha256`, from
         `MatchResult.sha256`) in the project until the file's rows are added; a verdict
-        with label None is forgotten. Importing the file turns them into labelled pairs
+        with verdict None is forgotten. Importing the file turns them into verdicts on pairs
         (`Rows.import_table`). False, and nothing kept, on a project open read-only."""
         if self._store.read_only:
             return False

@@ -2,22 +2,22 @@
 pairs the analyst judges ("Measure quality", `duplens estimate`).
 
 The statistics are `engine.estimation`'s (what to draw next: `estimation.next_draws`; the
-figures from the answers: `estimation.answered_draws`) and the tables are the store's
+figures from the verdicts: `estimation.judged_draws`) and the tables are the store's
 (`store.quality_samples`); this service only applies them to the project. The population
 is every pair of the graph's texts (`estimation.graph_population`); a sample is stored with
 its design (schema v6) and draws are added to it as the analysts ask for pairs, each where
-the allocation says the next answer is worth most. Only
+the allocation says the next verdict is worth most. Only
 drawn pairs count: a verdict given in the review or Ask me is not a random pair and never
 enters the estimate, unless that very pair is drawn, and then it is reused instead of asked
-again. Answers are also stored as verdicts on the two rows shown (origin "measured"), so the
-review, the calibrated threshold and fine-tuning see them.
+again. A verdict on a draw is also stored as the verdict on the two rows shown (origin
+"measured"), so the review, the calibrated threshold and fine-tuning see it.
 
 When the population changes (an import, a deletion of a text's last row, another model:
 the graph's signature changes), the open sample is closed and a new one drawn from the new
-population, as many pairs as the old one had answers: the permanent random numbers pick
+population, as many pairs as the old one had verdicts: the permanent random numbers pick
 largely the same candidate pairs again, and every verdict already given on a drawn pair is
 reused. The new sample is a probability sample of the new population, so its estimate is
-as honest as the first; the old answers on pairs not drawn again are left out, since
+as honest as the first; the old verdicts on pairs not drawn again are left out, since
 their chance of being drawn under the new design is not known.
 """
 
@@ -29,9 +29,9 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from engine.errors import InputError, ProjectError
-from engine.estimation.answered_draws import FIGURE_INDEX, AnsweredDraws
 from engine.estimation.estimators import Estimate, RowsInput
 from engine.estimation.graph_population import GraphPopulation, graph_population, graph_signature
+from engine.estimation.judged_draws import FIGURE_INDEX, JudgedDraws
 from engine.estimation.next_draws import design_flagged_share, next_draws
 from engine.estimation.strata import Strata
 from engine.progress import CancelToken, Progress, ProgressCallback, no_progress
@@ -39,17 +39,17 @@ from engine.review.calibration import default_threshold
 from engine.services.active_model import ActiveModel
 from engine.services.asking import AskedRow, asked_row
 from engine.services.clusters import DEFAULT_NEIGHBOURS, Clusters
-from engine.services.labels import Labels
 from engine.services.vectors import Vectors
-from engine.store import decisions as decision_store
+from engine.services.verdicts import Verdicts
 from engine.store import items as item_store
+from engine.store import pair_verdicts as verdict_store
 from engine.store import quality_samples as sample_store
 from engine.store.copied_texts import rows_with_copies
 from engine.store.database import Store
 
 MEASURED = "measured"          # the origin of a verdict given to a drawn pair
-OFFER_HOLD_S = 30 * 60         # another analyst's unanswered pairs are skipped this long
-STOP_HALF_WIDTH = 0.03         # every ratio within ±3 points: enough answers
+OFFER_HOLD_S = 30 * 60         # pairs on another analyst's screen are skipped this long
+STOP_HALF_WIDTH = 0.03         # every ratio within ±3 points: enough verdicts
 CURVE_THRESHOLDS = np.round(np.arange(0.50, 1.0001, 0.02), 2)
 
 
@@ -73,13 +73,13 @@ class DrawnPair:
 class Measurement:
     """The estimate at one threshold and what it rests on."""
 
-    estimate: Estimate | None      # None before the first answer
+    estimate: Estimate | None      # None before the first verdict
     threshold: float
-    answers: int
-    pending: int                   # drawn, not answered yet
-    answerers: dict[str, int]
+    verdicts: int
+    pending: int                   # drawn, no verdict yet
+    analysts: dict[str, int]       # verdicts by analyst ("earlier verdicts": reused)
     widest: str | None             # the ratio with the widest interval
-    more_to_halve: int | None      # answers expected to halve it (None: very many)
+    more_to_halve: int | None      # verdicts expected to halve it (None: very many)
     model: str
     started: float | None          # when the sample was drawn
     changed: bool = False          # the project changed since: a new sample is due
@@ -87,7 +87,7 @@ class Measurement:
 
     @property
     def enough(self) -> bool:
-        """Every ratio's interval is within ±3 points: more answers add little."""
+        """Every ratio's interval is within ±3 points: more verdicts add little."""
         e = self.estimate
         return e is not None and e.ready and all(
             np.isfinite(e.figure(n).half_width) and e.figure(n).half_width <= STOP_HALF_WIDTH
@@ -112,8 +112,8 @@ class Measurement:
                 f"far still allows up to {s['missed_could_be']:,} missed duplicates there.")
 
     def as_json(self) -> dict:
-        return {"threshold": round(self.threshold, 4), "answers": self.answers,
-                "pending": self.pending, "answerers": self.answerers, "model": self.model,
+        return {"threshold": round(self.threshold, 4), "answers": self.verdicts,
+                "pending": self.pending, "answerers": self.analysts, "model": self.model,
                 "sample_started": self.started, "project_changed": self.changed,
                 "widest": self.widest, "more_answers_to_halve_widest": self.more_to_halve,
                 "enough": self.enough,
@@ -122,33 +122,33 @@ class Measurement:
 
 
 @dataclass(frozen=True)
-class Answered:
-    """What `answer` changed, so that an undo can put it back."""
+class VerdictGiven:
+    """What `judge` changed, so that an undo can put it back."""
 
     draw_id: int
     verdict: int
     item_a: int
     item_b: int
-    previous_label: int | None
+    previous_verdict: int | None
 
 
 class Measuring:
-    """Draw pairs, take answers, estimate precision, recall, F1 and duplicates."""
+    """Draw pairs, take verdicts on them, estimate precision, recall, F1 and duplicates."""
 
     def __init__(self, store: Store, model: ActiveModel, vectors: Vectors, clusters: Clusters,
-                 labels: Labels) -> None:
+                 verdicts: Verdicts) -> None:
         self._store = store
         self._model = model
         self._vectors = vectors
         self._clusters = clusters
-        self._labels = labels
+        self._verdicts = verdicts
         self._population: GraphPopulation | None = None
 
     # -- the population and its sample ---------------------------------------------------
     def threshold(self) -> float:
         """The threshold the cut uses by default: calibrated once there are enough
         verdicts, else the default (as `duplens duplicates`)."""
-        return default_threshold(self._labels.calibration())
+        return default_threshold(self._verdicts.calibration())
 
     def _populate(self, design_threshold: float, seed: int, strata: Strata | None = None, *,
                   progress: ProgressCallback = no_progress,
@@ -204,7 +204,7 @@ class Measuring:
                           "texts": population.texts, "neighbours": DEFAULT_NEIGHBOURS,
                           "model_id": self._vectors.model_id()}
                 sample = sample_store.create_sample(conn, signature, design,
-                                                    sample_store.who_answers(conn))
+                                                    sample_store.current_analyst(conn))
         if refill:
             self._draw(population, sample, refill)
         return population, sample, changed
@@ -213,9 +213,9 @@ class Measuring:
     def next_pairs(self, n: int = 10, *, threshold: float | None = None,
                    progress: ProgressCallback = no_progress,
                    cancel: CancelToken | None = None) -> list[DrawnPair]:
-        """The next n drawn pairs to judge: unanswered draws first (not those on another
+        """The next n drawn pairs to judge: draws without a verdict first (not those on another
         analyst's screen), then new ones where the allocation wants them. Pairs already
-        judged are answered with that verdict as they are drawn, never shown."""
+        judged get that verdict as they are drawn, and are never shown."""
         if n < 1:
             raise InputError(f"ask for at least one pair, not {n}")
         if threshold is not None and not 0.0 < threshold <= 1.0:
@@ -227,7 +227,7 @@ class Measuring:
         assert sample is not None
         for _round in range(50):
             with self._store.read() as conn:
-                who = sample_store.who_answers(conn)
+                who = sample_store.current_analyst(conn)
                 waiting = _waiting(sample_store.draws(conn, sample["id"]), who)
             if len(waiting) >= n:
                 break
@@ -240,7 +240,7 @@ class Measuring:
 
     def _draw(self, population: GraphPopulation, sample: dict, k: int) -> int:
         """Add k draws to the sample (under the lock, so analysts never draw a pair twice);
-        those already judged somewhere are answered at once. Returns how many were added."""
+        those already judged somewhere get that verdict at once. Returns how many were added."""
         design = sample["design"]
         flagged_share = design_flagged_share(population, design["threshold"])
         with self._store.write() as conn:
@@ -273,8 +273,8 @@ class Measuring:
                                      float(d["similarity"]), strata.label(d["stratum"])))
         return out
 
-    # -- answers ---------------------------------------------------------------------------
-    def answer(self, draw_id: int, verdict: int) -> Answered:
+    # -- verdicts --------------------------------------------------------------------------
+    def judge(self, draw_id: int, verdict: int) -> VerdictGiven:
         """Record the analyst's verdict on a drawn pair (1 duplicate, 0 not), and the same
         verdict on the two rows shown, in one transaction."""
         if verdict not in (0, 1):
@@ -284,35 +284,36 @@ class Measuring:
             if draw is None:
                 raise InputError(f"no drawn pair {draw_id}")
             item_a, item_b = _shown_items(conn, draw)
-            previous = decision_store.get_label(conn, item_a, item_b)
-            sample_store.set_answer(conn, draw_id, verdict, sample_store.who_answers(conn))
-            decision_store.set_label(conn, item_a, item_b, verdict, MEASURED)
-        return Answered(draw_id, verdict, item_a, item_b, previous)
+            previous = verdict_store.get_verdict(conn, item_a, item_b)
+            sample_store.set_draw_verdict(conn, draw_id, verdict,
+                                        sample_store.current_analyst(conn))
+            verdict_store.set_verdict(conn, item_a, item_b, verdict, MEASURED)
+        return VerdictGiven(draw_id, verdict, item_a, item_b, previous)
 
-    def take_back(self, answered: Answered) -> bool:
-        """Undo `answer`: the draw waits for a verdict again and the rows' verdict is what it
+    def take_back(self, given: VerdictGiven) -> bool:
+        """Undo `judge`: the draw waits for a verdict again and the rows' verdict is what it
         was, unless another analyst has changed either since (False: left as they are)."""
         with self._store.write() as conn:
-            if not sample_store.set_answer(conn, answered.draw_id, None, None,
-                                           expected=answered.verdict):
+            if not sample_store.set_draw_verdict(conn, given.draw_id, None, None,
+                                                 expected=given.verdict):
                 return False
-            decision_store.replace_label(conn, answered.item_a, answered.item_b,
-                                         answered.verdict, answered.previous_label)
+            verdict_store.replace_verdict(conn, given.item_a, given.item_b,
+                                          given.verdict, given.previous_verdict)
         return True
 
-    def label_many(self, verdicts: list[tuple[int, int, int | None]]) -> int:
+    def judge_many(self, verdicts: list[tuple[int, int, int | None]]) -> int:
         """Verdicts on pairs of rows, all in one transaction (`duplens label --from`): each
-        stored as `Labels.set_label` would, and, where the two rows' texts are a drawn pair
-        of the open sample, as that draw's answer too (None takes it back). Returns how
-        many were answers to drawn pairs."""
-        for a, b, label in verdicts:
-            if label not in (0, 1, None):
-                raise InputError(f"a pair label is 0 or 1, not {label!r}")
+        stored as `Verdicts.set_verdict` would, and, where the two rows' texts are a drawn
+        pair of the open sample, as that draw's verdict too (None takes it back). Returns
+        how many were verdicts on drawn pairs."""
+        for a, b, verdict in verdicts:
+            if verdict not in (0, 1, None):
+                raise InputError(f"a verdict is 0 or 1, not {verdict!r}")
             if a == b:
                 raise InputError("a pair needs two different rows")
-        answered = 0
+        on_draws = 0
         with self._store.write() as conn:
-            who = sample_store.who_answers(conn)
+            who = sample_store.current_analyst(conn)
             sample = sample_store.latest_open_sample(conn)
             by_pair = {}
             if sample is not None:
@@ -321,16 +322,16 @@ class Measuring:
             text_of = {i["id"]: i["text_id"] for i in
                        item_store.items_by_ids(conn, [x for a, b, _ in verdicts
                                                       for x in (a, b)]).values()}
-            for a, b, label in verdicts:
+            for a, b, verdict in verdicts:
                 ta, tb = text_of[a], text_of[b]
                 draw = by_pair.get((min(ta, tb), max(ta, tb)))
-                offered = decision_store.was_offered(conn, a, b)
+                offered = verdict_store.was_offered(conn, a, b)
                 origin = MEASURED if draw is not None else ("asked" if offered else "review")
-                decision_store.set_label(conn, a, b, label, origin)
+                verdict_store.set_verdict(conn, a, b, verdict, origin)
                 if draw is not None:
-                    sample_store.set_answer(conn, draw["id"], label, who)
-                    answered += 1
-        return answered
+                    sample_store.set_draw_verdict(conn, draw["id"], verdict, who)
+                    on_draws += 1
+        return on_draws
 
     # -- estimates -------------------------------------------------------------------------
     def measure(self, threshold: float | None = None, *, curve: bool = False,
@@ -354,14 +355,14 @@ class Measuring:
             return Measurement(None, t, 0, 0, {}, None, None, model, None, changed)
         with self._store.read() as conn:
             draws = sample_store.draws(conn, sample["id"])
-            who = sample_store.answerers(conn, sample["id"])
+            who = sample_store.verdicts_by_analyst(conn, sample["id"])
             copies, copied = rows_with_copies(conn, population.graph.ids.tolist())
-        answered = [d for d in draws if d["verdict"] is not None]
-        pending = len(draws) - len(answered)
-        if not answered:
+        judged = [d for d in draws if d["verdict"] is not None]
+        pending = len(draws) - len(judged)
+        if not judged:
             return Measurement(None, t, 0, pending, who, None, None, model,
                                sample["created_at"], changed)
-        inputs = AnsweredDraws(population, answered)
+        inputs = JudgedDraws(population, judged)
         rows = RowsInput(copies, inputs.row_weights(population, copied))
         result = inputs.estimate_at(population, t, rows=rows)
         widest, _ = result.widest()
@@ -374,12 +375,12 @@ class Measuring:
                 progress(Progress("curve", i, len(CURVE_THRESHOLDS)))
                 band.append(inputs.estimate_at(population, float(step), draws=1000))
             progress(Progress("curve", len(CURVE_THRESHOLDS), len(CURVE_THRESHOLDS)))
-        return Measurement(result, t, len(answered), pending, who, widest, more, model,
+        return Measurement(result, t, len(judged), pending, who, widest, more, model,
                            sample["created_at"], changed, band)
 
 
 def _waiting(draws: list[dict], who: str) -> list[dict]:
-    """Unanswered draws in drawing order, less those on another analyst's screen."""
+    """Draws without a verdict, in drawing order, less those on another analyst's screen."""
     now = time.time()
     return [d for d in draws if d["verdict"] is None and not (
         d["offered_to"] not in (None, who) and now - (d["offered_at"] or 0) < OFFER_HOLD_S)]

@@ -40,7 +40,7 @@ class Rows:
 
         Rows whose text was embedded before but had no live row any more bring that text
         back into the loaded index at once (it was marked deleted there). Verdicts given
-        while checking this file become labelled pairs now that its rows are in
+        while checking this file become verdicts on its rows now that they are in
         (`report.verdicts_adopted`), by whichever way the file is imported.
         """
         try:

@@ -151,7 +151,7 @@ class Vectors:
         self._live.save()
 
     def search(self, text: str, k: int = 10) -> list[SearchHit]:
-        """The k most similar existing entries; rows with the same text are folded into one."""
+        """The k most similar existing rows; rows with the same text are folded into one."""
         if not text or not text.strip():
             return []
         encoder, index, model_id = self.serving()

@@ -28,8 +28,8 @@ from engine.encoding.model_spec import ModelSpec
 from engine.errors import InputError, ModelError, ProjectError
 from engine.progress import CancelToken, Progress, ProgressCallback, no_progress
 from engine.services.active_model import ActiveModel
-from engine.services.labels import Labels
 from engine.services.live_index import LiveIndex
+from engine.services.verdicts import Verdicts
 from engine.store import embeddings as embedding_store
 from engine.store import items as items_store
 from engine.store.database import Store
@@ -50,11 +50,11 @@ class ModelVersions:
     """Train, list, activate, copy out and delete the project's model versions."""
 
     def __init__(self, store: Store, model: ActiveModel, live: LiveIndex,
-                 labels: Labels) -> None:
+                 verdicts: Verdicts) -> None:
         self._store = store
         self._model = model
         self._live = live
-        self._labels = labels
+        self._verdicts = verdicts
         self._activation_lock = threading.Lock()  # one activation at a time
 
     @property
@@ -76,10 +76,10 @@ class ModelVersions:
     # -- training --------------------------------------------------------------------------
     def training_pairs(self, extra_file: str | os.PathLike | None = None, **file_options
                        ) -> list[LabelledPair]:
-        """The pairs labelled in review, the verdicts on checked files' rows not added yet
+        """The verdicts given in review, those on checked files' rows not added yet
         (`engine.training.collect.checked_pairs`), plus those of a labelled file
         (`read_labelled_file` keywords in `file_options`); a pair given twice counts once,
-        with the first of these labels."""
+        with the first of these labels (a verdict is a training pair's label here)."""
         from engine.store import pending_verdicts
         from engine.training.collect import (
             checked_pairs,
@@ -91,7 +91,7 @@ class ModelVersions:
 
         with self._store.read() as conn:
             checked = checked_pairs(pending_verdicts.as_pairs(conn))
-        pairs = extend_pairs(review_pairs(self._labels.pairs()), checked)
+        pairs = extend_pairs(review_pairs(self._verdicts.pairs()), checked)
         if extra_file is None:
             return pairs
         return merge_pairs(pairs, file_pairs(extra_file, **file_options))
@@ -103,7 +103,8 @@ class ModelVersions:
                  held_out: float = 0.5, seed: int = 0, min_pairs: int | None = None,
                  progress: ProgressCallback = no_progress, cancel: CancelToken | None = None
                  ) -> FinetuneReport:
-        """Train the active model on labelled pairs and save the result as a new version.
+        """Train the active model on labelled pairs (the verdicts, by default) and save the
+        result as a new version.
 
         `pairs` defaults to `training_pairs(extra_file, **file_options)`; given, the file's
         pairs are added to them. `objective` defaults to `DEFAULT_OBJECTIVE`. The pairs are

@@ -1,10 +1,10 @@
 """Reading and writing the verdicts given while checking a file, until its rows are added.
 
 Checking a file adds nothing, so a verdict on one of its rows ("duplicate of this existing
-entry" / "new") cannot be a pair label yet: a label names two items. It is kept here, keyed
+row" / "new") cannot be a pair's verdict yet: that names two items. It is kept here, keyed
 by the file's sha256 and data row, with the row's text as it was checked, so that checking
 the same file again shows it, fine-tuning can learn from it (both texts are known), and an
-import of that file turns it into a labelled pair (`adopt`).
+import of that file turns it into a verdict on a pair of items (`adopt`).
 """
 
 from __future__ import annotations
@@ -15,12 +15,12 @@ from dataclasses import dataclass
 
 from sqlalchemy import Connection, delete, func, select
 
-from engine.store import decisions
+from engine.store import pair_verdicts
 from engine.store.dialects import upsert
 from engine.store.schema import items, pending_verdicts
 from engine.text import norm_key
 
-ORIGIN = "match"   # the origin of the pair label a pending verdict becomes
+ORIGIN = "match"   # the origin of the pair's verdict a pending verdict becomes
 
 
 @dataclass(frozen=True)
@@ -30,22 +30,22 @@ class PendingVerdict:
     row: int          # the file's data row number (1 = the first data row)
     text: str         # the row's text as checked
     item_id: int      # the existing item it was judged against
-    label: int | None  # 1 duplicate, 0 new (not a duplicate), None: forget the verdict
+    verdict: int | None  # 1 duplicate, 0 new (not a duplicate), None: forget it
 
 
 def keep(conn: Connection, file_sha256: str, file_name: str,
          verdicts: Sequence[PendingVerdict]) -> None:
-    """Store (or, with label None, forget) each verdict of the file's rows; one per row."""
+    """Store (or, with verdict None, forget) each verdict of the file's rows; one per row."""
     now = time.time()
     for v in verdicts:
-        if v.label is None:
+        if v.verdict is None:
             conn.execute(delete(pending_verdicts).where(
                 pending_verdicts.c.file_sha256 == file_sha256,
                 pending_verdicts.c.row == v.row))
             continue
         upsert(conn, pending_verdicts,
                {"file_sha256": file_sha256, "row": int(v.row), "file_name": file_name,
-                "text": v.text, "item_id": int(v.item_id), "label": int(v.label),
+                "text": v.text, "item_id": int(v.item_id), "label": int(v.verdict),
                 "created_at": now}, ["file_sha256", "row"])
 
 
@@ -59,7 +59,7 @@ def for_file(conn: Connection, file_sha256: str) -> dict[int, PendingVerdict]:
 
 def as_pairs(conn: Connection) -> list[dict]:
     """Every kept verdict against a live item, with both texts (`text_a` the checked row's,
-    `text_b` the item's, `text_id_b` its text): training pairs, like `decisions.all_labels`
+    `text_b` the item's, `text_id_b` its text): training pairs, like `pair_verdicts.all_verdicts`
     rows less the checked row's text id, which has none until it is added."""
     rows = conn.execute(
         select(pending_verdicts.c.text.label("text_a"), items.c.text.label("text_b"),
@@ -77,8 +77,8 @@ def count(conn: Connection) -> int:
 
 def adopt(conn: Connection, file_sha256: str, source_id: int) -> int:
     """The file is imported (`source_id`): each kept verdict whose row is now an item with
-    the text it was checked with becomes a labelled pair, origin "match", and leaves this
-    table. A row imported with other text columns than it was checked with keeps its
+    the text it was checked with becomes a verdict on a pair of items, origin "match", and
+    leaves this table. A row imported with other text columns than it was checked with keeps its
     verdict here (it was about another text). Returns how many pairs were stored."""
     kept = for_file(conn, file_sha256)
     if not kept:
@@ -95,7 +95,7 @@ def adopt(conn: Connection, file_sha256: str, source_id: int) -> int:
         if item is None or norm_key(texts[item]) != norm_key(verdict.text):
             continue
         if item != verdict.item_id:
-            decisions.set_label(conn, item, verdict.item_id, verdict.label, ORIGIN)
+            pair_verdicts.set_verdict(conn, item, verdict.item_id, verdict.verdict, ORIGIN)
             stored += 1
         done.append(row)
     if done:

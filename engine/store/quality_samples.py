@@ -1,9 +1,9 @@
-"""Reading and writing quality samples: the design, the drawn pairs, the answers and who gave
-them (schema v6).
+"""Reading and writing quality samples: the design, the drawn pairs, their verdicts and who
+gave them (schema v6).
 
 A pair is stored as two text ids, smaller first. Several analysts of a team project add to
 the one open sample of the current population: it is found (or made) under a lock, each new
-draw is numbered under the same lock, and an answer is one UPDATE of its draw's row.
+draw is numbered under the same lock, and a verdict is one UPDATE of its draw's row.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ SAMPLE_LOCK = "quality-sample"
 SEED_KEY = "quality_seed"       # the `meta` key of the project's seed (`project_seed`)
 
 
-def who_answers(conn: Connection) -> str:
+def current_analyst(conn: Connection) -> str:
     """The analyst behind this connection: the PostgreSQL role on a team project (what the
     server knows them by), else the operating system's user name."""
     if conn.dialect.name == "postgresql":
@@ -51,7 +51,7 @@ def latest_sample(conn: Connection) -> dict | None:
 
 def latest_open_sample(conn: Connection) -> dict | None:
     """The most recent sample if it is still open, whatever population it was drawn from
-    (where an answer given by row, `duplens label --from`, may count)."""
+    (where a verdict given by row, `duplens label --from`, may count)."""
     latest = latest_sample(conn)
     return latest if latest is not None and latest["closed_at"] is None else None
 
@@ -103,10 +103,10 @@ def add_draws(conn: Connection, sample_id: int, rows: Sequence[dict]) -> None:
         {**row, "sample_id": sample_id, "seq": start + i} for i, row in enumerate(rows)])
 
 
-def set_answer(conn: Connection, draw_id: int, verdict: int | None, who: str | None, *,
-               reused: bool = False, expected: int | None | str = "any") -> bool:
-    """Record (or, with None, take back) the answer on one draw. With `expected`, only while
-    the draw's answer still is that (an undo never takes back another analyst's answer);
+def set_draw_verdict(conn: Connection, draw_id: int, verdict: int | None, who: str | None, *,
+                     reused: bool = False, expected: int | None | str = "any") -> bool:
+    """Record (or, with None, take back) the verdict on one draw. With `expected`, only while
+    the draw's verdict still is that (an undo never takes back another analyst's verdict);
     False when it was not."""
     condition = quality_draws.c.id == draw_id
     if expected != "any":
@@ -121,7 +121,7 @@ def set_answer(conn: Connection, draw_id: int, verdict: int | None, who: str | N
 
 
 def offer(conn: Connection, draw_ids: Sequence[int], who: str) -> None:
-    """Remember that these unanswered draws are on `who`'s screen now: another analyst's
+    """Remember that these draws without a verdict are on `who`'s screen now: another analyst's
     next pairs skip them for a while (`engine.services.measuring.OFFER_HOLD_S`)."""
     now = time.time()
     ids = list(draw_ids)
@@ -135,8 +135,8 @@ def earlier_verdicts(conn: Connection, text_pairs: set[tuple[int, int]]
                      ) -> dict[tuple[int, int], int]:
     """The latest verdict anyone gave on each of these pairs of texts (smaller id first),
     outside this sample's draws: a verdict in the review or Ask me on two of their rows,
-    or an answer in an earlier sample. Only pairs that were drawn are looked up, so reusing
-    these verdicts does not make the sample any less random."""
+    or a verdict on a draw of an earlier sample. Only pairs that were drawn are looked up,
+    so reusing these verdicts does not make the sample any less random."""
     if not text_pairs:
         return {}
     found: dict[tuple[int, int], tuple[float, int]] = {}
@@ -158,8 +158,8 @@ def earlier_verdicts(conn: Connection, text_pairs: set[tuple[int, int]]
     return {key: verdict for key, (_when, verdict) in found.items()}
 
 
-def answerers(conn: Connection, sample_id: int) -> dict[str, int]:
-    """How many answers each analyst gave in the sample (reused verdicts apart)."""
+def verdicts_by_analyst(conn: Connection, sample_id: int) -> dict[str, int]:
+    """How many verdicts each analyst gave in the sample (reused ones apart)."""
     rows = conn.execute(
         select(quality_draws.c.answered_by, quality_draws.c.reused, func.count())
         .where(quality_draws.c.sample_id == sample_id, quality_draws.c.verdict.is_not(None))

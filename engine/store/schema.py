@@ -133,7 +133,8 @@ blobs = Table(
     Column("data", LargeBinary, nullable=False),
 )
 
-# Analyst judgements on pairs of items: the training data of the fine-tuning wizard.
+# The analyst's verdicts on pairs of items (the table keeps its old name, `pair_labels`, and
+# the verdict its column `label`): the training data of the fine-tuning wizard.
 pair_labels = Table(
     "pair_labels",
     metadata,
@@ -147,7 +148,7 @@ pair_labels = Table(
 )
 
 
-# Entries an analyst chose as the canonical one of their duplicate cluster (schema v2).
+# Items an analyst chose as the canonical one of their duplicate cluster (schema v2).
 # Clusters are re-cut at every threshold, so the choice is kept per item, not per cluster.
 canonical_items = Table(
     "canonical_items",
@@ -158,7 +159,7 @@ canonical_items = Table(
 
 
 # Pairs the model asked the analyst to judge (schema v3, `duplens ask`, "Ask me"): a verdict
-# on one of them is stored with origin "asked", whichever way the answer comes in.
+# on one of them is stored with origin "asked", whichever way the verdict comes in.
 offered_pairs = Table(
     "offered_pairs",
     metadata,
@@ -169,10 +170,10 @@ offered_pairs = Table(
 
 
 # Verdicts given while checking a file against the project (schema v4), before its rows are
-# in it: a row of the file is no item a pair label could name yet. Keyed by the file's bytes
+# in it: a row of the file is no item a pair's verdict could name yet. Keyed by the file's bytes
 # (sha256, as `sources` keys an import) and data row number, with the row's text as checked
-# and the existing item it was judged against; adopted as labelled pairs (origin "match")
-# once an import of the same file adds the row with that text, then deleted.
+# and the existing item it was judged against; adopted as verdicts on pairs of items (origin
+# "match") once an import of the same file adds the row with that text, then deleted.
 pending_verdicts = Table(
     "pending_verdicts",
     metadata,
@@ -239,7 +240,7 @@ quality_samples = Table(
     Column("closed_at", Float),
 )
 
-# One drawn pair of texts, its stratum, its chance of being drawn, and the answer.
+# One drawn pair of texts, its stratum, its chance of being drawn, and the verdict.
 quality_draws = Table(
     "quality_draws",
     metadata,
@@ -257,7 +258,7 @@ quality_draws = Table(
     Column("answered_by", Text),                         # OS user, or the PostgreSQL role
     Column("answered_at", Float),
     Column("reused", Boolean, nullable=False, default=False),   # an earlier verdict, not asked
-    Column("offered_to", Text),                          # shown to this analyst, unanswered
+    Column("offered_to", Text),                          # shown to this analyst, not judged yet
     Column("offered_at", Float),
     UniqueConstraint("sample_id", "text_a", "text_b", name="uq_quality_draws_pair"),
     Index("ix_quality_draws_sample", "sample_id", "seq"),

@@ -8,7 +8,7 @@ the analyst judged it in this project, and a file is often older.
 
 Verdicts given while checking a file whose rows are not added yet (`duplens`'s File → Check
 a file; `engine.store.pending_verdicts`) are pairs as sound as review verdicts: the analyst
-judged a known text (the checked row) against a known entry. They come after the review's
+judged a known text (the checked row) against a known item. They come after the review's
 and before a file's; the checked row has no text id yet, so its key is its normalised text,
 which the split joins with the same text anywhere else. Once the rows are added, the
 verdicts are review-like labels (origin "match") and no longer come from here.
@@ -55,7 +55,7 @@ class TrainingInput:
 
 
 def review_pairs(rows: Iterable[dict]) -> list[LabelledPair]:
-    """`Project.labels.pairs()` rows as `LabelledPair`s; a row paired with an exact copy of
+    """`Project.verdicts.pairs()` rows as `LabelledPair`s; a row paired with an exact copy of
     itself is left out, as it says nothing a model could learn."""
     pairs = []
     for row in rows:
@@ -68,8 +68,8 @@ def review_pairs(rows: Iterable[dict]) -> list[LabelledPair]:
 
 
 def checked_pairs(rows: Iterable[dict]) -> list[LabelledPair]:
-    """`Matching.pending_pairs()` rows (a checked file's row against an existing entry) as
-    `LabelledPair`s; a row whose text is the entry's own (normalised) is left out."""
+    """`Matching.pending_pairs()` rows (a checked file's row against an existing row) as
+    `LabelledPair`s; a row whose text is the item's own (normalised) is left out."""
     pairs = []
     for row in rows:
         if norm_key(row["text_a"]) == norm_key(row["text_b"]):
@@ -119,7 +119,7 @@ def _text_pair(pair: LabelledPair) -> tuple[str, ...]:
 def training_input(review_rows: Iterable[dict], extra_file: str | os.PathLike | None = None,
                    *, min_pairs: int = MIN_PAIRS, checked_rows: Iterable[dict] = (),
                    **file_options) -> TrainingInput:
-    """Gather review verdicts (`Project.labels.pairs()` rows), the verdicts on checked
+    """Gather review verdicts (`Project.verdicts.pairs()` rows), the verdicts on checked
     files' rows not added yet (`Project.matching.pending_pairs()` rows) and an optional
     labelled file as `ModelVersions.training_pairs` does, and say whether
     `ModelVersions.finetune` would accept them.

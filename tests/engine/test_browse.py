@@ -11,7 +11,7 @@ from engine.browse import (
     SORT_TEXT,
     RowQuery,
     looks_numeric,
-    order_by_labels,
+    order_by_notes,
     sorted_ids,
 )
 from engine.project import Project
@@ -107,10 +107,10 @@ def test_in_memory_helpers():
     assert sorted_ids(ids, ["b", "A", "c", "a"], descending=True).tolist() == [7, 5, 6, 8]
     assert looks_numeric(["1", "2.5", "-3", "1,000"]) and not looks_numeric(["1", "x"])
     assert not looks_numeric([])
-    labels = {7: 2, 5: 1, 9: 0}
-    assert order_by_labels(ids, labels).tolist() == [5, 7, 6, 8]
-    assert order_by_labels(ids, labels, descending=True).tolist() == [7, 5, 6, 8]
-    assert order_by_labels(ids, {}).tolist() == ids.tolist()
+    notes = {7: 2, 5: 1, 9: 0}
+    assert order_by_notes(ids, notes).tolist() == [5, 7, 6, 8]
+    assert order_by_notes(ids, notes, descending=True).tolist() == [7, 5, 6, 8]
+    assert order_by_notes(ids, {}).tolist() == ids.tolist()
 
 
 def test_odd_cells_sort_as_sqlite_sorts_them_on_both_stores(tmp_path, store_location):

@@ -51,7 +51,7 @@ def original(tmp_path_factory, encoder):
     path = tmp_path_factory.mktemp("copy") / "questions.duplens"
     project = make_project(path, encoder)
     clusters = project.clusters.cut(0.75)
-    ReviewHistory(project.labels).set_canonical(clusters[0], clusters[0].members[-1].item_id)
+    ReviewHistory(project.verdicts).set_canonical(clusters[0], clusters[0].members[-1].item_id)
     version = project.versions.finetune(options=QUICK).version_id
     project.versions.activate(version)
     project.clusters.cut(0.75)              # the version's graph, stored

@@ -119,7 +119,7 @@ def test_search_info_and_export_go_on_while_the_disk_is_full(disk, tmp_path, enc
 
 
 @pytest.mark.slow
-def test_the_windows_review_and_export_on_a_full_disk_then_a_label_once_freed(
+def test_the_windows_review_and_export_on_a_full_disk_then_a_verdict_once_freed(
         disk, tmp_path, encoder):
     """The calls the window's open, Review and export jobs make (desktop_app/bridge.py
     `_open`, controllers/review_controller.py), on a project closed before the disk filled:
@@ -130,17 +130,17 @@ def test_the_windows_review_and_export_on_a_full_disk_then_a_label_once_freed(
         project.model.configure(device="cpu", fast_queries=True)
         project.model.attach(encoder, is_default=True)
         assert project.store.snapshot and any("disk is full" in n for n in project.notices)
-        raw = project.clusters.cut(0.75, decisions=False)
-        clusters = project.clusters.apply_decisions(raw)
+        raw = project.clusters.cut(0.75, verdicts=False)
+        clusters = project.clusters.apply_verdicts(raw)
         assert any(len(c.members) > 1 for c in clusters)
         assert project.exports.rows(tmp_path / "review.csv", clusters) == 48
         assert project.search(SECOND_HALF, k=1)[0].text == SECOND_HALF
         a, b = (m.item_id for m in next(c for c in clusters if len(c.members) > 1).members[:2])
         with pytest.raises(DiskFull, match=f"^{path.name}: the disk is full"):
-            project.labels.set_label(a, b, 1)
+            project.verdicts.set_verdict(a, b, 1)
         filler.unlink()
-        project.labels.set_label(a, b, 1)            # room again: the write goes through
-        assert not project.store.snapshot and project.labels.label(a, b) == 1
+        project.verdicts.set_verdict(a, b, 1)            # room again: the write goes through
+        assert not project.store.snapshot and project.verdicts.verdict(a, b) == 1
 
 
 # -- the store alone: fast ---------------------------------------------------------------

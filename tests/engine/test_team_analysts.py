@@ -70,7 +70,7 @@ def team(postgres_url, encoder):
         analyst.close()
 
 
-def test_two_analysts_labelling_at_once_lose_no_verdict(team):
+def test_two_analysts_judging_at_once_lose_no_verdict(team):
     url, ids, start = team
     first, second = start(), start()
     mine = [[ids[0], ids[i], 1] for i in range(1, 21)]
@@ -79,7 +79,7 @@ def test_two_analysts_labelling_at_once_lose_no_verdict(team):
     second.send(do="label", pairs=theirs)
     assert first.read() == {"labelled": 20} and second.read() == {"labelled": 20}
     with Project.open(url) as project:
-        stored = {(p["item_a"], p["item_b"]): p["label"] for p in project.labels.pairs()}
+        stored = {(p["item_a"], p["item_b"]): p["label"] for p in project.verdicts.pairs()}
     expected = {(a, b): label for a, b, label in mine + theirs}
     assert stored == expected
 

@@ -40,7 +40,7 @@ def _ask(project: Path, n: int = 20) -> list[dict]:
     return json.loads(run("ask", str(project), "-n", str(n), "--json").stdout)
 
 
-def _labels(project: Path) -> dict[frozenset, tuple[int, str]]:
+def _verdicts(project: Path) -> dict[frozenset, tuple[int, str]]:
     con = sqlite3.connect(f"file:{project}?mode=ro", uri=True)
     rows = con.execute("SELECT a.ext_id, b.ext_id, l.label, l.origin FROM pair_labels l "
                        "JOIN items a ON a.id = l.item_a JOIN items b ON b.id = l.item_b"
@@ -63,30 +63,30 @@ def test_ask_json_shape_public_ids_and_spread(project):
     assert len({frozenset((p["a"]["id"], p["b"]["id"])) for p in pairs}) == 20
     uses = Counter(x for p in pairs for x in (p["a"]["id"], p["b"]["id"]))
     assert max(uses.values()) <= 2
-    # No labels yet: the pairs sit around the default threshold 0.8, nearest first.
+    # No verdicts yet: the pairs sit around the default threshold 0.8, nearest first.
     distance = [abs(p["score"] - 0.8) for p in pairs]
     assert min(distance) == distance[0] and distance[0] < 0.05
 
 
-def test_label_stores_clears_and_answered_pairs_are_never_asked_again(project):
+def test_label_stores_clears_and_judged_pairs_are_never_asked_again(project):
     first = _ask(project, 5)
     (a1, b1), (a2, b2) = [(p["a"]["id"], p["b"]["id"]) for p in first[:2]]
     proc = run("label", str(project), a1, b1, "dup")
-    assert f"[{a1}] and [{b1}] labelled dup" in proc.stderr
+    assert f"[{a1}] and [{b1}]: verdict dup stored" in proc.stderr
     run("label", str(project), b2, a2, "not")          # either order names the pair
-    assert _labels(project) == {frozenset((a1, b1)): (1, "asked"),
-                                frozenset((a2, b2)): (0, "asked")}
+    assert _verdicts(project) == {frozenset((a1, b1)): (1, "asked"),
+                                  frozenset((a2, b2)): (0, "asked")}
     again = {frozenset((p["a"]["id"], p["b"]["id"])) for p in _ask(project, 40)}
     assert frozenset((a1, b1)) not in again and frozenset((a2, b2)) not in again
     assert len(again) == 40
 
     run("label", str(project), a2, b2, "clear")
-    assert _labels(project) == {frozenset((a1, b1)): (1, "asked")}
+    assert _verdicts(project) == {frozenset((a1, b1)): (1, "asked")}
     # A pair the model never offered is the analyst's own verdict, not an asked one.
     never = next((x, y) for x in _questions() for y in _questions()
                  if x < y and frozenset((x, y)) not in again | {frozenset((a1, b1))})
     run("label", str(project), *never, "not")
-    assert _labels(project)[frozenset(never)] == (0, "review")
+    assert _verdicts(project)[frozenset(never)] == (0, "review")
 
 
 @pytest.mark.parametrize(("ids", "message"), [
@@ -94,13 +94,13 @@ def test_label_stores_clears_and_answered_pairs_are_never_asked_again(project):
     (("q1", "q1"), "a pair needs two different rows"),
 ])
 def test_label_bad_ids_are_one_line_exit_2(project, ids, message):
-    before = _labels(project)
+    before = _verdicts(project)
     proc = run("label", str(project), *ids, "dup", check_code=2)
     assert proc.stderr.strip() == f"duplens: {message}"
-    assert _labels(project) == before
+    assert _verdicts(project) == before
 
 
-def test_duplicates_cut_at_the_calibrated_threshold_once_there_are_enough_labels(tmp_path):
+def test_duplicates_cut_at_the_calibrated_threshold_once_there_are_enough_verdicts(tmp_path):
     from engine.project import Project
 
     path = tmp_path / "labelled.duplens"
@@ -110,14 +110,14 @@ def test_duplicates_cut_at_the_calibrated_threshold_once_there_are_enough_labels
     with Project.open(path) as project:
         for pairs, label in ((DUPLICATES, 1), (NOT_DUPLICATES, 0)):
             for a, b in pairs:
-                project.labels.set_label(project.rows.by_public_id(a)["item_id"],
-                                         project.rows.by_public_id(b)["item_id"], label)
-        calibrated = project.labels.default_threshold()
+                project.verdicts.set_verdict(project.rows.by_public_id(a)["item_id"],
+                                             project.rows.by_public_id(b)["item_id"], label)
+        calibrated = project.verdicts.default_threshold()
         expected = [c.as_json() for c in project.clusters.cut(calibrated)]
     assert calibrated != 0.8
     proc = run("duplicates", str(path), "--json")
-    labels = len(DUPLICATES) + len(NOT_DUPLICATES)
-    assert (f"threshold {format_threshold(calibrated)} (calibrated on {labels} labelled pairs"
+    verdicts = len(DUPLICATES) + len(NOT_DUPLICATES)
+    assert (f"threshold {format_threshold(calibrated)} (calibrated on {verdicts} verdicts"
             in proc.stderr)
     clusters = json.loads(proc.stdout)
     assert clusters == json.loads(json.dumps(expected)) and clusters
@@ -133,7 +133,7 @@ def test_one_project_threshold_for_duplicates_ask_and_match_said_where_used(proj
         expected = [c.as_json() for c in opened.clusters.cut(DEFAULT_THRESHOLD)]
     proc = run("duplicates", str(project), "--json")
     assert json.loads(proc.stdout) == json.loads(json.dumps(expected))
-    assert "threshold 0.80 (the default, until 10 pairs of each kind" in proc.stderr
+    assert "threshold 0.80 (the default, until 10 verdicts of each kind" in proc.stderr
     asked = run("ask", str(project), "-n", "2")
     assert "near the threshold 0.80 (the default" in asked.stderr
     for command in ("duplicates", "match"):

@@ -47,8 +47,8 @@ def _next(location: str, n: int) -> list[dict]:
     return json.loads(run("estimate", location, "--next", str(n), "--json").stdout)
 
 
-def _answers(path: Path, pairs: list[dict]) -> Path:
-    """An answers file from the oracle's verdicts (the Quora-style groups above)."""
+def _verdicts_file(path: Path, pairs: list[dict]) -> Path:
+    """A verdicts file from the oracle's verdicts (the Quora-style groups above)."""
     with path.open("w", newline="", encoding="utf-8") as fh:
         writer = csv.writer(fh)
         writer.writerow(["a_id", "b_id", "verdict"])
@@ -69,7 +69,7 @@ def _stored(path: Path) -> tuple[int, int]:
 
 
 @pytest.mark.slow
-def test_the_loop_of_drawn_pairs_and_answer_files(project, tmp_path):
+def test_the_loop_of_drawn_pairs_and_verdict_files(project, tmp_path):
     questions = {r["qid"]: r["question"] for r in csv.DictReader(DATA.open(encoding="utf-8"))}
     pairs = _next(str(project), 12)
     assert len(pairs) == 12
@@ -80,12 +80,12 @@ def test_the_loop_of_drawn_pairs_and_answer_files(project, tmp_path):
         assert p["b"]["text"] == questions[p["b"]["id"]].strip() or p["b"]["id"] == "q42"
     assert "outside the graph" in {p["stratum"] for p in pairs}      # the pilot reaches it
     assert _next(str(project), 12) == pairs        # unanswered: the same pairs again
-    proc = run("label", str(project), "--from", str(_answers(tmp_path / "a.csv", pairs)))
-    assert "12 verdicts stored (12 of them answers to drawn pairs)" in proc.stderr
+    proc = run("label", str(project), "--from", str(_verdicts_file(tmp_path / "a.csv", pairs)))
+    assert "12 verdicts stored (12 of them on drawn pairs)" in proc.stderr
     second = _next(str(project), 8)
     assert not {frozenset((p["a"]["id"], p["b"]["id"])) for p in second} & \
         {frozenset((p["a"]["id"], p["b"]["id"])) for p in pairs}
-    run("label", str(project), "--from", str(_answers(tmp_path / "b.csv", second)))
+    run("label", str(project), "--from", str(_verdicts_file(tmp_path / "b.csv", second)))
     report = json.loads(run("estimate", str(project), "--json").stdout)
     assert report["answers"] == 20 and report["pending"] == 0
     assert report["answerers"] == {getpass.getuser(): 20}
@@ -94,11 +94,11 @@ def test_the_loop_of_drawn_pairs_and_answer_files(project, tmp_path):
         assert 0 <= e[name]["low"] <= e[name]["value"] <= e[name]["high"] <= 1
     assert e["duplicates"]["low"] <= 18 <= e["duplicates"]["high"]
     text = run("estimate", str(project), "--threshold", "0.8").stdout
-    assert "threshold 0.800" in text and "precision" in text and "from 20 answers" in text
+    assert "threshold 0.800" in text and "precision" in text and "from 20 verdicts" in text
 
 
 @pytest.mark.slow
-def test_a_bad_answers_file_is_refused_whole_with_its_line_numbers(project, tmp_path):
+def test_a_bad_verdicts_file_is_refused_whole_with_its_line_numbers(project, tmp_path):
     pairs = _next(str(project), 3)
     bad = tmp_path / "bad.csv"
     bad.write_text("a_id,b_id,verdict\n"
@@ -134,8 +134,8 @@ def test_two_analysts_of_a_team_project_add_to_one_sample(postgres_server, tmp_p
         mine, theirs = _next(first, 6), _next(second, 6)
         keys = [{frozenset((p["a"]["id"], p["b"]["id"])) for p in x} for x in (mine, theirs)]
         assert not keys[0] & keys[1]          # each analyst gets pairs of their own
-        run("label", second, "--from", str(_answers(tmp_path / "theirs.csv", theirs)))
-        run("label", first, "--from", str(_answers(tmp_path / "mine.csv", mine)))
+        run("label", second, "--from", str(_verdicts_file(tmp_path / "theirs.csv", theirs)))
+        run("label", first, "--from", str(_verdicts_file(tmp_path / "mine.csv", mine)))
         for location in (first, second):
             report = json.loads(run("estimate", location, "--json").stdout)
             assert report["answers"] == 12

@@ -33,7 +33,7 @@ def make_project(path: Path, encoder, labels: list[tuple[str, str, int]] = ()) -
         project.vectors.encode()
         item = {r["id"]: r["item_id"] for r in project.rows.page(0, 100)}
         for a, b, label in labels:
-            project.labels.set_label(item[a], item[b], label)
+            project.verdicts.set_verdict(item[a], item[b], label)
     return path
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from engine.estimation.allocation import answers_to_halve
+from engine.estimation.allocation import verdicts_to_halve
 from engine.estimation.estimators import estimate
 from engine.estimation.simulation import PairPopulation, run_design
 from engine.estimation.strata import make_strata
@@ -34,7 +34,7 @@ def _truth(pop: PairPopulation, flagged: np.ndarray) -> dict[str, float]:
             "f1": 2 * tp / (n_flagged + dups), "duplicates": dups}
 
 
-def test_every_pair_answered_gives_the_exact_figures_and_no_width():
+def test_every_pair_judged_gives_the_exact_figures_and_no_width():
     pop = _population(0, 300, 600, 0.02)
     rng = np.random.default_rng(1)
     # Flagged: most pairs above the threshold, a few below it and a few outside the graph
@@ -65,11 +65,11 @@ def test_post_stratified_estimate_by_hand():
     assert got.recall.value == pytest.approx(tp / (tp + missed))
     assert got.f1.value == pytest.approx(2 * tp / (60 + tp + missed))
     assert got.duplicates.value == pytest.approx(tp + missed)
-    assert got.flagged == 60 and got.answers == 9 and got.ready
+    assert got.flagged == 60 and got.verdicts == 9 and got.ready
 
 
 def test_intervals_cover_the_truth_on_a_synthetic_population():
-    """95% intervals from 150 answers, 2% duplicates in all (a few outside the graph)."""
+    """95% intervals from 150 verdicts, 2% duplicates in all (a few outside the graph)."""
     pop = _population(7, 4000, 40_000, 5e-4)
     flagged = pop.candidate & (pop.similarity >= 0.8)
     truth = _truth(pop, flagged)
@@ -104,7 +104,7 @@ def test_duplicates_outside_the_graph_lower_the_recall():
         sample = run_design(pop, flagged, 0.8, 150, np.random.default_rng(rep), batch=5,
                             stratification=stratification)
         outside = sample.stratum < sample.strata.outside_count
-        assert outside.sum() >= 0.1 * 150                 # its least share of the answers
+        assert outside.sum() >= 0.1 * 150                 # its least share of the verdicts
         got = sample.estimate(pop, flagged, threshold=0.8, draws=500)
         dups.append(got.duplicates.value)
         for name in covered:
@@ -139,10 +139,10 @@ def test_strata_put_a_boundary_at_the_threshold_and_merge_tiny_bins():
     assert np.array_equal(again.sizes, strata.sizes) and again.outside_count == g
 
 
-def test_answers_to_halve_one_stratum_needs_three_times_as_many_again():
+def test_verdicts_to_halve_one_stratum_needs_three_times_as_many_again():
     sizes = np.array([0, 10**9])          # only a (huge) candidate stratum matters
     drawn = np.array([0, 100])
     share = np.array([0.0, 0.3])
     flagged_share = np.array([0.0, 1.0])
-    more = answers_to_halve(sizes, drawn, share, flagged_share, figure=0)
+    more = verdicts_to_halve(sizes, drawn, share, flagged_share, figure=0)
     assert more is not None and 290 <= more <= 310

@@ -38,7 +38,7 @@ def test_every_pair_is_drawn_once_with_its_chance(population):
     assert np.allclose(sims, population.similarity_of(keys))
 
 
-def test_draws_are_the_same_for_the_same_seed_and_answers(population):
+def test_draws_are_the_same_for_the_same_seed_and_verdicts(population):
     share = design_flagged_share(population, THRESHOLD)
     first = next_draws(population, 11, share, [], 20)
     assert next_draws(population, 11, share, [], 20) == first

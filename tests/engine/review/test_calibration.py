@@ -17,16 +17,16 @@ def test_best_f1_threshold_with_what_it_rests_on():
     c = calibrate(threshold_curve(scores, labels))
     assert c is not None
     assert c.threshold == 0.84 and (c.precision, c.recall) == (0.8, 1.0)
-    assert (c.positives, c.negatives, c.labels) == (4, 4, 8)
+    assert (c.positives, c.negatives, c.verdicts) == (4, 4, 8)
     assert not c.enough and default_threshold(c) == DEFAULT_THRESHOLD
 
 
-def test_one_kind_of_label_calibrates_nothing():
+def test_one_kind_of_verdict_calibrates_nothing():
     assert calibrate(threshold_curve(np.array([0.9, 0.8]), np.array([1, 1]))) is None
     assert default_threshold(None) == DEFAULT_THRESHOLD
 
 
-def test_enough_labels_move_the_default():
+def test_enough_verdicts_move_the_default():
     rng = np.random.default_rng(0)
     n = ENOUGH_OF_EACH
     scores = np.concatenate([rng.uniform(0.9, 1.0, n), rng.uniform(0.5, 0.88, n)])

@@ -64,42 +64,42 @@ def test_a_pair_is_shown_once_per_session() -> None:
     assert q.advance() is None
 
 
-def test_a_skip_is_not_an_answer() -> None:
+def test_a_skip_is_not_a_verdict() -> None:
     q = _queue()
     q.fetched([_pair(1), _pair(2)])
     q.advance()
-    assert q.answer(None) == _pair(1)
+    assert q.judge(None) == _pair(1)
     assert q.undo_text() is None and q.undo() is None
     assert q.advance() == _pair(2)
 
 
-def test_no_pair_on_screen_takes_no_answer() -> None:
+def test_no_pair_on_screen_takes_no_verdict() -> None:
     q = _queue()
-    assert q.answer(1) is None
+    assert q.judge(1) is None
     assert q.undo() is None
 
 
-def test_undo_takes_back_the_last_answer_first_and_requeues_the_pair_on_screen() -> None:
+def test_undo_takes_back_the_last_verdict_first_and_requeues_the_pair_on_screen() -> None:
     q = _queue()
     q.fetched([_pair(i) for i in range(1, 5)])
     q.advance()
-    assert q.answer(1) == _pair(1)
+    assert q.judge(1) == _pair(1)
     q.advance()
-    assert q.answer(0) == _pair(2)
+    assert q.judge(0) == _pair(2)
     q.advance()                                         # pair 3 on screen
     assert q.undo_text() == "r2a / r2b: not duplicate"
-    assert q.answer_written() == 1 and q.answer_written() == 2 and q.given == 2
+    assert q.verdict_written() == 1 and q.verdict_written() == 2 and q.given == 2
 
     assert q.undo() == (_pair(2), 0)
     assert q.current == _pair(2)
     assert [p.id for p in q.queue] == [3, 4]            # back at the front, unseen again
-    assert q.answer_taken_back() == 1
+    assert q.verdict_taken_back() == 1
     assert q.undo_text() == "r1a / r1b: duplicate"
     assert q.undo() == (_pair(1), 1)
     assert q.current == _pair(1) and [p.id for p in q.queue] == [2, 3, 4]
     assert q.undo() is None
 
-    q.answer(1)                                         # answered again: on to pair 2
+    q.judge(1)                                         # answered again: on to pair 2
     assert q.advance() == _pair(2)
     assert q.advance() == _pair(3)
 
@@ -108,8 +108,8 @@ def test_reset_forgets_the_session() -> None:
     q = _queue()
     q.fetched([_pair(1), _pair(2)])
     q.advance()
-    q.answer(1)
-    q.answer_written()
+    q.judge(1)
+    q.verdict_written()
     q.reset()
     assert q.current is None and q.queue == [] and q.given == 0
     assert q.undo_text() is None

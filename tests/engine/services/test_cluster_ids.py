@@ -115,7 +115,7 @@ def test_the_analysts_canonical_choice_decides_which_part_keeps_the_id(new_proje
                   if "q1" in {m.id for m in c.members})
     other_side = next(m for m in python.members
                       if (m.id in {"q2", "q3"}) != (python.canonical.id in {"q2", "q3"}))
-    project.labels.set_canonical([m.item_id for m in python.members], [other_side.item_id])
+    project.verdicts.set_canonical([m.item_id for m in python.members], [other_side.item_id])
     again = next(c for c in project.clusters.cut(0.85) if "q1" in {m.id for m in c.members})
     assert again.cluster_id == python.cluster_id and again.canonical.id == other_side.id
     split = project.clusters.cut(0.95)
@@ -219,7 +219,7 @@ def test_an_import_taken_back_out_leaves_the_ids_as_they_were(store_location, en
 
 
 def as_compared(clusters) -> list[tuple]:
-    return [(c.cluster_id, [(m.item_id, round(m.score, 6), m.decision) for m in c.members],
+    return [(c.cluster_id, [(m.item_id, round(m.score, 6), m.verdict) for m in c.members],
              [m.item_id for m in c.rejected]) for c in clusters]
 
 
@@ -231,7 +231,7 @@ def test_after_an_import_only_what_changed_is_cut_and_it_equals_a_whole_cut(new_
     project.vectors.encode()
     first = project.clusters.cut(0.8)
     python = next(c for c in first if "q1" in {m.id for m in c.members})
-    project.labels.set_canonical([], [python.members[-1].item_id])   # a decision to keep
+    project.verdicts.set_canonical([], [python.members[-1].item_id])   # a decision to keep
     project.clusters.cut(0.8)
     add(project, tmp_path, SECOND.replace("p3", "x3") + "x4,How do I learn Python quickly?\n",
         "second.csv")

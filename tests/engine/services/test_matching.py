@@ -167,7 +167,7 @@ def test_verdicts_on_a_checked_file_are_kept_shown_again_and_adopted_on_import(
     # Row 1 is word for word an existing question: no pair to learn from; row 3 is one.
     assert best[1] == "How do I learn Python quickly?" != best[3]
     pairs = project.versions.training_pairs()
-    got = training_input(project.labels.pairs(), checked_rows=pending)
+    got = training_input(project.verdicts.pairs(), checked_rows=pending)
     assert got.checked == 1 and got.pairs == pairs
     assert [(p.text_a, p.text_b, p.label) for p in pairs] == [
         ("What is the capital of France?", best[3], 0.0)]
@@ -177,7 +177,7 @@ def test_verdicts_on_a_checked_file_are_kept_shown_again_and_adopted_on_import(
     report = project.rows.import_table(new_file, ["body"])
     assert report.verdicts_adopted == 1
     assert project.matching.pending_pairs() == []
-    assert [(p["text_a"], p["text_b"], p["label"]) for p in project.labels.pairs()
+    assert [(p["text_a"], p["text_b"], p["label"]) for p in project.verdicts.pairs()
             if p["origin"] == "match"] in ([("What is the capital of France?", best[3], 0)],
                                            [(best[3], "What is the capital of France?", 0)])
 

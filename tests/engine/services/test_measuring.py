@@ -27,7 +27,7 @@ def _answer_all(project, n: int = 5000, limit: int | None = None) -> int:
     while True:
         pairs = project.measuring.next_pairs(min(n, limit - answered) if limit else n)
         for p in pairs:
-            project.measuring.answer(p.draw_id, _oracle(p))
+            project.measuring.judge(p.draw_id, _oracle(p))
         answered += len(pairs)
         if not pairs or (limit and answered >= limit):
             return answered
@@ -46,7 +46,7 @@ def _text_id(project, item_id: int) -> int:
 
 
 @pytest.mark.slow
-def test_every_pair_answered_gives_the_exact_counts(open_questions):
+def test_every_pair_judged_gives_the_exact_counts(open_questions):
     project = open_questions
     n_texts = len(project.clusters.graph().ids)
     assert _answer_all(project) == n_texts * (n_texts - 1) // 2
@@ -55,13 +55,13 @@ def test_every_pair_answered_gives_the_exact_counts(open_questions):
                  for a, b in combinations(sorted(group), 2) if text_of[a] != text_of[b]}
     for threshold in (0.85, 0.7):
         flagged = set()
-        for cluster in project.clusters.cut(threshold, decisions=False):
+        for cluster in project.clusters.cut(threshold, verdicts=False):
             texts = {m.text_id for m in cluster.members}
             flagged |= {frozenset(p) for p in combinations(sorted(texts), 2)}
         tp = len(flagged & dup_texts)
         m = project.measuring.measure(threshold)
         e = m.estimate
-        assert m.answers == n_texts * (n_texts - 1) // 2 and m.pending == 0
+        assert m.verdicts == n_texts * (n_texts - 1) // 2 and m.pending == 0
         assert e.flagged == len(flagged)
         assert e.duplicates.value == pytest.approx(len(dup_texts)) == 18
         assert e.precision.value == pytest.approx(tp / len(flagged))
@@ -80,7 +80,7 @@ def test_only_drawn_pairs_count_and_earlier_verdicts_on_them_are_reused(open_que
     project = open_questions
     first = project.measuring.next_pairs(10)
     for p in first:
-        project.measuring.answer(p.draw_id, _oracle(p))
+        project.measuring.judge(p.draw_id, _oracle(p))
     before = project.measuring.measure().estimate
     # Verdicts in the review on pairs not drawn: the estimate does not move.
     ids = {r["id"]: r["item_id"] for r in project.rows.page(0, 1000)}
@@ -89,7 +89,7 @@ def test_only_drawn_pairs_count_and_earlier_verdicts_on_them_are_reused(open_que
                 if frozenset((ids[a], ids[b])) not in drawn][:3]
     assert len(reviewed) == 3
     for a, b in reviewed:
-        project.labels.set_label(a, b, 0)         # even wrong ones
+        project.verdicts.set_verdict(a, b, 0)         # even wrong ones
     after = project.measuring.measure().estimate
     assert after.as_json() == before.as_json()
     # Drawing on: a pair judged in the review is answered with that verdict, not shown.
@@ -100,31 +100,32 @@ def test_only_drawn_pairs_count_and_earlier_verdicts_on_them_are_reused(open_que
             break
         shown |= {frozenset((p.a.item_id, p.b.item_id)) for p in pairs}
         for p in pairs:
-            project.measuring.answer(p.draw_id, _oracle(p))
+            project.measuring.judge(p.draw_id, _oracle(p))
     assert not shown & {frozenset(p) for p in reviewed}
     with project.store.read() as conn:
         sample = sample_store.latest_sample(conn)
         reused = [d for d in sample_store.draws(conn, sample["id"]) if d["reused"]]
-        assert sample_store.answerers(conn, sample["id"])["earlier verdicts"] == len(reused)
+        by_analyst = sample_store.verdicts_by_analyst(conn, sample["id"])
+        assert by_analyst["earlier verdicts"] == len(reused)
     assert len(reused) == len(reviewed)
     assert all(d["verdict"] == 0 for d in reused)
 
 
-def test_an_answer_is_a_verdict_on_the_rows_and_can_be_taken_back(open_questions):
+def test_a_verdict_on_a_draw_is_one_on_the_rows_and_can_be_taken_back(open_questions):
     project = open_questions
     pair = project.measuring.next_pairs(1)[0]
-    done = project.measuring.answer(pair.draw_id, 1)
-    assert project.labels.label(pair.a.item_id, pair.b.item_id) == 1
-    assert {p["origin"] for p in project.labels.pairs()} == {"measured"}
-    assert project.measuring.measure().answers == 1
+    done = project.measuring.judge(pair.draw_id, 1)
+    assert project.verdicts.verdict(pair.a.item_id, pair.b.item_id) == 1
+    assert {p["origin"] for p in project.verdicts.pairs()} == {"measured"}
+    assert project.measuring.measure().verdicts == 1
     assert project.measuring.take_back(done)
-    assert project.labels.label(pair.a.item_id, pair.b.item_id) is None
-    assert project.measuring.measure().answers == 0
+    assert project.verdicts.verdict(pair.a.item_id, pair.b.item_id) is None
+    assert project.measuring.measure().verdicts == 0
     assert project.measuring.next_pairs(1)[0].draw_id == pair.draw_id   # asked again
     assert not project.measuring.take_back(done)      # nothing left to take back
 
 
-def test_an_import_starts_a_new_sample_that_reuses_the_answers(open_questions, tmp_path):
+def test_an_import_starts_a_new_sample_that_reuses_the_verdicts(open_questions, tmp_path):
     project = open_questions
     assert _answer_all(project, 20, limit=60) == 60
     old = project.measuring.measure()
@@ -145,5 +146,5 @@ def test_an_import_starts_a_new_sample_that_reuses_the_answers(open_questions, t
     assert len(draws) == 60                               # refilled to the old size
     reused = sum(d["reused"] for d in draws)
     assert reused >= 30, reused                           # the same pairs, mostly
-    assert new.answers == reused and new.pending == 60 - reused
+    assert new.verdicts == reused and new.pending == 60 - reused
     assert old.estimate is not None and new.estimate is not None

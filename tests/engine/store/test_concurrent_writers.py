@@ -24,7 +24,7 @@ from sqlalchemy import func, select
 from engine.errors import ProjectError
 from engine.index.hnsw import HnswIndex
 from engine.index.persist import load_index, save_index, stamp_key
-from engine.store import change_counters, decisions, items, version_rows
+from engine.store import change_counters, items, pair_verdicts, version_rows
 from engine.store import embeddings as embedding_store
 from engine.store import sources as source_store
 from engine.store.blobs import get_blob, put_blob
@@ -116,22 +116,22 @@ def test_content_change_count_bumps_in_turn(two):
         assert change_counters.read(conn, change_counters.CONTENT) == start + 2
 
 
-def test_one_pair_judged_by_two_analysts_has_one_label_the_later(two):
+def test_one_pair_judged_by_two_analysts_has_one_verdict_the_later(two):
     a, b = two
     with a.write() as conn:
         source = source_store.add_source(conn, file_name="f.csv", file_path="/f.csv", sha256="s",
                                   mapping_key="m", format={}, text_columns=["q"],
                                   columns=["q"])
         items.add_rows(conn, source, _rows(["x", "y"]))
-    overlap(a, b, lambda c: decisions.set_label(c, 1, 2, 1),
-            lambda c: decisions.set_label(c, 2, 1, 0))
+    overlap(a, b, lambda c: pair_verdicts.set_verdict(c, 1, 2, 1),
+            lambda c: pair_verdicts.set_verdict(c, 2, 1, 0))
     with a.read() as conn:
         assert conn.execute(select(func.count()).select_from(pair_labels)).scalar() == 1
-        assert decisions.get_label(conn, 1, 2) == 0
-    overlap(a, b, lambda c: decisions.set_canonical(c, [], [1]),
-            lambda c: decisions.set_canonical(c, [], [1, 2]))
+        assert pair_verdicts.get_verdict(conn, 1, 2) == 0
+    overlap(a, b, lambda c: pair_verdicts.set_canonical(c, [], [1]),
+            lambda c: pair_verdicts.set_canonical(c, [], [1, 2]))
     with a.read() as conn:
-        assert decisions.canonical_among(conn, [1, 2]) == {1, 2}
+        assert pair_verdicts.canonical_among(conn, [1, 2]) == {1, 2}
 
 
 def test_a_model_registered_by_two_analysts_at_once_is_one_row(two):

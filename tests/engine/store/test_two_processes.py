@@ -59,7 +59,7 @@ def test_a_writer_that_holds_the_lock_too_long_gets_one_line_and_exit_2(tmp_path
         assert opened.rows.count() == 48
 
 
-def test_a_window_label_waits_for_an_import_and_is_kept(tmp_path, data_dir, monkeypatch):
+def test_a_window_verdict_waits_for_an_import_and_is_kept(tmp_path, data_dir, monkeypatch):
     """The window's write (a label) while another process holds the write lock: it waits
     for the lock and lands; when the other never lets go it is one `ProjectBusy` line."""
     project = tmp_path / "labels.duplens"
@@ -72,24 +72,24 @@ def test_a_window_label_waits_for_an_import_and_is_kept(tmp_path, data_dir, monk
     with Project.open(project) as window:
         release.start()
         started = time.monotonic()
-        window.labels.set_label(first, second, 1)
+        window.verdicts.set_verdict(first, second, 1)
         assert time.monotonic() - started >= 0.9  # it waited for the other writer
     release.join()
     holder.close()
     with Project.open(project, read_only=True) as reopened:
-        assert reopened.labels.label(first, second) == 1
+        assert reopened.verdicts.verdict(first, second) == 1
 
     monkeypatch.setattr(lite, "BUSY_TIMEOUT_S", 0.5)
     holder = sqlite3.connect(project, isolation_level=None)
     holder.execute("BEGIN IMMEDIATE")  # a writer that never lets go
     try:
         with Project.open(project) as window, pytest.raises(ProjectBusy, match=BUSY_MESSAGE):
-            window.labels.set_label(first, second, 0)
+            window.verdicts.set_verdict(first, second, 0)
     finally:
         holder.execute("ROLLBACK")
         holder.close()
     with Project.open(project, read_only=True) as reopened:
-        assert reopened.labels.label(first, second) == 1  # the earlier decision stays
+        assert reopened.verdicts.verdict(first, second) == 1  # the earlier decision stays
 
 
 def _two_item_ids(project) -> tuple[int, int]:

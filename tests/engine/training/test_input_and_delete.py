@@ -34,13 +34,13 @@ def write_csv(path: Path, rows: list[tuple[str, str, int]]) -> Path:
 def test_training_input_counts_review_and_file_pairs_as_finetune_would(tmp_path, encoder):
     project = make_project(tmp_path / "q.duplens", encoder)
     try:
-        review = training_input(project.labels.pairs())
+        review = training_input(project.verdicts.pairs())
         assert review.review == len(DUPLICATES) + len(NOT_DUPLICATES) and review.file is None
         assert (review.summary.positives, review.summary.negatives) == \
             (len(DUPLICATES), len(NOT_DUPLICATES))
         assert review.can_train and review.pairs == project.versions.training_pairs()
 
-        both = training_input(project.labels.pairs(), DATA / "labelled_pairs.csv")
+        both = training_input(project.verdicts.pairs(), DATA / "labelled_pairs.csv")
         assert both.pairs == project.versions.training_pairs(DATA / "labelled_pairs.csv")
         assert both.file is not None and both.file.kind == "pairs"
         assert 0 < both.file_added < len(both.file.pairs)  # some were judged in review too
@@ -50,7 +50,7 @@ def test_training_input_counts_review_and_file_pairs_as_finetune_would(tmp_path,
         (tmp_path / "bad.csv").write_text("question1,question2,verdict\na,b,1\n",
                                           encoding="utf-8")
         with pytest.raises(InputError, match="cannot tell which columns"):
-            training_input(project.labels.pairs(), tmp_path / "bad.csv")
+            training_input(project.verdicts.pairs(), tmp_path / "bad.csv")
     finally:
         project.close()
 
@@ -59,7 +59,7 @@ def test_too_few_or_one_verdict_is_refused_with_finetunes_own_message(tmp_path, 
     few = make_project(tmp_path / "few.duplens", encoder,
                        labels=(DUPLICATES[:2], NOT_DUPLICATES[:1]))
     try:
-        small = training_input(few.labels.pairs())
+        small = training_input(few.verdicts.pairs())
         assert not small.can_train and small.summary.pairs == 3
         with pytest.raises(InputError) as refused:
             few.versions.finetune(options=QUICK)

@@ -54,7 +54,7 @@ def make_project(path: Path, encoder, labels=(DUPLICATES, NOT_DUPLICATES),
     item = {r["id"]: r["item_id"] for r in project.rows.page(0, 100)}
     for label, pairs in zip((1, 0), labels, strict=True):
         for a, b in pairs:
-            project.labels.set_label(item[a], item[b], label)
+            project.verdicts.set_verdict(item[a], item[b], label)
     return project
 
 
@@ -236,7 +236,7 @@ def test_export_copies_a_folder_sentence_transformers_loads(trained, tmp_path, e
     assert sorted(p.name for p in tmp_path.iterdir()) == ["default", "exported"]
 
 
-def test_training_pairs_merge_review_labels_and_a_file(trained):
+def test_training_pairs_merge_review_verdicts_and_a_file(trained):
     project = trained[0]
     review = project.versions.training_pairs()
     assert len(review) == 33 and all(p.key_a.startswith("text:") for p in review)

@@ -1,5 +1,5 @@
-"""A sample's answered draws as the estimators read them: the figures at a threshold, each
-duplicate pair's weight in "rows with at least one duplicate", and how many more answers
+"""A sample's judged draws as the estimators read them: the figures at a threshold, each
+duplicate pair's weight in "rows with at least one duplicate", and how many more verdicts
 would halve the widest interval.
 
 `engine.services.measuring` reads the draws from the store and hands them here as plain
@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from engine.estimation.allocation import answers_to_halve, shares
+from engine.estimation.allocation import shares, verdicts_to_halve
 from engine.estimation.estimators import Estimate, RowsInput, estimate, stratum_shares
 from engine.estimation.graph_population import GraphPopulation, cluster_labels, flagged_pairs
 from engine.estimation.strata import prior_share
@@ -18,14 +18,14 @@ from engine.estimation.strata import prior_share
 FIGURE_INDEX = {"precision": 0, "recall": 1, "f1": 2}   # the estimators' order of figures
 
 
-class AnsweredDraws:
-    """The answered draws of a sample as arrays, ready for the estimators."""
+class JudgedDraws:
+    """The judged draws of a sample as arrays, ready for the estimators."""
 
-    def __init__(self, population: GraphPopulation, answered: list[dict]) -> None:
-        self.a = np.asarray([d["text_a"] for d in answered], dtype=np.int64)
-        self.b = np.asarray([d["text_b"] for d in answered], dtype=np.int64)
-        self.stratum = np.asarray([d["stratum"] for d in answered], dtype=np.int64)
-        self.dup = np.asarray([d["verdict"] == 1 for d in answered], dtype=bool)
+    def __init__(self, population: GraphPopulation, judged: list[dict]) -> None:
+        self.a = np.asarray([d["text_a"] for d in judged], dtype=np.int64)
+        self.b = np.asarray([d["text_b"] for d in judged], dtype=np.int64)
+        self.stratum = np.asarray([d["stratum"] for d in judged], dtype=np.int64)
+        self.dup = np.asarray([d["verdict"] == 1 for d in judged], dtype=bool)
         count = population.strata.count
         self.done = np.bincount(self.stratum, minlength=count)
         self.found = np.bincount(self.stratum[self.dup], minlength=count)
@@ -35,7 +35,7 @@ class AnsweredDraws:
 
     def estimate_at(self, population: GraphPopulation, threshold: float, *,
                     rows: RowsInput | None = None, draws: int = 4000) -> Estimate:
-        """The figures for the cut at `threshold`: which answered pairs it flags, and how
+        """The figures for the cut at `threshold`: which judged pairs it flags, and how
         many pairs of each stratum it flags."""
         labels = cluster_labels(population.graph, threshold)
         flagged = (labels[self.pos_a] >= 0) & (labels[self.pos_a] == labels[self.pos_b])
@@ -48,23 +48,23 @@ class AnsweredDraws:
 
     def more_to_halve(self, population: GraphPopulation, result: Estimate,
                       figure: str) -> int | None:
-        """About how many more answers, allocated as the next ones will be, would halve the
+        """About how many more verdicts, allocated as the next ones will be, would halve the
         interval of `figure` ("precision", "recall" or "f1") of `result` (None: very
         many)."""
         strata = population.strata
         flagged = np.asarray([s["flagged"] for s in result.strata], dtype=np.float64)
         share = shares(self.found, self.done, prior_share(strata), strata.middle(),
                        strata.outside_count)
-        return answers_to_halve(strata.sizes, self.done, share, strata.per_pair(flagged),
-                                FIGURE_INDEX[figure], caps=strata.caps())
+        return verdicts_to_halve(strata.sizes, self.done, share, strata.per_pair(flagged),
+                                 FIGURE_INDEX[figure], caps=strata.caps())
 
     def row_weights(self, population: GraphPopulation, copied: set[int]) -> np.ndarray:
-        """For each answered draw: 0 unless a duplicate; then, for each of its texts held
+        """For each judged draw: 0 unless a duplicate; then, for each of its texts held
         by a single row (not in `copied`), 1 / that text's estimated number of duplicate
-        texts: this pair, its other answered duplicate pairs, and its unanswered pairs times
+        texts: this pair, its other judged duplicate pairs, and its unjudged pairs times
         their stratum's duplicate share (candidates by stratum, every other pair of the
         project at the outside stratum's). Summed over a text's duplicate pairs this counts
-        it once (exactly so when every pair is answered)."""
+        it once (exactly so when every pair is judged)."""
         share = stratum_shares(population.strata.sizes, self.stratum, self.dup)
         strata = population.strata
         g = strata.outside_count
@@ -90,7 +90,7 @@ class AnsweredDraws:
                 outside = (n - 1) - per_stratum.sum()
                 known = 0
                 for partner, is_dup, h in answered_pairs.get(text, []):
-                    if strata.is_outside(h):       # answered: not an expected partner
+                    if strata.is_outside(h):       # judged: not an expected partner
                         outside -= 1
                     else:
                         per_stratum[h] -= 1

@@ -31,23 +31,23 @@ def test_python_cluster_is_cut_with_three_members(project):
     assert {"q1", "q2", "q3"} <= {m.id for m in python.members}
 
 
-def test_mark_duplicate_and_move_out_show_as_decisions(project):
-    history = ReviewHistory(project.labels)
+def test_mark_duplicate_and_move_out_show_as_verdicts(project):
+    history = ReviewHistory(project.verdicts)
     python = cluster_with(project.clusters.cut(THRESHOLD), "q2")
     canonical = python.canonical
     others = [m for m in python.members[1:] if m.id in {"q1", "q2", "q3"}]
-    history.label(canonical.item_id, others[0].item_id, 1)
+    history.judge(canonical.item_id, others[0].item_id, 1)
     history.move_out(python, others[1].item_id)
 
     again = cluster_with(project.clusters.cut(THRESHOLD), canonical.id)
-    assert member(again, others[0].id).decision == DUPLICATE
+    assert member(again, others[0].id).verdict == DUPLICATE
     assert others[1].id in {m.id for m in again.rejected}
     assert others[1].id not in {m.id for m in again.members}
-    assert member(again, others[1].id).decision == NOT_DUPLICATE
+    assert member(again, others[1].id).verdict == NOT_DUPLICATE
 
 
-def test_undo_and_redo_walk_the_decisions_back_and_forth(project):
-    history = ReviewHistory(project.labels)
+def test_undo_and_redo_walk_the_verdicts_back_and_forth(project):
+    history = ReviewHistory(project.verdicts)
     python = cluster_with(project.clusters.cut(THRESHOLD), "q2")
     out = python.members[1]
     history.move_out(python, out.item_id)
@@ -56,21 +56,21 @@ def test_undo_and_redo_walk_the_decisions_back_and_forth(project):
     assert history.undo() is not None
     back = cluster_with(project.clusters.cut(THRESHOLD), python.canonical.id)
     assert out.id in {m.id for m in back.members} and not back.rejected
-    assert project.labels.label(python.canonical.item_id, out.item_id) is None
+    assert project.verdicts.verdict(python.canonical.item_id, out.item_id) is None
     assert history.can_redo
     history.redo()
-    assert project.labels.label(out.item_id, python.canonical.item_id) == 0
+    assert project.verdicts.verdict(out.item_id, python.canonical.item_id) == 0
     assert not history.can_redo and history.undo() and history.undo() is None
 
 
 def test_set_canonical_reorders_and_rescores_against_it(project, encoder):
-    history = ReviewHistory(project.labels)
+    history = ReviewHistory(project.verdicts)
     python = cluster_with(project.clusters.cut(THRESHOLD), "q2")
     new_head = python.members[-1]
     history.set_canonical(python, new_head.item_id)
     again = cluster_with(project.clusters.cut(THRESHOLD), new_head.id)
     assert again.canonical.id == new_head.id
-    assert again.canonical.decision == CANONICAL
+    assert again.canonical.verdict == CANONICAL
     vectors = encoder.encode([m.text for m in again.members])
     for m, v in zip(again.members[1:], vectors[1:], strict=True):
         assert m.score == pytest.approx(float(v @ vectors[0]), abs=1e-4)
@@ -79,12 +79,12 @@ def test_set_canonical_reorders_and_rescores_against_it(project, encoder):
         python.canonical.id
 
 
-def test_decisions_survive_closing_and_reopening(project, encoder):
-    history = ReviewHistory(project.labels)
+def test_verdicts_survive_closing_and_reopening(project, encoder):
+    history = ReviewHistory(project.verdicts)
     python = cluster_with(project.clusters.cut(THRESHOLD), "q2")
     head, dup = python.members[-1], python.members[1]
     history.set_canonical(python, head.item_id)
-    history.label(head.item_id, dup.item_id, 1)
+    history.judge(head.item_id, dup.item_id, 1)
     path = project.path
     project.close()
 
@@ -93,21 +93,21 @@ def test_decisions_survive_closing_and_reopening(project, encoder):
         reopened.model.attach(encoder, is_default=True)
         again = cluster_with(reopened.clusters.cut(THRESHOLD), head.id)
         assert again.canonical.id == head.id
-        assert member(again, dup.id).decision == DUPLICATE
-        pairs = reopened.labels.pairs()
+        assert member(again, dup.id).verdict == DUPLICATE
+        pairs = reopened.verdicts.pairs()
         assert [(p["label"], {p["text_a"], p["text_b"]}) for p in pairs] == \
             [(1, {head.text, dup.text})]
-        assert reopened.labels.counts() == {"duplicate": 1, "not_duplicate": 0}
+        assert reopened.verdicts.counts() == {"duplicate": 1, "not_duplicate": 0}
     finally:
         reopened.close()
 
 
 def test_export_carries_each_rows_decision(project, tmp_path):
-    history = ReviewHistory(project.labels)
+    history = ReviewHistory(project.verdicts)
     python = cluster_with(project.clusters.cut(THRESHOLD), "q2")
     kept, out = python.members[1], python.members[2]
     history.set_canonical(python, python.canonical.item_id)
-    history.label(python.canonical.item_id, kept.item_id, 1)
+    history.judge(python.canonical.item_id, kept.item_id, 1)
     history.move_out(python, out.item_id)
     path = tmp_path / "clusters.csv"
     project.exports.clusters(path, project.clusters.cut(THRESHOLD))
@@ -124,7 +124,7 @@ def test_export_carries_each_rows_decision(project, tmp_path):
 
 
 def test_deduplicated_export_keeps_rows_moved_out(project, tmp_path):
-    history = ReviewHistory(project.labels)
+    history = ReviewHistory(project.verdicts)
     python = cluster_with(project.clusters.cut(THRESHOLD), "q2")
     out = python.members[-1]
     history.move_out(python, out.item_id)
@@ -139,16 +139,16 @@ def test_deduplicated_export_keeps_rows_moved_out(project, tmp_path):
     assert not kept & {m.id for m in cluster_with(clusters, "q2").members[1:]}
 
 
-def test_label_curve_finds_the_threshold_that_separates_the_labels(project):
-    clusters = project.clusters.cut(0.6, decisions=False)
+def test_verdict_curve_finds_the_threshold_that_separates_the_verdicts(project):
+    clusters = project.clusters.cut(0.6, verdicts=False)
     close = [(c.canonical, m) for c in clusters for m in c.members[1:] if m.score > 0.8]
     far = [(c.canonical, m) for c in clusters for m in c.members[1:] if m.score < 0.75]
     assert close and far
     for a, b in close:
-        project.labels.set_label(a.item_id, b.item_id, 1)
+        project.verdicts.set_verdict(a.item_id, b.item_id, 1)
     for a, b in far:
-        project.labels.set_label(a.item_id, b.item_id, 0)
-    curve = project.labels.curve()
+        project.verdicts.set_verdict(a.item_id, b.item_id, 0)
+    curve = project.verdicts.curve()
     assert curve.usable and curve.positives == len(close) and curve.negatives == len(far)
     assert curve.best_f1 == pytest.approx(1.0)
     assert max(b.score for _, b in far) < curve.best_threshold <= min(b.score for _, b in close)
@@ -164,26 +164,26 @@ def test_histogram_counts_every_text_with_a_neighbour(project):
 def test_embedding_map_places_every_text_and_colours_clusters(project):
     emap = project.clusters.map(THRESHOLD)
     assert emap.xy.shape == (project.info()["texts"], 2)
-    as_cut = project.clusters.cut(THRESHOLD, decisions=False)
+    as_cut = project.clusters.cut(THRESHOLD, verdicts=False)
     python_texts = {m.text_id for m in cluster_with(as_cut, "q2").members}
     colours = {int(c) for t, c in zip(emap.text_ids, emap.cluster, strict=True)
                if int(t) in python_texts}
     assert len(colours) == 1 and colours != {0}
 
 
-def test_clusters_without_decisions_pass_through_as_the_full_rule_would_make_them(project):
-    from engine.review.decision_overlay import apply_decisions
+def test_clusters_without_verdicts_pass_through_as_the_full_rule_would_make_them(project):
+    from engine.review.verdict_overlay import apply_verdicts
 
-    clusters = project.clusters.cut(THRESHOLD, decisions=False)
+    clusters = project.clusters.cut(THRESHOLD, verdicts=False)
     python = cluster_with(clusters, "q2")
     first, second = python.members[1], python.members[2]
-    project.labels.set_label(python.canonical.item_id, first.item_id, 0)
-    project.labels.set_canonical([], [second.item_id])
+    project.verdicts.set_verdict(python.canonical.item_id, first.item_id, 0)
+    project.verdicts.set_canonical([], [second.item_id])
 
     shown = project.clusters.cut(THRESHOLD)
     labels = {(min(python.canonical.item_id, first.item_id),
                max(python.canonical.item_id, first.item_id)): 0}
-    every = [apply_decisions(c, labels, {second.item_id}, project.clusters._similarities)
+    every = [apply_verdicts(c, labels, {second.item_id}, project.clusters._similarities)
              for c in clusters]                      # the full rule on every cluster
     assert shown == every
     assert cluster_with(shown, "q2").canonical.item_id == second.item_id

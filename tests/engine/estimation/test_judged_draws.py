@@ -1,4 +1,4 @@
-"""`AnsweredDraws`: with every pair of a small project answered, the figures are the exact
+"""`JudgedDraws`: with every pair of a small project judged, the figures are the exact
 counts and the row weights count each text with a duplicate once."""
 
 from __future__ import annotations
@@ -8,14 +8,14 @@ from itertools import combinations
 import numpy as np
 import pytest
 
-from engine.estimation.answered_draws import AnsweredDraws
 from engine.estimation.graph_population import cluster_labels
+from engine.estimation.judged_draws import JudgedDraws
 from engine.estimation.next_draws import design_flagged_share, next_draws
 from tests.engine.estimation.small_population import THRESHOLD, small_population
 
 
 @pytest.fixture(scope="module")
-def answered():
+def judged():
     population, group_of = small_population(seed=2)
     share = design_flagged_share(population, THRESHOLD)
     drawn: list[dict] = []
@@ -26,9 +26,9 @@ def answered():
     return population, group_of, drawn
 
 
-def test_every_pair_answered_gives_the_exact_figures(answered):
-    population, group_of, drawn = answered
-    inputs = AnsweredDraws(population, drawn)
+def test_every_pair_judged_gives_the_exact_figures(judged):
+    population, group_of, drawn = judged
+    inputs = JudgedDraws(population, drawn)
     ids = population.graph.ids
     labels = cluster_labels(population.graph, THRESHOLD)
     cluster = dict(zip(ids.tolist(), labels.tolist(), strict=True))
@@ -50,9 +50,9 @@ def test_every_pair_answered_gives_the_exact_figures(answered):
     assert more is None or more >= 0
 
 
-def test_row_weights_count_each_text_with_a_duplicate_once(answered):
-    population, group_of, drawn = answered
-    inputs = AnsweredDraws(population, drawn)
+def test_row_weights_count_each_text_with_a_duplicate_once(judged):
+    population, group_of, drawn = judged
+    inputs = JudgedDraws(population, drawn)
     weights = inputs.row_weights(population, copied=set())
     assert (weights[~inputs.dup] == 0).all()
     with_duplicate = sum(1 for g in group_of.values() if g >= 0)

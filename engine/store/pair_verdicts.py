@@ -1,6 +1,8 @@
-"""Reading and writing the analyst's review decisions: pair labels and canonical choices.
+"""Reading and writing the analyst's verdicts on pairs of items, their canonical choices, and
+which pairs were offered to them (the `pair_labels`, `canonical_items` and `offered_pairs`
+tables).
 
-A pair is stored once, smaller item id first, so (a, b) and (b, a) are the same judgement.
+A pair is stored once, smaller item id first, so (a, b) and (b, a) are the same pair.
 """
 
 from __future__ import annotations
@@ -20,60 +22,60 @@ def ordered(item_a: int, item_b: int) -> tuple[int, int]:
     return (item_a, item_b) if item_a <= item_b else (item_b, item_a)
 
 
-def get_label(conn: Connection, item_a: int, item_b: int) -> int | None:
+def get_verdict(conn: Connection, item_a: int, item_b: int) -> int | None:
     a, b = ordered(item_a, item_b)
     return conn.execute(select(pair_labels.c.label).where(
         pair_labels.c.item_a == a, pair_labels.c.item_b == b)).scalar()
 
 
-def set_label(conn: Connection, item_a: int, item_b: int, label: int | None,
-              origin: str = "review") -> None:
-    """Store (or with None, forget) the judgement on a pair.
+def set_verdict(conn: Connection, item_a: int, item_b: int, verdict: int | None,
+                origin: str = "review") -> None:
+    """Store (or with None, forget) the verdict on a pair.
 
     One upsert: two analysts judging the same pair at once both succeed, the later verdict
     stays (a delete then an insert would fail on the unique pair for one of them)."""
     a, b = ordered(item_a, item_b)
     pair_lock(conn, a, b)
-    if label is None:
+    if verdict is None:
         conn.execute(delete(pair_labels).where(pair_labels.c.item_a == a,
                                                pair_labels.c.item_b == b))
         return
-    upsert(conn, pair_labels, {"item_a": a, "item_b": b, "label": int(label),
+    upsert(conn, pair_labels, {"item_a": a, "item_b": b, "label": int(verdict),
                                "origin": origin, "created_at": time.time()},
            ["item_a", "item_b"])
 
 
 def pair_lock(conn: Connection, item_a: int, item_b: int) -> None:
     """Be the only writer of this pair's verdict until the transaction ends (all processes),
-    so that `replace_label`'s read and write are one step for every other writer."""
+    so that `replace_verdict`'s read and write are one step for every other writer."""
     a, b = ordered(item_a, item_b)
     lock(conn, f"pair:{a}:{b}")
 
 
-def replace_label(conn: Connection, item_a: int, item_b: int, expected: int | None,
-                  label: int | None) -> bool:
+def replace_verdict(conn: Connection, item_a: int, item_b: int, expected: int | None,
+                    verdict: int | None) -> bool:
     """Set the verdict only while it still is `expected`; False (nothing written) when
     someone changed it since: what an undo writes, so it never undoes another's verdict."""
     pair_lock(conn, item_a, item_b)
-    if get_label(conn, item_a, item_b) != expected:
+    if get_verdict(conn, item_a, item_b) != expected:
         return False
-    set_label(conn, item_a, item_b, label)
+    set_verdict(conn, item_a, item_b, verdict)
     return True
 
 
-def labels_among(conn: Connection, item_ids: Sequence[int]) -> dict[tuple[int, int], int]:
-    """Labels of pairs with both items in `item_ids` (one cluster's worth, or all of them).
+def verdicts_among(conn: Connection, item_ids: Sequence[int]) -> dict[tuple[int, int], int]:
+    """Verdicts on pairs with both items in `item_ids` (one cluster's worth, or all of them).
 
-    Analysts label hundreds or thousands of pairs, while every cluster at once holds tens of
+    Analysts judge hundreds or thousands of pairs, while every cluster at once holds tens of
     thousands of rows: then the whole table is one cheap read instead of many IN batches.
     """
     wanted = set(item_ids)
     out: dict[tuple[int, int], int] = {}
     if conn.execute(select(func.count()).select_from(pair_labels)).scalar_one() <= len(wanted):
-        for a, b, label in conn.execute(select(pair_labels.c.item_a, pair_labels.c.item_b,
-                                               pair_labels.c.label)):
+        for a, b, verdict in conn.execute(select(pair_labels.c.item_a, pair_labels.c.item_b,
+                                                 pair_labels.c.label)):
             if a in wanted and b in wanted:
-                out[(a, b)] = label
+                out[(a, b)] = verdict
         return out
     ids = list(wanted)
     for start in range(0, len(ids), _IN_BATCH):
@@ -81,14 +83,15 @@ def labels_among(conn: Connection, item_ids: Sequence[int]) -> dict[tuple[int, i
         rows = conn.execute(select(pair_labels.c.item_a, pair_labels.c.item_b,
                                    pair_labels.c.label).where(
             or_(pair_labels.c.item_a.in_(batch), pair_labels.c.item_b.in_(batch)))).all()
-        for a, b, label in rows:
+        for a, b, verdict in rows:
             if a in wanted and b in wanted:
-                out[(a, b)] = label
+                out[(a, b)] = verdict
     return out
 
 
-def all_labels(conn: Connection) -> list[dict]:
-    """Every labelled pair of live rows, with both texts: the fine-tuning data."""
+def all_verdicts(conn: Connection) -> list[dict]:
+    """Every judged pair of live items, with both texts: the fine-tuning data (the verdict
+    is the row's `label`, the column's name)."""
     a_items = items.alias("a")
     b_items = items.alias("b")
     rows = conn.execute(
@@ -145,14 +148,14 @@ def replace_canonical(conn: Connection, item_ids: Sequence[int], expected: Seque
     return True
 
 
-def count_labels(conn: Connection) -> dict[int, int]:
-    """How many pairs carry each label (1 duplicate, 0 not duplicate)."""
+def count_verdicts(conn: Connection) -> dict[int, int]:
+    """How many pairs carry each verdict (1 duplicate, 0 not duplicate)."""
     return dict(conn.execute(select(pair_labels.c.label, func.count())
                              .group_by(pair_labels.c.label)).all())
 
 
 def count_by_origin(conn: Connection, origin: str) -> int:
-    """How many labelled pairs came from `origin` ("asked": the model asked for them)."""
+    """How many verdicts came from `origin` ("asked": the model asked for them)."""
     return conn.execute(select(func.count()).select_from(pair_labels)
                         .where(pair_labels.c.origin == origin)).scalar_one()
 
@@ -174,8 +177,8 @@ def was_offered(conn: Connection, item_a: int, item_b: int) -> bool:
 def fingerprint(conn: Connection) -> tuple:
     """Changes whenever a verdict or a canonical choice is written or removed (the count
     moves, or a later time is stamped): cuts kept between imports are decided again then."""
-    labels = conn.execute(select(func.count(), func.max(pair_labels.c.created_at))
-                          .select_from(pair_labels)).one()
+    verdicts = conn.execute(select(func.count(), func.max(pair_labels.c.created_at))
+                            .select_from(pair_labels)).one()
     chosen = conn.execute(select(func.count(), func.max(canonical_items.c.created_at))
                           .select_from(canonical_items)).one()
-    return (*labels, *chosen)
+    return (*verdicts, *chosen)

@@ -1,9 +1,10 @@
-"""`Labels`: the analyst's verdicts on pairs of rows and their canonical choices.
+"""`Verdicts`: the analyst's verdicts on pairs of rows and their canonical choices.
 
 Verdicts are stored per pair of rows, not per cluster (clusters are re-cut at every
 threshold, so a cluster id means nothing the next time); they are the training data of
-fine-tuning, and the labelled points the threshold curve is drawn from. `ReviewHistory`
-undoes and redoes through this service (it is its `DecisionStore`).
+fine-tuning (each becomes a training pair's label), and the points the threshold curve is
+drawn from. `ReviewHistory` undoes and redoes through this service (it is its
+`VerdictStore`).
 """
 
 from __future__ import annotations
@@ -20,84 +21,85 @@ from engine.review.calibration import (
     describe_threshold,
 )
 from engine.services.vectors import Vectors
-from engine.store import decisions as decision_store
+from engine.store import pair_verdicts as verdict_store
 from engine.store.database import Store
 
 ASKED = "asked"   # the origin of a verdict the model asked for
 
 
-class Labels:
-    """Read and write verdicts and canonical choices; score the labelled pairs."""
+class Verdicts:
+    """Read and write verdicts and canonical choices; score the judged pairs."""
 
     def __init__(self, store: Store, vectors: Vectors) -> None:
         self._store = store
         self._vectors = vectors
 
     # -- verdicts --------------------------------------------------------------------------
-    def label(self, item_a: int, item_b: int) -> int | None:
+    def verdict(self, item_a: int, item_b: int) -> int | None:
         """The verdict on two rows: 1 duplicate, 0 not, None none."""
         with self._store.read() as conn:
-            return decision_store.get_label(conn, item_a, item_b)
+            return verdict_store.get_verdict(conn, item_a, item_b)
 
-    def set_label(self, item_a: int, item_b: int, label: int | None, *,
-                  origin: str = "review") -> None:
+    def set_verdict(self, item_a: int, item_b: int, verdict: int | None, *,
+                    origin: str = "review") -> None:
         """Store the analyst's verdict on two rows (1 duplicate, 0 not, None forget).
 
         `origin` says where the verdict was given: "review", or "asked" when the model asked
         for it (`engine.services.asking`), so fine-tuning can tell how many were asked for."""
-        if label not in (0, 1, None):
-            raise InputError(f"a pair label is 0 or 1, not {label!r}")
+        if verdict not in (0, 1, None):
+            raise InputError(f"a verdict is 0 or 1, not {verdict!r}")
         if item_a == item_b:
             raise InputError("a pair needs two different rows")
         with self._store.write() as conn:
-            decision_store.set_label(conn, item_a, item_b, label, origin)
+            verdict_store.set_verdict(conn, item_a, item_b, verdict, origin)
 
     def asked(self) -> int:
-        """How many of the labelled pairs the model asked for (`duplens ask`, "Ask me")."""
+        """How many of the verdicts the model asked for (`duplens ask`, "Ask me")."""
         with self._store.read() as conn:
-            return decision_store.count_by_origin(conn, ASKED)
+            return verdict_store.count_by_origin(conn, ASKED)
 
-    def replace_label(self, item_a: int, item_b: int, expected: int | None,
-                      label: int | None) -> bool:
+    def replace_verdict(self, item_a: int, item_b: int, expected: int | None,
+                        verdict: int | None) -> bool:
         """Set the verdict only if it still is `expected` (False: another analyst changed it
         since, and it stays theirs)."""
         with self._store.write() as conn:
-            return decision_store.replace_label(conn, item_a, item_b, expected, label)
+            return verdict_store.replace_verdict(conn, item_a, item_b, expected, verdict)
 
     def pairs(self) -> list[dict]:
-        """Every labelled pair of live rows (`text_a`, `text_b`, `label`, ids…): training data."""
+        """Every judged pair of live rows (`text_a`, `text_b`, `label`: the verdict, ids…):
+        training data."""
         with self._store.read() as conn:
-            return decision_store.all_labels(conn)
+            return verdict_store.all_verdicts(conn)
 
     def counts(self) -> dict[str, int]:
         with self._store.read() as conn:
-            counts = decision_store.count_labels(conn)
+            counts = verdict_store.count_verdicts(conn)
         return {"duplicate": counts.get(1, 0), "not_duplicate": counts.get(0, 0)}
 
     # -- canonical choices -----------------------------------------------------------------
     def canonical(self, item_ids: list[int]) -> set[int]:
-        """Which of these rows the analyst chose as the canonical entry of their cluster."""
+        """Which of these rows the analyst chose as the canonical row of their cluster."""
         with self._store.read() as conn:
-            return decision_store.canonical_among(conn, item_ids)
+            return verdict_store.canonical_among(conn, item_ids)
 
     def set_canonical(self, clear: list[int], chosen: list[int]) -> None:
         with self._store.write() as conn:
-            decision_store.set_canonical(conn, clear, chosen)
+            verdict_store.set_canonical(conn, clear, chosen)
 
     def replace_canonical(self, item_ids: list[int], expected: list[int],
                           chosen: list[int]) -> bool:
         """Make `chosen` canonical among `item_ids` only if the choice there still is
         `expected` (False: another analyst changed it since)."""
         with self._store.write() as conn:
-            return decision_store.replace_canonical(conn, item_ids, expected, chosen)
+            return verdict_store.replace_canonical(conn, item_ids, expected, chosen)
 
     # -- scoring ---------------------------------------------------------------------------
     def curve(self) -> ThresholdCurve:
-        """Precision and recall of each threshold on the labelled pairs, scored by the active
+        """Precision and recall of each threshold on the judged pairs, scored by the active
         model (pairs whose texts are not encoded yet are left out)."""
         pairs = self.pairs()
         index = self._vectors.index()
-        # Asked after every review decision: a vectorised membership test, not a Python set
+        # Asked after every verdict in the review: a vectorised membership test, not a Python set
         # of every indexed id.
         live = live_ids(index)
         a_ids = np.asarray([p["text_id_a"] for p in pairs], dtype=np.int64)
@@ -108,15 +110,15 @@ class Labels:
         a = index.vectors(a_ids[keep])
         b = index.vectors(b_ids[keep])
         scores = np.einsum("ij,ij->i", a, b)
-        labels = np.asarray([p["label"] for p in pairs])[keep]
-        return threshold_curve(scores, labels)
+        verdicts = np.asarray([p["label"] for p in pairs])[keep]
+        return threshold_curve(scores, verdicts)
 
     def calibration(self) -> Calibration | None:
-        """The best-F1 threshold on the labelled pairs (`engine.review.calibration`)."""
+        """The best-F1 threshold on the judged pairs (`engine.review.calibration`)."""
         return calibrate(self.curve())
 
     def default_threshold(self) -> float:
-        """The project threshold: the calibrated one once there are enough labels, else the
+        """The project threshold: the calibrated one once there are enough verdicts, else the
         default (`engine.review.calibration`)."""
         return default_threshold(self.calibration())
 

@@ -1,14 +1,14 @@
-"""Applying the analyst's stored decisions to freshly cut clusters.
+"""Laying the analyst's stored verdicts and canonical choices over freshly cut clusters.
 
-Clusters are re-cut from the neighbour graph at every threshold, so decisions cannot be
+Clusters are re-cut from the neighbour graph at every threshold, so verdicts cannot be
 stored per cluster. They are stored per pair of rows (duplicate / not duplicate) and per row
 (chosen as canonical), and laid over each cut here, the same way every time:
 
 - a member the analyst chose as canonical leads its cluster (the first such member when a
   new threshold merges two reviewed clusters), and similarities are re-measured against it;
-- a member labelled "not duplicate" of the canonical is moved out of the cluster
-  (`Cluster.rejected`), so "move out" is that label and undoing it brings the member back;
-- other labels show as each member's `decision`.
+- a member judged "not duplicate" of the canonical is moved out of the cluster
+  (`Cluster.rejected`), so "move out" is that verdict and undoing it brings the member back;
+- other verdicts show as each member's `verdict`.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from engine.dedup.row_clusters import (
     Cluster,
     Member,
 )
-from engine.store.decisions import ordered
+from engine.store.pair_verdicts import ordered
 
 # similarity(text_id, [text_id, …]) -> cosine similarity of the first to each of the others
 Similarity = Callable[[int, Sequence[int]], Sequence[float]]
@@ -31,9 +31,10 @@ Similarity = Callable[[int, Sequence[int]], Sequence[float]]
 _VERDICT = {1: DUPLICATE, 0: NOT_DUPLICATE}
 
 
-def apply_decisions(cluster: Cluster, labels: dict[tuple[int, int], int], chosen: set[int],
-                    similarity: Similarity) -> Cluster:
-    """The cluster as the analyst's decisions make it; `cluster` is as cut (centre first)."""
+def apply_verdicts(cluster: Cluster, verdicts: dict[tuple[int, int], int], chosen: set[int],
+                   similarity: Similarity) -> Cluster:
+    """The cluster as the analyst's verdicts and canonical choices make it; `cluster` is as
+    cut (centre first)."""
     everyone = [*cluster.members, *cluster.rejected]
     if not everyone:
         return cluster
@@ -52,7 +53,7 @@ def apply_decisions(cluster: Cluster, labels: dict[tuple[int, int], int], chosen
     for m in everyone:
         if m.item_id == canonical.item_id:
             continue
-        verdict = _VERDICT.get(labels.get(ordered(canonical.item_id, m.item_id)), UNREVIEWED)
+        verdict = _VERDICT.get(verdicts.get(ordered(canonical.item_id, m.item_id)), UNREVIEWED)
         updated = _with(m, rescored[m.item_id], verdict)
         (rejected if verdict == NOT_DUPLICATE else kept).append(updated)
     kept.sort(key=lambda m: -m.score)
@@ -60,5 +61,5 @@ def apply_decisions(cluster: Cluster, labels: dict[tuple[int, int], int], chosen
     return Cluster(cluster.cluster_id, [head, *kept], rejected, cluster.merged_from)
 
 
-def _with(m: Member, score: float, decision: str) -> Member:
-    return Member(m.item_id, m.id, m.row, m.source_id, m.text, score, m.text_id, decision)
+def _with(m: Member, score: float, verdict: str) -> Member:
+    return Member(m.item_id, m.id, m.row, m.source_id, m.text, score, m.text_id, verdict)
