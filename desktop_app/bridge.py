@@ -249,7 +249,7 @@ class EngineBridge(JobRunner):
 
     # -- search ----------------------------------------------------------------------------
     def search(self, text: str, k: int = 10) -> int:
-        """Ask for the `k` nearest entries to `text`; returns the request's sequence number.
+        """Ask for the `k` nearest rows to `text`; returns the request's sequence number.
 
         Results come as `searchResults(seq, text, hits)`. Before the model is loaded the
         newest request is held (and the model load started) rather than loading it twice.

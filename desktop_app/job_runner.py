@@ -63,9 +63,9 @@ class Pool(Enum):
       search gets an increasing number; a request already superseded when its turn comes
       is skipped, and results older than the newest shown are dropped, so the list never
       flips back to an older query;
-    - `REVIEW`: re-cutting clusters, decisions, plots, export, what fine-tuning would learn
+    - `REVIEW`: re-cutting clusters, verdicts, plots, export, what fine-tuning would learn
       from, the list of model versions, the counts of a project just opened, in order, so
-      a decision and the re-cut after it cannot cross and moving the threshold never waits
+      a verdict and the re-cut after it cannot cross and moving the threshold never waits
       behind an import;
     - `TABLE`: sorting and filtering the table of rows, the import dialog's preview and the
       list of imports, so a slow sort of a million rows delays neither the review nor the

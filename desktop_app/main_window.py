@@ -169,7 +169,7 @@ class MainWindow(QMainWindow):
         self.review_view.exportRequested.connect(self.export_clusters)
         self.review.thresholdChanged.connect(self.search_panel.set_threshold)
         self.review.clustersChanged.connect(self.items_model.annotate)
-        self.review.clustersChanged.connect(lambda _clusters: self.items_view.relabel())
+        self.review.clustersChanged.connect(lambda _clusters: self.items_view.notes_changed())
         self.review.clusterUpdated.connect(
             lambda _pos, cluster: self.items_model.annotate_cluster(cluster))
         self.review.exported.connect(self._exported)
@@ -429,8 +429,8 @@ class MainWindow(QMainWindow):
     @guarded
     def _checked_rows_added(self, result: dict) -> None:
         self._encoded(result)
-        self.status.say(f"{summary(result)}; {result['verdicts_stored']} verdicts stored as "
-                        f"labelled pairs")
+        self.status.say(f"{summary(result)}; {result['verdicts_stored']} verdicts stored on "
+                        f"its rows")
         if self.match_dialog is not None:
             self.match_dialog.rows_added()
 
@@ -446,7 +446,7 @@ class MainWindow(QMainWindow):
                 "no longer in the table"
             if self.items_view.reading:   # a million ids take seconds to read
                 hidden = "not in the table yet: its rows are still being read"
-            self.status.say(f"That entry is {hidden}", 5000)
+            self.status.say(f"That row is {hidden}", 5000)
 
     # -- bridge signals --------------------------------------------------------------------
     @guarded
@@ -539,7 +539,7 @@ class MainWindow(QMainWindow):
     def _tab_shown(self, index: int) -> None:
         """Once there are vectors, the clusters are cut at the project threshold whichever
         tab shows (off the GUI thread, only when out of date): the table's Cluster and
-        Decision columns and the search's threshold come from that cut too. The plots are
+        Verdict columns and the search's threshold come from that cut too. The plots are
         made when first shown."""
         if self._info is None or not self._info.get("encoded"):
             return

@@ -2,7 +2,7 @@
 
 A frozen build can pass every engine step and still fail to show a window (a missing Qt
 platform plugin, image format or style), so the check drives the real `MainWindow` the way
-a user would: type a question and wait for the list of similar entries. It runs on whatever
+a user would: type a question and wait for the list of similar rows. It runs on whatever
 Qt platform is set: `offscreen` on a headless machine, the native one on a desktop runner.
 """
 

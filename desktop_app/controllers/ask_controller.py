@@ -1,10 +1,10 @@
 """`AskController`: the "Ask me" mode's queue of pairs the model is unsure of.
 
 It fetches a batch of pairs (`project.asking.pairs`) on the review pool and hands them out
-one at a time. An answer is written on the same pool, in order, while the next pair is
+one at a time. A verdict is written on the same pool, in order, while the next pair is
 shown at once from the queue; the next batch is fetched before the queue runs dry, so the
 analyst never waits between pairs. A skipped pair is not offered again in this session.
-Undo takes back this session's answers, last first: the pair comes back on screen and its
+Undo takes back this session's verdicts, last first: the pair comes back on screen and its
 verdict is cleared, unless another analyst has changed it since (then it stays theirs).
 The queue's state is `engine.review.pair_queue.PairQueue`'s; this controller runs its
 engine calls as jobs and emits the signals.
@@ -26,12 +26,12 @@ REFILL_AT = 5            # fetch the next batch when this few pairs are left
 
 
 class AskController(QObject):
-    """Pairs to ask about, one at a time; answers go to the engine off-thread."""
+    """Pairs to ask about, one at a time; verdicts go to the engine off-thread."""
 
     pairChanged = Signal(object)     # the AskedPair on screen, or None when none is left
-    answered = Signal(int)           # verdicts given in this session
+    judged = Signal(int)             # verdicts given in this session
     busy = Signal(str)
-    undoChanged = Signal(bool, str)  # whether an answer can be taken back, and which
+    undoChanged = Signal(bool, str)  # whether a verdict can be taken back, and which
 
     def __init__(self, bridge: EngineBridge, parent: QObject | None = None, *,
                  threshold: Callable[[], float | None] = lambda: None) -> None:
@@ -57,36 +57,36 @@ class AskController(QObject):
         self.pair_queue.reset()
         self._emit_undo()
 
-    def answer(self, label: int | None) -> None:
+    def judge(self, verdict: int | None) -> None:
         """1 duplicate, 0 not, None skip; the next pair follows at once."""
-        pair = self.pair_queue.answer(label)
+        pair = self.pair_queue.judge(verdict)
         if pair is None:
             return
-        if label is not None:
+        if verdict is not None:
             a, b = pair.a.item_id, pair.b.item_id
-            self.bridge.run(lambda job: job.project.asking.answer(a, b, label),
-                            pool=Pool.REVIEW, on_done=lambda _: self._answered())
+            self.bridge.run(lambda job: job.project.asking.judge(a, b, verdict),
+                            pool=Pool.REVIEW, on_done=lambda _: self._verdict_written())
             self._emit_undo()
         self._advance()
 
     def undo(self) -> None:
-        """Take back the last answer: its pair is shown again (the one on screen goes back
+        """Take back the last verdict: its pair is shown again (the one on screen goes back
         to the front of the queue) and its verdict is cleared on the review pool, after the
-        answer's own write, only if it still is this answer."""
+        verdict's own write, only if it still is this verdict."""
         taken = self.pair_queue.undo()
         if taken is None:
             return
-        pair, label = taken
+        pair, verdict = taken
         a, b = pair.a.item_id, pair.b.item_id
 
         def done(cleared: bool) -> None:
             if cleared:
-                self.answered.emit(self.pair_queue.answer_taken_back())
+                self.judged.emit(self.pair_queue.verdict_taken_back())
             else:
                 self.busy.emit("Another analyst has changed this verdict since; it stays "
                                "theirs.")
 
-        self.bridge.run(lambda job: job.project.labels.replace_label(a, b, label, None),
+        self.bridge.run(lambda job: job.project.verdicts.replace_verdict(a, b, verdict, None),
                         pool=Pool.REVIEW, on_done=done)
         self.pairChanged.emit(pair)
         self._emit_undo()
@@ -95,8 +95,8 @@ class AskController(QObject):
         text = self.pair_queue.undo_text()
         self.undoChanged.emit(text is not None, text or "")
 
-    def _answered(self) -> None:
-        self.answered.emit(self.pair_queue.answer_written())
+    def _verdict_written(self) -> None:
+        self.judged.emit(self.pair_queue.verdict_written())
 
     def _advance(self) -> None:
         shown = self.pair_queue.advance()
@@ -108,7 +108,7 @@ class AskController(QObject):
     def _fetch(self, show_when_done: bool) -> None:
         if not self.bridge.has_project:
             return
-        # More than a batch: pairs answered but not yet written, and the skipped ones,
+        # More than a batch: pairs judged but not yet written, and the skipped ones,
         # come back from the engine and are dropped by the queue.
         wanted = self.pair_queue.start_fetch()
         if wanted is None:       # a batch is on its way already

@@ -59,7 +59,7 @@ def collect_input(extra_file: str | None, job: Job) -> TrainingInput:
     `extra_file`'s pairs, with the engine's counts."""
     from engine.training.collect import training_input
 
-    return training_input(job.project.labels.pairs(), extra_file,
+    return training_input(job.project.verdicts.pairs(), extra_file,
                           checked_rows=job.project.matching.pending_pairs())
 
 

@@ -5,8 +5,8 @@ project without adding anything (`engine.services.matching`). The analyst's verd
 ("Duplicate of this" / "New") are kept in the project as they are given (off the GUI
 thread), so closing the results loses nothing and a later check of the same file shows them
 again; "Add the new rows" imports the file as an import does, and the import turns every
-verdict into a labelled pair, since a row of the file only becomes a project row, one a
-pair can name, once it is added.
+verdict into a verdict on a pair of project rows, since a row of the file only becomes a
+project row, one a pair can name, once it is added.
 """
 
 from __future__ import annotations
@@ -75,7 +75,7 @@ class MatchController(QObject):
         self.checked.emit(result)
 
     def set_verdict(self, row: int, verdict: int | None) -> None:
-        """The analyst's answer for file row `row` against its best match (None: none),
+        """The analyst's verdict on file row `row` against its best match (None: none),
         kept in the project at once, on the review pool (in order)."""
         if verdict is None:
             self.verdicts.pop(row, None)
@@ -87,15 +87,15 @@ class MatchController(QObject):
             self.bridge.run(lambda job: job.project.matching.keep_verdicts(
                 result.sha256, result.file_name, kept), pool=Pool.REVIEW)
 
-    def _pending(self, answers: list[tuple[int, int | None]]) -> list[PendingVerdict]:
-        """Answers as verdicts on each row's best match (rows with no match are left out)."""
+    def _pending(self, verdicts: list[tuple[int, int | None]]) -> list[PendingVerdict]:
+        """Verdicts on each row's best match (rows with no match are left out)."""
         from engine.store.pending_verdicts import PendingVerdict
 
         out = []
-        for row, label in answers:
+        for row, verdict in verdicts:
             r = self._rows.get(row)
             if r is not None and r.matches:
-                out.append(PendingVerdict(row, r.text, r.matches[0].item_id, label))
+                out.append(PendingVerdict(row, r.text, r.matches[0].item_id, verdict))
         return out
 
     def export(self, path: str) -> JobHandle:
@@ -114,8 +114,8 @@ class MatchController(QObject):
 
     def add(self) -> JobHandle:
         """Import the checked file into the project and encode it; the import turns the
-        verdicts into labelled pairs. They are all written again first, in the same job, so
-        none still queued on the review pool can miss the import."""
+        verdicts into verdicts on pairs of project rows. They are all written again first, in
+        the same job, so none still queued on the review pool can miss the import."""
         choices, encode_on, result = self.choices, self.encode_on, self.result
         verdicts = self._pending(list(self.verdicts.items()))
 

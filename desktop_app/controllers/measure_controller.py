@@ -1,13 +1,13 @@
 """`MeasureController`: the "Measure quality" mode: drawn pairs one at a time, and the
-estimate after every answer.
+estimate after every verdict.
 
 Pairs come from `project.measuring.next_pairs` (drawn at random by the sampling design,
 never chosen by the model's doubt), a batch at a time on the review pool, and are handed out
-one at a time; the next batch is fetched before the queue runs dry. An answer is written on
+one at a time; the next batch is fetched before the queue runs dry. A verdict is written on
 the same pool, in order, then the estimate is computed again (`measure`, the newest request
-only), so the figures above the pair move with every answer. A skipped pair stays drawn and
+only), so the figures above the pair move with every verdict. A skipped pair stays drawn and
 comes back in a later session: a sample whose hard pairs were skipped for good would be
-biased. Undo takes this session's answers back, last first. The queue's state is
+biased. Undo takes this session's verdicts back, last first. The queue's state is
 `engine.review.pair_queue.PairQueue`'s; this controller runs its engine calls as jobs and
 emits the signals.
 """
@@ -21,7 +21,7 @@ from PySide6.QtCore import QObject, Signal
 from desktop_app.bridge import EngineBridge
 from desktop_app.job_runner import Job, Pool
 from engine.review.pair_queue import PairQueue
-from engine.services.measuring import Answered, DrawnPair, Measurement
+from engine.services.measuring import DrawnPair, Measurement, VerdictGiven
 
 BATCH = 10
 REFILL_AT = 3
@@ -33,7 +33,7 @@ class MeasureController(QObject):
     pairChanged = Signal(object)          # the DrawnPair on screen, or None
     measured = Signal(object)             # Measurement at the review's threshold
     calibratedEstimate = Signal(object)   # Measurement at the calibrated threshold, or None
-    answered = Signal(int)                # answers given in this session
+    judged = Signal(int)                  # verdicts given in this session
     busy = Signal(str)
     undoChanged = Signal(bool, str)
     reportWritten = Signal(str)           # the report's path
@@ -47,9 +47,9 @@ class MeasureController(QObject):
         self.pair_queue: PairQueue[DrawnPair] = PairQueue(lambda p: p.draw_id, batch=BATCH,
                                                           refill_at=REFILL_AT)
         self.measurement: Measurement | None = None
-        # What each answer changed, by draw id: written and read only by the review pool's
-        # one thread (an undo job runs after its answer's job), never by the GUI thread.
-        self._answers: dict[int, Answered] = {}
+        # What each verdict changed, by draw id: written and read only by the review pool's
+        # one thread (an undo job runs after its verdict's job), never by the GUI thread.
+        self._verdicts: dict[int, VerdictGiven] = {}
 
     @property
     def current(self) -> DrawnPair | None:
@@ -66,51 +66,51 @@ class MeasureController(QObject):
         self.measurement = None
         self._emit_undo()
 
-    # -- answers ---------------------------------------------------------------------------
-    def answer(self, label: int | None) -> None:
+    # -- verdicts --------------------------------------------------------------------------
+    def judge(self, verdict: int | None) -> None:
         """1 duplicate, 0 not, None skip (the pair stays drawn); the next pair follows."""
-        pair = self.pair_queue.answer(label)
+        pair = self.pair_queue.judge(verdict)
         if pair is None:
             return
-        if label is not None:
+        if verdict is not None:
             draw_id = pair.draw_id
-            answers = self._answers
+            verdicts = self._verdicts
 
             def work(job: Job) -> None:
-                answers[draw_id] = job.project.measuring.answer(draw_id, label)
+                verdicts[draw_id] = job.project.measuring.judge(draw_id, verdict)
 
-            self.bridge.run(work, pool=Pool.REVIEW, on_done=lambda _: self._answered())
+            self.bridge.run(work, pool=Pool.REVIEW, on_done=lambda _: self._verdict_written())
             self._emit_undo()
         self._advance()
 
     def undo(self) -> None:
-        """Take back the last answer: the pair is shown again, and its draw waits for a
+        """Take back the last verdict: the pair is shown again, and its draw waits for a
         verdict, unless another analyst has changed it since."""
         taken = self.pair_queue.undo()
         if taken is None:
             return
-        pair, _label = taken
+        pair, _verdict = taken
         draw_id = pair.draw_id
-        answers = self._answers
+        verdicts = self._verdicts
 
         def work(job: Job) -> bool:
-            done = answers.pop(draw_id, None)
+            done = verdicts.pop(draw_id, None)
             return done is not None and job.project.measuring.take_back(done)
 
         def done(taken_back: bool) -> None:
             if taken_back:
-                self.answered.emit(self.pair_queue.answer_taken_back())
+                self.judged.emit(self.pair_queue.verdict_taken_back())
                 self.refresh()
             else:
-                self.busy.emit("Another analyst has answered this pair since; their "
-                               "answer stays.")
+                self.busy.emit("Another analyst has judged this pair since; their "
+                               "verdict stays.")
 
         self.bridge.run(work, pool=Pool.REVIEW, on_done=done)
         self.pairChanged.emit(pair)
         self._emit_undo()
 
-    def _answered(self) -> None:
-        self.answered.emit(self.pair_queue.answer_written())
+    def _verdict_written(self) -> None:
+        self.judged.emit(self.pair_queue.verdict_written())
         self.refresh()
 
     def _emit_undo(self) -> None:
@@ -134,7 +134,7 @@ class MeasureController(QObject):
     def estimate_at(self, threshold: float | None) -> None:
         """The estimate at the calibrated threshold, if a sample exists (none is made)."""
         if threshold is None or not 0.0 < threshold <= 1.0 or not self.bridge.has_project:
-            self.calibratedEstimate.emit(None)     # (few labels can calibrate below 0)
+            self.calibratedEstimate.emit(None)     # (few verdicts can calibrate below 0)
             return
 
         def work(job: Job) -> Measurement | None:

@@ -2,7 +2,7 @@
 
 Loading another model (Settings), loading the active one again with another backend, and
 activating a model version (the fine-tuning wizard's "Use this model", the versions
-dialog's "Make active": every entry encoded with it first, search keeping the old model
+dialog's "Make active": every row encoded with it first, search keeping the old model
 meanwhile). All run on the bridge's changes pool, after any import, and tell the bridge when
 the new model is ready so searches held for it go out.
 

@@ -1,11 +1,11 @@
 """`ReviewController`: the review screen's state on the GUI side, fed by the engine.
 
 It holds the threshold (the one value that the slider, the spin box and the histogram's line
-all show), the clusters as cut and as the decisions make them, and the undo history, and it
-runs every computation on the bridge's review pool, in order, so a decision and the re-cut
+all show), the clusters as cut and as the verdicts make them, and the undo history, and it
+runs every computation on the bridge's review pool, in order, so a verdict and the re-cut
 after it cannot cross. Views only render what it emits. A re-cut, a plot or a curve asked
 again makes the older request stale (`latest`): dragging the slider never ends on a stale
-cut, and a quick series of decisions draws the label curve once, not once each.
+cut, and a quick series of verdicts draws the verdict curve once, not once each.
 
 The threshold starts at the project threshold (`engine.review.calibration`: calibrated on the
 analyst's verdicts once there are enough, else the default 0.8), read as soon as a project
@@ -13,7 +13,7 @@ opens, and is the one threshold of the window: the search's "This may already ex
 colours, Ask me and a file's check use it too. The calibration is shown and re-read after
 every verdict, but moves the slider only when the project is first cut, or when the user asks
 (`use_calibrated`): a threshold moving under the analyst would re-cut what they review. It
-also owns the "Ask me" mode's controller (`AskController`), whose answers are verdicts too.
+also owns the "Ask me" mode's controller (`AskController`), whose verdicts are the review's too.
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ from desktop_app.controllers.measure_controller import MeasureController
 from desktop_app.job_runner import Job, Pool
 from engine.dedup.row_clusters import Cluster
 from engine.review.calibration import DEFAULT_THRESHOLD, Calibration, default_threshold
-from engine.review.history import CanonicalChange, LabelChange, ReviewHistory, Superseded
+from engine.review.history import CanonicalChange, ReviewHistory, Superseded, VerdictChange
 
 log = logging.getLogger("duplens.gui")
 
@@ -38,11 +38,11 @@ SORT_KEYS = ("size", "score")
 
 
 class ReviewController(QObject):
-    """Threshold, clusters and decisions of the open project; all engine work off-thread."""
+    """Threshold, clusters and verdicts of the open project; all engine work off-thread."""
 
     thresholdChanged = Signal(float)
     clustersChanged = Signal(list)           # [Cluster] as shown, in display order
-    clusterUpdated = Signal(int, object)     # position in the list, the Cluster after a decision
+    clusterUpdated = Signal(int, object)     # position in the list, the Cluster after a verdict
     historyChanged = Signal(bool, bool, str)  # can undo, can redo, what the last action did
     histogramReady = Signal(object)          # engine.review.histogram.Histogram
     curveReady = Signal(object)              # engine.pair_metrics.ThresholdCurve
@@ -74,9 +74,9 @@ class ReviewController(QObject):
         self.calibration: Calibration | None = None
         self._threshold_chosen = False           # the user set it: calibration stays advice
         self.ask = AskController(bridge, self, threshold=lambda: self.threshold)
-        self.ask.answered.connect(self._asked_answered)
+        self.ask.judged.connect(self._judged_one_by_one)
         self.measure = MeasureController(bridge, lambda: self.threshold, self)
-        self.measure.answered.connect(self._asked_answered)
+        self.measure.judged.connect(self._judged_one_by_one)
         self.calibrationReady.connect(
             lambda c: self.measure.estimate_at(c.threshold if c is not None else None))
         # Once measured, the estimate follows the slider (the newest threshold only).
@@ -112,7 +112,7 @@ class ReviewController(QObject):
             self.load_calibration(then_cut=True)
 
     def show_plots(self) -> None:
-        """The plots are on screen: the cut, the histogram, the label curve and the map."""
+        """The plots are on screen: the cut, the histogram, the verdict curve and the map."""
         self.show_clusters()
         if not self._plots_current:
             self._plots_current = True
@@ -137,7 +137,7 @@ class ReviewController(QObject):
         self._recut.start()
 
     def use_calibrated(self) -> None:
-        """Move the threshold to the calibrated one (when there are enough labels)."""
+        """Move the threshold to the calibrated one (when there are enough verdicts)."""
         if self.calibration is not None and self.calibration.enough:
             self.set_threshold(default_threshold(self.calibration))
 
@@ -154,11 +154,11 @@ class ReviewController(QObject):
                     self.thresholdChanged.emit(self.threshold)
                 self.refresh()
 
-        self.bridge.run(lambda job: job.project.labels.calibration(), pool=Pool.REVIEW,
+        self.bridge.run(lambda job: job.project.verdicts.calibration(), pool=Pool.REVIEW,
                         on_done=done,
                         latest=self._key("first calibration" if then_cut else "calibration"))
 
-    def _asked_answered(self, _given: int) -> None:
+    def _judged_one_by_one(self, _given: int) -> None:
         self._clusters_current = False   # verdicts the clusters shown do not carry yet
         self.load_calibration()
 
@@ -181,8 +181,8 @@ class ReviewController(QObject):
 
         def work(job: Job) -> tuple[list[Cluster], list[Cluster], dict]:
             project = job.project
-            raw = project.clusters.cut(threshold, decisions=False)
-            applied = project.clusters.apply_decisions(raw)
+            raw = project.clusters.cut(threshold, verdicts=False)
+            applied = project.clusters.apply_verdicts(raw)
             changes = project.ids.changed_clusters(since, applied) if since else {}
             return raw, applied, changes
 
@@ -240,10 +240,10 @@ class ReviewController(QObject):
             return sorted(clusters, key=lambda c: (-c.score, -len(c.members), c.cluster_id))
         return sorted(clusters, key=lambda c: (-len(c.members), -c.score, c.cluster_id))
 
-    # -- decisions -------------------------------------------------------------------------
-    def mark(self, cluster: Cluster, item_a: int, item_b: int, label: int | None) -> None:
-        """Mark two rows of `cluster` duplicate (1) / not duplicate (0) / unlabelled."""
-        self._decide(cluster, lambda h: h.label(item_a, item_b, label))
+    # -- verdicts --------------------------------------------------------------------------
+    def mark(self, cluster: Cluster, item_a: int, item_b: int, verdict: int | None) -> None:
+        """Mark two rows of `cluster` duplicate (1) / not duplicate (0) / no verdict (None)."""
+        self._decide(cluster, lambda h: h.judge(item_a, item_b, verdict))
 
     def move_out(self, cluster: Cluster, item_id: int) -> None:
         self._decide(cluster, lambda h: h.move_out(cluster, item_id))
@@ -259,7 +259,7 @@ class ReviewController(QObject):
 
     def _decide(self, cluster: Cluster | None, action: Callable[[ReviewHistory], object]
                 ) -> None:
-        """Run a history action on the review thread, then re-apply decisions to the
+        """Run a history action on the review thread, then re-apply verdicts to the
         clusters it touched (for undo/redo: the clusters holding the rows it changed)."""
         if not self._active:
             return
@@ -276,7 +276,7 @@ class ReviewController(QObject):
             else:
                 rows = _rows_of(change)
                 touched = [c for c in raw.values() if rows.intersection(c.item_ids())]
-            return change, job.project.clusters.apply_decisions(touched)
+            return change, job.project.clusters.apply_verdicts(touched)
 
         def done(result: tuple[object, list[Cluster]]) -> None:
             change, updated = result
@@ -298,7 +298,7 @@ class ReviewController(QObject):
     def _history(self) -> ReviewHistory:
         if self.history is None:
             project = self.bridge.current_project()
-            self.history = ReviewHistory(project.labels)
+            self.history = ReviewHistory(project.verdicts)
         return self.history
 
     def _emit_history(self, what: str) -> None:
@@ -311,7 +311,7 @@ class ReviewController(QObject):
                         on_done=self.histogramReady.emit, latest=self._key("histogram"))
 
     def load_curve(self) -> None:
-        self.bridge.run(lambda job: job.project.labels.curve(), pool=Pool.REVIEW,
+        self.bridge.run(lambda job: job.project.verdicts.curve(), pool=Pool.REVIEW,
                         on_done=self.curveReady.emit, latest=self._key("curve"))
 
     def load_map(self) -> None:
@@ -321,7 +321,7 @@ class ReviewController(QObject):
 
     def export(self, path: str, form: str = "all") -> None:
         """Export the rows in `form` (see `Exports.rows`) with the clusters at the current
-        threshold, decisions included."""
+        threshold, verdicts included."""
         threshold = self.threshold
 
         def work(job: Job) -> int:
@@ -339,10 +339,10 @@ class _Note:
 
 
 def _rows_of(change: object) -> set[int]:
-    """The rows a history change wrote decisions for (or, refused, would have)."""
+    """The rows a history change wrote verdicts for (or, refused, would have)."""
     if isinstance(change, _Note):
         return _rows_of(change.change)
-    if isinstance(change, LabelChange):
+    if isinstance(change, VerdictChange):
         return {change.item_a, change.item_b}
     if isinstance(change, CanonicalChange):
         return set(change.item_ids)

@@ -1,7 +1,7 @@
 """`ClustersModel`: the list of duplicate clusters, one line each, for the review screen.
 
 A list model rather than widget items: tens of thousands of clusters at a low threshold are
-only painted when visible, and one cluster changing after a decision updates one row. Each
+only painted when visible, and one cluster changing after a verdict updates one row. Each
 line starts with the cluster's stored id (`C000123`, the one exports write), and, while the
 review shows what changed since an import, what changed ("new", "joined", "merged").
 """
@@ -36,7 +36,7 @@ class ClustersModel(QAbstractListModel):
         self.endResetModel()
 
     def update(self, position: int, cluster: Cluster) -> None:
-        """One cluster after a decision; the counts follow it without a pass over all."""
+        """One cluster after a verdict; the counts follow it without a pass over all."""
         if 0 <= position < len(self._clusters):
             old = self._clusters[position]
             self._rows += len(cluster.members) - len(old.members)

@@ -6,7 +6,7 @@ a row, sorted and filtered by the engine off the GUI thread, and shown as they a
 `append_rows`). The rows themselves come a 200-row page at a time, by id, as the view
 scrolls: one small primary-key query each, as cheap at the end of the table as at its start,
 read by a worker (`RowPages`), never in `data()`: on a team project each is a network round
-trip. Until its page arrives a row shows `PLACEHOLDER`; the cluster and decision columns and
+trip. Until its page arrives a row shows `PLACEHOLDER`; the cluster and verdict columns and
 a row's id (`ITEM_ID_ROLE`) need no page and show at once.
 """
 
@@ -24,22 +24,22 @@ from engine.browse import SORT_PUBLIC_ID, SORT_TEXT
 TOOLTIP_CHARS = 1500
 PLACEHOLDER = "…"   # a row whose page is still being read
 ITEM_ID_ROLE = Qt.ItemDataRole.UserRole + 1
-CLUSTER_COLUMN, DECISION_COLUMN = 2, 3
-FIXED_COLUMNS = ("ID", "Text", "Cluster", "Decision")
+CLUSTER_COLUMN, VERDICT_COLUMN = 2, 3
+FIXED_COLUMNS = ("ID", "Text", "Cluster", "Verdict")
 
 _Index = QModelIndex | QPersistentModelIndex
 
 
 class ItemsTableModel(QAbstractTableModel):
-    """Read-only table of (id, text, cluster, decision, the file's own columns…).
+    """Read-only table of (id, text, cluster, verdict, the file's own columns…).
 
-    Cluster and decision come from the review screen's latest cut (`annotate`), kept as a
+    Cluster and verdict come from the review screen's latest cut (`annotate`), kept as a
     dict by row id: clusters cover a small share of the rows, so this stays small. Sorting
     is asked for, not done here: `sortRequested` carries the engine's sort key (or the
-    column number, for cluster and decision) and the view answers with `set_rows`.
+    column number, for cluster and verdict) and the view answers with `set_rows`.
     """
 
-    sortRequested = Signal(object, bool)   # engine sort key or CLUSTER/DECISION_COLUMN, desc
+    sortRequested = Signal(object, bool)   # engine sort key or CLUSTER/VERDICT_COLUMN, desc
 
     def __init__(self, runner: JobRunner, parent: object | None = None) -> None:
         super().__init__(parent)  # type: ignore[arg-type]
@@ -47,7 +47,7 @@ class ItemsTableModel(QAbstractTableModel):
         self._columns: list[str] = []
         self.pages = RowPages(runner, self)
         self.pages.pagesRead.connect(self._pages_read)
-        self._notes: dict[int, tuple[int, str]] = {}   # item id -> (cluster id, decision)
+        self._notes: dict[int, tuple[int, str]] = {}   # item id -> (cluster id, verdict)
 
     # -- what is shown ---------------------------------------------------------------------
     def set_rows(self, order: np.ndarray, columns: Sequence[str]) -> None:
@@ -83,12 +83,12 @@ class ItemsTableModel(QAbstractTableModel):
         return list(self._columns)
 
     def notes(self, column: int) -> dict[int, object]:
-        """Row id -> its cluster id (CLUSTER_COLUMN) or decision (DECISION_COLUMN)."""
+        """Row id -> its cluster id (CLUSTER_COLUMN) or verdict (VERDICT_COLUMN)."""
         slot = 0 if column == CLUSTER_COLUMN else 1
         return {item_id: note[slot] for item_id, note in self._notes.items()}
 
     def annotate(self, clusters: list) -> None:
-        """Show each row's cluster and decision from `clusters` (engine Cluster objects),
+        """Show each row's cluster and verdict from `clusters` (engine Cluster objects),
         replacing what was shown (a new cut)."""
         self._notes = {}
         for c in clusters:
@@ -96,13 +96,13 @@ class ItemsTableModel(QAbstractTableModel):
         self._refresh_notes()
 
     def annotate_cluster(self, cluster: object) -> None:
-        """One cluster changed after a decision: update only its rows' notes."""
+        """One cluster changed after a verdict: update only its rows' notes."""
         self._note(cluster)
         self._refresh_notes()
 
     def _note(self, c) -> None:
         for m in (*c.members, *c.rejected):
-            self._notes[m.item_id] = (c.cluster_id, m.decision)
+            self._notes[m.item_id] = (c.cluster_id, m.verdict)
 
     def _pages_read(self, spans: list[tuple[int, int]]) -> None:
         last_column = self.columnCount() - 1
@@ -112,7 +112,7 @@ class ItemsTableModel(QAbstractTableModel):
     def _refresh_notes(self) -> None:
         if len(self._order):
             self.dataChanged.emit(self.index(0, CLUSTER_COLUMN),
-                                  self.index(len(self._order) - 1, DECISION_COLUMN))
+                                  self.index(len(self._order) - 1, VERDICT_COLUMN))
 
     # -- Qt model API ----------------------------------------------------------------------
     def rowCount(self, parent: _Index = QModelIndex()) -> int:  # noqa: B008 - Qt's idiom
@@ -135,12 +135,12 @@ class ItemsTableModel(QAbstractTableModel):
         self.sortRequested.emit(self.sort_key(column), descending)
 
     def sort_key(self, column: int) -> object:
-        """The engine's sort key of a column; CLUSTER/DECISION_COLUMN for the review's."""
+        """The engine's sort key of a column; CLUSTER/VERDICT_COLUMN for the review's."""
         if column == 0:
             return SORT_PUBLIC_ID
         if column == 1:
             return SORT_TEXT
-        if column in (CLUSTER_COLUMN, DECISION_COLUMN):
+        if column in (CLUSTER_COLUMN, VERDICT_COLUMN):
             return column
         return self._columns[column - len(FIXED_COLUMNS)]
 
@@ -153,7 +153,7 @@ class ItemsTableModel(QAbstractTableModel):
             return None
         if role == ITEM_ID_ROLE:
             return int(self._order[row])
-        if column in (CLUSTER_COLUMN, DECISION_COLUMN):
+        if column in (CLUSTER_COLUMN, VERDICT_COLUMN):
             note = self._notes.get(int(self._order[row]))
             if note is None or role != Qt.ItemDataRole.DisplayRole:
                 return None

@@ -3,8 +3,8 @@
 The pair side by side (the review's own comparison panel, differing words highlighted), the
 model's similarity against the threshold the pair was picked around, the words' overlap
 (`engine.review.overlap`) and the review's ⚠ when the model calls the pair a duplicate
-although a content word differs; and the review's answers: D duplicate, N not duplicate,
-S skip, and the review's Undo (Ctrl+Z) to take the last answer back. "Back to clusters"
+although a content word differs; and the review's verdicts: D duplicate, N not duplicate,
+S skip, and the review's Undo (Ctrl+Z) to take the last verdict back. "Back to clusters"
 (or Esc) leaves the mode. The keys are the review screen's own shortcuts, which forward
 here while this mode is shown.
 """
@@ -21,11 +21,11 @@ from engine.review.overlap import overlap
 from engine.services.asking import AskedPair
 
 COMPARE_HEIGHT = 220
-ANSWERS = (("Duplicate (D)", 1), ("Not duplicate (N)", 0), ("Skip (S)", None))
+VERDICT_BUTTONS = (("Duplicate (D)", 1), ("Not duplicate (N)", 0), ("Skip (S)", None))
 
 
 class AskView(QWidget):
-    """Shows `AskController.current`; the buttons answer it."""
+    """Shows `AskController.current`; the buttons judge it."""
 
     backRequested = Signal()
 
@@ -36,8 +36,8 @@ class AskView(QWidget):
         self.back_button.setFocusPolicy(Qt.FocusPolicy.NoFocus)
         self.back_button.clicked.connect(self.backRequested)
         self.intro = QLabel("The model asks about the pairs it is least sure of: those nearest "
-                            "the threshold, spread over many questions. Each answer is a "
-                            "labelled pair for the calibrated threshold and for fine-tuning.",
+                            "the threshold, spread over many questions. Each verdict counts "
+                            "for the calibrated threshold and for fine-tuning.",
                             self)
         self.intro.setWordWrap(True)
         self.score_label = QLabel("", self)
@@ -46,11 +46,11 @@ class AskView(QWidget):
         self.count_label = QLabel("", self)
         self.buttons: dict[int | None, QPushButton] = {}
         row = QHBoxLayout()
-        for text, label in ANSWERS:
+        for text, verdict in VERDICT_BUTTONS:
             button = QPushButton(text, self)
             button.setFocusPolicy(Qt.FocusPolicy.NoFocus)
-            button.clicked.connect(lambda _=False, v=label: controller.answer(v))
-            self.buttons[label] = button
+            button.clicked.connect(lambda _=False, v=verdict: controller.judge(v))
+            self.buttons[verdict] = button
             row.addWidget(button)
         row.addStretch(1)
         row.addWidget(self.count_label)
@@ -60,14 +60,14 @@ class AskView(QWidget):
         layout = QVBoxLayout(self)
         layout.addLayout(top)
         layout.addWidget(self.score_label)
-        # Questions are short: the texts get the room of a few lines, the answers stay close.
+        # Questions are short: the texts get the room of a few lines, the buttons stay close.
         self.compare.setMaximumHeight(COMPARE_HEIGHT)
         layout.addWidget(self.compare)
         layout.addLayout(row)
         layout.addStretch(1)
         controller.pairChanged.connect(self.show_pair)
-        controller.answered.connect(
-            lambda n: self.count_label.setText(f"{n:,} answered in this session"))
+        controller.judged.connect(
+            lambda n: self.count_label.setText(f"{n:,} judged in this session"))
         controller.busy.connect(lambda what: what and self.score_label.setText(what))
 
     def show_pair(self, pair: AskedPair | None) -> None:

@@ -1,5 +1,5 @@
-"""One cluster under review: its members (similarity to the canonical entry as a bar, the
-decision beside it), the side-by-side comparison of the pair under review, and the review's
+"""One cluster under review: its members (similarity to the canonical row as a bar, the
+verdict beside it), the side-by-side comparison of the pair under review, and the review's
 action buttons.
 
 The pair under review is the canonical and the selected member, or any two selected members.
@@ -54,7 +54,7 @@ class ClusterPane(QWidget):
         self.cluster: Cluster | None = None
         self.members = QTableWidget(0, 3, self)
         self.members.setHorizontalHeaderLabels(["ID", "Text  ·  similarity to canonical",
-                                                "Decision"])
+                                                "Verdict"])
         self.members.setItemDelegateForColumn(1, ScoreDelegate(self.members, threshold))
         self.members.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
         self.members.setSelectionMode(QAbstractItemView.SelectionMode.ExtendedSelection)
@@ -112,12 +112,12 @@ class ClusterPane(QWidget):
             self.compare.clear()
             self.pair_label.setText("No clusters at this threshold.")
             return
-        rows = [(m, m.decision or ("canonical (auto)" if i == 0 else ""))
+        rows = [(m, m.verdict or ("canonical (auto)" if i == 0 else ""))
                 for i, m in enumerate(cluster.members)]
         rows += [(m, MOVED_OUT) for m in cluster.rejected]
         self.members.setRowCount(len(rows))
-        for r, (m, decision) in enumerate(rows):
-            self._set_member_row(r, m, decision)
+        for r, (m, verdict) in enumerate(rows):
+            self._set_member_row(r, m, verdict)
         self.members.blockSignals(False)
         target = self.row_of(select) if select is not None else None
         if advance or target is None:
@@ -125,18 +125,18 @@ class ClusterPane(QWidget):
         self.select_member_row(target if target is not None else 0)
         self.show_comparison()
 
-    def _set_member_row(self, row: int, m: Member, decision: str) -> None:
+    def _set_member_row(self, row: int, m: Member, verdict: str) -> None:
         id_item = QTableWidgetItem(m.id)
         id_item.setData(ITEM_ID_ROLE, m.item_id)
         text_item = QTableWidgetItem(" ".join(m.text.split()))
         text_item.setData(SCORE_ROLE, float(m.score))
         text_item.setToolTip(m.text)
-        decision_item = QTableWidgetItem(decision)
-        cells = (id_item, text_item, decision_item)
-        if decision == MOVED_OUT:
+        verdict_item = QTableWidgetItem(verdict)
+        cells = (id_item, text_item, verdict_item)
+        if verdict == MOVED_OUT:
             for cell in cells:
                 cell.setForeground(QColor(140, 140, 140))
-        if m.decision == CANONICAL or row == 0:
+        if m.verdict == CANONICAL or row == 0:
             for cell in cells:
                 font = cell.font()
                 font.setBold(True)
@@ -158,7 +158,7 @@ class ClusterPane(QWidget):
                                f"{b.id}  ·  similarity {b.score:.3f}" if self.is_head(a)
                                else b.id, b.text)
         found = overlap(a.text, b.text)
-        # The similarity shown is to the canonical entry: only then can a close pair whose
+        # The similarity shown is to the canonical row: only then can a close pair whose
         # content words differ be marked.
         mark = "⚠ " if self.is_head(a) and found.marked(b.score, self._threshold()) else ""
         self.pair_label.setText(f"{mark}Reviewing {a.id} ↔ {b.id} · {found.note()}")
@@ -210,6 +210,6 @@ class ClusterPane(QWidget):
             return None
         start = (after + 1) if after is not None else 1
         for r in range(max(start, 1), len(self.cluster.members)):
-            if not self.cluster.members[r].decision:
+            if not self.cluster.members[r].verdict:
                 return r
         return None

@@ -1,4 +1,4 @@
-"""`ComparePanel`: two entries side by side, the words that differ highlighted.
+"""`ComparePanel`: two rows side by side, the words that differ highlighted.
 
 The word diff is the engine's (`engine.review.diff.word_diff`); this only turns its spans
 into HTML. Highlight colours are translucent so they read on light and dark palettes.
@@ -30,7 +30,7 @@ def spans_html(spans: list[Span]) -> str:
 
 
 class ComparePanel(QWidget):
-    """Left and right entry with titles; `show_pair` fills both."""
+    """Left and right row with titles; `show_pair` fills both."""
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -50,7 +50,7 @@ class ComparePanel(QWidget):
         self.clear()
 
     def clear(self) -> None:
-        self.left_title.setText("Select a member to compare it with the canonical entry")
+        self.left_title.setText("Select a member to compare it with the canonical row")
         self.right_title.setText("")
         self.left.clear()
         self.right.clear()

@@ -294,7 +294,7 @@ class ResultsPage(QWizardPage):
         self.status.setStyleSheet("")
         self.status.setText(
             f"{report.name} is saved in {report.location}, not in use yet. <b>Use this "
-            f"model</b> encodes every entry with it and then switches search to it (search "
+            f"model</b> encodes every row with it and then switches search to it (search "
             f"keeps working meanwhile). <b>Discard</b> deletes it. Closing keeps it in Model "
             f"→ Model versions…, to use later. {fast_form.describe(report.fast_form)}")
 

@@ -1,4 +1,4 @@
-"""`FinetuneWizard`: "Improve the model…", from labelled pairs to a measured new version.
+"""`FinetuneWizard`: "Improve the model…", from verdicts to a measured new version.
 
 Four pages: what it will learn from (review verdicts plus an optional labelled file, with
 counts, balance and the engine's advice), the objective and its options, training (progress,
@@ -62,7 +62,7 @@ class DataPage(QWizardPage):
         self.setSubTitle("The pairs you marked duplicate or not duplicate in Review, and any "
                          "labelled file you add. Part of them is held out to measure the "
                          "model before and after; it never learns from those.")
-        self.review_label = QLabel("Reading the pairs labelled in Review…", self)
+        self.review_label = QLabel("Reading the verdicts given in Review…", self)
         self.file_label = QLabel("No labelled file added.", self)
         self.file_label.setWordWrap(True)
         self.add_button = QPushButton("Add labelled file…", self)
@@ -150,9 +150,9 @@ class DataPage(QWizardPage):
         checked = (f" From checking files: {data.checked:,} verdicts on rows not added yet."
                    if data.checked else "")
         self.review_label.setText(
-            (f"From Review: {data.review:,} labelled pairs, {data.asked:,} of them asked for "
+            (f"From Review: {data.review:,} verdicts, {data.asked:,} of them asked for "
              f"by the model (Ask me)." if data.review else
-             "No pairs are labelled in Review yet: mark pairs duplicate (D) or not duplicate "
+             "No verdicts in Review yet: mark pairs duplicate (D) or not duplicate "
              "(N) there, or add a labelled file.") + checked)
         if data.file is None:
             self.file_label.setText("No labelled file added.")
@@ -208,7 +208,7 @@ class ObjectivePage(QWizardPage):
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.setTitle("How it should learn")
-        self.setSubTitle("Each objective turns the same labelled pairs into a different "
+        self.setSubTitle("Each objective turns the same pairs into a different "
                          "training signal. The recommended one gained the most on Quora test "
                          "pairs: 4,000 pairs took average precision from 76.8 to 83.0.")
         self.setButtonText(QWizard.WizardButton.NextButton, "Train")

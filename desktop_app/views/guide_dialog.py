@@ -16,18 +16,18 @@ WORKFLOW = (
     ("Import", "File → New project from spreadsheet… (or drop a file on the window): pick the "
                "text column(s) and an optional id column. Search works while it encodes, on "
                "the texts encoded so far."),
-    ("Search", "Type a question in the Search tab: the most similar entries follow as you "
+    ("Search", "Type a question in the Search tab: the most similar rows follow as you "
                "type. \"This may already exist\" heads them when the best one reaches the "
                "threshold."),
     ("Review duplicates", "The clusters at the threshold (the slider; it starts at the "
-                          "project threshold). Judge each member against the canonical entry "
+                          "project threshold). Judge each member against the canonical row "
                           "with the keys below; the next cluster follows when one is done."),
     ("Ask me", "In Review: one pair at a time that the model is least sure of. D / N / S "
-               "answer it; Esc or \"Back to clusters\" leaves it."),
+               "give the verdict; Esc or \"Back to clusters\" leaves it."),
     ("Check a file", "File → Check a file against this project…: this week's new rows beside "
                      "their best existing match, nothing added. D / N give verdicts, kept "
                      "with the project until you add the rows."),
-    ("Export", "File → Export clusters…: every row with its cluster and your decisions, only "
+    ("Export", "File → Export clusters…: every row with its cluster and your verdicts, only "
                "the rows in clusters, or one row per cluster."),
     ("Improve the model", "Model → Improve the model…: fine-tune on your verdicts, see the "
                           "before/after on held-out pairs, then use the new version or "
@@ -35,7 +35,7 @@ WORKFLOW = (
 )
 
 THRESHOLD = ("One threshold decides what counts as a duplicate everywhere: the project "
-             "threshold, 0.80 until at least ten pairs of each kind are labelled, then the "
+             "threshold, 0.80 until there are at least ten verdicts of each kind, then the "
              "best-F1 threshold of your verdicts (shown above the clusters).")
 
 

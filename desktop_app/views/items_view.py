@@ -6,8 +6,8 @@ reading a million ids takes seconds (2.7 s measured), the first slice millisecon
 big project's rows show at once and the scroll bar grows while the rest are read. This
 view holds the current `RowQuery`, asks again when the analyst types a filter or clicks a
 header, and only the newest request's answer is shown (`latest`). Sorting by Cluster or
-Decision uses the review's latest cut, which only the window knows, so that reordering is
-done here with `engine.browse.order_by_labels` on the ids already shown. The rows of each
+Verdict uses the review's latest cut, which only the window knows, so that reordering is
+done here with `engine.browse.order_by_notes` on the ids already shown. The rows of each
 page come from a worker as the table scrolls (`table_models.row_pages`); this view tells
 it which rows are on screen, so it reads those first and skips the pages a scroll left.
 """
@@ -34,11 +34,11 @@ from desktop_app.bridge import EngineBridge
 from desktop_app.job_runner import Job, Pool
 from desktop_app.table_models.items_model import (
     CLUSTER_COLUMN,
-    DECISION_COLUMN,
     FIXED_COLUMNS,
+    VERDICT_COLUMN,
     ItemsTableModel,
 )
-from engine.browse import FILTER_ALL, FILTER_TEXT, SORT_IMPORT, RowQuery, order_by_labels
+from engine.browse import FILTER_ALL, FILTER_TEXT, SORT_IMPORT, RowQuery, order_by_notes
 
 FILTER_DELAY_MS = 250   # a filter scans every row: wait for a pause in typing
 
@@ -83,7 +83,7 @@ class ItemsView(QWidget):
         self.bridge = bridge
         self.model = ItemsTableModel(bridge, self)
         self.query = RowQuery()
-        self._label_sort: tuple[int, bool] | None = None   # (column, descending)
+        self._note_sort: tuple[int, bool] | None = None    # (column, descending)
         self._shown = False      # an answer is on screen
         self._streamed = False   # the newest request's first ids are on screen
         self._laid_out = False   # column widths set for the columns shown
@@ -155,7 +155,7 @@ class ItemsView(QWidget):
         header = self.table.horizontalHeader()
         header.setSectionResizeMode(QHeaderView.ResizeMode.Interactive)
         header.setSectionResizeMode(1, QHeaderView.ResizeMode.Stretch)
-        for column, width in ((0, 110), (CLUSTER_COLUMN, 80), (DECISION_COLUMN, 110)):
+        for column, width in ((0, 110), (CLUSTER_COLUMN, 80), (VERDICT_COLUMN, 110)):
             header.resizeSection(column, width)
         for column in range(len(FIXED_COLUMNS), self.model.columnCount()):
             header.resizeSection(column, 140)
@@ -184,10 +184,10 @@ class ItemsView(QWidget):
 
     def _sort(self, key: object, descending: bool) -> None:
         if isinstance(key, int):   # a review column: reorder what is shown
-            self._label_sort = (key, descending)
+            self._note_sort = (key, descending)
             self._request(replace(self.query, sort=SORT_IMPORT, descending=False))
         else:
-            self._label_sort = None
+            self._note_sort = None
             self._request(replace(self.query, sort=str(key), descending=descending))
 
     def _request(self, query: RowQuery) -> None:
@@ -198,7 +198,7 @@ class ItemsView(QWidget):
             self.count_label.setText(busy)
         self._streamed = False
         # a table sorted by the review's columns is reordered here, once every id is read
-        streams = self._label_sort is None
+        streams = self._note_sort is None
         self.bridge.run(lambda job: read_rows(query, job), pool=Pool.TABLE,
                         on_done=self._show, on_partial=self._show_parts if streams else None,
                         latest=self._rows_key)
@@ -217,9 +217,9 @@ class ItemsView(QWidget):
         self.reading = False
         self._total = rows.total
         order = rows.order
-        if self._label_sort is not None:
-            column, descending = self._label_sort
-            order = order_by_labels(order, self.model.notes(column), descending)
+        if self._note_sort is not None:
+            column, descending = self._note_sort
+            order = order_by_notes(order, self.model.notes(column), descending)
         if not (self._streamed and self.model.rowCount() == len(order)):
             self._set_rows(order, rows.columns)   # else every id came in parts: shown
         self._show_count()
@@ -234,9 +234,9 @@ class ItemsView(QWidget):
             self._layout_columns()
             self._set_filter_columns(columns)
 
-    def relabel(self) -> None:
-        """The review's cut changed: a table sorted by cluster or decision is re-sorted."""
-        if self._label_sort is not None and self._shown:
+    def notes_changed(self) -> None:
+        """The review's cut changed: a table sorted by cluster or verdict is re-sorted."""
+        if self._note_sort is not None and self._shown:
             self.reload()
 
     def _show_count(self) -> None:

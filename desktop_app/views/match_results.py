@@ -1,12 +1,12 @@
 """The results of checking a file against the project: each new row beside its best match.
 
 A sortable table (row, id, the new row's text, its best existing match, the score, an
-earlier row of the same file it repeats, the analyst's verdict). D / N or the buttons answer
-"Duplicate of this" / "New" for the selected rows; Export writes the file with its matches
-and a `verdict` column; "Add the new rows" imports it (and its verdicts become labelled
-pairs). Verdicts are kept in the project as they are given (the controller's job), so a
-later check of the same file shows them again; closing with verdicts whose rows are not
-added yet asks first, and says where they are kept (`ask_on_close`).
+earlier row of the same file it repeats, the analyst's verdict). D / N or the buttons give
+the verdict "Duplicate of this" / "New" on the selected rows; Export writes the file with its
+matches and a `verdict` column; "Add the new rows" imports it (and its verdicts become
+verdicts on pairs of project rows). Verdicts are kept in the project as they are given (the
+controller's job), so a later check of the same file shows them again; closing with verdicts
+whose rows are not added yet asks first, and says where they are kept (`ask_on_close`).
 """
 
 from __future__ import annotations
@@ -59,7 +59,7 @@ class MatchResultsDialog(QDialog):
                 f"shown again." if self.verdicts else "")
         self.summary = QLabel(
             f"{len(result.rows):,} rows checked: {result.likely_duplicates():,} likely "
-            f"duplicates of existing entries (score ≥ {format_threshold(result.threshold)}"
+            f"duplicates of existing rows (score ≥ {format_threshold(result.threshold)}"
             f"{why}), {repeats:,} repeat an earlier row of the file. Nothing was added to the "
             f"project.{kept}")
         self.summary.setWordWrap(True)
@@ -87,14 +87,14 @@ class MatchResultsDialog(QDialog):
         self.export_button.setToolTip("Write the rows with their matches and a verdict column")
         self.add_button = QPushButton("&Add the new rows to the project")
         self.close_button = close = QPushButton("Close")
-        self.duplicate_button.clicked.connect(lambda: self._answer(1))
-        self.new_button.clicked.connect(lambda: self._answer(0))
+        self.duplicate_button.clicked.connect(lambda: self._judge(1))
+        self.new_button.clicked.connect(lambda: self._judge(0))
         self.export_button.clicked.connect(self._export)
         self.add_button.clicked.connect(self._add)
         close.clicked.connect(self.close)
         self.shortcuts = [QShortcut(QKeySequence(key), self,
-                                    lambda label=label: self._answer(label))
-                          for key, label in (("D", 1), ("N", 0))]
+                                    lambda verdict=verdict: self._judge(verdict))
+                          for key, verdict in (("D", 1), ("N", 0))]
         buttons = QHBoxLayout()
         for button in (self.duplicate_button, self.new_button):
             buttons.addWidget(button)
@@ -143,14 +143,14 @@ class MatchResultsDialog(QDialog):
                 return self.model.item(i, VERDICT).text()
         raise KeyError(file_row)
 
-    def _answer(self, label: int) -> None:
-        """Answer for every selected row, then move to the row after the last one."""
+    def _judge(self, verdict: int) -> None:
+        """The verdict on every selected row, then move to the row after the last one."""
         rows = sorted({index.row() for index in self.table.selectionModel().selectedRows()})
         for i in rows:
             if self.model.item(i, MATCH).text():
-                self.model.item(i, VERDICT).setText(VERDICT_TEXT[label])
-                self.verdicts[self.file_row(i)] = label
-                self.verdictGiven.emit(self.file_row(i), label)
+                self.model.item(i, VERDICT).setText(VERDICT_TEXT[verdict])
+                self.verdicts[self.file_row(i)] = verdict
+                self.verdictGiven.emit(self.file_row(i), verdict)
         if rows and rows[-1] + 1 < self.model.rowCount():
             self.table.selectRow(rows[-1] + 1)
 
@@ -173,7 +173,7 @@ class MatchResultsDialog(QDialog):
 
     def rows_added(self) -> None:
         """The file is in the project now: adding it again would do nothing, and its
-        verdicts are labelled pairs (a verdict given now would wait for another import)."""
+        verdicts are on its rows (a verdict given now would wait for another import)."""
         self._added = True
         self.add_button.setEnabled(False)
         self.add_button.setText("Added to the project")
@@ -199,8 +199,8 @@ class MatchResultsDialog(QDialog):
             box.setText(f"You gave {waiting:,} verdicts on rows of {self.result.file_name}.")
             box.setInformativeText(
                 "They are kept with the project: checking this file again shows them, "
-                "fine-tuning learns from them, and they become labelled pairs when its rows "
-                "are added.")
+                "fine-tuning learns from them, and they stay with its rows when they are "
+                "added.")
             add = box.addButton("Add the rows now", QMessageBox.ButtonRole.AcceptRole)
             keep = box.addButton("Close, keep them", QMessageBox.ButtonRole.DestructiveRole)
         else:

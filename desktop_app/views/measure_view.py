@@ -1,9 +1,9 @@
 """`MeasureView`: the "Measure quality" mode of the review: one drawn pair at a time, and
-above it the estimates, updated after every answer.
+above it the estimates, updated after every verdict.
 
 The figures (precision, recall, F1, duplicate pairs, rows with a duplicate) each with their
 95% interval, what they rest on, and when to stop: once every interval is within ±3 points
-it says so; until then, how many more answers would halve the widest. Below, the pair side by
+it says so; until then, how many more verdicts would halve the widest. Below, the pair side by
 side (the review's comparison panel) with D duplicate, N not duplicate, S skip and the
 review's Undo (Ctrl+Z), whose keys the review screen forwards here while this mode is shown.
 """
@@ -29,7 +29,7 @@ from engine.estimation.estimators import Figure
 from engine.services.measuring import DrawnPair, Measurement
 
 COMPARE_HEIGHT = 200
-ANSWERS = (("Duplicate (D)", 1), ("Not duplicate (N)", 0), ("Skip (S)", None))
+VERDICT_BUTTONS = (("Duplicate (D)", 1), ("Not duplicate (N)", 0), ("Skip (S)", None))
 FIGURES = (("precision", "Precision", "of flagged pairs are duplicates", True),
            ("recall", "Recall", "of all duplicate pairs are flagged", True),
            ("f1", "F1", "precision and recall in one", True),
@@ -38,13 +38,13 @@ FIGURES = (("precision", "Precision", "of flagged pairs are duplicates", True),
 
 
 class MeasureView(QWidget):
-    """Shows `MeasureController.current` and its `measurement`; the buttons answer."""
+    """Shows `MeasureController.current` and its `measurement`; the buttons judge the pair."""
 
     def __init__(self, controller: MeasureController, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.controller = controller
         self.intro = QLabel("Pairs drawn at random from the whole project, not chosen by the "
-                            "model: your answers estimate how right the duplicates are, in "
+                            "model: your verdicts estimate how right the duplicates are, in "
                             "every pair of the file, with 95% intervals.", self)
         self.intro.setWordWrap(True)
         box = QFrame(self)
@@ -62,7 +62,7 @@ class MeasureView(QWidget):
             grid.addWidget(hint, row, 2)
             self.values[key] = value
         grid.setColumnStretch(2, 1)
-        self.rests_on = QLabel("No answers yet.", self)
+        self.rests_on = QLabel("No verdicts yet.", self)
         self.rests_on.setWordWrap(True)
         self.advice = QLabel("", self)
         self.advice.setWordWrap(True)
@@ -73,11 +73,11 @@ class MeasureView(QWidget):
         self.count_label = QLabel("", self)
         self.buttons: dict[int | None, QPushButton] = {}
         row_layout = QHBoxLayout()
-        for text, label in ANSWERS:
+        for text, verdict in VERDICT_BUTTONS:
             button = QPushButton(text, self)
             button.setFocusPolicy(Qt.FocusPolicy.NoFocus)
-            button.clicked.connect(lambda _=False, v=label: controller.answer(v))
-            self.buttons[label] = button
+            button.clicked.connect(lambda _=False, v=verdict: controller.judge(v))
+            self.buttons[verdict] = button
             row_layout.addWidget(button)
         row_layout.addStretch(1)
         row_layout.addWidget(self.count_label)
@@ -92,8 +92,8 @@ class MeasureView(QWidget):
         layout.addStretch(1)
         controller.pairChanged.connect(self.show_pair)
         controller.measured.connect(self.show_measurement)
-        controller.answered.connect(
-            lambda n: self.count_label.setText(f"{n:,} answered in this session"))
+        controller.judged.connect(
+            lambda n: self.count_label.setText(f"{n:,} judged in this session"))
         controller.busy.connect(lambda what: what and self.score_label.setText(what))
 
     def show_pair(self, pair: DrawnPair | None) -> None:
@@ -101,7 +101,7 @@ class MeasureView(QWidget):
             button.setEnabled(pair is not None)
         if pair is None:
             self.compare.clear()
-            self.score_label.setText("Every pair of the project has been drawn and answered.")
+            self.score_label.setText("Every pair of the project has been drawn and judged.")
             return
         self.compare.show_pair(pair.a.public_id, pair.a.text, pair.b.public_id, pair.b.text)
         self.score_label.setText(f"Similarity {pair.similarity:.3f} · drawn from the pairs "
@@ -113,21 +113,21 @@ class MeasureView(QWidget):
             figure = None if e is None else (e.rows if key == "rows" else e.figure(key))
             self.values[key].setText(_figure(figure, pct))
         if e is None:
-            self.rests_on.setText("No answers yet: answer the pair below (D or N).")
+            self.rests_on.setText("No verdicts yet: judge the pair below (D or N).")
             self.advice.setText("")
             return
-        who = ", ".join(f"{name} {n:,}" for name, n in sorted(m.answerers.items()))
+        who = ", ".join(f"{name} {n:,}" for name, n in sorted(m.analysts.items()))
         waiting = f"; {m.pending:,} drawn pairs wait" if m.pending else ""
         self.rests_on.setText(f"At threshold {e.threshold:.2f}: {e.flagged:,} pairs flagged · "
-                              f"from {m.answers:,} answers ({who}){waiting}"
+                              f"from {m.verdicts:,} verdicts ({who}){waiting}"
                               + ("" if e.ready else " · provisional: some groups of pairs "
-                                 "have no answer yet"))
+                                 "have no verdict yet"))
         if m.enough:
             self.advice.setText("<b>Every interval is within ±3 points: you can stop.</b> "
-                                "More answers would change little.")
+                                "More verdicts would change little.")
         elif m.widest is not None:
-            more = (f"about {m.more_to_halve:,} more answers" if m.more_to_halve is not None
-                    else "very many more answers")
+            more = (f"about {m.more_to_halve:,} more verdicts" if m.more_to_halve is not None
+                    else "very many more verdicts")
             why = m.why_wide()
             self.advice.setText(f"The widest interval ({m.widest}) would take {more} to "
                                 "halve; stop when every interval is within ±3 points."

@@ -1,7 +1,7 @@
 """`PlotsView`: the review numbers as pyqtgraph plots, sharing the review threshold.
 
 - Nearest-neighbour similarity histogram with a draggable threshold line.
-- Precision, recall and F1 against threshold from the analyst's labelled pairs, the best-F1
+- Precision, recall and F1 against threshold from the analyst's verdicts, the best-F1
   threshold marked, and a button to apply it.
 - A 2-D PCA map of the embeddings coloured by cluster; hovering a point shows its text.
 
@@ -96,8 +96,8 @@ class PlotsView(QWidget):
 
     def _build_histogram(self) -> None:
         self.hist_plot = pg.PlotWidget()
-        self.hist_plot.setLabel("bottom", "Similarity to the nearest other entry")
-        self.hist_plot.setLabel("left", "Entries")
+        self.hist_plot.setLabel("bottom", "Similarity to the nearest other row")
+        self.hist_plot.setLabel("left", "Rows")
         self.hist_curve = pg.PlotDataItem(stepMode="center", fillLevel=0,
                                           brush=(70, 130, 180, 150), pen=(70, 130, 180))
         self.hist_plot.addItem(self.hist_curve)
@@ -179,8 +179,8 @@ class PlotsView(QWidget):
             self.apply_best.setEnabled(False)
             self._best = None
             self.curve_note.setText(
-                f"{curve.positives} duplicate and {curve.negatives} not-duplicate pairs "
-                f"labelled. Label at least one of each in Review to see precision and "
+                f"{curve.positives} duplicate and {curve.negatives} not-duplicate verdicts. "
+                f"Give at least one of each in Review to see precision and "
                 f"recall against the threshold.")
             return
         t = curve.thresholds
@@ -194,8 +194,8 @@ class PlotsView(QWidget):
         self.apply_best.setEnabled(True)
         self.apply_best.setText(f"Use the best-F1 threshold ({curve.best_threshold:.2f})")
         self.curve_note.setText(
-            f"From {curve.positives} duplicate and {curve.negatives} not-duplicate labelled "
-            f"pairs: best F1 {curve.best_f1:.2f} at {curve.best_threshold:.3f}, average "
+            f"From {curve.positives} duplicate and {curve.negatives} not-duplicate "
+            f"verdicts: best F1 {curve.best_f1:.2f} at {curve.best_threshold:.3f}, average "
             f"precision {curve.average_precision:.2f}.")
 
     def _apply_best(self) -> None:

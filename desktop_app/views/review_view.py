@@ -1,15 +1,15 @@
 """`ClusterReviewView`: the duplicate-cluster review screen, keyboard first.
 
 Left, the clusters at the threshold; right, the selected cluster's members (similarity to
-the canonical entry as a bar) and a side-by-side comparison of the pair under review: the
+the canonical row as a bar) and a side-by-side comparison of the pair under review: the
 canonical and the selected member, or any two selected members. Keys: D duplicate,
 N not duplicate, S skip, C set canonical, M move out, J/K next/previous cluster, Ctrl+Z undo,
 Ctrl+Shift+Z redo. Once every member of a cluster has a verdict, the next cluster follows by
 itself (a checkbox under the buttons turns that off, kept in QSettings); an undo or redo
 brings back the cluster it changed. Above, the project threshold and the one calibrated on
-the verdicts (precision, recall, how many labels it rests on), and "Ask me", which swaps the
-clusters for one pair at a time that the model is unsure of (`AskView`; D, N and S answer
-it, Ctrl+Z takes an answer back, Esc or "Back to clusters" leaves it), and "Measure quality",
+the verdicts (precision, recall, how many verdicts it rests on), and "Ask me", which swaps the
+clusters for one pair at a time that the model is unsure of (`AskView`; D, N and S judge
+it, Ctrl+Z takes a verdict back, Esc or "Back to clusters" leaves it), and "Measure quality",
 one pair drawn at random at a time under the estimates (`MeasureView`, the same keys; Esc
 leaves it too).
 Everything it shows comes from the `ReviewController`. The parts are widgets of their own:
@@ -178,7 +178,7 @@ class ClusterReviewView(QWidget):
         self.bar.show_calibration(calibration)
 
     def set_asking(self, on: bool) -> None:
-        """Swap the clusters for "Ask me" and back (re-cut: answers are verdicts too)."""
+        """Swap the clusters for "Ask me" and back (re-cut: its verdicts are the review's too)."""
         self._set_mode(self.ask_view if on else None)
 
     def set_measuring(self, on: bool) -> None:
@@ -268,7 +268,7 @@ class ClusterReviewView(QWidget):
         self.pane.show_cluster(cluster, select, advance)
 
     def show_history(self, can_undo: bool, can_redo: bool, what: str) -> None:
-        # The decision's clusters came before this (`clusterUpdated`): what was waiting
+        # The verdict's clusters came before this (`clusterUpdated`): what was waiting
         # for them is done, also when no cluster on the list changed.
         self._follow_change, self._decided = False, None
         self._history = (can_undo, can_redo, what)
@@ -284,7 +284,7 @@ class ClusterReviewView(QWidget):
 
     def _show_undo(self) -> None:
         """Undo and Redo act on what is on screen: the clusters' history, or in Ask me this
-        session's answers (taken back last first; there is no redo of those)."""
+        session's verdicts (taken back last first; there is no redo of those)."""
         if self.asking:
             (can_undo, what), can_redo = self._ask_undo, False
         elif self.measuring:
@@ -324,19 +324,19 @@ class ClusterReviewView(QWidget):
         return self.pane.current_pair()
 
     # -- actions ---------------------------------------------------------------------------
-    def mark_pair(self, label: int) -> None:
+    def mark_pair(self, verdict: int) -> None:
         if self.asking:
-            self.controller.ask.answer(label)
+            self.controller.ask.judge(verdict)
             return
         if self.measuring:
-            self.controller.measure.answer(label)
+            self.controller.measure.judge(verdict)
             return
         pair = self.current_pair()
         if pair is None or self.cluster is None:
             self.pair_label.setText("Select a member (or two) to mark first.")
             return
         self._decided = self.cluster.cluster_id
-        self.controller.mark(self.cluster, pair[0].item_id, pair[1].item_id, label)
+        self.controller.mark(self.cluster, pair[0].item_id, pair[1].item_id, verdict)
 
     def set_canonical(self) -> None:
         selected = self.selected_members()
@@ -352,10 +352,10 @@ class ClusterReviewView(QWidget):
     def skip(self) -> None:
         """Leave this member undecided: go to the next one, or the next cluster."""
         if self.asking:
-            self.controller.ask.answer(None)
+            self.controller.ask.judge(None)
             return
         if self.measuring:
-            self.controller.measure.answer(None)
+            self.controller.measure.judge(None)
             return
         selected = self.selected_members()
         row = self.pane.row_of(selected[-1].item_id) if selected else 0

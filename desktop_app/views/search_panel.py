@@ -28,7 +28,7 @@ SEARCH_AGAIN_S = 2.0   # while an import encodes, a query on screen is asked aga
 
 
 class SearchPanel(QWidget):
-    """A query box and the list of the most similar existing entries."""
+    """A query box and the list of the most similar existing rows."""
 
     hitActivated = Signal(int)  # item_id of the clicked hit
 
@@ -149,7 +149,7 @@ class SearchPanel(QWidget):
         elif not hits:
             self.status.setText(f"Nothing similar{so_far or ' yet'}.")
         else:
-            self.status.setText(f"{len(hits)} most similar entries{so_far}")
+            self.status.setText(f"{len(hits)} most similar rows{so_far}")
 
     def texts(self) -> list[str]:
         """The labels currently listed (for tests and accessibility checks)."""

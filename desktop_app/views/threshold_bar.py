@@ -74,7 +74,7 @@ class ThresholdBar(QWidget):
         self.use_calibrated_button.setEnabled(False)
         self.ask_button = QPushButton("Ask me", self)
         self.ask_button.setCheckable(True)
-        self.ask_button.setToolTip("Answer the pairs the model is least sure of (D / N / S)")
+        self.ask_button.setToolTip("Judge the pairs the model is least sure of (D / N / S)")
         self.measure_button = QPushButton("Measure quality", self)
         self.measure_button.setCheckable(True)
         self.measure_button.setToolTip("Judge pairs drawn at random: precision, recall and "
@@ -119,25 +119,25 @@ class ThresholdBar(QWidget):
         project = format_threshold(default_threshold(calibration))
         self._calibration = calibration
         if calibration is None:
-            text = (f"Project threshold {project} (the default): label pairs duplicate (D) "
+            text = (f"Project threshold {project} (the default): judge pairs duplicate (D) "
                     f"and not duplicate (N); from {ENOUGH_OF_EACH} of each, the threshold "
                     f"calibrated on them replaces it.")
         else:
             why = "calibrated" if calibration.enough else "the default"
             e = self._estimated.estimate if self._estimated is not None else None
             if e is not None and abs(e.threshold - calibration.threshold) < 1e-9:
-                # From the random sample: the file's precision and recall, not the labels'.
+                # From the random sample: the file's precision and recall, not the verdicts'.
                 scores = (f"estimated precision {e.precision.value:.0%} "
                           f"({e.precision.low:.0%}–{e.precision.high:.0%}) · estimated "
                           f"recall {e.recall.value:.0%} ({e.recall.low:.0%}–"
-                          f"{e.recall.high:.0%}) from {self._estimated.answers:,} random "
+                          f"{e.recall.high:.0%}) from {self._estimated.verdicts:,} random "
                           f"pairs")
             else:
                 scores = (f"precision {calibration.precision:.0%} · recall "
                           f"{calibration.recall:.0%}")
             text = (f"Project threshold {project} ({why}) · Calibrated threshold "
-                    f"{calibration.threshold:.3f} · {scores} · on {calibration.labels:,} "
-                    f"labels ({calibration.positives:,} duplicate, {calibration.negatives:,} "
+                    f"{calibration.threshold:.3f} · {scores} · on {calibration.verdicts:,} "
+                    f"verdicts ({calibration.positives:,} duplicate, {calibration.negatives:,} "
                     f"not)")
             if not calibration.enough:
                 text += f" · the default from {ENOUGH_OF_EACH} of each"

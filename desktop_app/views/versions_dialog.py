@@ -73,7 +73,7 @@ class VersionsDialog(QDialog):
         self.versions: list[dict] = []
         self._activating: int | None = None
         intro = QLabel("Every model this project has used. Making one active encodes every "
-                       "entry with it, the first time only, and search keeps working "
+                       "row with it, the first time only, and search keeps working "
                        "meanwhile; a version used before is back at once. Metrics are on "
                        "the held-out pairs of its training, before and after.", self)
         intro.setWordWrap(True)

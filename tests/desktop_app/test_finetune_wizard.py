@@ -29,8 +29,8 @@ NEXT = QWizard.WizardButton.NextButton
 BACK = QWizard.WizardButton.BackButton
 
 
-def labelled_project(path: Path, encoder, data_dir: Path, duplicates=DUPLICATES,
-                     not_duplicates=NOT_DUPLICATES) -> Path:
+def judged_project(path: Path, encoder, data_dir: Path, duplicates=DUPLICATES,
+                   not_duplicates=NOT_DUPLICATES) -> Path:
     """tests/data/questions.csv, encoded, with review verdicts stored as the review screen
     stores them (tests/desktop_app/test_review.py makes them with the keys)."""
     with Project.open(path, create=True) as project:
@@ -40,7 +40,7 @@ def labelled_project(path: Path, encoder, data_dir: Path, duplicates=DUPLICATES,
         item = {r["id"]: r["item_id"] for r in project.rows.page(0, 100)}
         for label, pairs in ((1, duplicates), (0, not_duplicates)):
             for a, b in pairs:
-                project.labels.set_label(item[a], item[b], label)
+                project.verdicts.set_verdict(item[a], item[b], label)
     return path
 
 
@@ -103,11 +103,11 @@ def activate_from(qtbot, window: MainWindow, start) -> dict:
 
 def test_first_page_counts_and_refuses_too_few_or_one_sided_pairs(qtbot, window, tmp_path,
                                                                  encoder, data_dir):
-    few = labelled_project(tmp_path / "few.duplens", encoder, data_dir, DUPLICATES[:2],
-                           NOT_DUPLICATES[:1])
+    few = judged_project(tmp_path / "few.duplens", encoder, data_dir, DUPLICATES[:2],
+                         NOT_DUPLICATES[:1])
     wizard = open_wizard(qtbot, window, few)
     page = wizard.data_page
-    assert "From Review: 3 labelled pairs" in page.review_label.text()
+    assert "From Review: 3 verdicts" in page.review_label.text()
     assert page.total_label.text() == "3"
     assert page.balance_label.text() == "2 duplicate (67%) · 1 not duplicate (33%)"
     assert not page.problem_label.isHidden()
@@ -127,10 +127,10 @@ def test_first_page_counts_and_refuses_too_few_or_one_sided_pairs(qtbot, window,
     same = [(f"How do I fix my bike part {i}?", f"Fixing my bike part {i}", 1)
             for i in range(MIN_PAIRS + 5)]
     wizard.reject()
-    none = labelled_project(tmp_path / "none.duplens", encoder, data_dir, [], [])
+    none = judged_project(tmp_path / "none.duplens", encoder, data_dir, [], [])
     wizard = open_wizard(qtbot, window, none)
     page = wizard.data_page
-    assert "No pairs are labelled in Review yet" in page.review_label.text()
+    assert "No verdicts in Review yet" in page.review_label.text()
     assert not wizard.button(NEXT).isEnabled()
     add_file(qtbot, wizard, write_pairs(tmp_path / "dups.csv", same))
     assert page.total_label.text() == str(len(same))
@@ -144,7 +144,7 @@ def test_first_page_counts_and_refuses_too_few_or_one_sided_pairs(qtbot, window,
 
 def test_wizard_trains_uses_the_model_and_the_versions_dialog_rolls_back(
         qtbot, window, tmp_path, encoder, data_dir):
-    path = labelled_project(tmp_path / "q.duplens", encoder, data_dir)
+    path = judged_project(tmp_path / "q.duplens", encoder, data_dir)
     wizard = open_wizard(qtbot, window, path)
     bridge, page = window.bridge, wizard.data_page
     assert page.total_label.text() == str(len(DUPLICATES) + len(NOT_DUPLICATES))
@@ -230,7 +230,7 @@ def test_wizard_trains_uses_the_model_and_the_versions_dialog_rolls_back(
 
 def test_cancel_saves_nothing_and_discard_deletes_the_version(qtbot, window, tmp_path,
                                                               encoder, data_dir):
-    path = labelled_project(tmp_path / "q.duplens", encoder, data_dir)
+    path = judged_project(tmp_path / "q.duplens", encoder, data_dir)
     wizard = open_wizard(qtbot, window, path)
     project = window.bridge.current_project()
     go_to_objectives(qtbot, wizard)
@@ -277,7 +277,7 @@ def test_the_wizard_and_versions_dialog_on_a_server_project(qtbot, window, postg
                                                             tmp_path, encoder, data_dir):
     """A team project has no folder beside it: the version goes into the database, the
     window uses it, and the versions dialog exports it from this computer's copy."""
-    labelled_project(postgres_url, encoder, data_dir)
+    judged_project(postgres_url, encoder, data_dir)
     wizard = open_wizard(qtbot, window, postgres_url)
     bridge = window.bridge
     project = bridge.current_project()
@@ -312,8 +312,8 @@ def test_first_page_counts_the_verdicts_of_a_checked_file_not_added_yet(qtbot, w
     from them and says how many, before the file's rows are added."""
     from engine.store.pending_verdicts import PendingVerdict
 
-    path = labelled_project(tmp_path / "few.duplens", encoder, data_dir, DUPLICATES[:2],
-                            NOT_DUPLICATES[:1])
+    path = judged_project(tmp_path / "few.duplens", encoder, data_dir, DUPLICATES[:2],
+                          NOT_DUPLICATES[:1])
     with Project.open(path) as project:
         item = project.rows.by_public_id("q1")["item_id"]
         project.matching.keep_verdicts("0" * 64, "new.csv", [

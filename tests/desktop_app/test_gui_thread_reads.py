@@ -105,7 +105,7 @@ def test_the_window_never_reads_the_database_on_the_gui_thread(qtbot, window, wh
         target.setFocus()
         qtbot.waitUntil(target.hasFocus, timeout=5_000)
         with qtbot.waitSignal(measure.measured, timeout=SIGNAL_TIMEOUT_MS,
-                              check_params_cb=lambda m: m.answers == 1):
+                              check_params_cb=lambda m: m.verdicts == 1):
             qtbot.keyClick(target, Qt.Key.Key_N)
         window.grab()
         window.review_view.measure_button.click()

@@ -158,7 +158,7 @@ def test_the_table_shows_the_files_columns_sorts_and_filters(qtbot, window, ques
     _open(qtbot, window, questions_project)
     model = window.items_model
     assert [model.headerData(c, Qt.Orientation.Horizontal) for c in range(5)] == \
-        ["ID", "Text", "Cluster", "Decision", "topic"]
+        ["ID", "Text", "Cluster", "Verdict", "topic"]
     assert _column(qtbot, window, 4) == [r["topic"] for r in rows]
     assert window.items_view.count_label.text() == f"{QUESTIONS_ITEMS} rows"
 
@@ -236,21 +236,21 @@ def test_may_already_exist_is_said_only_when_the_best_hit_reaches_the_threshold(
     qtbot.waitUntil(lambda: not title.isVisible(), timeout=SIGNAL_TIMEOUT_MS)
 
 
-def test_the_tables_cluster_and_decision_columns_are_filled_on_opening(qtbot, window,
+def test_the_tables_cluster_and_verdict_columns_are_filled_on_opening(qtbot, window,
                                                                         questions_project):
     """Before, they stayed blank after reopening until the Review tab had been visited."""
-    from desktop_app.table_models.items_model import CLUSTER_COLUMN, DECISION_COLUMN
+    from desktop_app.table_models.items_model import CLUSTER_COLUMN, VERDICT_COLUMN
     from engine.project import Project
 
     with Project.open(questions_project) as project:
         cluster = project.clusters.cut(0.8)[0]
         a, b = cluster.members[0].item_id, cluster.members[1].item_id
-        project.labels.set_label(a, b, 1)
+        project.verdicts.set_verdict(a, b, 1)
     _open(qtbot, window, questions_project)
     model = window.items_model
     qtbot.waitUntil(lambda: bool(model.notes(CLUSTER_COLUMN)), timeout=SIGNAL_TIMEOUT_MS)
     assert window.tabs.currentWidget() is window.search_page    # Review never shown
-    assert model.notes(DECISION_COLUMN)[b] == "duplicate"
+    assert model.notes(VERDICT_COLUMN)[b] == "duplicate"
     assert model.notes(CLUSTER_COLUMN)[a] == model.notes(CLUSTER_COLUMN)[b]
     assert window.review.threshold == 0.8                        # the project threshold
 

@@ -89,7 +89,7 @@ def test_verdicts_are_stored_as_pairs_when_the_rows_are_added(qtbot, window, que
     assert added.args[0]["verdicts_stored"] == 2
     project = window.bridge.current_project()
     assert project.rows.count() == QUESTIONS_ITEMS + 3
-    stored = {(p["text_a"], p["text_b"], p["label"]) for p in project.labels.pairs()
+    stored = {(p["text_a"], p["text_b"], p["label"]) for p in project.verdicts.pairs()
               if p["origin"] == "match"}
     new_question = NEW_ROWS[1][1]
     assert any(new_question in (a, b) and label == 0 for a, b, label in stored)
@@ -151,7 +151,7 @@ def test_closing_with_verdicts_asks_and_a_new_check_of_the_file_shows_them_again
     assert again.verdict_of(2) == "New"
     assert sorted(again.verdict_of(row) for row in given) == ["Duplicate", "New"]
     assert "2 verdicts from an earlier check of this file" in again.summary.text()
-    assert "score ≥ 0.80, the default, until 10 pairs" in again.summary.text()
+    assert "score ≥ 0.80, the default, until 10 verdicts" in again.summary.text()
 
     # Closing again offers to add the rows; doing so stores the verdicts as pairs.
     monkeypatch.setattr(again, "ask_on_close", lambda n: ADD)

@@ -108,7 +108,7 @@ def test_keyboard_review_undo_redo_and_reopen(qtbot, window, questions_project, 
     window.close()                                 # closes the project, like quitting
     with Project.open(questions_project, read_only=True) as project:
         labels = {(p["label"], frozenset((p["text_a"], p["text_b"])))
-                  for p in project.labels.pairs()}
+                  for p in project.verdicts.pairs()}
         texts = {r["id"]: r["text"] for r in project.rows.page(0, 100)}
     assert labels == {(1, frozenset((texts[canonical], texts[first]))),
                       (0, frozenset((texts[canonical], texts[second])))}
@@ -132,7 +132,7 @@ def test_a_cluster_decided_to_the_end_counts_as_reviewed_at_once(qtbot, window,
     assert view.summary.text().endswith(" 0 reviewed")
 
 
-def test_set_canonical_and_export_with_decisions(qtbot, window, questions_project, tmp_path):
+def test_set_canonical_and_export_with_verdicts(qtbot, window, questions_project, tmp_path):
     open_review(qtbot, window, questions_project)
     set_threshold(qtbot, window, 0.75)
     select_cluster_of(window, "q2")
@@ -153,7 +153,7 @@ def test_set_canonical_and_export_with_decisions(qtbot, window, questions_projec
     assert list(r["decision"] for r in rows.values()).count("duplicate") == 1
 
 
-def test_label_curve_offers_its_best_threshold(qtbot, window, questions_project):
+def test_verdict_curve_offers_its_best_threshold(qtbot, window, questions_project):
     open_review(qtbot, window, questions_project)
     set_threshold(qtbot, window, 0.6)
     view = window.review_view
@@ -207,7 +207,7 @@ def test_undo_leaves_a_verdict_someone_else_gave_since_and_shows_it(qtbot, windo
     press(qtbot, window, Qt.Key.Key_D)
     assert decisions(window)[first.id] == "duplicate"
     with Project.open(questions_project) as other:   # another analyst: "not duplicate"
-        other.labels.set_label(canonical.item_id, first.item_id, 0)
+        other.verdicts.set_verdict(canonical.item_id, first.item_id, 0)
     window.activateWindow()
     view.members.setFocus()
     qtbot.waitUntil(view.members.hasFocus, timeout=5_000)
@@ -217,7 +217,7 @@ def test_undo_leaves_a_verdict_someone_else_gave_since_and_shows_it(qtbot, windo
     assert "someone else" in what and not can_undo
     assert decisions(window)[first.id] == MOVED_OUT          # theirs, shown
     with Project.open(questions_project, read_only=True) as project:
-        assert project.labels.label(canonical.item_id, first.item_id) == 0
+        assert project.verdicts.verdict(canonical.item_id, first.item_id) == 0
 
 
 @pytest.mark.parametrize("typed", ["0.75", "0.83", "0.5", "0.63", "0.99", "0.8"])

@@ -16,21 +16,21 @@ from tests.desktop_app.test_review import open_review, press, select_cluster_of
 from tests.engine.cli.test_cli_ask import DUPLICATES, NOT_DUPLICATES
 
 
-def label_pairs(path, pairs_and_labels) -> Project:
+def judge_pairs(path, pairs_and_verdicts) -> Project:
     project = Project.open(path)
-    for (a, b), label in pairs_and_labels:
-        project.labels.set_label(project.rows.by_public_id(a)["item_id"],
-                                 project.rows.by_public_id(b)["item_id"], label)
+    for (a, b), label in pairs_and_verdicts:
+        project.verdicts.set_verdict(project.rows.by_public_id(a)["item_id"],
+                                     project.rows.by_public_id(b)["item_id"], label)
     return project
 
 
 def test_calibrated_threshold_is_shown_is_the_slider_default_and_follows_verdicts(
         qtbot, window: MainWindow, questions_project, encoder):
     labelled = [(p, 1) for p in DUPLICATES] + [(p, 0) for p in NOT_DUPLICATES]
-    with label_pairs(questions_project, labelled) as project:
+    with judge_pairs(questions_project, labelled) as project:
         project.model.attach(encoder, is_default=True)
-        calibration = project.labels.calibration()
-    assert calibration.enough and calibration.labels == len(labelled)
+        calibration = project.verdicts.calibration()
+    assert calibration.enough and calibration.verdicts == len(labelled)
     expected = round(calibration.threshold, 3)
     assert expected != pytest.approx(0.8)   # else the test could not tell the two apart
 
@@ -40,22 +40,22 @@ def test_calibrated_threshold_is_shown_is_the_slider_default_and_follows_verdict
     assert view.spin.value() == pytest.approx(round(expected, 2))
     text = view.calibration_label.text()
     assert f"Calibrated threshold {calibration.threshold:.3f}" in text
-    assert f"on {len(labelled)} labels" in text
+    assert f"on {len(labelled)} verdicts" in text
     assert f"precision {calibration.precision:.0%}" in text
     assert view.use_calibrated_button.isEnabled()
 
     # One more verdict: the label says so at once; the slider stays where the analyst is.
     select_cluster_of(window, "q2")
     with qtbot.waitSignal(window.review.calibrationReady, timeout=SIGNAL_TIMEOUT_MS,
-                          check_params_cb=lambda c: c.labels == len(labelled) + 1):
+                          check_params_cb=lambda c: c.verdicts == len(labelled) + 1):
         press(qtbot, window, Qt.Key.Key_N)
-    assert f"on {len(labelled) + 1} labels" in view.calibration_label.text()
+    assert f"on {len(labelled) + 1} verdicts" in view.calibration_label.text()
     assert window.review.threshold == pytest.approx(expected)
 
 
-def test_too_few_labels_keep_the_default_and_say_what_is_needed(qtbot, window,
+def test_too_few_verdicts_keep_the_default_and_say_what_is_needed(qtbot, window,
                                                                  questions_project):
-    with label_pairs(questions_project, [(DUPLICATES[0], 1), (NOT_DUPLICATES[0], 0)]):
+    with judge_pairs(questions_project, [(DUPLICATES[0], 1), (NOT_DUPLICATES[0], 0)]):
         pass
     open_review(qtbot, window, questions_project)
     view = window.review_view
@@ -64,8 +64,8 @@ def test_too_few_labels_keep_the_default_and_say_what_is_needed(qtbot, window,
     assert not view.use_calibrated_button.isEnabled()
 
 
-def test_ask_me_shows_a_pair_answers_with_keys_and_the_next_follows(qtbot, window,
-                                                                    questions_project):
+def test_ask_me_shows_a_pair_judged_with_keys_and_the_next_follows(qtbot, window,
+                                                                   questions_project):
     open_review(qtbot, window, questions_project)
     view = window.review_view
     ask = window.review.ask
@@ -83,14 +83,14 @@ def test_ask_me_shows_a_pair_answers_with_keys_and_the_next_follows(qtbot, windo
     window.activateWindow()
     target.setFocus()
     qtbot.waitUntil(target.hasFocus, timeout=5_000)
-    with qtbot.waitSignal(ask.answered, timeout=SIGNAL_TIMEOUT_MS):
+    with qtbot.waitSignal(ask.judged, timeout=SIGNAL_TIMEOUT_MS):
         qtbot.keyClick(target, Qt.Key.Key_D)
-        second = ask.current            # shown at once, before the answer is written
+        second = ask.current            # shown at once, before the verdict is written
     assert second is not None and second != first
     qtbot.keyClick(target, Qt.Key.Key_S)  # skip: nothing stored, the next one shown
     third = ask.current
     assert third is not None and third not in (first, second)
-    with qtbot.waitSignal(ask.answered, timeout=SIGNAL_TIMEOUT_MS):
+    with qtbot.waitSignal(ask.judged, timeout=SIGNAL_TIMEOUT_MS):
         qtbot.keyClick(target, Qt.Key.Key_N)
     assert ask.pair_queue.given == 2
     con = sqlite3.connect(f"file:{questions_project}?mode=ro", uri=True)
@@ -122,14 +122,14 @@ def _start_asking(qtbot, window, path):
     return view, window.review.ask, target
 
 
-def test_ctrl_z_in_ask_me_takes_answers_back_last_first(qtbot, window, questions_project):
+def test_ctrl_z_in_ask_me_takes_verdicts_back_last_first(qtbot, window, questions_project):
     view, ask, target = _start_asking(qtbot, window, questions_project)
     assert not view.undo_button.isEnabled()
     first = ask.current
-    with qtbot.waitSignal(ask.answered, timeout=SIGNAL_TIMEOUT_MS):
+    with qtbot.waitSignal(ask.judged, timeout=SIGNAL_TIMEOUT_MS):
         qtbot.keyClick(target, Qt.Key.Key_D)
     second = ask.current
-    with qtbot.waitSignal(ask.answered, timeout=SIGNAL_TIMEOUT_MS):
+    with qtbot.waitSignal(ask.judged, timeout=SIGNAL_TIMEOUT_MS):
         qtbot.keyClick(target, Qt.Key.Key_N)
     third = ask.current
     assert view.undo_button.isEnabled() and not view.redo_button.isEnabled()
@@ -137,20 +137,20 @@ def test_ctrl_z_in_ask_me_takes_answers_back_last_first(qtbot, window, questions
     assert _stored(questions_project) == {(*_ordered(first), 1), (*_ordered(second), 0)}
 
     # Ctrl+Z: the last answer's pair is back on screen and its verdict gone.
-    with qtbot.waitSignal(ask.answered, timeout=SIGNAL_TIMEOUT_MS,
+    with qtbot.waitSignal(ask.judged, timeout=SIGNAL_TIMEOUT_MS,
                           check_params_cb=lambda given: given == 1):
         qtbot.keyClick(target, Qt.Key.Key_Z, Qt.KeyboardModifier.ControlModifier)
     assert ask.current == second
     assert second.a.text in view.ask_view.compare.left.toPlainText()
     assert _stored(questions_project) == {(*_ordered(first), 1)}
-    with qtbot.waitSignal(ask.answered, timeout=SIGNAL_TIMEOUT_MS,
+    with qtbot.waitSignal(ask.judged, timeout=SIGNAL_TIMEOUT_MS,
                           check_params_cb=lambda given: given == 0):
         view.undo_button.click()
     assert ask.current == first and _stored(questions_project) == set()
     assert not view.undo_button.isEnabled()
 
-    # Answered again, differently; the pair that was on screen comes after it, as before.
-    with qtbot.waitSignal(ask.answered, timeout=SIGNAL_TIMEOUT_MS):
+    # Judged again, differently; the pair that was on screen comes after it, as before.
+    with qtbot.waitSignal(ask.judged, timeout=SIGNAL_TIMEOUT_MS):
         qtbot.keyClick(target, Qt.Key.Key_N)
     assert ask.current == second
     assert _stored(questions_project) == {(*_ordered(first), 0)}
@@ -165,10 +165,10 @@ def test_ctrl_z_in_ask_me_takes_answers_back_last_first(qtbot, window, questions
 def test_undo_leaves_a_verdict_another_analyst_gave_since(qtbot, window, questions_project):
     view, ask, target = _start_asking(qtbot, window, questions_project)
     first = ask.current
-    with qtbot.waitSignal(ask.answered, timeout=SIGNAL_TIMEOUT_MS):
+    with qtbot.waitSignal(ask.judged, timeout=SIGNAL_TIMEOUT_MS):
         qtbot.keyClick(target, Qt.Key.Key_D)
     with Project.open(questions_project) as other:     # another analyst, another connection
-        other.labels.set_label(first.a.item_id, first.b.item_id, 0)
+        other.verdicts.set_verdict(first.a.item_id, first.b.item_id, 0)
     with qtbot.waitSignal(ask.busy, timeout=SIGNAL_TIMEOUT_MS):
         qtbot.keyClick(target, Qt.Key.Key_Z, Qt.KeyboardModifier.ControlModifier)
     assert "it stays theirs" in view.ask_view.score_label.text()

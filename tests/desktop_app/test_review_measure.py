@@ -1,5 +1,5 @@
 """The review's "Measure quality" mode: drawn pairs one at a time, D / N / S and Ctrl+Z,
-the estimates above updated after every answer, when to stop, the calibrated threshold's
+the estimates above updated after every verdict, when to stop, the calibrated threshold's
 precision and recall from the estimate, and File → Export quality report."""
 
 from __future__ import annotations
@@ -14,11 +14,11 @@ from engine.estimation.estimators import Estimate, Figure
 from engine.services.measuring import Measurement
 from tests.desktop_app.conftest import SIGNAL_TIMEOUT_MS
 from tests.desktop_app.test_review import open_review
-from tests.desktop_app.test_review_ask import label_pairs
+from tests.desktop_app.test_review_ask import judge_pairs
 from tests.engine.cli.test_cli_ask import DUPLICATES, NOT_DUPLICATES
 
 
-def _answered_draws(path) -> int:
+def _judged_draws(path) -> int:
     con = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
     try:
         return con.execute("SELECT count(*) FROM quality_draws WHERE verdict IS NOT NULL"
@@ -40,13 +40,13 @@ def _start(qtbot, window, path):
     return view, measure, target
 
 
-def _after_answer(qtbot, measure, answers: int):
+def _after_verdict(qtbot, measure, verdicts: int):
     return qtbot.waitSignal(measure.measured, timeout=SIGNAL_TIMEOUT_MS,
-                            check_params_cb=lambda m: m.answers == answers)
+                            check_params_cb=lambda m: m.verdicts == verdicts)
 
 
 @pytest.mark.slow
-def test_drawn_pairs_are_answered_with_keys_and_the_estimates_follow(qtbot, window,
+def test_drawn_pairs_are_judged_with_keys_and_the_estimates_follow(qtbot, window,
                                                                     questions_project):
     view, measure, target = _start(qtbot, window, questions_project)
     assert view.measuring and view.stack.currentWidget() is view.measure_view
@@ -57,29 +57,29 @@ def test_drawn_pairs_are_answered_with_keys_and_the_estimates_follow(qtbot, wind
     assert first.a.text in panel.left.toPlainText() and first.b.text in panel.right.toPlainText()
     assert f"Similarity {first.similarity:.3f}" in view.measure_view.score_label.text()
 
-    with _after_answer(qtbot, measure, 1):
+    with _after_verdict(qtbot, measure, 1):
         qtbot.keyClick(target, Qt.Key.Key_N)
     second = measure.current
     assert second is not None and second.draw_id != first.draw_id
     qtbot.keyClick(target, Qt.Key.Key_S)                 # skipped: stays drawn, not counted
     third = measure.current
     assert third.draw_id not in (first.draw_id, second.draw_id)
-    with _after_answer(qtbot, measure, 2) as blocker:
+    with _after_verdict(qtbot, measure, 2) as blocker:
         qtbot.keyClick(target, Qt.Key.Key_D)
     m = blocker.args[0]
     assert m.estimate is not None
-    assert "from 2 answers" in view.measure_view.rests_on.text()
+    assert "from 2 verdicts" in view.measure_view.rests_on.text()
     assert view.measure_view.values["duplicates"].text() != "—"
     assert "%" in view.measure_view.values["precision"].text() or \
-        view.measure_view.values["precision"].text() == "—"   # nothing flagged answered yet
-    assert _answered_draws(questions_project) == 2
+        view.measure_view.values["precision"].text() == "—"   # nothing flagged judged yet
+    assert _judged_draws(questions_project) == 2
 
-    # Ctrl+Z: the last answer is taken back and its pair shown again.
+    # Ctrl+Z: the last verdict is taken back and its pair shown again.
     assert view.undo_button.isEnabled()
-    with _after_answer(qtbot, measure, 1):
+    with _after_verdict(qtbot, measure, 1):
         qtbot.keyClick(target, Qt.Key.Key_Z, Qt.KeyboardModifier.ControlModifier)
     assert measure.current.draw_id == third.draw_id
-    assert _answered_draws(questions_project) == 1
+    assert _judged_draws(questions_project) == 1
 
     # The estimate follows the slider.
     with qtbot.waitSignal(measure.measured, timeout=SIGNAL_TIMEOUT_MS,
@@ -117,9 +117,9 @@ def test_the_mode_says_when_to_stop(qtbot, window):
 def test_the_calibrated_line_shows_the_estimated_precision_and_recall(qtbot, window,
                                                                       questions_project):
     labelled = [(p, 1) for p in DUPLICATES] + [(p, 0) for p in NOT_DUPLICATES]
-    with label_pairs(questions_project, labelled) as project:
+    with judge_pairs(questions_project, labelled) as project:
         for p in project.measuring.next_pairs(12):
-            project.measuring.answer(p.draw_id, int(p.similarity > 0.8))
+            project.measuring.judge(p.draw_id, int(p.similarity > 0.8))
     with qtbot.waitSignal(window.review.measure.calibratedEstimate,
                           timeout=SIGNAL_TIMEOUT_MS,
                           check_params_cb=lambda m: m is not None):
@@ -132,9 +132,9 @@ def test_the_calibrated_line_shows_the_estimated_precision_and_recall(qtbot, win
 @pytest.mark.slow
 def test_file_export_quality_report_writes_the_page(qtbot, window, questions_project,
                                                     tmp_path, monkeypatch):
-    with label_pairs(questions_project, []) as project:
+    with judge_pairs(questions_project, []) as project:
         for p in project.measuring.next_pairs(8):
-            project.measuring.answer(p.draw_id, int(p.similarity > 0.8))
+            project.measuring.judge(p.draw_id, int(p.similarity > 0.8))
     open_review(qtbot, window, questions_project)
     target = tmp_path / "quality.html"
     monkeypatch.setattr(window, "ask_report_path", lambda: str(target))

@@ -20,7 +20,7 @@ ALLOWED: dict[str, frozenset[str]] = {
     "engine": frozenset({"__version__"}),
     "engine.add_file": frozenset({"ImportChoices"}),
     "engine.browse": frozenset({"FILTER_ALL", "FILTER_TEXT", "SORT_IMPORT", "SORT_TEXT",
-                                "SORT_PUBLIC_ID", "RowQuery", "order_by_labels"}),
+                                "SORT_PUBLIC_ID", "RowQuery", "order_by_notes"}),
     "engine.dedup.row_clusters": frozenset({"CANONICAL", "Cluster", "Member"}),
     "engine.encoding.backends": frozenset({"AUTO", "BACKENDS"}),
     "engine.errors": frozenset({"DuplensError", "InputError", "ProjectError", "ModelError",
