@@ -1,5 +1,5 @@
-"""The review screen and plots: threshold sync, keyboard decisions, undo/redo, persistence
-after reopening, export with decisions, the label curve, and the sample-questions start."""
+"""The review screen and plots: threshold sync, keyboard verdicts, undo/redo, persistence
+after reopening, export with verdicts, the verdict curve, and the sample-questions start."""
 
 from __future__ import annotations
 
@@ -38,7 +38,7 @@ def select_cluster_of(window: MainWindow, public_id: str) -> None:
     raise AssertionError(f"{public_id} is in no cluster")
 
 
-def decisions(window: MainWindow) -> dict[str, str]:
+def verdicts(window: MainWindow) -> dict[str, str]:
     table = window.review_view.members
     return {table.item(r, 0).text(): table.item(r, 2).text() for r in range(table.rowCount())}
 
@@ -92,17 +92,17 @@ def test_keyboard_review_undo_redo_and_reopen(qtbot, window, questions_project, 
     first = view.selected_members()[0].id          # the first member awaiting a verdict
     assert first != canonical and view.current_pair()[0].id == canonical
     press(qtbot, window, Qt.Key.Key_D)
-    assert decisions(window)[first] == "duplicate"
+    assert verdicts(window)[first] == "duplicate"
     second = view.selected_members()[0].id         # selection moved on to the next one
     assert second not in (first, canonical)
     press(qtbot, window, Qt.Key.Key_M)
-    assert decisions(window)[second] == MOVED_OUT
+    assert verdicts(window)[second] == MOVED_OUT
     assert second not in {m.id for m in view.cluster.members}
     press(qtbot, window, Qt.Key.Key_Z, Qt.KeyboardModifier.ControlModifier)
-    assert decisions(window)[second] == ""
+    assert verdicts(window)[second] == ""
     press(qtbot, window, Qt.Key.Key_Z,
           Qt.KeyboardModifier.ControlModifier | Qt.KeyboardModifier.ShiftModifier)
-    assert decisions(window)[second] == MOVED_OUT
+    assert verdicts(window)[second] == MOVED_OUT
     assert window.review_view.undo_button.isEnabled()
 
     window.close()                                 # closes the project, like quitting
@@ -141,7 +141,7 @@ def test_set_canonical_and_export_with_verdicts(qtbot, window, questions_project
     view.select_member_row(len(view.cluster.members) - 1)
     press(qtbot, window, Qt.Key.Key_C)
     assert view.cluster.canonical.id == last.id
-    assert decisions(window)[last.id] == "canonical"
+    assert verdicts(window)[last.id] == "canonical"
     press(qtbot, window, Qt.Key.Key_D)             # first pending member vs the new canonical
     out = tmp_path / "reviewed.csv"
     with qtbot.waitSignal(window.review.exported, timeout=SIGNAL_TIMEOUT_MS) as blocker:
@@ -205,7 +205,7 @@ def test_undo_leaves_a_verdict_someone_else_gave_since_and_shows_it(qtbot, windo
     canonical = view.cluster.canonical
     first = view.selected_members()[0]
     press(qtbot, window, Qt.Key.Key_D)
-    assert decisions(window)[first.id] == "duplicate"
+    assert verdicts(window)[first.id] == "duplicate"
     with Project.open(questions_project) as other:   # another analyst: "not duplicate"
         other.verdicts.set_verdict(canonical.item_id, first.item_id, 0)
     window.activateWindow()
@@ -215,7 +215,7 @@ def test_undo_leaves_a_verdict_someone_else_gave_since_and_shows_it(qtbot, windo
         qtbot.keyClick(view.members, Qt.Key.Key_Z, Qt.KeyboardModifier.ControlModifier)
     can_undo, _can_redo, what = said.args
     assert "someone else" in what and not can_undo
-    assert decisions(window)[first.id] == MOVED_OUT          # theirs, shown
+    assert verdicts(window)[first.id] == MOVED_OUT          # theirs, shown
     with Project.open(questions_project, read_only=True) as project:
         assert project.verdicts.verdict(canonical.item_id, first.item_id) == 0
 

@@ -1,4 +1,4 @@
-"""Review decisions on a real project: labels, canonical choice, move out, undo/redo,
+"""The review on a real project: verdicts, canonical choice, move out, undo/redo,
 persistence across reopening, and export with the verdicts."""
 
 import csv
