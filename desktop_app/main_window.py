@@ -429,10 +429,10 @@ class MainWindow(QMainWindow):
     @guarded
     def _checked_rows_added(self, result: dict) -> None:
         self._encoded(result)
-        self.status.say(f"{summary(result)}; {result['verdicts_stored']} verdicts stored on "
-                        f"its rows")
+        said = f"{summary(result)}; {result['verdicts_stored']} verdicts stored on its rows"
+        self.status.say(said)
         if self.match_dialog is not None:
-            self.match_dialog.rows_added()
+            self.match_dialog.rows_added(said)
 
     @guarded
     def start_import(self, choices: ImportChoices) -> None:

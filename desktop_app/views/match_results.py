@@ -57,11 +57,11 @@ class MatchResultsDialog(QDialog):
         why = f", {result.threshold_reason or 'as set in the review'}"
         kept = (f" {len(self.verdicts):,} verdicts from an earlier check of this file are "
                 f"shown again." if self.verdicts else "")
-        self.summary = QLabel(
+        self._checked = (
             f"{len(result.rows):,} rows checked: {result.likely_duplicates():,} likely "
             f"duplicates of existing rows (score ≥ {format_threshold(result.threshold)}"
-            f"{why}), {repeats:,} repeat an earlier row of the file. Nothing was added to the "
-            f"project.{kept}")
+            f"{why}), {repeats:,} repeat an earlier row of the file.")
+        self.summary = QLabel(f"{self._checked} Nothing was added to the project.{kept}")
         self.summary.setWordWrap(True)
         self.model = QStandardItemModel(0, len(COLUMNS), self)
         self.model.setHorizontalHeaderLabels(list(COLUMNS))
@@ -171,10 +171,12 @@ class MatchResultsDialog(QDialog):
         self.add_button.setText("Adding the rows…")
         self.addRequested.emit()
 
-    def rows_added(self) -> None:
-        """The file is in the project now: adding it again would do nothing, and its
-        verdicts are on its rows (a verdict given now would wait for another import)."""
+    def rows_added(self, said: str) -> None:
+        """The file is in the project now (`said`: what adding it did, the rows and the
+        clusters they joined): adding it again would do nothing, and its verdicts are on its
+        rows (a verdict given now would wait for another import)."""
         self._added = True
+        self.summary.setText(f"{self._checked} Added to the project: {said}.")
         self.add_button.setEnabled(False)
         self.add_button.setText("Added to the project")
         for widget in (self.duplicate_button, self.new_button, *self.shortcuts):

@@ -96,6 +96,11 @@ def test_verdicts_are_stored_as_pairs_when_the_rows_are_added(qtbot, window, que
     assert any(a == b == "How do I learn Python quickly?" and label == 1
                for a, b, label in stored)
     assert not dialog.add_button.isEnabled()
+    # The dialog says what adding did, not the check's "Nothing was added" any more.
+    qtbot.waitUntil(lambda: "Added to the project: " in dialog.summary.text())
+    assert "Nothing was added" not in dialog.summary.text()
+    assert "3 rows imported" in dialog.summary.text()
+    assert "2 verdicts stored on its rows" in dialog.summary.text()
 
 
 def _answer(qtbot, dialog, text: str, key) -> None:
