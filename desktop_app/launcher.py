@@ -1,9 +1,11 @@
 """The `duplens` console script: the engine's command line, plus the window for `gui`.
 
 Qt is imported only when the window is asked for, so every other command stays as light as
-`python -m engine.cli`. Before Qt loads its X11 plugin, the system libraries that plugin
-needs are checked (`desktop_app.xcb_libraries`): a missing one is one line naming the
-packages to install and exit status 2, not Qt's abort.
+`python -m engine.cli`. Before Qt starts, what it would abort on is checked: the system
+libraries its X11 plugin needs (`desktop_app.xcb_libraries`; a missing one is one line
+naming the packages to install) and a display to open the window on
+(`desktop_app.display_server`; none is one line saying which could not be reached). Either
+is exit status 2, not Qt's abort (134).
 """
 
 from __future__ import annotations
@@ -15,10 +17,16 @@ from engine.cli import EXIT_INPUT
 from engine.cli import main as cli_main
 
 
-def _open_window(project: str | None) -> int:
-    from desktop_app import xcb_libraries
+def _before_qt() -> str | None:
+    """What would make Qt abort the process, in one line, or None. The libraries first:
+    without libxcb no X display can be tried either."""
+    from desktop_app import display_server, xcb_libraries
 
-    problem = xcb_libraries.problem()
+    return xcb_libraries.problem() or display_server.problem()
+
+
+def _open_window(project: str | None) -> int:
+    problem = _before_qt()
     if problem is not None:
         print(problem, file=sys.stderr)
         return EXIT_INPUT
@@ -33,9 +41,7 @@ def _open_window(project: str | None) -> int:
 
 
 def _check_window(*args) -> None:
-    from desktop_app import xcb_libraries
-
-    problem = xcb_libraries.problem()
+    problem = _before_qt()
     if problem is not None:
         from engine.install_check import SelfCheckFailed
 
