@@ -123,6 +123,8 @@ def import_table(store: Store, path: str | os.PathLike, text_columns: list[str],
         report.bad_lines = list(read.bad_lines)
         if report.rows_read == 0:
             raise InputError(f"{path.name}: the file has no data rows")
+        if report.rows_imported == 0:
+            raise _no_text(path, text_columns, report.rows_read)
         report.rows_change_count = change_counters.bump(conn, change_counters.ROWS)
         update_source(conn, source_id, rows_read=report.rows_read,
                       rows_imported=report.rows_imported, rows_empty=report.rows_empty,
@@ -134,6 +136,18 @@ def import_table(store: Store, path: str | os.PathLike, text_columns: list[str],
                     conn, change_counters.CONTENT)
     report.source_id = source_id
     return report
+
+
+def _no_text(path: Path, text_columns: list[str], rows: int) -> InputError:
+    """The error for text columns that are blank on every row. Stored, such a file would be
+    a project (or an import) with nothing to search and no word why; it is nearly always the
+    wrong column chosen, so it is refused like a missing column, and raised inside the
+    import's transaction it leaves the project as it was."""
+    names = ", ".join(f'"{c}"' for c in text_columns)
+    which = f"column {names} has" if len(text_columns) == 1 else f"columns {names} have"
+    blank = f"its {rows:,} rows are all blank" if rows > 1 else "its one row is blank"
+    return InputError(f"{path.name}: {which} no text ({blank}); choose the column that "
+                      f"holds the text")
 
 
 def _revived_texts(conn: Connection, source_id: int, last_old_text: int) -> list[int]:

@@ -112,6 +112,23 @@ def test_a_project_that_cannot_open_is_reported(qtbot, window, tmp_path):
     assert window.pages.currentWidget() is window.start_page
 
 
+def test_an_import_whose_text_column_is_blank_is_reported_and_adds_nothing(
+        qtbot, window, questions_project, tmp_path, monkeypatch):
+    """The engine's one line, in the error box as any other file the import cannot use
+    (before, the import "succeeded" with 0 rows imported)."""
+    _open(qtbot, window, questions_project)
+    blank = tmp_path / "blank.csv"
+    blank.write_text("question,topic\n,a\n ,b\n", encoding="utf-8")
+    monkeypatch.setattr(window, "ask_import_choices",
+                        lambda path: ImportChoices(path, ["question"]))
+    window.import_spreadsheet(str(blank))
+    qtbot.waitUntil(lambda: window.error_box is not None, timeout=SIGNAL_TIMEOUT_MS)
+    assert window.error_box.text() == ('blank.csv: column "question" has no text (its 2 '
+                                       'rows are all blank); choose the column that holds '
+                                       'the text')
+    assert window.bridge.current_project().rows.count() == QUESTIONS_ITEMS
+
+
 def test_import_dialog_previews_and_returns_choices(qtbot, bridge_without_model,
                                                     questions_csv):
     dialog = shown_dialog(qtbot, ImportDialog(questions_csv, bridge_without_model))

@@ -177,6 +177,29 @@ def test_bad_column_leaves_project_as_it_was(imported, data_dir):
     assert project.info() == before
 
 
+def test_a_text_column_with_no_text_is_refused_and_stores_nothing(tmp_path, data_dir):
+    """Before, a column of blanks imported as 0 rows and N empty ones: a project with
+    nothing to search and no word why. It is the user's mistake (the wrong column), so it
+    is one line naming the column, and the transaction leaves the project as it was."""
+    project = Project.open(tmp_path / "p.duplens", create=True)
+    try:
+        project.rows.import_table(data_dir / "questions.csv", ["question"], id_column="qid")
+        before = project.info()
+        blank = tmp_path / "blank.csv"
+        blank.write_text("question,note,other\nHow?,,\nWhy?, ,  \n", encoding="utf-8")
+        with pytest.raises(InputError) as caught:
+            project.rows.import_table(blank, ["note"])
+        assert str(caught.value) == ('blank.csv: column "note" has no text (its 2 rows are '
+                                     'all blank); choose the column that holds the text')
+        with pytest.raises(InputError, match=r'blank\.csv: columns "note", "other" have no '
+                                             r"text \(its 2 rows are all blank\)"):
+            project.rows.import_table(blank, ["note", "other"])
+        assert project.info() == before
+        assert len(project.rows.imports()) == 1
+    finally:
+        project.close()
+
+
 def test_file_broken_halfway_imports_nothing(imported, tmp_path):
     project, _ = imported
     before = project.info()

@@ -252,6 +252,25 @@ def test_a_failed_import_leaves_no_project_file(tmp_path):
     assert sorted(p.name for p in tmp_path.iterdir()) == ["long.csv"]
 
 
+def test_an_import_whose_text_column_is_blank_creates_nothing(tmp_path, project):
+    """Before, it exited 0 with "0 rows imported, 2 empty skipped" and an empty project:
+    now one line naming the column, exit 2, no new project file, an existing one unchanged."""
+    blank = tmp_path / "blank.csv"
+    blank.write_text("question,topic\n,a\n ,b\n", encoding="utf-8")
+    path = tmp_path / "new.duplens"
+    proc = run("import", str(path), str(blank), "--column", "question", check_code=2)
+    assert proc.stdout == ""                    # the reading bar before it, on stderr
+    assert proc.stderr.splitlines()[-1] == ('duplens: blank.csv: column "question" has no '
+                                            "text (its 2 rows are all blank); choose the "
+                                            "column that holds the text")
+    assert not path.exists()
+    before = project.read_bytes()
+    proc = run("import", str(project), str(blank), "--column", "question", "--no-encode",
+               check_code=2)
+    assert "has no text" in proc.stderr
+    assert project.read_bytes() == before
+
+
 def test_import_prints_its_summary_on_stdout(project):
     proc = run("import", str(project), str(ROOT / "tests" / "data" / "questions.csv"),
                "--column", "question", "--id-column", "qid", "--no-encode")
@@ -263,10 +282,9 @@ def test_search_and_duplicates_say_when_there_is_nothing(tmp_path):
     import re
 
     empty, some = tmp_path / "empty.duplens", tmp_path / "some.duplens"
-    blank = tmp_path / "blank.csv"    # rows, but no text in the text column
-    blank.write_text("question,topic\n,a\n ,b\n", encoding="utf-8")
-    assert "0 rows imported, 2 empty skipped" in run("import", str(empty), str(blank),
-                                                      "--column", "question").stdout
+    from engine.project import Project
+
+    Project.open(empty, create=True).close()   # no import makes one: a blank one is refused
     proc = run("search", str(empty), "hello")
     assert (proc.stdout, proc.stderr) == ("", "empty.duplens has 0 rows: nothing to search\n")
     assert run("search", str(empty), "hello", "--json").stdout == "[]\n"

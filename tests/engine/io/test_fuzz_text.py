@@ -96,6 +96,10 @@ def assert_round_trip(store, path, names, rows, **options) -> None:
         with pytest.raises(InputError, match="no data rows"):
             import_rows(store, path, names[:1], **options)
         return
+    if not expected:     # rows, but the text column blank in each: refused, nothing stored
+        with pytest.raises(InputError, match="has no text"):
+            import_rows(store, path, names[:1], **options)
+        return
     report = import_rows(store, path, names[:1], **options)
     assert report.already_imported or report.rows_imported == len(expected)
     assert stored_rows(store, report.source_id) == expected
