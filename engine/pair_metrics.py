@@ -2,8 +2,9 @@
 duplicate": the one place Duplens computes them.
 
 Every figure that rates a model on labelled pairs comes from here: `duplens eval pairs`, the
-fine-tuning wizard's before and after, the review's precision-recall plot, the calibrated
-threshold and the benchmarks. They were computed three ways before (sentence-transformers'
+fine-tuning wizard's before and after (and the bootstrap interval on their change,
+`engine.training.ap_change`), the review's precision-recall plot, the calibrated threshold
+and the benchmarks. They were computed three ways before (sentence-transformers'
 evaluator, scikit-learn plus the evaluator, scikit-learn's curve) and disagreed in the
 threshold they named for the same pairs (a midpoint between two scores against the score
 itself) and in which of several equally good thresholds they chose.

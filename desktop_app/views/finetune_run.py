@@ -258,6 +258,7 @@ class ResultsPage(QWizardPage):
 
     def show_report(self, report: FinetuneReport) -> None:
         from engine.training import fast_form
+        from engine.training.ap_change import claim, evidence
         from engine.training.objectives import get_objective
 
         before, after = report.before, report.after
@@ -279,15 +280,13 @@ class ResultsPage(QWizardPage):
                                 (before.recall / 100, before.precision / 100),
                                 (after.recall / 100, after.precision / 100),
                                 ("before (in use)", f"after ({report.name})"))
-        verdict = ("ranks the held-out pairs better" if report.improved else
-                   "does not rank the held-out pairs better")
         self.metrics_note.setText(
             f"Before: the model in use. After: {report.name}. Percentages, except the "
             f"threshold, the cosine similarity at which pairs are called duplicates.")
         self._fit_metrics()
-        self.summary.setText(
-            f"<b>The new model {verdict}</b>: average precision {before.average_precision:.2f}"
-            f" → {after.average_precision:.2f}, best F1 {before.f1:.2f} → {after.f1:.2f}.")
+        # Better or worse only when the held-out pairs show it (`engine.training.ap_change`).
+        self.summary.setText(f"<b>{claim(report.ap_change)}</b>: {evidence(report.ap_change)}; "
+                             f"best F1 {before.f1:.2f} → {after.f1:.2f}.")
         self._show_changes(report)
         self.notes.setText("\n".join(report.notes))
         self.notes.setVisible(bool(report.notes))

@@ -67,7 +67,8 @@ def register(sub) -> None:
     p.add_argument("--activate", action="store_true", help="make the new version the active "
                    "model (re-encodes every text with it)")
     device_option(p)
-    json_option(p, "the report (every option used, the metrics before and after)")
+    json_option(p, "the report (every option used, the metrics before and after, the "
+                "change in average precision with its 95%% interval)")
     trust_option(p)
     p.set_defaults(run=cmd_finetune)
 
@@ -131,6 +132,7 @@ def cmd_finetune(args, cancel: CancelToken) -> int:
 
 def _print_finetune(project_arg: str, report, activation) -> None:
     from engine.training import fast_form
+    from engine.training.ap_change import claim, evidence
 
     split = report.split
     parent = f"v{report.parent_id}" if report.parent_id is not None else "base"
@@ -140,6 +142,7 @@ def _print_finetune(project_arg: str, report, activation) -> None:
     for label, m in ((f"before ({parent})", report.before),
                      (f"after (v{report.version_id})", report.after)):
         print(f"{label:16}{m.average_precision:8.2f}{m.f1:10.2f}{m.threshold:11.4f}")
+    print(f"{claim(report.ap_change)}: {evidence(report.ap_change)}")
     print(f"held-out verdicts changed: {report.changes_fixed} now right, "
           f"{report.changes_broken} now wrong")
     if report.fast_form:

@@ -8,8 +8,9 @@ The steps, each a progress stage a wizard can list (`FINETUNE_STAGES`):
 3. "mining negatives" (when the objective mines: `finetune_stages`) and "training": a copy of
    the active model is trained on the rest; the model the project searches with is never
    changed;
-4. "measuring after": the trained model on the same held-out pairs, and the pairs whose
-   verdict changed;
+4. "measuring after": the trained model on the same held-out pairs, the pairs whose
+   verdict changed, and whether the held-out pairs show it better or worse than before
+   (`engine.training.ap_change`: a bootstrap interval on the change in AP);
 5. "saving": the folder becomes version N with its row (`versions.register_version`);
 6. "converting" (on a CPU whose default backend is a fast one: `finetune_stages`): the
    version's fast form is made and checked (`engine.training.fast_form`), by the caller
@@ -37,6 +38,7 @@ from engine.errors import InputError
 from engine.progress import CancelToken, Progress, ProgressCallback, no_progress
 from engine.store.database import Store
 from engine.store.embeddings import get_model_row
+from engine.training.ap_change import BETTER, APChange, ap_change
 from engine.training.fast_form import STAGE_CONVERTING
 from engine.training.hard_negatives import NegativePool
 from engine.training.held_out import (
@@ -97,6 +99,9 @@ class FinetuneReport:
     split: PairSplit
     before: PairMetrics  # the parent (the active model) on the held-out pairs
     after: PairMetrics  # the new version on the same pairs
+    # after − before in AP, its 95% interval and what they let one say (`conclusion`):
+    # the figure a summary must use to call the new version better or worse.
+    ap_change: APChange
     changes: list[VerdictChange]  # the held-out pairs whose verdict changed most, at most 20
     changes_fixed: int  # held-out pairs the new version gets right and the parent did not
     changes_broken: int  # and the other way round
@@ -110,7 +115,9 @@ class FinetuneReport:
 
     @property
     def improved(self) -> bool:
-        return self.after.average_precision > self.before.average_precision
+        """The held-out pairs show the new version better: the change in AP's interval is
+        above 0 (a higher AP alone is not enough; see `engine.training.ap_change`)."""
+        return self.ap_change.conclusion == BETTER
 
     def as_json(self) -> dict:
         return {
@@ -125,6 +132,7 @@ class FinetuneReport:
                       "held_out_fraction": round(self.split.held_out_fraction, 4)},
             "before": self.before.as_dict(),
             "after": self.after.as_dict(),
+            "ap_change": self.ap_change.as_dict(),
             "changed": {"fixed": self.changes_fixed, "broken": self.changes_broken,
                         "sample": [_change_json(c) for c in self.changes]},
             "training": {"steps": self.train.steps, "seconds": round(self.train.seconds, 3),
@@ -195,6 +203,9 @@ def run_finetune(store: Store, encoder: SentenceEncoder,
                                  stage=STAGE_AFTER)
         changes = changed_verdicts(before.scores, after.scores, before.threshold,
                                    after.threshold, split.held_out, limit=None)
+        change = ap_change(before.scores, after.scores,
+                           [p.is_duplicate for p in split.held_out], seed=seed,
+                           held_out_share=split.held_out_fraction)
         progress(Progress(STAGE_SAVING, 0, 1))
         cancel.raise_if_cancelled()  # the last point at which stopping leaves nothing
         digest = data_hash(split.train)
@@ -203,8 +214,10 @@ def run_finetune(store: Store, encoder: SentenceEncoder,
         metrics = _row_metrics(before, after, split, result, options, digest, seed)
         metrics["changed"] = {"fixed": sum(c.fixed for c in changes),
                               "broken": sum(not c.fixed for c in changes)}
+        metrics["ap_change"] = change.as_dict()
         record = _record(parent, objective, digest, summary, split, before, after, result,
                          options, seed)
+        record["metrics"]["ap_change"] = change.as_dict()
         version_id = register_version(
             store, staging / "model", name_root=name_root,
             parent_id=parent["id"] if parent else None, objective=objective,
@@ -220,7 +233,8 @@ def run_finetune(store: Store, encoder: SentenceEncoder,
     notes = [n for n in (split.note, *result.notes, *summary.warnings) if n]
     report = FinetuneReport(
         version_id, row["name"], version_path(store, row), row["location"],
-        row["parent_id"], objective, summary, split, before, after, changes[:CHANGES_SHOWN],
+        row["parent_id"], objective, summary, split, before, after, change,
+        changes[:CHANGES_SHOWN],
         sum(c.fixed for c in changes), sum(not c.fixed for c in changes),
         dataclasses.replace(result, model=None), digest, options, notes)
     return report, trained

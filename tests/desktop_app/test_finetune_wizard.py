@@ -14,6 +14,7 @@ from desktop_app.main_window import MainWindow
 from desktop_app.views.finetune_wizard import FinetuneWizard
 from engine.project import Project
 from engine.training import DEFAULT_OBJECTIVE, OBJECTIVES, TrainingOptions
+from engine.training.ap_change import claim
 from engine.training.pairs import MIN_PAIRS
 from tests.desktop_app.conftest import SIGNAL_TIMEOUT_MS
 from tests.engine.training.test_project_versions import (
@@ -176,6 +177,10 @@ def test_wizard_trains_uses_the_model_and_the_versions_dialog_rolls_back(
     assert wizard.controller.losses == [loss for _, loss in report.train.loss_history]
 
     results = wizard.results_page
+    change = report.ap_change   # better or worse only when the held-out pairs show it
+    assert results.summary.text().startswith(f"<b>{claim(change)}</b>: average precision "
+                                             f"{change.before:.2f} → {change.after:.2f} (")
+    assert ("better</b>" in results.summary.text()) == (change.low > 0)
     assert results.metrics.item(0, 0).text() == f"{report.before.average_precision:.2f}"
     assert results.metrics.item(0, 1).text() == f"{report.after.average_precision:.2f}"
     assert results.metrics.item(1, 1).text() == f"{report.after.f1:.2f}"

@@ -59,6 +59,16 @@ def test_finetune_then_list_activate_export_and_search_after_moving(tmp_path, en
     assert report["pairs"]["total"] == 40 and report["training"]["steps"] == 2
     for side in ("before", "after"):
         assert {"average_precision", "f1", "threshold"} <= set(report[side])
+    change = report["ap_change"]   # the change in AP, its interval and what it shows
+    assert change["pairs"] == report["pairs"]["held_out"]
+    assert change["before"] == pytest.approx(report["before"]["average_precision"], abs=1e-3)
+    assert change["after"] == pytest.approx(report["after"]["average_precision"], abs=1e-3)
+    low, high = change["interval"]
+    assert low <= change["change"] <= high and change["resamples"] == 2000
+    assert change["conclusion"] == ("better" if low > 0 else "worse" if high < 0 else
+                                    "no change" if change["change"] == 0 else
+                                    "not enough pairs")
+    assert (change["more_pairs"] is None) == (change["conclusion"] != "not enough pairs")
     assert report["activation"] is None
     assert "training" in proc.stderr  # the progress bar
     rows = model_rows(project)   # and the version's fast form, where this CPU has one
@@ -89,6 +99,33 @@ def test_finetune_then_list_activate_export_and_search_after_moving(tmp_path, en
     assert {h["id"] for h in hits} == {"q6", "q7"}
     info = json.loads(run("info", str(moved / "q.duplens"), "--json").stdout)
     assert info["model"] == served_name("all-MiniLM-L6-v2 v2") and info["index_items"] == 46
+
+
+def test_the_summary_claims_only_what_the_held_out_pairs_show(tmp_path, encoder):
+    """20 held-out pairs, a third of them labelled wrong, after 3 steps: AP moves a little,
+    and the printed summary names the change and its interval and asks for more pairs
+    rather than calling the new model better or worse."""
+    project = make_project(tmp_path / "q.duplens", encoder)
+    header, *rows = (DATA / "labelled_pairs.csv").read_text(encoding="utf-8").splitlines()
+    noisy = tmp_path / "noisy.csv"
+    noisy.write_text("\n".join([header, *(
+        row if i % 3 else f"{row[:-1]}{1 - int(row[-1])}" for i, row in enumerate(rows))])
+        + "\n", encoding="utf-8")
+    lines = run("finetune", str(project), "--pairs", str(noisy), "--max-steps", "3",
+                "--batch-size", "4", "--learning-rate", "1e-4").stdout.splitlines()
+    record = json.loads((tmp_path / "q.duplens.models" / "v2" / "duplens_version.json")
+                        .read_text(encoding="utf-8"))
+    change = record["metrics"]["ap_change"]
+    low, high = change["interval"]
+    assert change["pairs"] == 20 and change["change"] != 0 and low <= 0 <= high
+    assert change["conclusion"] == "not enough pairs" and change["more_pairs"] >= 10
+    summary = next(line for line in lines if "average precision" in line)
+    assert summary == (f"Not enough labelled pairs to tell whether the new model ranks better "
+                       f"or worse (20 held out); label about {change['more_pairs']:,} more: "
+                       f"average precision {change['before']:.2f} → {change['after']:.2f} "
+                       f"({change['change']:+.2f} points, 95% interval {low:+.2f} to "
+                       f"{high:+.2f})")
+    assert "ranks the held-out pairs better" not in "\n".join(lines)
 
 
 def test_too_few_pairs_is_exit_2_with_the_advice(tmp_path, encoder):

@@ -1,0 +1,89 @@
+"""The fine-tuning wizard's results page says "better" only when the held-out pairs show
+it (`engine.training.ap_change`), else how many more pairs to label. A made-up report: no
+model, no training, so this runs in the quick suite."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+from PySide6.QtCore import QObject, Signal
+
+from desktop_app.controllers.finetune_controller import RunState
+from desktop_app.views.finetune_run import ResultsPage
+from engine.training.ap_change import ap_change
+from engine.training.held_out import metrics_from_scores
+from engine.training.options import TrainingOptions
+from engine.training.pairs import LabelledPair, PairSummary
+from engine.training.session import FinetuneReport
+from engine.training.split import PairSplit
+from engine.training.trainer import TrainResult
+
+
+class Controller(QObject):
+    """What the page reads of a `FinetuneController`."""
+
+    stateChanged = Signal(object, str)
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.state = RunState.TRAINED
+        self.report = None
+
+
+def report(before: np.ndarray, after: np.ndarray, labels: np.ndarray) -> FinetuneReport:
+    held = [LabelledPair(f"question {i}", f"other question {i}", float(label))
+            for i, label in enumerate(labels)]
+    split = PairSplit(train=list(held), held_out=held, requested=0.5, held_out_fraction=0.5,
+                      components=len(held), largest_component=1, dropped=[])
+    positives = int(labels.sum())
+    summary = PairSummary(2 * len(held), 2 * positives, 2 * (len(held) - positives), 0,
+                          4 * len(held), [])
+    train = TrainResult(Path("model"), "cosine", [(1, 0.5)], 3, 1.0, len(held), 12,
+                        len(held), "cpu")
+    return FinetuneReport(
+        2, "all-MiniLM-L6-v2 v2", Path("v2"), "q.duplens.models/v2", 1, "cosine", summary,
+        split, metrics_from_scores(before, labels), metrics_from_scores(after, labels),
+        ap_change(before, after, labels, held_out_share=0.5), [], 0, 0, train, "0" * 64,
+        TrainingOptions(), [])
+
+
+def shown(qtbot, finetune_report: FinetuneReport) -> str:
+    page = ResultsPage(Controller())
+    qtbot.addWidget(page)
+    page.show_report(finetune_report)
+    return page.summary.text()
+
+
+def test_a_small_change_on_few_held_out_pairs_is_not_called_better(qtbot):
+    rng = np.random.default_rng(3)
+    labels = rng.random(38) < 0.4
+    labels[:2] = [True, False]
+    before = rng.random(38) + 0.5 * labels
+    after = before + rng.normal(0, 0.05, 38)
+    made = report(before, after, labels)
+    change = made.ap_change
+    assert change.after != change.before and change.more_pairs > 0
+    assert not made.improved
+    text = shown(qtbot, made)
+    assert text == (
+        f"<b>Not enough labelled pairs to tell whether the new model ranks better or worse "
+        f"(38 held out); label about {change.more_pairs:,} more</b>: average precision "
+        f"{change.before:.2f} → {change.after:.2f} ({change.change:+.2f} points, 95% "
+        f"interval {change.low:+.2f} to {change.high:+.2f}); best F1 {made.before.f1:.2f} → "
+        f"{made.after.f1:.2f}.")
+    assert "better</b>" not in text
+
+
+def test_a_clearly_better_model_on_many_held_out_pairs_is_called_better(qtbot):
+    rng = np.random.default_rng(4)
+    labels = rng.random(600) < 0.4
+    before = rng.random(600) + 0.3 * labels
+    after = before + 0.4 * labels
+    made = report(before, after, labels)
+    assert made.improved and made.ap_change.low > 0
+    text = shown(qtbot, made)
+    assert text.startswith("<b>The new model ranks the held-out pairs better</b>: average "
+                           f"precision {made.before.average_precision:.2f} → "
+                           f"{made.after.average_precision:.2f} (+")
+    assert "Not enough" not in text
