@@ -1,21 +1,33 @@
 """`duplens estimate`: how right the duplicates are, from a random sample of judged pairs:
-the estimates, the next pairs to judge, or a report page."""
+the estimates, the next pairs to judge, or a report page.
+
+The pairs to judge are printed with their texts whole (wrapped), never cut: a judge decides
+on the words a cut would hide ("… in winter" against "… in summer"). `--out pairs.csv`
+writes them as the file `duplens label --from` reads back: a_id, b_id and an empty verdict
+column to fill in, then the similarity and both texts, which `--from` ignores.
+"""
 
 from __future__ import annotations
 
+import csv
+import io
 import json
+import os
+import shutil
+import textwrap
 
 from engine.cli.common import (
     EXIT_OK,
     json_option,
-    one_line,
     open_project,
     positive,
     project_argument,
     say,
     trust_option,
 )
+from engine.cli.label import COLUMNS as VERDICT_COLUMNS
 from engine.cli.stoppable import stoppable_bar
+from engine.errors import InputError
 from engine.progress import CancelToken
 from engine.review.calibration import DEFAULT_THRESHOLD, ENOUGH_OF_EACH
 
@@ -32,6 +44,11 @@ def register(sub) -> None:
                    f"{DEFAULT_THRESHOLD})")
     p.add_argument("--next", type=positive, metavar="N", dest="next_pairs",
                    help="list the next N drawn pairs to judge instead (both ids and texts)")
+    p.add_argument("--out", metavar="PAIRS.csv",
+                   help="with --next: write the pairs to this CSV file instead of listing "
+                        "them, with an empty verdict column to fill in (dup or not) and give "
+                        "back with 'duplens label PROJECT --from PAIRS.csv'; the similarity "
+                        "and both texts follow as columns --from ignores")
     p.add_argument("--report", metavar="FILE.html",
                    help="write a one-page report: the figures, the curve over thresholds "
                         "with its band, who judged the pairs, the model and how it was measured")
@@ -41,7 +58,12 @@ def register(sub) -> None:
 
 
 def cmd_estimate(args, cancel: CancelToken) -> int:
-
+    if args.out and not args.next_pairs:
+        raise InputError("--out writes the pairs of --next N; give --next too")
+    if args.out and os.path.exists(args.out):
+        # It may be last time's file with verdicts filled in: never written over.
+        raise InputError(f"{args.out} already exists (it may hold verdicts not given back "
+                         "yet); give another file name, or remove it first")
     with open_project(args.project, trust_models=args.trust_model_location) as project:
         with stoppable_bar() as bar:
             if args.next_pairs:
@@ -70,16 +92,56 @@ def cmd_estimate(args, cancel: CancelToken) -> int:
 
 
 def _print_pairs(args, pairs) -> int:
+    if args.out:
+        _write_pairs(args.out, pairs)
+        say(f"{len(pairs)} pairs drawn at random written to {args.out}; fill its verdict "
+            f"column (dup or not) and give it back with duplens label {args.project} --from "
+            f"{args.out}")
     if args.json:
         print(json.dumps([p.as_json() for p in pairs], ensure_ascii=False, indent=1))
         return EXIT_OK
+    if args.out:
+        return EXIT_OK
     say(f"{len(pairs)} pairs drawn at random; judge each and give the verdicts back with "
         f"duplens label {args.project} --from verdicts.csv (columns a_id,b_id,verdict; "
-        "verdict dup or not)")
-    for p in pairs:
-        print(f"{p.similarity:.3f}  [{p.a.public_id}] {one_line(p.a.text, 60)}  |  "
-              f"[{p.b.public_id}] {one_line(p.b.text, 60)}")
+        "verdict dup or not), or write them to such a file with --out")
+    width = max(40, min(shutil.get_terminal_size((100, 24)).columns, 100))
+    for number, p in enumerate(pairs, 1):
+        print(f"{number}. similarity {p.similarity:.3f}")
+        for row in (p.a, p.b):
+            print(_wrapped(f"[{row.public_id}] ", row.text, width))
+        print()
     return EXIT_OK
+
+
+def _wrapped(label: str, text: str, width: int) -> str:
+    """`text` whole, wrapped to `width` under `label`, its own line breaks kept (several
+    text columns are joined one per line)."""
+    indent = " " * (len(label) + 3)
+    lines = []
+    for number, line in enumerate(text.splitlines() or [""]):
+        first = f"   {label}" if number == 0 else indent
+        lines.append(textwrap.fill(line, width, initial_indent=first,
+                                   subsequent_indent=indent, break_long_words=False,
+                                   break_on_hyphens=False) or first.rstrip())
+    return "\n".join(lines)
+
+
+def _write_pairs(path: str, pairs) -> None:
+    """The pairs as a CSV file `duplens label --from` reads (UTF-8 with a byte-order mark,
+    so that Excel opens it as UTF-8): its columns first, the verdict empty, then what the
+    judge reads. Written whole or not at all."""
+    buffer = io.StringIO()
+    writer = csv.writer(buffer)
+    writer.writerow([*VERDICT_COLUMNS, "similarity", "a_text", "b_text"])
+    for p in pairs:
+        writer.writerow([p.a.public_id, p.b.public_id, "", f"{p.similarity:.3f}", p.a.text,
+                         p.b.text])
+    try:
+        with open(path, "x", encoding="utf-8-sig", newline="") as fh:
+            fh.write(buffer.getvalue())
+    except OSError as exc:
+        raise InputError(f"{path}: cannot be written ({exc.strerror or exc})") from exc
 
 
 def _print_measurement(args, m) -> None:

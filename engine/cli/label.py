@@ -1,6 +1,11 @@
 """`duplens label`: store or clear the analyst's verdict on a pair of rows, or many pairs'
 verdicts from a file (`--from verdicts.csv`: columns a_id, b_id, verdict). The command
-keeps its name, `label`, and its flags: scripts call them."""
+keeps its name, `label`, and its flags: scripts call them.
+
+A file's other columns are ignored, so the file `duplens estimate --next N --out` writes
+(the similarity and both texts beside the ids) comes back as it is; a pair whose verdict is
+still empty is one not judged yet, skipped and counted, so a judge may give back a file half
+filled in and the rest later."""
 
 from __future__ import annotations
 
@@ -53,6 +58,8 @@ def _verdicts_file(args) -> int:
     """Every line checked first; one bad line and nothing is stored (exit 2, naming the
     lines); else all verdicts in one transaction."""
     lines = _read(args.from_file)
+    unjudged = sum(1 for *_ids, verdict in lines if not verdict)
+    lines = [line for line in lines if line[3]]
     with open_project(args.project) as project:
         verdicts, errors, rows = [], [], {}
         for number, a_id, b_id, verdict in lines:
@@ -80,15 +87,17 @@ def _verdicts_file(args) -> int:
                              f"line{'s' if len(errors) > 1 else ''}: {shown}")
         drawn = project.measuring.judge_many(verdicts)
         counts = project.verdicts.counts()
-    say(f"{len(verdicts)} verdicts stored ({drawn} of them on drawn pairs); "
+    skipped = f"; {unjudged} without a verdict skipped" if unjudged else ""
+    say(f"{len(verdicts)} verdicts stored ({drawn} of them on drawn pairs{skipped}); "
         f"{counts['duplicate']} duplicate and {counts['not_duplicate']} not-duplicate "
         "verdicts in the project")
     return EXIT_OK
 
 
 def _read(path: str) -> list[tuple[int, str, str, str]]:
-    """(line number, a_id, b_id, verdict) of each record; InputError for a file that cannot
-    be read or lacks the columns."""
+    """(line number, a_id, b_id, verdict) of each record, the line where it starts (a text
+    cell may hold line breaks); InputError for a file that cannot be read or lacks the
+    columns."""
     import csv
 
     try:
@@ -99,10 +108,12 @@ def _read(path: str) -> list[tuple[int, str, str, str]]:
                 raise InputError(f"{path}: line 1: the header needs the columns "
                                  f"{','.join(COLUMNS)} (missing {', '.join(missing)})")
             out = []
+            start = reader.line_num + 1
             for record in reader:
                 a_id, b_id, verdict = ((record.get(c) or "").strip() for c in COLUMNS)
                 if a_id or b_id or verdict:
-                    out.append((reader.line_num, a_id, b_id, verdict.lower()))
+                    out.append((start, a_id, b_id, verdict.lower()))
+                start = reader.line_num + 1
             return out
     except OSError as exc:
         raise InputError(f"{path}: cannot be read ({exc.strerror or exc})") from exc

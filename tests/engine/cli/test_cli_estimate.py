@@ -97,6 +97,66 @@ def test_the_loop_of_drawn_pairs_and_verdict_files(project, tmp_path):
     assert "threshold 0.800" in text and "precision" in text and "from 20 verdicts" in text
 
 
+def test_the_pairs_to_judge_are_listed_with_their_texts_whole(capsys):
+    """Before, each text was cut at 60 characters with "…", so a judge needed --json: the
+    words that tell two questions apart are often at the end."""
+    import argparse
+
+    from engine.cli.estimate import _print_pairs
+    from engine.services.asking import AskedRow
+    from engine.services.measuring import DrawnPair
+
+    long_a = ("How long does it take to learn Python well enough to automate the weekly "
+              "spreadsheet reports at work, starting from nothing?")
+    long_b = "How long does it take to learn Python?\nAnd to automate reports in winter?"
+    pair = DrawnPair(1, AskedRow(1, "q1", long_a), AskedRow(2, "q2", long_b), 0.8123, "s")
+    args = argparse.Namespace(json=False, out=None, project="p.duplens")
+    _print_pairs(args, [pair])
+    out = capsys.readouterr().out
+    assert "…" not in out
+    assert out.splitlines()[0] == "1. similarity 0.812"
+    assert " ".join(out.split()) == f"1. similarity 0.812 [q1] {long_a} [q2] " + " ".join(
+        long_b.split())
+    assert all(len(line) <= 100 for line in out.splitlines())
+
+
+@pytest.mark.slow
+def test_the_next_pairs_written_to_a_file_come_back_filled_in(project, tmp_path):
+    """`estimate --next N --out FILE`: a file to fill in (its verdict column empty) and give
+    to `label --from` as it is: the similarity and texts beside the ids are ignored there, a
+    pair left without a verdict is skipped, and the file is never written over."""
+    out = tmp_path / "pairs.csv"
+    proc = run("estimate", str(project), "--next", "3", "--out", str(out))
+    assert proc.stdout == ""
+    assert f"3 pairs drawn at random written to {out}" in proc.stderr
+    pairs = _next(str(project), 3)                # the same pairs: none has a verdict yet
+    with out.open(encoding="utf-8-sig", newline="") as fh:
+        rows = list(csv.DictReader(fh))
+    assert list(rows[0]) == ["a_id", "b_id", "verdict", "similarity", "a_text", "b_text"]
+    assert [(r["a_id"], r["b_id"], r["verdict"], r["a_text"], r["b_text"]) for r in rows] == [
+        (p["a"]["id"], p["b"]["id"], "", p["a"]["text"], p["b"]["text"]) for p in pairs]
+    assert [float(r["similarity"]) for r in rows] == [round(p["score"], 3) for p in pairs]
+
+    rows[0]["verdict"], rows[1]["verdict"] = "dup", "not"      # the third one later
+    with out.open("w", encoding="utf-8-sig", newline="") as fh:
+        writer = csv.DictWriter(fh, fieldnames=list(rows[0]))
+        writer.writeheader()
+        writer.writerows(rows)
+    proc = run("label", str(project), "--from", str(out))
+    assert "2 verdicts stored (2 of them on drawn pairs; 1 without a verdict skipped)" \
+        in proc.stderr
+    assert _stored(project) == (2, 2)
+    assert [p["a"]["id"] for p in _next(str(project), 1)] == [rows[2]["a_id"]]
+
+    proc = run("estimate", str(project), "--next", "3", "--out", str(out), check_code=2)
+    assert proc.stderr.splitlines()[-1] == (f"duplens: {out} already exists (it may hold "
+                                            "verdicts not given back yet); give another file "
+                                            "name, or remove it first")
+    assert len(list(csv.DictReader(out.open(encoding="utf-8-sig")))) == 3   # as it was
+    proc = run("estimate", str(project), "--out", str(tmp_path / "x.csv"), check_code=2)
+    assert "--out writes the pairs of --next N" in proc.stderr
+
+
 @pytest.mark.slow
 def test_a_bad_verdicts_file_is_refused_whole_with_its_line_numbers(project, tmp_path):
     pairs = _next(str(project), 3)
