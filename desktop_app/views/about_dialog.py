@@ -67,6 +67,7 @@ COMPONENTS = (
     Component("Accelerate", "accelerate", "Apache-2.0"),
     Component("ONNX Runtime", "onnxruntime", "MIT"),
     Component("ONNX", "onnx", "Apache-2.0"),
+    Component("LemmInflect", "lemminflect", "MIT"),
     Component("OpenVINO", "openvino", "Apache-2.0", "with oneTBB (Apache-2.0) and hwloc "
               "(BSD-3-Clause)"),
     Component("Python", None, "PSF-2.0"),

@@ -3,7 +3,8 @@
 The pair side by side (the review's own comparison panel, differing words highlighted), the
 model's similarity against the threshold the pair was picked around, the words' overlap
 (`engine.review.overlap`) and the review's ⚠ when the model calls the pair a duplicate
-although a content word differs; and the review's verdicts: D duplicate, N not duplicate,
+although a word that flips the meaning differs (a number, negation, an opposite, a name);
+and the review's verdicts: D duplicate, N not duplicate,
 S skip, and the review's Undo (Ctrl+Z) to take the last verdict back. "Back to clusters"
 (or Esc) leaves the mode. The keys are the review screen's own shortcuts, which forward
 here while this mode is shown.
@@ -80,7 +81,7 @@ class AskView(QWidget):
         found = overlap(pair.a.text, pair.b.text)
         self.compare.show_pair(pair.a.public_id, pair.a.text, pair.b.public_id, pair.b.text)
         # The review's rule: called a duplicate (at or above the threshold) although a
-        # content word differs.
+        # word that flips the meaning differs.
         mark = "⚠ " if found.marked(pair.score, pair.threshold) else ""
         self.score_label.setText(f"{mark}Similarity {pair.score:.3f} (threshold "
                                  f"{format_threshold(pair.threshold)}) · {found.note()}")

@@ -159,7 +159,7 @@ class ClusterPane(QWidget):
                                else b.id, b.text)
         found = overlap(a.text, b.text)
         # The similarity shown is to the canonical row: only then can a close pair whose
-        # content words differ be marked.
+        # meaning flips (a number, negation, an opposite, a name differs) be marked.
         mark = "⚠ " if self.is_head(a) and found.marked(b.score, self._threshold()) else ""
         self.pair_label.setText(f"{mark}Reviewing {a.id} ↔ {b.id} · {found.note()}")
 

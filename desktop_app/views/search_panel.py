@@ -100,8 +100,9 @@ class SearchPanel(QWidget):
 
     def _send(self) -> None:
         if not self._overlap_warm:
-            # The tokeniser's first use imports scikit-learn (about a second): done once on
-            # the search thread before the first search, never on the GUI thread.
+            # The stop words, lemmas and the model's tokenizer are read on first use (a
+            # fraction of a second): done once on the search thread before the first
+            # search, never on the GUI thread.
             self._overlap_warm = True
             self._bridge.run(lambda _job: warm_up(), pool=Pool.SEARCH)
         text = self.query.text()
@@ -120,8 +121,8 @@ class SearchPanel(QWidget):
             item.setData(SCORE_ROLE, float(hit.score))
             item.setData(ITEM_ID_ROLE, int(hit.item_id))
             found = overlap(text, hit.text)
-            # A hit at or above the threshold whose content words differ is marked: it is
-            # what the analyst checks first.
+            # A hit at or above the threshold whose meaning flips (a number, negation, an
+            # opposite, a name differs) is marked: it is what the analyst checks first.
             marked = found.marked(hit.score, self.threshold)
             item.setData(OVERLAP_ROLE, f"{'≠ ' if marked else ''}∩ {found.jaccard:.2f}")
             item.setToolTip(f"{hit.text}\n\nid {hit.id} · row {hit.row} · "

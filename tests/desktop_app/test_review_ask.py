@@ -198,22 +198,27 @@ def test_search_hits_and_the_review_pair_show_the_words_overlap(qtbot, window,
     assert "overlap 0.75, differs: austria / australia" in top.toolTip()
 
 
-def test_ask_me_marks_a_close_pair_whose_content_words_differ_as_review_does(qtbot, bridge):
-    """Review's rule (at or above the threshold, a content word differs: ⚠) in Ask me, which
-    never showed it ("screw" / "drill bit")."""
+def test_ask_me_marks_a_close_pair_whose_meaning_flips_as_review_does(qtbot, bridge):
+    """Review's rule (at or above the threshold, a word that flips the meaning differs: ⚠)
+    in Ask me, which never showed it; a plain content word that differs is named unmarked."""
     from desktop_app.controllers.ask_controller import AskController
     from desktop_app.views.ask_view import AskView
     from engine.services.asking import AskedPair, AskedRow
 
     view = AskView(AskController(bridge))
     qtbot.addWidget(view)
-    a = AskedRow(1, "q1", "Which screw do I need for a plasterboard wall?")
-    b = AskedRow(2, "q2", "Which drill bit do I need for a plasterboard wall?")
+    a = AskedRow(1, "q1", "Which drill bit do I need for a 6 mm wall plug?")
+    b = AskedRow(2, "q2", "Which drill bit do I need for an 8 mm wall plug?")
     view.show_pair(AskedPair(a, b, 0.83, 0.8))
     assert view.score_label.text().startswith("⚠ Similarity 0.830 (threshold 0.80)")
-    assert view.score_label.text().endswith("differs: screw / drill bit")
+    assert view.score_label.text().endswith("differs: 6 / 8 (number: 6 / 8)")
     view.show_pair(AskedPair(a, b, 0.79, 0.8))     # not called a duplicate: no mark
     assert view.score_label.text().startswith("Similarity 0.790")
+    screw = AskedRow(3, "q3", "Which screw do I need for a plasterboard wall?")
+    drill = AskedRow(4, "q4", "Which drill bit do I need for a plasterboard wall?")
+    view.show_pair(AskedPair(screw, drill, 0.83, 0.8))
+    assert view.score_label.text().startswith("Similarity 0.830")
+    assert view.score_label.text().endswith("differs: screw / drill bit")
 
 
 def test_ask_me_is_left_with_its_back_button_or_esc(qtbot, window, questions_project):

@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from engine.review.overlap import jaccard, overlap, words
+from engine.review.overlap import content_word_differs, jaccard, overlap, words
 
 
 def test_jaccard_counts_distinct_lowercased_words() -> None:
@@ -22,12 +22,113 @@ def test_one_letter_words_count() -> None:
     assert overlap("Is C faster than Go?", "Is R faster than Go?").differing == ("c", "r")
 
 
-def test_a_differing_content_word_is_named_and_marks_a_close_pair() -> None:
+def test_a_differing_content_word_is_named_but_only_a_flip_marks_a_close_pair() -> None:
+    found = overlap("How do I bake bread?", "How do I bake a cake?")
+    assert found.differing == ("bread", "cake")
+    assert not found.marked(similarity=0.85, threshold=0.8)   # named, highlighted, no ⚠
+    assert found.note() == "overlap 0.57, differs: bread / cake"
+    # Arithmetic operations are listed opposites: a different operation is a different task.
     found = overlap("Add two numbers", "Multiply two numbers")
     assert found.only_a == ("add",) and found.only_b == ("multiply",)
     assert found.marked(similarity=0.85, threshold=0.8)
     assert not found.marked(similarity=0.7, threshold=0.8)   # not called a duplicate anyway
-    assert found.note() == "overlap 0.50, differs: add / multiply"
+    assert found.note() == "overlap 0.50, differs: add / multiply (opposite: add / multiply)"
+
+
+def test_first_and_last_are_marked_and_highlighted() -> None:
+    """The issue's pair (similarity 0.849): "first" and "last" are stop words, so neither was
+    named, highlighted or marked."""
+    from engine.review.diff import word_diff
+
+    a, b = "Who was the first emperor of Rome?", "Who was the last emperor of Rome?"
+    found = overlap(a, b)
+    assert (found.only_a, found.only_b) == (("first",), ("last",))
+    assert found.marked(similarity=0.849, threshold=0.8)
+    assert "number: first / last" in found.note()
+    spans_a, spans_b = word_diff(a, b)
+    assert [s.text.strip() for s in spans_a if s.changed] == ["first"]
+    assert [s.text.strip() for s in spans_b if s.changed] == ["last"]
+
+
+def test_forms_of_a_word_and_synonyms_the_model_agrees_on_are_no_difference() -> None:
+    quick = overlap("How can I learn to type quickly?", "How can I learn to type fast?")
+    assert quick.differing == () and not quick.marked(0.95, 0.8)
+    learn = overlap("How do I learn French?", "Learning French: where do I start?")
+    assert "learning" not in learn.differing and not learn.marked(0.9, 0.8)
+    assert overlap("Should I buy a car?", "Should I purchase a car?").differing == ()
+    # Words the model's embeddings keep apart stay named.
+    assert overlap("Is Python hard?", "Is Java hard?").differing == ("python", "java")
+
+
+def test_forms_of_a_word_count_as_shared_in_the_overlap() -> None:
+    assert jaccard("eggs", "egg and cakes") == pytest.approx(1 / 3)   # {egg(s)}, and, cakes
+    assert overlap("eggs", "egg and cakes").jaccard > 0
+    assert overlap("eggs", "egg and cakes").only_a == ()
+    assert jaccard("How to learn Python?", "learning python") == pytest.approx(2 / 4)
+
+
+def test_negation_on_one_side_marks_the_pair() -> None:
+    for a, b in [("Why can't I sleep?", "Why can I sleep?"),
+                 ("Is coffee not bad for you?", "Is coffee bad for you?"),
+                 ("Have you never lied?", "Have you lied?"),
+                 ("Can I cross the border without a visa?", "Can I cross the border with a visa?"),
+                 ("Is there no life on Mars?", "Is there life on Mars?")]:
+        found = overlap(a, b)
+        assert found.marked(0.9, 0.8), (a, b)
+        assert found.flips.negation and "negation" in found.note()
+    # "don't" is "do not": the contraction is highlighted as the negating word.
+    from engine.review.diff import word_diff
+
+    spans, _ = word_diff("Why don't cats swim?", "Why do cats swim?")
+    assert [s.text.strip() for s in spans if s.changed] == ["don't"]
+    # Both negated, or a question left open: no flip.
+    assert not overlap("Why don't cats swim?", "Why do cats never swim?").marked(0.9, 0.8)
+    assert not overlap("Is it safe or not?", "Is it safe?").marked(0.9, 0.8)
+    assert not overlap("Was he an atheist? Why or why not?", "Was he an atheist?").flips
+
+
+def test_a_number_replaced_by_another_marks_the_pair() -> None:
+    found = overlap("How do I add 3 numbers?", "How do I add 4 numbers?")
+    assert (found.only_a, found.only_b) == (("3",), ("4",)) and found.marked(0.9, 0.8)
+    assert overlap("Best phone under 15000?", "Best phone under 20000?").marked(0.9, 0.8)
+    assert overlap("Lose weight in six months", "Lose weight in seven months").marked(0.9, 0.8)
+    assert overlap("What caused World War II?", "What caused World War I and III?").flips
+    # One value written two ways, or a number on one side only: no flip.
+    assert not overlap("Detox in two days", "Detox in 2 days").flips
+    assert not overlap("What caused World War II?", "What caused World War 2?").flips
+    assert not overlap("Nikon D1300 review", "Nikon 1300D review").flips
+    one_sided = overlap("How can I lose weight?", "How can I lose weight in 2017?")
+    assert one_sided.only_b == ("2017",) and not one_sided.marked(0.9, 0.8)
+
+
+def test_opposites_and_before_after_mark_the_pair() -> None:
+    for a, b in [("What is the best phone?", "What is the worst phone?"),
+                 ("How do I gain weight?", "How do I lose weight?"),
+                 ("What happened before the war?", "What happened after the war?"),
+                 ("Should I buy gold now?", "Should I sell gold now?")]:
+        found = overlap(a, b)
+        assert found.flips.opposites and found.marked(0.9, 0.8), (a, b)
+        assert len(found.only_a) == 1 and len(found.only_b) == 1
+
+
+def test_a_name_replaced_by_another_marks_the_pair() -> None:
+    found = overlap("Gun laws of the NRA in Alaska?", "Gun laws of the NRA in Maine?")
+    assert found.flips.names == (("alaska",), ("maine",)) and found.marked(0.9, 0.8)
+    # The first word of a sentence is no name, nor is a word of a title-cased text.
+    assert not overlap("Apples or pears?", "Pears or plums?").flips.names
+    assert not overlap("What Is The Best Way To Learn Guitar",
+                       "What Is The Best Way To Learn Piano").flips
+    # A name on one side only is more precise, not another question.
+    assert not overlap("How do I learn to cook?", "How do I learn to cook on Quora?").flips
+
+def test_the_rule_before_is_kept_as_the_benchmarks_baseline() -> None:
+    """benchmarks/meaning_flags.py measures the new ⚠ against this: any content word one
+    text lacks, forms and synonyms included, stop words ("first", "not") never."""
+    assert content_word_differs("How to learn quickly", "How to learn fast")
+    assert content_word_differs("How do I learn French?", "Learning French")
+    assert not content_word_differs("Who was the first emperor of Rome?",
+                                    "Who was the last emperor of Rome?")
+    assert not content_word_differs("Is it safe?", "Is it not safe?")
 
 
 def test_stop_words_and_moved_words_are_no_difference() -> None:
