@@ -75,6 +75,7 @@ class MainWindow(QMainWindow):
         self.resize(1180, 780)
         self._info: dict | None = None
         self._pending_import: ImportChoices | None = None
+        self._file_choices: dict[str, ImportChoices] = {}   # by file path: the last choices
         self._opening: str | None = None
         self._recount = False          # counts asked for mid-import: take them
         self.error_box: QMessageBox | None = None
@@ -181,10 +182,22 @@ class MainWindow(QMainWindow):
         return questions.ask_spreadsheet(self)
 
     def ask_import_choices(self, path: str) -> ImportChoices | None:
-        return questions.ask_import_choices(self, self.bridge, path)
+        return self._ask_file_choices(path, "import")
 
     def ask_check_choices(self, path: str) -> ImportChoices | None:
-        return questions.ask_import_choices(self, self.bridge, path, purpose="check")
+        return self._ask_file_choices(path, "check")
+
+    def _ask_file_choices(self, path: str, purpose: str) -> ImportChoices | None:
+        """The import dialog for `path`, starting from the choices made for that file
+        earlier in this session, by an import or a check: a file is often checked again
+        (a second look, a wrong column), and the dialog's guess would put its ID column back
+        to "(none)". What the analyst chooses now is remembered in turn."""
+        key = str(Path(path).resolve())
+        chosen = questions.ask_import_choices(self, self.bridge, path, purpose=purpose,
+                                              remembered=self._file_choices.get(key))
+        if chosen is not None:
+            self._file_choices[key] = chosen
+        return chosen
 
     def ask_new_project_path(self, suggested: str) -> str | None:
         return questions.ask_new_project_path(self, suggested)

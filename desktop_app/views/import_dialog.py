@@ -10,6 +10,11 @@ quickly asks again, and only the newest answer is shown.
 
 File → Check a file against this project reads the file with the same choices but adds
 nothing: there the dialog is titled and its button named for the check (`purpose="check"`).
+
+A file checked every week is often checked again within the hour (a wrong ID column, a
+second look): the dialog then starts from the choices made last time for that file
+(`remembered`: its text and ID columns, sheet, encoding and delimiter), not from the guess,
+which would put the ID column back to "(none)".
 """
 
 from __future__ import annotations
@@ -84,13 +89,17 @@ class ImportDialog(QDialog):
     previewed = Signal()   # a preview (or the reason there is none) is shown
 
     def __init__(self, path: str | os.PathLike[str], bridge: EngineBridge,
-                 parent: QWidget | None = None, purpose: str = "import") -> None:
+                 parent: QWidget | None = None, purpose: str = "import",
+                 remembered: ImportChoices | None = None) -> None:
         super().__init__(parent)
         title, action = PURPOSES[purpose]
         self._path = os.fspath(path)
         self._bridge = bridge
-        self._encoding: str | None = None
-        self._delimiter: str | None = None
+        # Last time's choices for this file: applied to the first preview that has their
+        # columns, then the dialog behaves as ever (a new encoding re-guesses).
+        self._remembered = remembered
+        self._encoding = remembered.encoding if remembered else None
+        self._delimiter = remembered.delimiter if remembered else None
         self._loading = False
         self.setWindowTitle(title.format(name=Path(self._path).name))
         self.resize(760, 560)
@@ -111,6 +120,11 @@ class ImportDialog(QDialog):
         self.delimiter_combo.addItem("As detected", None)
         for value, label in DELIMITERS:
             self.delimiter_combo.addItem(label, value)
+        for combo, value in ((self.encoding_combo, self._encoding),
+                             (self.delimiter_combo, self._delimiter)):
+            if value is not None and combo.findData(value) < 0:
+                combo.addItem(value, value)          # a value the list does not offer
+            combo.setCurrentIndex(max(combo.findData(value), 0))
         self.table = QTableWidget(self)
         self.table.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
         self.table.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeMode.Interactive)
@@ -140,7 +154,7 @@ class ImportDialog(QDialog):
         self._form = form
 
         self.columns_list.itemChanged.connect(self._update_ok)
-        self._load(None)
+        self._load(remembered.sheet if remembered else None)
         self.sheet_combo.currentTextChanged.connect(self._sheet_changed)
         self.encoding_combo.currentIndexChanged.connect(self._format_changed)
         self.delimiter_combo.currentIndexChanged.connect(self._format_changed)
@@ -227,6 +241,18 @@ class ImportDialog(QDialog):
         self.columns_list.blockSignals(False)
         self.id_combo.clear()
         self.id_combo.addItems([NO_ID, *preview.columns])
+        self._apply_remembered(preview.columns)
+
+    def _apply_remembered(self, columns: list[str]) -> None:
+        """Tick last time's text columns and pick its ID column, once, if this preview has
+        them all (the file may have changed since: then the guess stands)."""
+        last, self._remembered = self._remembered, None
+        wanted = [*last.text_columns, *([last.id_column] if last.id_column else [])] \
+            if last else []
+        if not wanted or not set(wanted) <= set(columns):
+            return
+        self.set_text_columns(last.text_columns)
+        self.id_combo.setCurrentText(last.id_column or NO_ID)
 
     def _format_changed(self) -> None:
         """The user overrides the detected encoding or delimiter: preview again with it."""

@@ -31,10 +31,12 @@ def ask_spreadsheet(parent: QWidget) -> str | None:
 
 
 def ask_import_choices(parent: QWidget, bridge: EngineBridge, path: str,
-                       purpose: str = "import") -> ImportChoices | None:
-    """The import dialog's choices for `path`; for a check (`purpose="check"`) it adds
-    nothing, so its button says "Check"."""
-    dialog = ImportDialog(path, bridge, parent, purpose=purpose)
+                       purpose: str = "import", remembered: ImportChoices | None = None
+                       ) -> ImportChoices | None:
+    """The import dialog's choices for `path`, starting from `remembered` (those made for
+    it last time) when given; for a check (`purpose="check"`) it adds nothing, so its
+    button says "Check"."""
+    dialog = ImportDialog(path, bridge, parent, purpose=purpose, remembered=remembered)
     return dialog.choices() if dialog.exec() == QDialog.DialogCode.Accepted else None
 
 

@@ -66,3 +66,41 @@ def test_the_preview_is_read_off_the_gui_thread_and_only_the_newest_shown(
     qtbot.wait(50)
     assert shown == [2] and dialog.choices().delimiter == ";"
     assert read_on_gui_thread and not any(read_on_gui_thread)
+
+
+def test_checking_a_file_again_starts_from_the_choices_made_for_it(
+        qtbot, window, tmp_path, monkeypatch):
+    """Before, every File → Check a file of the same file reset the ID column to "(none)"
+    (and the text columns to the guess): the dialog starts from last time's choices for that
+    file, for the session; another file starts from the guess."""
+    from PySide6.QtWidgets import QDialog
+
+    path = tmp_path / "week.csv"
+    path.write_text("ref;question;note\nr1;How do I learn Python quickly today?;a\n"
+                    "r2;Which tyres are best for winter cycling?;b\n", encoding="utf-8")
+    other = tmp_path / "other.csv"
+    other.write_text("ref;question;note\nr1;How do I bake bread at home?;c\n",
+                     encoding="utf-8")
+    seen: list[tuple[list[str], str, str | None]] = []
+
+    def analyst(dialog: ImportDialog) -> QDialog.DialogCode:
+        qtbot.waitUntil(lambda: not dialog.loading, timeout=SIGNAL_TIMEOUT_MS)
+        seen.append((dialog.text_columns(), dialog.id_combo.currentText(),
+                     dialog.choices().delimiter))
+        if len(seen) == 1:        # the first time: the analyst sets columns and a delimiter
+            choose(qtbot, dialog, dialog.delimiter_combo, ";")
+            dialog.set_text_columns(["question", "note"])
+            dialog.id_combo.setCurrentText("ref")
+        return QDialog.DialogCode.Accepted
+
+    checked = []
+    monkeypatch.setattr(ImportDialog, "exec", analyst)
+    monkeypatch.setattr(window.matches, "check", checked.append)
+    monkeypatch.setattr(window, "_follow", lambda *_args: None)
+    window.check_file(str(path))
+    window.check_file(str(path))
+    window.check_file(str(other))
+    assert seen[0] == (["question"], "(none)", None)            # the guess, the first time
+    assert seen[1] == (["question", "note"], "ref", ";")        # last time's, the second
+    assert seen[2] == (["question"], "(none)", None)            # another file: the guess
+    assert checked[1].text_columns == ["question", "note"] and checked[1].id_column == "ref"
