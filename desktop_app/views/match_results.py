@@ -108,6 +108,20 @@ class MatchResultsDialog(QDialog):
         if self.model.rowCount():
             self.table.selectRow(0)
 
+    def showEvent(self, event) -> None:  # noqa: N802 - Qt's name
+        """The keyboard on the table, its first row current, as the dialog appears, so
+        that D / N judge that row at once. D and N are this window's shortcuts, so they act
+        only while it has the keyboard, and a window shown when a background job ends (the
+        check) is not always given it: not without a window manager (an X server alone),
+        nor where one holds focus back from windows it thinks nobody asked for. They did
+        nothing until a click on a row gave the dialog the keyboard."""
+        super().showEvent(event)
+        if not self.table.currentIndex().isValid() and self.model.rowCount():
+            self.table.selectRow(0)
+        self.table.setFocus(Qt.FocusReason.ActiveWindowFocusReason)
+        self.raise_()
+        self.activateWindow()
+
     def _cells(self, r) -> list[QStandardItem]:
         best = r.matches[0] if r.matches else None
         words = r.overlaps[0] if r.overlaps else None

@@ -4,7 +4,13 @@ progress, the table of new rows beside their best matches, verdicts, Export, and
 from __future__ import annotations
 
 import csv
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
 
+import pytest
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QDialog, QDialogButtonBox
 
@@ -167,3 +173,74 @@ def test_closing_with_verdicts_asks_and_a_new_check_of_the_file_shows_them_again
     assert again.waiting() == 0
     again.close_button.click()                       # nothing waits now: closes unasked
     qtbot.waitUntil(lambda: window.match_dialog is None, timeout=SIGNAL_TIMEOUT_MS)
+
+
+def test_d_gives_the_first_row_its_verdict_as_soon_as_the_results_open(
+        qtbot, window, questions_project, tmp_path, monkeypatch):
+    """Before, D and N did nothing until a row was clicked: the dialog was shown without
+    the keyboard (seen on an X server without a window manager; offscreen gives a new window
+    the keyboard anyway). It takes it as it opens, the first row current and selected, so
+    the analyst's first key press judges that row."""
+    dialog = _check(qtbot, window, questions_project, tmp_path, monkeypatch)
+    qtbot.waitUntil(lambda: dialog.isActiveWindow() and dialog.table.hasFocus(),
+                    timeout=5_000)
+    assert [i.row() for i in dialog.table.selectionModel().selectedRows()] == [0]
+    assert dialog.table.currentIndex().row() == 0
+    first = dialog.file_row(0)
+    qtbot.keyClick(dialog.table, Qt.Key.Key_D)
+    assert dialog.verdict_of(first) == "Duplicate"
+    assert window.matches.verdicts == {first: 1}
+    assert dialog.table.currentIndex().row() == 1     # and the next row waits for its verdict
+
+
+# The results dialog on a real X server without a window manager (Xvfb), in a process of its
+# own: there, unlike offscreen, a new window gets the keyboard only if it asks for it.
+_ON_X11 = """
+import json, time
+from types import SimpleNamespace as NS
+from PySide6.QtCore import Qt
+from PySide6.QtTest import QTest
+from PySide6.QtWidgets import QApplication
+from desktop_app.views.match_results import MatchResultsDialog
+
+app = QApplication([])
+rows = [NS(row=row, id=f"n{row}", text=f"new question {row}", overlaps=[],
+           matches=[NS(text=f"old question {row}", score=score)], duplicate_in_file_of=None)
+        for row, score in ((1, 0.93), (2, 0.85))]
+result = NS(rows=rows, verdicts={}, threshold=0.8, threshold_reason="", file_name="w.csv",
+            likely_duplicates=lambda: 2, can_keep=True)
+dialog = MatchResultsDialog(result)
+dialog.show()
+deadline = time.monotonic() + 3
+while time.monotonic() < deadline and not dialog.isActiveWindow():
+    app.processEvents()
+    time.sleep(0.01)
+QTest.keyClick(dialog.table, Qt.Key.Key_D)
+print(json.dumps(dialog.verdicts))
+"""
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux") or shutil.which("Xvfb") is None,
+                    reason="needs Xvfb")
+def test_d_judges_the_first_row_at_once_on_an_x_server(tmp_path):
+    """Where the bug showed: on X11 the dialog opened without the keyboard, so D did
+    nothing until a row was clicked."""
+    read, write = os.pipe()
+    xvfb = subprocess.Popen(["Xvfb", "-displayfd", str(write), "-screen", "0", "1280x800x24",
+                             "-nolisten", "tcp"], pass_fds=(write,),
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    os.close(write)
+    try:
+        with os.fdopen(read) as displays:
+            number = displays.readline().strip()
+        assert number, "Xvfb did not start"
+        root = Path(__file__).resolve().parents[2]
+        env = {**os.environ, "DISPLAY": f":{number}", "QT_QPA_PLATFORM": "xcb",
+               "PYTHONPATH": str(root), "XDG_RUNTIME_DIR": str(tmp_path)}
+        proc = subprocess.run([sys.executable, "-c", _ON_X11], capture_output=True,
+                              text=True, env=env, timeout=120)
+    finally:
+        xvfb.terminate()
+        xvfb.wait(timeout=30)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == '{"1": 1}'
