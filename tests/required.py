@@ -9,6 +9,8 @@ where `DUPLENS_REQUIRE_<WHAT>=1` says it must run (CI sets each, `.ci/run`):
     BENCH         the bench extra (matplotlib draws the benchmark report's plots)
     POSTGRES      a PostgreSQL server (tests/conftest.py `postgres_server`)
     STRACE        strace (tests/test_privacy.py)
+    XVFB          Xvfb and Qt's X11 libraries (a dialog on a real X server, without a
+                  window manager: tests/desktop_app/test_match_window.py)
 """
 
 from __future__ import annotations

@@ -143,7 +143,7 @@ class MatchResultsDialog(QDialog):
                  cell(r.duplicate_in_file_of or ""),
                  cell(VERDICT_TEXT[self.verdicts.get(r.row)])]
         if words is not None and words.marked(best.score, self.result.threshold):
-            # a likely duplicate whose content words differ ("tomatoes" / "vegetables")
+            # a likely duplicate that a word changing the meaning sets apart ("first" / "last")
             cells[OVERLAP].setData(f"⚠ {words.jaccard:.2f}", Qt.ItemDataRole.DisplayRole)
         cells[ROW].setData(r.row, Qt.ItemDataRole.UserRole)
         return cells

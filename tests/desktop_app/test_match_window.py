@@ -27,6 +27,7 @@ from desktop_app.views.match_results import (
 )
 from engine.add_file import ImportChoices
 from tests.desktop_app.conftest import QUESTIONS_ITEMS, SIGNAL_TIMEOUT_MS
+from tests.required import unavailable
 
 NEW_ROWS = [("n1", "How do I learn Python quickly?"),          # an existing question, word for word
             ("n2", "Which tyres are best for winter cycling?"),  # nothing like it there
@@ -220,11 +221,12 @@ print(json.dumps(dialog.verdicts))
 """
 
 
-@pytest.mark.skipif(not sys.platform.startswith("linux") or shutil.which("Xvfb") is None,
-                    reason="needs Xvfb")
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="X11: Linux only")
 def test_d_judges_the_first_row_at_once_on_an_x_server(tmp_path):
     """Where the bug showed: on X11 the dialog opened without the keyboard, so D did
     nothing until a row was clicked."""
+    if shutil.which("Xvfb") is None:
+        unavailable("XVFB", "Xvfb is not installed (Debian: xvfb)")
     read, write = os.pipe()
     xvfb = subprocess.Popen(["Xvfb", "-displayfd", str(write), "-screen", "0", "1280x800x24",
                              "-nolisten", "tcp"], pass_fds=(write,),
