@@ -101,8 +101,10 @@ class ItemsTableModel(QAbstractTableModel):
         self._refresh_notes()
 
     def _note(self, c) -> None:
-        for m in (*c.members, *c.rejected):
+        for m in c.members:
             self._notes[m.item_id] = (c.cluster_id, m.verdict)
+        for m in c.rejected:   # moved out by a verdict: in no cluster, its verdict shown
+            self._notes[m.item_id] = ("", m.verdict)
 
     def _pages_read(self, spans: list[tuple[int, int]]) -> None:
         last_column = self.columnCount() - 1

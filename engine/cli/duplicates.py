@@ -113,7 +113,7 @@ def _changes(project, args, clusters, since: int) -> int:
     else:
         say(f"{len(changes)} rows changed cluster since import {since} ({summary})")
     if args.json or not args.out:
-        placed = {m.item_id: (c, m) for c in clusters for m in (*c.members, *c.rejected)}
+        placed = {m.item_id: (c, m) for c in clusters for m in c.members}
         found = {r["item_id"]: r for r in project.rows.by_ids(list(changes))}
         lines = []
         for item_id, change in changes.items():

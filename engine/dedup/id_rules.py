@@ -52,7 +52,7 @@ def number(shown: str) -> int:
 class CutCluster:
     """One cluster as cut, the analyst's verdicts laid over it."""
 
-    items: tuple[int, ...]      # every row: its members and the rows moved out of it
+    items: tuple[int, ...]      # its rows (not those the verdicts moved out of it)
     canonical: int              # the row that leads it
     chosen: bool = False        # the analyst chose that row as canonical
 

@@ -6,9 +6,19 @@ stored per cluster. They are stored per pair of rows (duplicate / not duplicate)
 
 - a member the analyst chose as canonical leads its cluster (the first such member when a
   new threshold merges two reviewed clusters), and similarities are re-measured against it;
-- a member judged "not duplicate" of the canonical is moved out of the cluster
-  (`Cluster.rejected`), so "move out" is that verdict and undoing it brings the member back;
-- other verdicts show as each member's `verdict`.
+- every "not duplicate" verdict between two members is obeyed: they never stay in one
+  cluster. The cluster is kept in order, the canonical first, then the others by similarity
+  to it; rows judged "duplicate" of each other move as one (a tie that would join two rows
+  judged "not duplicate" is not made: "not" wins over "duplicate"); a row, or a tied group,
+  judged "not duplicate" of a row already kept leaves the cluster (`Cluster.rejected`).
+  So "move out" is that verdict, and undoing it brings the member back;
+- a cluster left with its canonical alone is no cluster (`ClusterIds.label` gives it no id
+  and `Clusters.cut` leaves it out);
+- other verdicts show as each member's `verdict` (against the canonical).
+
+The rows moved out are in no cluster: no id, no canonical, in no export's cluster. A
+"duplicate" verdict between rows the cut put in different clusters (or in none) does not
+join them yet.
 """
 
 from __future__ import annotations
@@ -47,18 +57,54 @@ def apply_verdicts(cluster: Cluster, verdicts: dict[tuple[int, int], int], chose
         rescored = {m.item_id: m.score for m in everyone}
     rescored[canonical.item_id] = 1.0
 
+    order = [canonical, *sorted((m for m in everyone if m.item_id != canonical.item_id),
+                                key=lambda m: (-rescored[m.item_id], m.item_id))]
+    kept_ids = _kept(order, verdicts)
     head = _with(canonical, 1.0, CANONICAL if canonical.item_id in chosen else UNREVIEWED)
     kept: list[Member] = []
     rejected: list[Member] = []
-    for m in everyone:
-        if m.item_id == canonical.item_id:
-            continue
+    for m in order[1:]:
         verdict = _VERDICT.get(verdicts.get(ordered(canonical.item_id, m.item_id)), UNREVIEWED)
         updated = _with(m, rescored[m.item_id], verdict)
-        (rejected if verdict == NOT_DUPLICATE else kept).append(updated)
-    kept.sort(key=lambda m: -m.score)
-    rejected.sort(key=lambda m: -m.score)
+        (kept if m.item_id in kept_ids else rejected).append(updated)
     return Cluster(cluster.cluster_id, [head, *kept], rejected, cluster.merged_from)
+
+
+def _kept(order: list[Member], verdicts: dict[tuple[int, int], int]) -> set[int]:
+    """The rows that stay, `order` being the canonical first and then the rest by
+    similarity to it: rows tied by "duplicate" verdicts form units (a tie is refused when
+    it would put two rows judged "not duplicate" in one unit), and each unit, in the order
+    of its first row, stays unless one of its rows was judged "not duplicate" of a row
+    already kept. The canonical's unit always stays."""
+    ids = [m.item_id for m in order]
+    nots: dict[int, set[int]] = {i: set() for i in ids}
+    dups: list[tuple[int, int]] = []
+    present = set(ids)
+    for (a, b), v in sorted(verdicts.items()):
+        if a in present and b in present and a != b:
+            if v == 0:
+                nots[a].add(b)
+                nots[b].add(a)
+            elif v == 1:
+                dups.append((a, b))
+    unit = {i: {i} for i in ids}            # row -> the set of its unit (shared object)
+    for a, b in dups:
+        ua, ub = unit[a], unit[b]
+        if ua is ub or any(nots[x] & ub for x in ua):
+            continue
+        ua |= ub
+        for x in ub:
+            unit[x] = ua
+    kept: set[int] = set()
+    seen: set[int] = set()
+    for i in ids:
+        members = unit[i]
+        if id(members) in seen:
+            continue
+        seen.add(id(members))
+        if not kept or not any(nots[x] & kept for x in members):
+            kept |= members
+    return kept
 
 
 def _with(m: Member, score: float, verdict: str) -> Member:

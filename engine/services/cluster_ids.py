@@ -65,8 +65,11 @@ class ClusterIds:
         rest of the last recorded cut stands as it was, except the rows `released` (those of
         the earlier clusters these replace), which are in no cluster unless `clusters` hold
         them."""
-        cuts = [CutCluster(tuple(c.item_ids()), c.canonical.item_id,
-                           c.canonical.verdict == CANONICAL) for c in clusters]
+        # A cluster's rows are its members: the rows the analyst's verdicts moved out are in
+        # no cluster, and a cluster left with one row is none (it gets no id).
+        real = [c for c in clusters if len(c.members) > 1]
+        cuts = [CutCluster(tuple(m.item_id for m in c.members), c.canonical.item_id,
+                           c.canonical.verdict == CANONICAL) for c in real]
         with self._lock:
             before = self._current()
             result = assign(cuts, before, every_cluster=every_cluster, released=released)
@@ -82,9 +85,11 @@ class ClusterIds:
                         self._notice(f"{self._store.name}: the disk is full: the cluster "
                                      f"ids of this cut are not recorded until there is room")
             merged_from = _merged_from(before, result)
-        return [replace(c, cluster_id=label(cid),
-                        merged_from=tuple(label(m) for m in merged_from.get(cid, ())))
-                for c, cid in zip(clusters, result.ids, strict=True)]
+        given = {id(c): cid for c, cid in zip(real, result.ids, strict=True)}
+        return [replace(c, cluster_id=label(given[id(c)]),
+                        merged_from=tuple(label(m) for m in merged_from.get(given[id(c)], ())))
+                if id(c) in given else replace(c, cluster_id="", merged_from=())
+                for c in clusters]
 
     def _current(self) -> Before:
         """The last recorded assignment: kept in memory while its change count stands."""

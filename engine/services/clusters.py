@@ -290,8 +290,9 @@ class Clusters:
             cancel: CancelToken | None = None) -> list[Cluster]:
         """Duplicate clusters at `threshold`, biggest first; re-cutting reuses the graph.
 
-        With `verdicts`, the analyst's stored verdicts are laid over the cut (canonical
-        choices lead, rows marked "not duplicate" of the canonical are moved out); without,
+        With `verdicts`, the analyst's stored verdicts are laid over the cut
+        (`review.verdict_overlay`: canonical choices lead, no two rows judged "not
+        duplicate" stay together, a cluster left with one row is none); without,
         the clusters are exactly as cut, which is what `apply_verdicts` takes. Either way
         each cluster carries its stored id (`ClusterIds.label`, decided on the clusters as
         the verdicts make them), and the cut is recorded as the project's assignment.
@@ -332,7 +333,11 @@ class Clusters:
                 made = self._cut_whole(graph, threshold, k, decided_by)
             made.ids_change_count = self._ids.seen()
             self._last, self._update = made, None
-        return made.decided if verdicts else made.raw
+        if not verdicts:
+            return made.raw
+        # A cluster the verdicts left with one row is none (the rows moved out of it are in
+        # no cluster either): what every view, count and export reads.
+        return [c for c in made.decided if len(c.members) > 1]
 
     def _cut_whole(self, graph: KnnGraph, threshold: float, k: int, decided_by: tuple
                    ) -> LastCut:

@@ -160,7 +160,8 @@ def review_cells(found: tuple[Cluster, Member] | None) -> list[object]:
 
 def is_dropped(found: tuple[Cluster, Member] | None) -> bool:
     """A duplicate the deduplicated form leaves out: in a cluster, not its canonical, and
-    not moved out by the analyst (rejected rows are not duplicates, so they stay)."""
+    not moved out by the analyst (a verdict that moves a row out takes it out of the
+    cluster, `verdict_overlay`; such a row is in no cluster and stays)."""
     if found is None:
         return False
     cluster, m = found

@@ -72,7 +72,8 @@ class Exports:
         if form not in FORMS:
             raise InputError(f"unknown export form {form!r}; use one of {', '.join(FORMS)}")
         path = Path(path)
-        placed = {m.item_id: (c, m) for c in clusters for m in (*c.members, *c.rejected)}
+        # The rows moved out of a cluster by a verdict are in no cluster (`verdict_overlay`).
+        placed = {m.item_id: (c, m) for c in clusters for m in c.members}
         with self._store.read() as conn:
             sources = {s["id"]: s for s in source_store.list_sources(conn)}
             total = (len(changes) if changes is not None
@@ -151,7 +152,7 @@ def _csv_pages(conn: Connection, lines: ExportLines
 
 def _cluster_items(conn: Connection, clusters: list[Cluster]) -> Iterator[dict]:
     """Rows in a cluster, cluster by cluster (canonical first), read a page at a time."""
-    ids = [m.item_id for c in clusters for m in (*c.members, *c.rejected)]
+    ids = [m.item_id for c in clusters for m in c.members]
     for start in range(0, len(ids), PAGE_ROWS):
         part = ids[start:start + PAGE_ROWS]
         found = item_store.items_by_ids(conn, part)

@@ -102,7 +102,8 @@ def test_verdicts_survive_closing_and_reopening(project, encoder):
         reopened.close()
 
 
-def test_export_carries_each_rows_decision(project, tmp_path):
+def test_export_carries_each_rows_verdict_and_a_row_moved_out_is_in_no_cluster(
+        project, tmp_path):
     history = ReviewHistory(project.verdicts)
     python = cluster_with(project.clusters.cut(THRESHOLD), "q2")
     kept, out = python.members[1], python.members[2]
@@ -115,12 +116,16 @@ def test_export_carries_each_rows_decision(project, tmp_path):
         rows = {r["qid"]: r for r in csv.DictReader(fh)}
     assert rows[python.canonical.id]["decision"] == "canonical"
     assert rows[kept.id]["decision"] == "duplicate"
-    assert rows[out.id]["decision"] == "not duplicate"
-    assert rows[out.id]["cluster_id"] == rows[kept.id]["cluster_id"]
+    # Moved out: in no cluster, so not among the clusters' rows at all.
+    assert out.id not in rows
     untouched = [r for r in rows.values() if r["cluster_id"] != rows[kept.id]["cluster_id"]]
     assert untouched and {r["decision"] for r in untouched} <= {"unreviewed"}
     assert rows[kept.id]["duplicate_of"] == python.canonical.id
-    assert rows[out.id]["duplicate_of"] == ""             # moved out: not a duplicate
+    every = tmp_path / "every.csv"
+    project.exports.rows(every, project.clusters.cut(THRESHOLD))
+    with every.open(encoding="utf-8-sig") as fh:
+        moved = next(r for r in csv.DictReader(fh) if r["qid"] == out.id)
+    assert moved["cluster_id"] == moved["canonical_id"] == moved["duplicate_of"] == ""
 
 
 def test_deduplicated_export_keeps_rows_moved_out(project, tmp_path):
@@ -186,7 +191,12 @@ def test_clusters_without_verdicts_pass_through_as_the_full_rule_would_make_them
     every = [apply_verdicts(c, labels, {second.item_id}, project.clusters._similarities)
              for c in clusters]                      # the full rule on every cluster
     assert shown == every
-    assert cluster_with(shown, "q2").canonical.item_id == second.item_id
+    led = cluster_with(shown, second.id)
+    assert led.canonical.item_id == second.item_id
+    # "not duplicate" between the old centre and `first` is obeyed though neither leads now:
+    # the centre stays (closer to the new canonical), `first` is moved out.
+    assert first.item_id in {m.item_id for m in led.rejected}
+    assert python.canonical.item_id in {m.item_id for m in led.members}
 
 
 def test_rows_read_for_a_cut_follow_imports_and_deletions(project, tmp_path):
@@ -201,3 +211,37 @@ def test_rows_read_for_a_cut_follow_imports_and_deletions(project, tmp_path):
     project.rows.import_table(extra, ["question"], id_column="qid")   # an exact copy: no encoding
     again = cluster_with(project.clusters.cut(THRESHOLD), python.canonical.id)
     assert "x1" in {m.id for m in again.members}
+
+
+def test_not_duplicate_verdicts_reach_every_cluster_and_every_export(project, tmp_path):
+    """What an analyst saw go wrong: `label A B not` on two rows of one cluster left them
+    sharing its cluster_id in the export, and a cluster whose only other row was moved out
+    was still exported as a cluster. Every "not duplicate" now parts the rows in the cut,
+    the ids, the counts and every export form."""
+    clusters = project.clusters.cut(THRESHOLD)
+    pair = next(c for c in clusters if len(c.members) == 2)
+    big = next(c for c in clusters if len(c.members) >= 3)
+    a, b = big.members[1], big.members[2]          # neither leads its cluster
+    project.verdicts.set_verdict(a.item_id, b.item_id, 0)
+    project.verdicts.set_verdict(pair.members[0].item_id, pair.members[1].item_id, 0)
+
+    after = project.clusters.cut(THRESHOLD)
+    where = {m.item_id: c.cluster_id for c in after for m in c.members}
+    assert where.get(a.item_id) != where.get(b.item_id) or a.item_id not in where
+    assert not {m.item_id for m in pair.members} & set(where)   # a pair parted is no cluster
+    assert all(len(c.members) > 1 and c.cluster_id for c in after)
+    assert sum(len(c.members) for c in after) == len(where)      # each row in one cluster
+
+    for form, name in (("all", "all.csv"), ("only-clusters", "clusters.csv"),
+                       ("deduplicated", "dedup.csv")):
+        path = tmp_path / name
+        project.exports.rows(path, after, form=form)
+        with path.open(encoding="utf-8-sig") as fh:
+            exported = {r["qid"]: r for r in csv.DictReader(fh)}
+        ids = {k: r["cluster_id"] for k, r in exported.items()}
+        if a.id in ids and b.id in ids:
+            assert ids[a.id] != ids[b.id] or ids[a.id] == "", form
+        for m in pair.members:
+            assert ids.get(m.id, "") == "", form
+        shown = {k for k, v in ids.items() if v}
+        assert shown <= {m.id for c in after for m in c.members}, form
