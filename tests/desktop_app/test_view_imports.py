@@ -41,6 +41,8 @@ ALLOWED: dict[str, frozenset[str]] = {
     "engine.services.asking": frozenset({"AskedPair"}),
     "engine.services.exports": frozenset({"ALL", "DEDUPLICATED", "ONLY_CLUSTERS"}),
     "engine.services.measuring": frozenset({"DrawnPair", "Measurement"}),
+    # the words of a fine-tuning result: pure functions of its AP change
+    "engine.training.ap_change": frozenset({"claim", "evidence"}),
     "engine.training": frozenset({"fast_form"}),        # for fast_form.describe (words)
     "engine.training.fast_form": frozenset({"describe"}),
     "engine.training.objectives": frozenset({"DEFAULT_OBJECTIVE", "OBJECTIVES",
