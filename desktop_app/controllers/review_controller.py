@@ -182,13 +182,15 @@ class ReviewController(QObject):
         def work(job: Job) -> tuple[list[Cluster], list[Cluster], dict]:
             project = job.project
             raw = project.clusters.cut(threshold, verdicts=False)
-            applied = project.clusters.apply_verdicts(raw)
+            # As `Clusters.cut` gives them: a cluster the verdicts left with one row is none.
+            applied = [c for c in project.clusters.apply_verdicts(raw) if len(c.members) > 1]
             changes = project.ids.changed_clusters(since, applied) if since else {}
             return raw, applied, changes
 
         def done(result: tuple[list[Cluster], list[Cluster], dict]) -> None:
             raw, applied, changes = result
-            self.raw = {c.cluster_id: c for c in raw}
+            # keyed by id; a cut cluster the verdicts dissolved has none (kept for an undo)
+            self.raw = {c.cluster_id or f"-{n}": c for n, c in enumerate(raw)}
             self.everything, self.changes = applied, changes
             self.clusters = self._shown()
             self.busy.emit("")

@@ -295,3 +295,21 @@ def test_the_loss_plot_has_room_for_its_top_label(qtbot):
     top = plot.getPlotItem().getViewBox().sceneBoundingRect().top()
     assert plot.getPlotItem().getViewBox().viewRange()[1][1] == pytest.approx(1.0, abs=1e-3)
     assert top >= QFontMetrics(plot.getAxis("left").font()).height() / 2
+
+
+def test_a_cluster_parted_by_a_not_duplicate_verdict_is_no_longer_listed(qtbot, window,
+                                                                        questions_project):
+    """The review's list shows the clusters an export writes: once a verdict parts the two
+    rows of a pair, the next cut lists it no more (and no cluster without an id)."""
+    open_review(qtbot, window, questions_project)
+    set_threshold(qtbot, window, 0.75)
+    shown = window.review.clusters
+    pair = next(c for c in shown if len(c.members) == 2)
+    a, b = (m.item_id for m in pair.members)
+    window.bridge.current_project().verdicts.set_verdict(a, b, 0)
+    with qtbot.waitSignal(window.review.clustersChanged, timeout=SIGNAL_TIMEOUT_MS):
+        window.review.refresh()
+    after = window.review.clusters
+    assert pair.cluster_id not in {c.cluster_id for c in after}
+    assert all(len(c.members) > 1 and c.cluster_id for c in after)
+    assert len(after) == len(shown) - 1
