@@ -475,6 +475,7 @@ class MainWindow(QMainWindow):
         self.pages.setCurrentWidget(self.project_page)
         self.tabs.setCurrentWidget(self.search_page)
         self.review.project_opened()
+        self.search_panel.project_changed()
         self._set_busy(False)
         self.search_panel.query.setFocus()
         self._show_status()

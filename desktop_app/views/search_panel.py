@@ -93,6 +93,17 @@ class SearchPanel(QWidget):
             self._searched_at = now
             self.refresh()
 
+    def project_changed(self) -> None:
+        """Another project opened: the hits on screen were the last one's, so they go, and
+        the query still typed is asked of this project."""
+        self._shown = ("", [])
+        self.results.clear()
+        self._show_title()
+        if self.query.text().strip():
+            self.refresh()
+        else:
+            self._show_status()
+
     def refresh(self) -> None:
         """Search the current text again now (e.g. after an import added rows)."""
         self._debounce.stop()

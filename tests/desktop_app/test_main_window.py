@@ -322,3 +322,30 @@ def test_the_window_still_fits_its_own_default_size(window):
     window.pages.setCurrentWidget(window.project_page)
     window.tabs.setCurrentWidget(window.review_view)
     assert window.minimumSizeHint().width() <= 1180
+
+
+def test_the_search_on_screen_is_asked_of_the_project_opened_next(qtbot, window,
+                                                                  questions_project, encoder,
+                                                                  tmp_path):
+    """After switching projects the hits shown were the last project's: the query still typed
+    is now asked of the new project, and its own rows answer it."""
+    from engine.project import Project
+
+    other = tmp_path / "other.duplens"
+    source = tmp_path / "other.csv"
+    source.write_text("qid,question\nz1,How do I grow tomatoes on a balcony?\n"
+                      "z2,What is the capital of Peru?\n", encoding="utf-8")
+    with Project.open(other, create=True) as project:
+        project.model.attach(encoder, is_default=True)
+        project.rows.import_table(source, ["question"], id_column="qid")
+        project.vectors.encode()
+    _open(qtbot, window, questions_project)
+    panel = window.search_panel
+    qtbot.keyClicks(panel.query, "How can I learn Python quickly?")
+    qtbot.waitUntil(lambda: panel.results.count() > 0, timeout=SIGNAL_TIMEOUT_MS)
+    assert any("Python" in t for t in panel.texts())
+
+    _open(qtbot, window, other)
+    qtbot.waitUntil(lambda: panel.results.count() == 2, timeout=SIGNAL_TIMEOUT_MS)
+    assert not any("Python" in t for t in panel.texts())
+    assert {t.split(" · ")[0] for t in panel.texts()} == {"z1", "z2"}
