@@ -79,14 +79,12 @@ def _kept(order: list[Member], verdicts: dict[tuple[int, int], int]) -> set[int]
     ids = [m.item_id for m in order]
     nots: dict[int, set[int]] = {i: set() for i in ids}
     dups: list[tuple[int, int]] = []
-    present = set(ids)
-    for (a, b), v in sorted(verdicts.items()):
-        if a in present and b in present and a != b:
-            if v == 0:
-                nots[a].add(b)
-                nots[b].add(a)
-            elif v == 1:
-                dups.append((a, b))
+    for (a, b), v in _among(ids, verdicts):
+        if v == 0:
+            nots[a].add(b)
+            nots[b].add(a)
+        elif v == 1:
+            dups.append((a, b))
     unit = {i: {i} for i in ids}            # row -> the set of its unit (shared object)
     for a, b in dups:
         ua, ub = unit[a], unit[b]
@@ -109,3 +107,17 @@ def _kept(order: list[Member], verdicts: dict[tuple[int, int], int]) -> set[int]
 
 def _with(m: Member, score: float, verdict: str) -> Member:
     return Member(m.item_id, m.id, m.row, m.source_id, m.text, score, m.text_id, verdict)
+
+
+def _among(ids: list[int], verdicts: dict[tuple[int, int], int]
+           ) -> list[tuple[tuple[int, int], int]]:
+    """The verdicts between rows of `ids`, in pair order. `verdicts` holds every verdict
+    among a whole cut's rows and this runs once per cluster that has one: the cluster's
+    pairs are looked up when they are fewer than the verdicts, else the verdicts scanned."""
+    if len(ids) * (len(ids) - 1) // 2 < len(verdicts):
+        found = ((p, verdicts.get(p)) for p in
+                 (ordered(a, b) for n, a in enumerate(ids) for b in ids[n + 1:]))
+        return sorted((p, v) for p, v in found if v is not None)
+    present = set(ids)
+    return sorted((p, v) for p, v in verdicts.items()
+                  if p[0] in present and p[1] in present and p[0] != p[1])

@@ -26,6 +26,10 @@ def clusters_and_verdicts(draw):
     pairs = [(a, b) for a in range(n) for b in range(a + 1, n)]
     judged = draw(st.lists(st.sampled_from(pairs), unique=True, max_size=len(pairs)))
     verdicts = {p: draw(st.sampled_from([0, 1])) for p in judged}
+    # verdicts on rows of other clusters, as a whole cut's verdicts come: sometimes more of
+    # them than the cluster has pairs (the overlay then looks its pairs up, not scans them)
+    for k in range(draw(st.integers(0, 40))):
+        verdicts[(1000 + k, 2000 + k)] = k % 2
     chosen = set(draw(st.lists(st.integers(0, n - 1), max_size=2)))
     # a similarity from the new canonical to the others: any fixed numbers will do
     sims = draw(st.lists(st.floats(0.3, 0.99), min_size=n * n, max_size=n * n))
