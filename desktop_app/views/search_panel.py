@@ -96,6 +96,7 @@ class SearchPanel(QWidget):
     def project_changed(self) -> None:
         """Another project opened: the hits on screen were the last one's, so they go, and
         the query still typed is asked of this project."""
+        self._warm_overlap()
         self._shown = ("", [])
         self.results.clear()
         self._show_title()
@@ -109,13 +110,17 @@ class SearchPanel(QWidget):
         self._debounce.stop()
         self._send()
 
-    def _send(self) -> None:
+    def _warm_overlap(self) -> None:
+        """The stop words, lemmas and the model's tokenizer are read on first use (a
+        fraction of a second): done once on the search thread, as a project opens or before
+        the first search, so that no view comparing words (search, Review, Check a file)
+        reads them on the GUI thread."""
         if not self._overlap_warm:
-            # The stop words, lemmas and the model's tokenizer are read on first use (a
-            # fraction of a second): done once on the search thread before the first
-            # search, never on the GUI thread.
             self._overlap_warm = True
             self._bridge.run(lambda _job: warm_up(), pool=Pool.SEARCH)
+
+    def _send(self) -> None:
+        self._warm_overlap()
         text = self.query.text()
         self.status.setText("Searching…" if text.strip() else "")
         self._bridge.search(text, RESULTS)
