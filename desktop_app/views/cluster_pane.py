@@ -100,10 +100,14 @@ class ClusterPane(QWidget):
     # -- rendering -------------------------------------------------------------------------
     def show_cluster(self, cluster: Cluster | None, select: int | None = None,
                      advance: bool = False) -> None:
-        """List the members; select `select` (or, with `advance`, the next unreviewed)."""
+        """List the members; select `select` (or, with `advance`, the next member after it
+        that waits for a verdict)."""
         if cluster is not None and self.cluster is not None and \
                 cluster.cluster_id != self.cluster.cluster_id:
             select, advance = None, False
+        # Where `select` stood before: a member judged "not duplicate" (or moved out) leaves
+        # the members, and the one after it takes its row.
+        before = self.row_of(select) if advance and select is not None else None
         self.cluster = cluster
         self.members.blockSignals(True)
         self.members.setRowCount(0)
@@ -121,9 +125,20 @@ class ClusterPane(QWidget):
         self.members.blockSignals(False)
         target = self.row_of(select) if select is not None else None
         if advance or target is None:
-            target = self._next_pending(after=target if advance else None)
+            target = self._next_pending(after=self._advance_from(target, before)
+                                        if advance else None)
         self.select_member_row(target if target is not None else 0)
         self.show_comparison()
+
+    def _advance_from(self, row: int | None, before: int | None) -> int | None:
+        """The row after which the next member waiting for a verdict is looked for: the
+        judged member's own row while it is still a member, else the row before the one it
+        left (its successor moved up into it)."""
+        if self.cluster is None:
+            return None
+        if row is not None and row < len(self.cluster.members):
+            return row
+        return before - 1 if before is not None else None
 
     def _set_member_row(self, row: int, m: Member, verdict: str) -> None:
         id_item = QTableWidgetItem(m.id)
@@ -205,11 +220,14 @@ class ClusterPane(QWidget):
         return None
 
     def _next_pending(self, after: int | None = None) -> int | None:
-        """The first member after row `after` with no verdict yet (not the canonical)."""
+        """The first member after row `after` with no verdict yet (not the canonical), else
+        the first from the top: the analyst who judged the last member first goes on with
+        the keys, never left on the canonical row where D and N have no pair to judge."""
         if self.cluster is None:
             return None
-        start = (after + 1) if after is not None else 1
-        for r in range(max(start, 1), len(self.cluster.members)):
-            if not self.cluster.members[r].verdict:
+        members = self.cluster.members
+        start = max((after + 1) if after is not None else 1, 1)
+        for r in [*range(start, len(members)), *range(1, min(start, len(members)))]:
+            if not members[r].verdict:
                 return r
         return None

@@ -313,3 +313,35 @@ def test_a_cluster_parted_by_a_not_duplicate_verdict_is_no_longer_listed(qtbot, 
     assert pair.cluster_id not in {c.cluster_id for c in after}
     assert all(len(c.members) > 1 and c.cluster_id for c in after)
     assert len(after) == len(shown) - 1
+
+
+def test_after_each_verdict_the_next_member_waiting_for_one_is_selected(qtbot, window,
+                                                                       questions_project):
+    """N moves the member out of the cluster; before, the selection then fell back to the
+    canonical row and the next key only said "Select a member (or two) to mark first."
+    Now every verdict key leaves the next member without a verdict selected (from the top
+    again when the one judged was the last), so the keys can follow one another."""
+    open_review(qtbot, window, questions_project)
+    set_threshold(qtbot, window, 0.75)
+    select_cluster_of(window, "q2")
+    view = window.review_view
+    waiting = [m.id for m in view.cluster.members[1:]]
+    assert len(waiting) >= 4, "the test data has a cluster of five rows around q2 at 0.75"
+
+    def selected() -> str:
+        [member] = view.selected_members()
+        return member.id
+
+    assert selected() == waiting[0]
+    press(qtbot, window, Qt.Key.Key_N)
+    assert verdicts(window)[waiting[0]] == MOVED_OUT
+    assert selected() == waiting[1] and view.current_pair() is not None
+    press(qtbot, window, Qt.Key.Key_D)              # the next key works at once
+    assert verdicts(window)[waiting[1]] == "duplicate"
+    assert selected() == waiting[2]
+    view.select_member_row(view.pane.row_of(view.cluster.members[-1].item_id))
+    last = selected()
+    press(qtbot, window, Qt.Key.Key_N)              # the last one: back to the first waiting
+    assert verdicts(window)[last] == MOVED_OUT
+    assert selected() == waiting[2] and view.current_pair() is not None
+    assert "Select a member" not in view.pair_label.text()
