@@ -23,6 +23,7 @@ from engine.services.asking import AskedPair
 
 BATCH = 20
 REFILL_AT = 5            # fetch the next batch when this few pairs are left
+FINDING = "Finding pairs the model is unsure of…"   # what the mode says while it waits for pairs
 
 
 class AskController(QObject):
@@ -31,6 +32,7 @@ class AskController(QObject):
     pairChanged = Signal(object)     # the AskedPair on screen, or None when none is left
     judged = Signal(int)             # verdicts given in this session
     busy = Signal(str)
+    waiting = Signal(str)            # no pair on screen until the batch on its way comes
     undoChanged = Signal(bool, str)  # whether a verdict can be taken back, and which
 
     def __init__(self, bridge: EngineBridge, parent: QObject | None = None, *,
@@ -99,13 +101,18 @@ class AskController(QObject):
         self.judged.emit(self.pair_queue.verdict_written())
 
     def _advance(self) -> None:
+        """The next queued pair on screen, the next batch fetched when few are left; with
+        none queued, `waiting` until the batch comes (the pair judged last is not left on
+        screen with keys that do nothing)."""
         shown = self.pair_queue.advance()
         if shown is not None:
             self.pairChanged.emit(shown)
         if self.pair_queue.running_low():
-            self._fetch(show_when_done=shown is None)
+            self._fetch()
+        if shown is None and self.pair_queue.fetching:
+            self.waiting.emit(FINDING)
 
-    def _fetch(self, show_when_done: bool) -> None:
+    def _fetch(self) -> None:
         if not self.bridge.has_project:
             return
         # More than a batch: pairs judged but not yet written, and the skipped ones,
@@ -113,8 +120,6 @@ class AskController(QObject):
         wanted = self.pair_queue.start_fetch()
         if wanted is None:       # a batch is on its way already
             return
-        if show_when_done:
-            self.busy.emit("Finding pairs the model is unsure of…")
         threshold = self._threshold()
 
         def work(job: Job) -> list[AskedPair]:

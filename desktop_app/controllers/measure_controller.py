@@ -25,6 +25,7 @@ from engine.services.measuring import DrawnPair, Measurement, VerdictGiven
 
 BATCH = 10
 REFILL_AT = 3
+DRAWING = "Drawing pairs at random…"   # what the mode says while it waits for pairs
 
 
 class MeasureController(QObject):
@@ -35,6 +36,7 @@ class MeasureController(QObject):
     calibratedEstimate = Signal(object)   # Measurement at the calibrated threshold, or None
     judged = Signal(int)                  # verdicts given in this session
     busy = Signal(str)
+    waiting = Signal(str)            # no pair on screen until the batch on its way comes
     undoChanged = Signal(bool, str)
     reportWritten = Signal(str)           # the report's path
 
@@ -159,20 +161,23 @@ class MeasureController(QObject):
 
     # -- the queue -------------------------------------------------------------------------
     def _advance(self) -> None:
+        """The next queued pair on screen, the next batch fetched when few are left; with
+        none queued, `waiting` until the batch comes (the pair judged last is not left on
+        screen with keys that do nothing)."""
         shown = self.pair_queue.advance()
         if shown is not None:
             self.pairChanged.emit(shown)
         if self.pair_queue.running_low():
-            self._fetch(show_when_done=shown is None)
+            self._fetch()
+        if shown is None and self.pair_queue.fetching:
+            self.waiting.emit(DRAWING)
 
-    def _fetch(self, show_when_done: bool) -> None:
+    def _fetch(self) -> None:
         if not self.bridge.has_project:
             return
         wanted = self.pair_queue.start_fetch()
         if wanted is None:       # a batch is on its way already
             return
-        if show_when_done:
-            self.busy.emit("Drawing pairs at random…")
         threshold = self._threshold()
 
         def work(job: Job) -> list[DrawnPair]:

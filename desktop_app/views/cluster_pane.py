@@ -33,6 +33,7 @@ from engine.dedup.row_clusters import CANONICAL, Cluster, Member
 from engine.review.overlap import overlap
 
 MOVED_OUT = "moved out"
+SELECT_A_MEMBER = "Select a member to compare it with the canonical row"
 
 KEYS = {
     "duplicate": ("D", "Duplicate"),
@@ -162,9 +163,9 @@ class ClusterPane(QWidget):
     def show_comparison(self) -> None:
         pair = self.current_pair()
         if pair is None:
-            self.compare.clear()
-            done = self.cluster is not None and self.cluster.reviewed and \
-                len(self._members_in_rows()) > 1
+            several = len(self._members_in_rows()) > 1
+            self.compare.clear(SELECT_A_MEMBER if several else "")
+            done = self.cluster is not None and self.cluster.reviewed and several
             self.pair_label.setText("Every member has a verdict: J for the next cluster."
                                     if done else "")
             return

@@ -49,8 +49,11 @@ class ComparePanel(QWidget):
         layout.addWidget(self.right, 1, 1)
         self.clear()
 
-    def clear(self) -> None:
-        self.left_title.setText("Select a member to compare it with the canonical row")
+    def clear(self, placeholder: str = "") -> None:
+        """Empty both sides, `placeholder` in the left title. Each mode says its own: the
+        clusters ask for a member, Ask me and Measure quality say that pairs are being found
+        (one placeholder for all asked for a member where there is none to select)."""
+        self.left_title.setText(placeholder)
         self.right_title.setText("")
         self.left.clear()
         self.right.clear()

@@ -94,7 +94,26 @@ class MeasureView(QWidget):
         controller.measured.connect(self.show_measurement)
         controller.judged.connect(
             lambda n: self.count_label.setText(f"{n:,} judged in this session"))
-        controller.busy.connect(lambda what: what and self.score_label.setText(what))
+        controller.busy.connect(self._say)
+        controller.waiting.connect(self.show_waiting)
+
+    def show_waiting(self, what: str) -> None:
+        """No pair on screen until the next batch comes: the comparison says so (`what`)
+        and the verdict buttons are off, rather than an empty comparison that asked for a
+        member, or the pair judged last still shown with keys that judge nothing."""
+        for button in self.buttons.values():
+            button.setEnabled(False)
+        self.compare.clear(what)
+        self.score_label.setText("")
+
+    def _say(self, what: str) -> None:
+        """A message from the controller (a failed fetch, an undo refused); with no pair on
+        screen it ends the wait the comparison spoke of."""
+        if not what:
+            return
+        self.score_label.setText(what)
+        if self.controller.current is None:
+            self.compare.clear()
 
     def show_pair(self, pair: DrawnPair | None) -> None:
         for button in self.buttons.values():

@@ -345,3 +345,24 @@ def test_after_each_verdict_the_next_member_waiting_for_one_is_selected(qtbot, w
     assert verdicts(window)[last] == MOVED_OUT
     assert selected() == waiting[2] and view.current_pair() is not None
     assert "Select a member" not in view.pair_label.text()
+
+
+def test_the_comparison_asks_for_a_member_only_where_there_is_one(qtbot):
+    """Its placeholder showed with no cluster at all (and in Ask me and Measure quality,
+    whose panel is the same widget); now only a cluster with a member to select shows it."""
+    from desktop_app.views.cluster_pane import ClusterPane
+    from engine.dedup.row_clusters import Cluster, Member
+
+    pane = ClusterPane(lambda: 0.8)
+    qtbot.addWidget(pane)
+    assert pane.compare.left_title.text() == ""
+    pane.show_cluster(None)
+    assert pane.compare.left_title.text() == ""
+    assert pane.pair_label.text() == "No clusters at this threshold."
+    rows = [Member(1, "a1", 1, 1, "How do I learn Python?", 1.0, 1),
+            Member(2, "a2", 2, 1, "How can I learn Python?", 0.93, 2)]
+    pane.show_cluster(Cluster("C000001", rows))
+    assert pane.selected_members()[0].id == "a2" and pane.compare.left_title.text() != ""
+    pane.select_member_row(0)                 # the canonical alone: no pair
+    assert pane.compare.left_title.text() == ("Select a member to compare it with the "
+                                              "canonical row")

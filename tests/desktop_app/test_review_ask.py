@@ -238,3 +238,21 @@ def test_ask_me_is_left_with_its_back_button_or_esc(qtbot, window, questions_pro
             qtbot.keyClick(view.ask_view.compare.left, Qt.Key.Key_Escape)
         assert not view.asking and not view.ask_button.isChecked()
         assert view.stack.currentIndex() == 0
+
+
+def test_while_pairs_are_found_the_comparison_says_so(qtbot, window, questions_project):
+    """Before, the empty comparison asked to "Select a member to compare it with the
+    canonical row" while Ask me found its first pairs; and once none was left it still did."""
+    open_review(qtbot, window, questions_project)
+    view, ask = window.review_view, window.review.ask
+    mode = view.ask_view
+    with qtbot.waitSignal(ask.pairChanged, timeout=SIGNAL_TIMEOUT_MS):
+        view.ask_button.click()
+        # The pairs come through the event loop: what shows until then.
+        assert mode.compare.left_title.text() == "Finding pairs the model is unsure of…"
+        assert not any(button.isEnabled() for button in mode.buttons.values())
+    assert ask.current is not None and mode.buttons[1].isEnabled()
+    assert mode.compare.left_title.text() == ask.current.a.public_id
+    mode.show_pair(None)                      # every pair judged
+    assert mode.compare.left_title.text() == ""
+    assert mode.score_label.text().startswith("Nothing left to ask")

@@ -143,3 +143,30 @@ def test_file_export_quality_report_writes_the_page(qtbot, window, questions_pro
     page = target.read_text(encoding="utf-8")
     assert "How right are the duplicates in questions.duplens?" in page
     assert "<svg" in page and "8</b> pairs drawn at random" in page
+
+
+@pytest.mark.slow
+def test_while_pairs_are_drawn_the_comparison_says_so(qtbot, window, questions_project):
+    """Before, the empty comparison said "Select a member to compare it with the canonical
+    row" while the first pairs were drawn (this mode has no members), and when the queued
+    pairs ran out before the next batch came, the pair judged last stayed on screen with
+    keys that judged nothing. Now the comparison says that pairs are being drawn, the
+    verdict buttons off, until a pair comes."""
+    open_review(qtbot, window, questions_project)
+    view, measure = window.review_view, window.review.measure
+    mode = view.measure_view
+    with qtbot.waitSignal(measure.pairChanged, timeout=SIGNAL_TIMEOUT_MS):
+        view.measure_button.click()
+        # The draw's answer comes through the event loop: what shows until then.
+        assert mode.compare.left_title.text() == "Drawing pairs at random…"
+        assert not any(button.isEnabled() for button in mode.buttons.values())
+    assert measure.current is not None
+    assert all(button.isEnabled() for button in mode.buttons.values())
+    while measure.current is not None:    # skipped faster than the next batch is drawn
+        measure.judge(None)
+    assert mode.compare.left_title.text() == "Drawing pairs at random…"
+    assert mode.compare.left.toPlainText() == "" and not mode.buttons[1].isEnabled()
+    with qtbot.waitSignal(measure.pairChanged, timeout=SIGNAL_TIMEOUT_MS) as shown:
+        pass
+    assert shown.args[0] is not None and mode.buttons[1].isEnabled()
+    assert shown.args[0].a.text in mode.compare.left.toPlainText()
