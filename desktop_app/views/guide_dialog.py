@@ -18,7 +18,8 @@ WORKFLOW = (
                "the texts encoded so far."),
     ("Search", "Type a question in the Search tab: the most similar rows follow as you "
                "type. \"This may already exist\" heads them when the best one reaches the "
-               "threshold."),
+               "threshold; the near misses under it follow, muted, as similar, down to "
+               "\"Show similar from\"."),
     ("Review duplicates", "The clusters at the threshold (the slider; it starts at the "
                           "project threshold). Judge each member against the canonical row "
                           "with the keys below; the next cluster follows when one is done."),

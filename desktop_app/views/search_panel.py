@@ -2,43 +2,79 @@
 
 Keystrokes are debounced (50 ms) so a fast typist sends one search per pause, not one per
 letter; the bridge runs it off the GUI thread and drops stale answers, so this panel only
-shows whatever `searchResults` delivers. The heading says "This may already exist" only when
-the best hit reaches the window's threshold (`set_threshold`, the review's), else "Nothing
-close; the nearest are:". While an import still encodes (`set_indexing`) it says the
-answer covers the texts indexed so far, and asks again as the index grows (`index_grew`).
+shows whatever `searchResults` delivers. The answer is listed in two bands
+(`search_bands`): the hits at or above the window's threshold (`set_threshold`, the
+review's) under "This may already exist", then the near misses down to the floor the user
+picks (`similar_floor`, "Show similar from"), muted, behind a "Similar, below the
+threshold" row, or under "Nothing reaches 0.80 · 3 similar from 0.65" when none reaches the
+threshold; hits under the floor are not listed. A band's heading row cannot be selected,
+so the arrow keys step from the last hit of one band to the first of the next. While an
+import still encodes (`set_indexing`) it says the answer covers the texts indexed so far,
+and asks again as the index grows (`index_grew`).
 """
 
 from __future__ import annotations
 
 import time
 
-from PySide6.QtCore import Qt, QTimer, Signal
-from PySide6.QtWidgets import QLabel, QLineEdit, QListWidget, QListWidgetItem, QVBoxLayout, QWidget
+from PySide6.QtCore import QModelIndex, QPersistentModelIndex, QSettings, Qt, QTimer, Signal
+from PySide6.QtGui import QPainter, QPalette
+from PySide6.QtWidgets import (
+    QHBoxLayout,
+    QLabel,
+    QLineEdit,
+    QListWidget,
+    QListWidgetItem,
+    QStyledItemDelegate,
+    QStyleOptionViewItem,
+    QVBoxLayout,
+    QWidget,
+)
 
 from desktop_app.bridge import EngineBridge
 from desktop_app.colors import NOTE_STYLE
 from desktop_app.job_runner import Pool
+from desktop_app.views import search_bands
 from desktop_app.views.score_delegate import ITEM_ID_ROLE, OVERLAP_ROLE, SCORE_ROLE, ScoreDelegate
+from desktop_app.views.similar_floor import SimilarFloor
 from engine.review.calibration import DEFAULT_THRESHOLD, format_threshold
 from engine.review.overlap import overlap, warm_up
 
 DEBOUNCE_MS = 50
 RESULTS = 10
 SEARCH_AGAIN_S = 2.0   # while an import encodes, a query on screen is asked again this often
+BAND_ROLE = Qt.ItemDataRole.UserRole + 20   # EXISTS, SIMILAR, or HEADING (a band's title row)
+EXISTS, SIMILAR, HEADING = "exists", "similar", "heading"
+
+
+class BandDelegate(ScoreDelegate):
+    """A hit as `ScoreDelegate` paints it (bar, number, overlap); a band's heading row as
+    plain text, with no bar or number of its own."""
+
+    def paint(self, painter: QPainter, option: QStyleOptionViewItem,
+              index: QModelIndex | QPersistentModelIndex) -> None:
+        if index.data(BAND_ROLE) == HEADING:
+            QStyledItemDelegate.paint(self, painter, option, index)
+        else:
+            super().paint(painter, option, index)
 
 
 class SearchPanel(QWidget):
-    """A query box and the list of the most similar existing rows."""
+    """A query box, the floor of the similar band, and the most similar existing rows in
+    their bands. `settings` keeps the floor between runs (None: not kept)."""
 
     hitActivated = Signal(int)  # item_id of the clicked hit
 
-    def __init__(self, bridge: EngineBridge, parent: QWidget | None = None) -> None:
+    def __init__(self, bridge: EngineBridge, parent: QWidget | None = None,
+                 settings: QSettings | None = None) -> None:
         super().__init__(parent)
         self._bridge = bridge
         self.query = QLineEdit(self)
         self.query.setPlaceholderText("Type a question…")
         self.query.setClearButtonEnabled(True)
+        self.similar_floor = SimilarFloor(settings, self)
         self.threshold = DEFAULT_THRESHOLD
+        self.similar_floor.set_threshold(self.threshold)
         self.indexing = False          # an import is still encoding: the index is partial
         self._shown: tuple[str, list] = ("", [])   # the query and hits on screen
         self.title = QLabel("", self)
@@ -50,13 +86,16 @@ class SearchPanel(QWidget):
         self.status.setObjectName("searchStatus")
         self.status.setStyleSheet(NOTE_STYLE)
         self.results = QListWidget(self)
-        self.results.setItemDelegate(ScoreDelegate(self.results, lambda: self.threshold))
+        self.results.setItemDelegate(BandDelegate(self.results, lambda: self.threshold))
         self.results.setUniformItemSizes(True)
         self.results.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
 
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
-        layout.addWidget(self.query)
+        query_row = QHBoxLayout()
+        query_row.addWidget(self.query, 1)
+        query_row.addWidget(self.similar_floor)
+        layout.addLayout(query_row)
         layout.addWidget(self.title)
         layout.addWidget(self.results, 1)
         layout.addWidget(self.status)
@@ -68,17 +107,26 @@ class SearchPanel(QWidget):
         self.query.textChanged.connect(self._debounce.start)
         self.results.itemClicked.connect(self._activated)
         self.results.itemActivated.connect(self._activated)
+        self.similar_floor.floorChanged.connect(lambda _floor: self._show_hits())
+        # Type, then Tab to the hits (as before the floor's box came); the box comes last.
+        self.setTabOrder(self.query, self.results)
+        self.setTabOrder(self.results, self.similar_floor.spin)
         bridge.searchResults.connect(self.show_results)
         self.shown_seq = 0
         self._overlap_warm = False
         self._searched_at = 0.0        # when a running import last re-ran the search
 
     def set_threshold(self, value: float) -> None:
-        """The window's threshold moved (the review's slider, or the project's read)."""
+        """The window's threshold moved (the review's slider, or the project's read): the
+        floor's ceiling, which band each hit is in, and the bars' colours follow it."""
         self.threshold = float(value)
-        self._show_title()
-        self._show_status()
-        self.results.viewport().update()   # the bars' colours follow it
+        self.similar_floor.set_threshold(self.threshold)
+        self._show_hits()
+
+    @property
+    def floor(self) -> float:
+        """The similar band's floor in force (never above the threshold)."""
+        return self.similar_floor.floor
 
     def set_indexing(self, on: bool) -> None:
         """An import is encoding (True) or has ended: say what the answers cover."""
@@ -130,47 +178,89 @@ class SearchPanel(QWidget):
         self.shown_seq = seq
         self._shown = (text, list(hits))
         self.results.clear()
-        for hit in hits:
-            copies = f"  (+{hit.copies - 1} identical)" if hit.copies > 1 else ""
-            label = f"{hit.id} · {' '.join(hit.text.split())}{copies}"
-            item = QListWidgetItem(label)
-            item.setData(SCORE_ROLE, float(hit.score))
-            item.setData(ITEM_ID_ROLE, int(hit.item_id))
-            found = overlap(text, hit.text)
-            # A hit at or above the threshold whose meaning flips (a number, negation, an
-            # opposite, a name differs) is marked: it is what the analyst checks first.
-            marked = found.marked(hit.score, self.threshold)
-            item.setData(OVERLAP_ROLE, f"{'≠ ' if marked else ''}∩ {found.jaccard:.2f}")
-            item.setToolTip(f"{hit.text}\n\nid {hit.id} · row {hit.row} · "
-                            f"similarity {hit.score:.3f} · {found.note()}")
-            self.results.addItem(item)
+        self._show_hits()
+
+    def _bands(self) -> search_bands.Bands:
+        text, hits = self._shown
+        return search_bands.split(hits if text.strip() else [], self.threshold, self.floor)
+
+    def _show_hits(self) -> None:
+        """List the hits on screen in their bands (again after the threshold or the floor
+        moved: the same answer, no new search), the current hit kept current."""
+        current = self.results.currentItem()
+        keep = current.data(ITEM_ID_ROLE) if current is not None else None
+        self.results.clear()
+        bands = self._bands()
+        for hit in bands.exists:
+            self.results.addItem(self._hit_item(hit, EXISTS))
+        if bands.exists and bands.similar:
+            self.results.addItem(self._heading_item(
+                search_bands.similar_heading(self.threshold, self.floor)))
+        for hit in bands.similar:
+            self.results.addItem(self._hit_item(hit, SIMILAR))
+        for row in range(self.results.count()):
+            if keep is not None and self.results.item(row).data(ITEM_ID_ROLE) == keep:
+                self.results.setCurrentRow(row)
         self._show_title()
         self._show_status()
 
+    def _hit_item(self, hit, band: str) -> QListWidgetItem:
+        """One hit's row; a similar one in the muted colour and said to be under the
+        threshold, so it is never read as "may already exist"."""
+        text = self._shown[0]
+        copies = f"  (+{hit.copies - 1} identical)" if hit.copies > 1 else ""
+        item = QListWidgetItem(f"{hit.id} · {' '.join(hit.text.split())}{copies}")
+        item.setData(SCORE_ROLE, float(hit.score))
+        item.setData(ITEM_ID_ROLE, int(hit.item_id))
+        item.setData(BAND_ROLE, band)
+        found = overlap(text, hit.text)
+        # A hit at or above the threshold whose meaning flips (a number, negation, an
+        # opposite, a name differs) is marked: it is what the analyst checks first.
+        marked = found.marked(hit.score, self.threshold)
+        item.setData(OVERLAP_ROLE, f"{'≠ ' if marked else ''}∩ {found.jaccard:.2f}")
+        where = ""
+        if band == SIMILAR:
+            item.setForeground(self.results.palette().color(QPalette.ColorRole.PlaceholderText))
+            where = f"similar, below the threshold {format_threshold(self.threshold)} · "
+            item.setData(Qt.ItemDataRole.AccessibleDescriptionRole, where.rstrip(" ·"))
+        item.setToolTip(f"{hit.text}\n\n{where}id {hit.id} · row {hit.row} · "
+                        f"similarity {hit.score:.3f} · {found.note()}")
+        return item
+
+    def _heading_item(self, label: str) -> QListWidgetItem:
+        """A band's title row: not selectable, so the keys and clicks pass over it; bold in
+        the text colour (not the pale one of a disabled row), above the muted hits."""
+        item = QListWidgetItem(label)
+        item.setFlags(Qt.ItemFlag.NoItemFlags)
+        item.setForeground(self.results.palette().color(QPalette.ColorRole.Text))
+        item.setData(BAND_ROLE, HEADING)
+        font = item.font()
+        font.setBold(True)
+        item.setFont(font)
+        return item
+
     def _show_title(self) -> None:
-        text, hits = self._shown
-        at = format_threshold(self.threshold)
-        if not text.strip() or not hits:
-            self.title.setText("")
-        elif hits[0].score >= self.threshold:
-            self.title.setText(f"This may already exist (similarity ≥ {at}):")
-        else:
-            self.title.setText(f"Nothing close (none reaches {at}); the nearest are:")
+        self.title.setText(search_bands.headline(self._bands(), self.threshold, self.floor))
         self.title.setVisible(bool(self.title.text()))
 
     def _show_status(self) -> None:
-        text, hits = self._shown
+        text = self._shown[0]
         so_far = " among the texts indexed so far (still encoding)" if self.indexing else ""
-        if not text.strip():
-            self.status.setText("")
-        elif not hits:
-            self.status.setText(f"Nothing similar{so_far or ' yet'}.")
-        else:
-            self.status.setText(f"{len(hits)} most similar rows{so_far}")
+        self.status.setText(search_bands.summary(self._bands(), self.floor, so_far)
+                            if text.strip() else "")
 
     def texts(self) -> list[str]:
-        """The labels currently listed (for tests and accessibility checks)."""
-        return [self.results.item(i).text() for i in range(self.results.count())]
+        """The hits' labels as listed, best first (a band's heading row is not a hit), for
+        tests and accessibility checks."""
+        return [item.text() for item in self._items() if item.data(BAND_ROLE) != HEADING]
+
+    def bands(self) -> list[str]:
+        """Each listed row's band (EXISTS, SIMILAR or HEADING), top first."""
+        return [item.data(BAND_ROLE) for item in self._items()]
+
+    def _items(self) -> list[QListWidgetItem]:
+        return [self.results.item(i) for i in range(self.results.count())]
 
     def _activated(self, item: QListWidgetItem) -> None:
-        self.hitActivated.emit(int(item.data(ITEM_ID_ROLE)))
+        if item.data(BAND_ROLE) != HEADING:
+            self.hitActivated.emit(int(item.data(ITEM_ID_ROLE)))
