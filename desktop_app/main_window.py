@@ -229,14 +229,32 @@ class MainWindow(QMainWindow):
 
     @guarded
     def new_project_from_file(self, sheet: str) -> None:
-        """Its columns, then where to save (a spreadsheet dropped on the window starts here)."""
+        """Its columns, then where to save (a spreadsheet dropped on the window starts here),
+        then the file checked as the import would check it: only a file it can import gets
+        a project. One it refuses (a text column blank on every row) says the import's one
+        line and creates nothing; the project open before stays open, as `duplens import`
+        leaves no file behind."""
         choices = self.ask_import_choices(sheet)
         if choices is None:
             return
         target = self.ask_new_project_path(str(Path(sheet).with_suffix(".duplens")))
         if target:
-            self._pending_import = choices
-            self.open_project(target, create=True)
+            self._follow(f"Reading {Path(sheet).name}…", self.imports.check(
+                choices, on_done=lambda: self._create_project(target, choices),
+                on_failed=self._new_project_refused,
+                on_cancelled=lambda: self._set_busy(False)))
+
+    @guarded
+    def _create_project(self, target: str, choices: ImportChoices) -> None:
+        """The file passed its check: make its project; the import starts once it opens."""
+        self._set_busy(False)
+        self._pending_import = choices
+        self.open_project(target, create=True)
+
+    @guarded
+    def _new_project_refused(self, message: str, details: str) -> None:
+        self._set_busy(False)
+        self.show_error(message, details)
 
     @guarded
     def try_sample(self) -> None:

@@ -85,13 +85,9 @@ def import_table(store: Store, path: str | os.PathLike, text_columns: list[str],
                  cancel: CancelToken | None = None, chunk_rows: int = 20_000) -> ImportReport:
     """Read `path` and store its rows; the whole file or nothing."""
     path = Path(path)
-    if not text_columns:
-        raise InputError(f"{path.name}: choose at least one text column")
-    fmt = detect_format(path, sheet=sheet, encoding=encoding, delimiter=delimiter,
-                        quoting=quoting)
-    columns = read_columns(path, fmt)
-    wanted = list(dict.fromkeys([*text_columns, *([id_column] if id_column else [])]))
-    require_columns(path, columns, wanted)
+    fmt, columns = _readable_with_columns(path, text_columns, id_column, sheet=sheet,
+                                          encoding=encoding, delimiter=delimiter,
+                                          quoting=quoting)
     report = ImportReport(path.name, format=fmt)
     sha = file_sha256(path)
     mkey = mapping_key(fmt, text_columns, id_column)
@@ -136,6 +132,50 @@ def import_table(store: Store, path: str | os.PathLike, text_columns: list[str],
                     conn, change_counters.CONTENT)
     report.source_id = source_id
     return report
+
+
+def check_table(path: str | os.PathLike, text_columns: list[str], *,
+                id_column: str | None = None, sheet: str | None = None,
+                encoding: str | None = None, delimiter: str | None = None,
+                quoting: bool | None = None, progress: ProgressCallback = no_progress,
+                cancel: CancelToken | None = None, chunk_rows: int = 20_000) -> None:
+    """Refuse, without a project, a file `import_table` would refuse for what it holds: it
+    cannot be read, lacks a column, has no data rows, or its text columns are blank on
+    every row; the same one-line `InputError`. A project made for a file (the window's New
+    project from spreadsheet) is made only after this passes, so such a file creates
+    nothing and the project open before stays open. It reads only as far as the first row
+    with text, so a usable file costs a chunk; a blank column is read to its end, as the
+    import would."""
+    path = Path(path)
+    fmt, _columns = _readable_with_columns(path, text_columns, id_column, sheet=sheet,
+                                           encoding=encoding, delimiter=delimiter,
+                                           quoting=quoting)
+    read = ReadReport()
+    meter = RateMeter()
+    for chunk in iter_table(path, fmt, chunk_rows=chunk_rows, report=read):
+        if cancel is not None:
+            cancel.raise_if_cancelled()
+        if any(join_cells(cells) for cells in chunk[text_columns].to_numpy().tolist()):
+            return
+        progress(Progress("reading", read.rows_read, 0, meter.rate(read.rows_read)))
+    if read.rows_read == 0:
+        raise InputError(f"{path.name}: the file has no data rows")
+    raise _no_text(path, text_columns, read.rows_read)
+
+
+def _readable_with_columns(path: Path, text_columns: list[str], id_column: str | None, *,
+                           sheet: str | None, encoding: str | None, delimiter: str | None,
+                           quoting: bool | None) -> tuple[TableFormat, list[str]]:
+    """The checks every import starts with (a text column chosen, the file readable, the
+    columns there): its format and columns, or the user's one-line error."""
+    if not text_columns:
+        raise InputError(f"{path.name}: choose at least one text column")
+    fmt = detect_format(path, sheet=sheet, encoding=encoding, delimiter=delimiter,
+                        quoting=quoting)
+    columns = read_columns(path, fmt)
+    wanted = list(dict.fromkeys([*text_columns, *([id_column] if id_column else [])]))
+    require_columns(path, columns, wanted)
+    return fmt, columns
 
 
 def _no_text(path: Path, text_columns: list[str], rows: int) -> InputError:

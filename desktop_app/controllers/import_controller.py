@@ -8,11 +8,13 @@ status bar and a handle that stops this job only. Once the project's clusters we
 reviewed, the new rows are placed in them at the threshold their ids were recorded at, so
 they take their clusters' ids as part of this import. Resuming runs the encoding step alone,
 for what a stopped import left. Removing an import (File → Imports…) is a job on the
-same pool.
+same pool. Before a new project is made for a file, the file is checked on that pool too
+(`engine.importer.check_table`): a file the import would refuse then creates nothing.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, TypedDict
 
@@ -106,6 +108,23 @@ class ImportController(QObject):
     def start(self, choices: ImportChoices) -> JobHandle:
         """Import `choices.path` into the open project, then encode and index its rows."""
         return self._run(choices)
+
+    def check(self, choices: ImportChoices, *, on_done: Callable[[], object],
+              on_failed: Callable[[str, str], object],
+              on_cancelled: Callable[[], object]) -> JobHandle:
+        """Check `choices`' file as the import would, with no project (one may be open: it is
+        not touched), before a project is made for it: `on_done` when it can be imported,
+        else `on_failed` with the import's one line."""
+
+        def work(job: Job) -> None:
+            from engine.importer import check_table
+
+            check_table(choices.path, choices.text_columns, **choices.reader_options(),
+                        progress=job.progress, cancel=job.token)
+
+        return self.bridge.run(work, pool=Pool.CHANGES, on_done=lambda _: on_done(),
+                               on_failed=on_failed, on_cancelled=on_cancelled,
+                               on_progress=self.progressed.emit)
 
     def resume(self) -> JobHandle:
         """Encode what an earlier, stopped import left."""

@@ -352,3 +352,43 @@ def test_the_search_on_screen_is_asked_of_the_project_opened_next(qtbot, window,
     qtbot.waitUntil(lambda: panel.results.count() == 2, timeout=SIGNAL_TIMEOUT_MS)
     assert not any("Python" in t for t in panel.texts())
     assert {t.split(" · ")[0] for t in panel.texts()} == {"z1", "z2"}
+
+
+def test_a_new_project_from_a_blank_text_column_is_refused_and_creates_nothing(
+        qtbot, window, questions_project, tmp_path, monkeypatch):
+    """`duplens import` refuses such a file and creates nothing; the window made the project,
+    said the import's error and left the new, empty project open. Now it says the one line
+    and makes nothing: from the start page the window stays there, with a project open that
+    project stays open, and no project file is left on disk either way."""
+    blank = tmp_path / "blank.csv"
+    blank.write_text("question,topic\n,a\n ,b\n", encoding="utf-8")
+    target = tmp_path / "blank.duplens"
+    monkeypatch.setattr(window, "ask_import_choices",
+                        lambda path: ImportChoices(path, ["question"]))
+    monkeypatch.setattr(window, "ask_new_project_path", lambda _suggested: str(target))
+    opened: list[dict] = []
+    window.bridge.projectOpened.connect(opened.append)
+    said = ('blank.csv: column "question" has no text (its 2 rows are all blank); choose '
+            'the column that holds the text')
+
+    window.new_project_from_file(str(blank))            # from the start page
+    qtbot.waitUntil(lambda: window.error_box is not None and window.error_box.text() == said,
+                    timeout=SIGNAL_TIMEOUT_MS)
+    assert not opened and not window.bridge.has_project
+    assert window.pages.currentWidget() is window.start_page
+    assert window.start_page.isEnabled()
+    assert list(tmp_path.glob("blank.duplens*")) == []
+
+    window.error_box.close()
+    window.error_box = None
+    _open(qtbot, window, questions_project)
+    opened.clear()
+    window.new_project_from_file(str(blank))            # with a project open
+    qtbot.waitUntil(lambda: window.error_box is not None and window.error_box.text() == said,
+                    timeout=SIGNAL_TIMEOUT_MS)
+    assert not opened and window._info["project"] == str(questions_project)
+    assert window.bridge.current_project().rows.count() == QUESTIONS_ITEMS
+    assert window.pages.currentWidget() is window.project_page
+    assert window.import_action.isEnabled()            # not left busy
+    assert list(tmp_path.glob("blank.duplens*")) == []
+    assert window.recent.paths() == [str(questions_project)]
