@@ -37,7 +37,8 @@ if TYPE_CHECKING:  # pragma: no cover
 # of change (`ClusterIds.changes_since`).
 CHANGES_SAID = {"joined": "rows joined existing clusters", "new": "rows in new clusters",
                 "merged": "rows in merged clusters", "split": "rows split off",
-                "left": "rows left their clusters"}
+                "left": "rows left their clusters",
+                "canonical": "clusters led by another row"}
 
 
 @dataclass(frozen=True)
@@ -78,7 +79,8 @@ class FileAdded:
     `encoded` None when encoding was not asked for. `placed_at` is the threshold the
     clusters were cut again at (None: no cut was ever recorded, the import added nothing, or
     encoding stopped), `changes` the rows per kind of cluster change this import made
-    (`ClusterIds.changes_since`: joined, new, merged, split, left), and `placing_stopped`
+    (`ClusterIds.changes_since`: joined, new, merged, split, left; canonical, one row per
+    cluster another row leads now), and `placing_stopped`
     whether the user stopped the placing (the next cut places the rows)."""
 
     imported: ImportReport | None

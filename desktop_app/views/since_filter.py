@@ -1,5 +1,6 @@
 """`SinceFilter`: the review's "since import N" choice — every cluster, or only those an
-import changed (new rows joined them, they are new, or another merged into them)."""
+import changed (new rows joined them, they are new, another merged into them, or another
+row leads them)."""
 
 from __future__ import annotations
 
@@ -18,8 +19,8 @@ class SinceFilter(QWidget):
         super().__init__(parent)
         self.combo = QComboBox(self)
         self.combo.setToolTip("Only the clusters that changed since an import: new rows "
-                              "joined them, they are new, or another cluster merged into "
-                              "them")
+                              "joined them, they are new, another cluster merged into "
+                              "them, or another row leads them")
         self.combo.addItem(ALL, None)
         layout = QHBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)

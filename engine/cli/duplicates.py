@@ -50,7 +50,8 @@ def register(sub) -> None:
     p.add_argument("--changes-since", type=positive, metavar="N",
                    help="only the rows whose cluster changed since import N (see duplens "
                         "imports), with a change column: joined / new / merged / split / "
-                        "left, and the id each had before")
+                        "left / canonical (another row leads the cluster), the id each had "
+                        "before and, for canonical, the row that led before")
     json_option(p, "the clusters ([{cluster_id, canonical_id, members: [{id, text, score}]}])")
     trust_option(p)
     p.set_defaults(run=cmd_duplicates, form=ALL)
@@ -122,11 +123,17 @@ def _changes(project, args, clusters, since: int) -> int:
             lines.append({"id": row.get("id"), "row": row.get("row"), "item_id": item_id,
                           "text": row.get("text"), "first_seen": row.get("source_id"),
                           "cluster_id": cluster.cluster_id if cluster else "",
-                          "previous_cluster_id": change.previous, "change": change.change})
+                          "previous_cluster_id": change.previous, "change": change.change,
+                          "canonical_id": cluster.canonical.id if cluster else "",
+                          "previous_canonical_id": change.previous_canonical})
         if args.json:
             print(json.dumps(lines, ensure_ascii=False, indent=1))
         else:
             for line in lines:
-                print(f"{line['change']:7} {line['previous_cluster_id'] or '-':>8} -> "
-                      f"{line['cluster_id'] or '-':8} [{line['id']}]  {one_line(line['text'])}")
+                led = (f"  (led by [{line['previous_canonical_id']}] before, "
+                       f"[{line['canonical_id']}] now)" if line["previous_canonical_id"]
+                       else "")
+                print(f"{line['change']:9} {line['previous_cluster_id'] or '-':>8} -> "
+                      f"{line['cluster_id'] or '-':8} [{line['id']}]  "
+                      f"{one_line(line['text'])}{led}")
     return EXIT_OK

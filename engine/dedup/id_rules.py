@@ -19,7 +19,9 @@ an export's `cluster_id` can be a key in another system. The rules, in order:
 
 The anchor is sticky: it moves only to the row the analyst chose as canonical, or, when the
 id was kept by its rows (rule 1's second half), to the cluster's canonical then; a new
-centre after a threshold move does not move it, so moving back finds it where it was.
+centre after a threshold move does not move it, so moving back finds it where it was. The
+row that leads each cluster is noted apart (`Assignment.canonicals`): it is what the analyst
+and the exports see as canonical, and "since import N" lists a cluster whose lead moved.
 Pure: no database, no graph; the records it reads and returns are plain data
 (`engine.store.id_records`), which `engine.services.cluster_ids` reads and writes.
 """
@@ -28,7 +30,7 @@ from __future__ import annotations
 
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from engine.store.id_records import Assignment, Before, IdRecord
 
@@ -159,7 +161,16 @@ def assign(cuts: Sequence[CutCluster], before: Before, *, every_cluster: bool = 
         gone = (i for i, cid in before.members.items() if cid in relevant and i not in where)
     for item in gone:
         changed[item] = (before.members[item], None)
-    return Assignment(ids, how, minted, retired, revived, anchors, changed, next_id)
+    # The row each cluster is led by, where it moved: recorded apart from the anchor, which
+    # stays put, so that a new lead shows among the changes since an import.
+    canonicals: dict[int, tuple[int | None, int]] = {}
+    for cid, cut in zip(ids, cuts, strict=True):
+        rec = before.records.get(cid)
+        was = rec.canonical if rec is not None else None
+        if was != cut.canonical:
+            canonicals[cid] = (was, cut.canonical)
+    return Assignment(ids, how, minted, retired, revived, anchors, changed, next_id,
+                      canonicals)
 
 
 def apply(before: Before, result: Assignment) -> Before:
@@ -174,10 +185,11 @@ def apply(before: Before, result: Assignment) -> Before:
     for cid in result.minted:
         records[cid] = IdRecord(cid, result.anchors.get(cid))
     for cid, into in result.retired.items():
-        records[cid] = IdRecord(cid, records[cid].anchor, True, into)
+        records[cid] = replace(records[cid], retired=True, merged_into=into)
     for cid in result.revived:
-        records[cid] = IdRecord(cid, records[cid].anchor)
+        records[cid] = replace(records[cid], retired=False, merged_into=None)
     for cid, anchor in result.anchors.items():
-        rec = records[cid]
-        records[cid] = IdRecord(cid, anchor, rec.retired, rec.merged_into)
+        records[cid] = replace(records[cid], anchor=anchor)
+    for cid, (_, canonical) in result.canonicals.items():
+        records[cid] = replace(records[cid], canonical=canonical)
     return Before(members, records, max(before.next_id, result.next_id), set(before.dead))

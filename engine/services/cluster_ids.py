@@ -26,13 +26,17 @@ from engine.dedup.id_rules import CutCluster, apply, assign, label
 from engine.dedup.row_clusters import CANONICAL, Cluster
 from engine.errors import DiskFull
 from engine.store import cluster_records as records
+from engine.store import items as item_store
 from engine.store import sources as source_store
 from engine.store.database import Store
 from engine.store.id_records import Assignment, Before
 
 # What happened to a row's cluster since an import (`changes_since`).
 JOINED, NEW, MERGED, SPLIT, LEFT = "joined", "new", "merged", "split", "left"
-CHANGES = (JOINED, NEW, MERGED, SPLIT, LEFT)
+# Another row leads the cluster (`Change.previous_canonical` did); the word is the verdict
+# overlay's too (`row_clusters.CANONICAL`), in another column.
+CANONICAL_CHANGED = "canonical"
+CHANGES = (JOINED, NEW, MERGED, SPLIT, LEFT, CANONICAL_CHANGED)
 THRESHOLD_KEY = "cluster_ids_threshold"
 
 log = logging.getLogger("duplens.cluster_ids")
@@ -42,6 +46,8 @@ log = logging.getLogger("duplens.cluster_ids")
 class Change:
     change: str                    # one of CHANGES
     previous: str                  # the row's cluster id before ("" when in none)
+    # CANONICAL_CHANGED only: the public id of the row that led the cluster before ("" otherwise)
+    previous_canonical: str = ""
 
 
 class ClusterIds:
@@ -144,8 +150,9 @@ class ClusterIds:
         return {label(cid): (label(into) if into else None) for cid, into in found.items()}
 
     def changes_since(self, batch: int) -> dict[int, Change]:
-        """Rows (item ids, live) whose cluster changed since import `batch` was made, as
-        recorded by the cuts since (cut first, so that the latest rows are placed):
+        """Rows (item ids, live) whose cluster changed since import `batch` was made, and
+        a row for each cluster another row leads now, as recorded by the cuts since (cut
+        first, so that the latest rows are placed):
 
         - "new": in a cluster whose id was made since (rows of a new cluster);
         - "split": in a cluster split off since from the one it was in;
@@ -153,15 +160,27 @@ class ClusterIds:
           id is the retired one, its cluster_id the id that one became);
         - "joined": in a cluster that existed before, which it was not in (rows of batch
           `batch` or later that joined an existing cluster, and older rows moved into one);
-        - "left": in no cluster now, though it was in one.
+        - "left": in no cluster now, though it was in one;
+        - "canonical": its cluster existed at the import and is led by another row now
+          (the public id of the row that led it then is `previous_canonical`). A cluster
+          is not a row, and an export's reader keys rows, so this goes on one row per
+          cluster: the row that leads it now, or, when that row has a change of its own
+          (it joined, or came with a merge), the row that led it then, if it is still
+          there with no change of its own; failing both, the row that leads now is listed
+          as "canonical" (its `previous` still says where it was). A lead recorded before
+          schema 7 is not known: not listed.
         """
         with self._store.read() as conn:
             before = records.ids_before(conn, batch)
             now = records.members_now(conn)
             ids = records.ids_of(conn)
+            led_by = records.canonicals_before(conn, batch)
             fresh = source_store.live_rows_since(conn, batch)
             asked = (set(before) | fresh) - fresh
             live = source_store.live_among(conn, asked) | fresh
+            moved = _leads_moved(led_by, ids, batch)
+            named = item_store.items_by_ids(conn, sorted({i for pair in moved.values()
+                                                          for i in pair}))
         out: dict[int, Change] = {}
         for item in sorted(live):
             was = None if item in fresh else before.get(item, now.get(item))
@@ -170,16 +189,27 @@ class ClusterIds:
                 continue
             kind = _kind(was, cid, ids, batch)
             out[item] = Change(kind, label(was) if was is not None else "")
-        return out
+        for cid, (was, lead) in moved.items():
+            called = item_store.public_id(named[was]) if was in named else ""
+            listed = Change(CANONICAL_CHANGED, label(cid), called)
+            stays = [i for i in (lead, was) if i not in out and now.get(i) == cid
+                     and i in named and not named[i]["deleted"]]
+            if stays:
+                out[stays[0]] = listed
+            elif lead in out:
+                out[lead] = replace(out[lead], change=CANONICAL_CHANGED,
+                                    previous_canonical=called)
+        return dict(sorted(out.items()))
 
     def changed_clusters(self, batch: int, clusters: Sequence[Cluster]
                          ) -> dict[str, set[str]]:
         """The review's "since import N": cluster id -> what happened to it since — "joined"
         (new rows joined it), "new" (made since, splits included), "merged" (another id was
-        merged into it since)."""
+        merged into it since), "canonical" (it existed then, led by another row)."""
         with self._store.read() as conn:
             ids = records.ids_of(conn)
             fresh = source_store.live_rows_since(conn, batch)
+            moved = _leads_moved(records.canonicals_before(conn, batch), ids, batch)
         absorbed = {r["merged_into"] for r in ids.values()
                     if r["retired"] and r["merged_into"] and r["changed_batch"] >= batch}
         out: dict[str, set[str]] = {}
@@ -194,6 +224,8 @@ class ClusterIds:
                 kinds.add(JOINED)
             if record is not None and record["id"] in absorbed:
                 kinds.add(MERGED)
+            if record is not None and record["id"] in moved:
+                kinds.add(CANONICAL_CHANGED)
             if kinds:
                 out[c.cluster_id] = kinds
         return out
@@ -222,6 +254,22 @@ def _merged_from(before: Before, result: Assignment) -> dict[int, list[int]]:
                 break
             target = after
     return {cid: sorted(found) for cid, found in into.items()}
+
+
+def _leads_moved(led_by: dict[int, int | None], ids: dict[int, dict], batch: int
+                 ) -> dict[int, tuple[int, int]]:
+    """Live ids that existed before import `batch` and are led by another row than then:
+    id -> (the row that led it then, the row that leads it now). An id made since is "new"
+    whoever leads it; one whose lead then was not recorded (before schema 7) is left out."""
+    out: dict[int, tuple[int, int]] = {}
+    for cid, was in led_by.items():
+        record = ids.get(cid)
+        if record is None or record["retired"] or record["created_batch"] >= batch:
+            continue
+        lead = record["canonical_item"]
+        if was is not None and lead is not None and was != lead:
+            out[cid] = (was, lead)
+    return out
 
 
 def _kind(was: int | None, now: int | None, ids: dict[int, dict], batch: int) -> str:

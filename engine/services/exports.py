@@ -47,8 +47,9 @@ FORMS = (ALL, ONLY_CLUSTERS, DEDUPLICATED)
 ADDED_COLUMNS = ["cluster_id", "canonical_id", "duplicate_of", "similarity", "is_canonical",
                  "decision", "first_seen"]
 # With `changes` (`duplens duplicates --changes-since N`): what happened to the row's cluster
-# and the id it had before (for a merge: the retired id; cluster_id is what it became).
-CHANGE_COLUMNS = ["change", "previous_cluster_id"]
+# and the id it had before (for a merge: the retired id; cluster_id is what it became); for
+# "canonical", the row that led the cluster before (canonical_id is the row that leads now).
+CHANGE_COLUMNS = ["change", "previous_cluster_id", "previous_canonical_id"]
 
 
 class Exports:
@@ -89,7 +90,8 @@ class Exports:
             if changes is not None:
                 found = _changed_items(conn, sorted(changes))
                 rows = ([*lines.line(item), changes[item["id"]].change,
-                         changes[item["id"]].previous] for item in found)
+                         changes[item["id"]].previous, changes[item["id"]].previous_canonical]
+                        for item in found)
                 return write_rows(path, [*header, *CHANGE_COLUMNS], rows)
             if form == ONLY_CLUSTERS:
                 return write_rows(path, header, map(lines.line, _cluster_items(conn, clusters)))

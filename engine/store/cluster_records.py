@@ -1,5 +1,6 @@
 """Reading and writing the stable cluster ids: every id handed out, which rows are in which,
-and what each row's id was before the changes of each import.
+which row leads each, and what each row's id and each id's canonical row were before the
+changes of each import.
 
 The rules that decide the ids are `engine.dedup.id_rules`; this module only moves their
 input (`Before`) out of the store and their outcome (`Assignment`) into it, inside the
@@ -13,12 +14,19 @@ from __future__ import annotations
 import time
 from collections.abc import Sequence
 
-from sqlalchemy import Connection, delete, func, select
+from sqlalchemy import Connection, bindparam, delete, func, select
 
 from engine.store import change_counters
 from engine.store.dialects import insert_missing, lock
 from engine.store.id_records import Assignment, Before, IdRecord
-from engine.store.schema import cluster_history, cluster_ids, item_clusters, items, sources
+from engine.store.schema import (
+    canonical_history,
+    cluster_history,
+    cluster_ids,
+    item_clusters,
+    items,
+    sources,
+)
 
 _IN_BATCH = 500
 
@@ -44,10 +52,10 @@ def read_before(conn: Connection) -> Before:
     members = dict(conn.execute(select(item_clusters.c.item_id, item_clusters.c.cluster_id))
                    .all())
     records = {
-        cid: IdRecord(cid, anchor, bool(retired), merged)
-        for cid, anchor, retired, merged in conn.execute(select(
+        cid: IdRecord(cid, anchor, bool(retired), merged, canonical)
+        for cid, anchor, retired, merged, canonical in conn.execute(select(
             cluster_ids.c.id, cluster_ids.c.anchor_item, cluster_ids.c.retired,
-            cluster_ids.c.merged_into))
+            cluster_ids.c.merged_into, cluster_ids.c.canonical_item))
     }
     top = max(records, default=0)
     anchors = select(cluster_ids.c.anchor_item).where(
@@ -80,8 +88,20 @@ def write(conn: Connection, result: Assignment, batch: int) -> None:
         conn.execute(cluster_ids.insert(), [
             {"id": cid, "anchor_item": result.anchors.get(cid), "retired": False,
              "merged_into": None, "split_from": source, "created_batch": batch,
-             "changed_batch": batch, "created_at": now}
+             "changed_batch": batch, "created_at": now,
+             "canonical_item": result.canonicals.get(cid, (None, None))[1]}
             for cid, source in result.minted.items()])
+    led = [(cid, was, lead) for cid, (was, lead) in result.canonicals.items()
+           if cid not in result.minted]
+    if led:
+        # What each id was led by before this import's first change to it (a new id has
+        # no before: it is "new" since then, whoever leads it).
+        insert_missing(conn, canonical_history, [
+            {"batch": batch, "cluster_id": cid, "item_id": was} for cid, was, _ in led],
+            ["batch", "cluster_id"])
+        conn.execute(cluster_ids.update().where(cluster_ids.c.id == bindparam("cid"))
+                     .values(canonical_item=bindparam("lead")),
+                     [{"cid": cid, "lead": lead} for cid, _, lead in led])
     for cid, into in result.retired.items():
         conn.execute(cluster_ids.update().where(cluster_ids.c.id == cid).values(
             retired=True, merged_into=into, changed_batch=batch))
@@ -104,7 +124,8 @@ def forget_rows(conn: Connection, item_ids: Sequence[int]) -> None:
 
 
 def ids_of(conn: Connection) -> dict[int, dict]:
-    """Every id's record: retired, merged_into, split_from, created_batch, changed_batch."""
+    """Every id's record: retired, merged_into, split_from, created_batch, changed_batch,
+    canonical_item."""
     return {r["id"]: dict(r) for r in conn.execute(select(cluster_ids)).mappings()}
 
 
@@ -123,6 +144,20 @@ def ids_before(conn: Connection, batch: int) -> dict[int, int | None]:
     rows = conn.execute(select(cluster_history.c.item_id, cluster_history.c.cluster_id)
                         .join(first, (first.c.item_id == cluster_history.c.item_id)
                               & (first.c.b == cluster_history.c.batch)))
+    return dict(rows.all())
+
+
+def canonicals_before(conn: Connection, batch: int) -> dict[int, int | None]:
+    """cluster id -> its canonical row (None: not recorded) before the changes recorded
+    since `batch` was imported, for the ids whose canonical changed since; the others are
+    led by their `canonical_item` now."""
+    first = (select(canonical_history.c.cluster_id,
+                    func.min(canonical_history.c.batch).label("b"))
+             .where(canonical_history.c.batch >= batch)
+             .group_by(canonical_history.c.cluster_id).subquery())
+    rows = conn.execute(select(canonical_history.c.cluster_id, canonical_history.c.item_id)
+                        .join(first, (first.c.cluster_id == canonical_history.c.cluster_id)
+                              & (first.c.b == canonical_history.c.batch)))
     return dict(rows.all())
 
 

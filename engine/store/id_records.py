@@ -17,6 +17,10 @@ class IdRecord:
     anchor: int | None          # the row (item id) the id follows
     retired: bool = False
     merged_into: int | None = None
+    # The row that led the id's cluster at the last recorded cut (None: not recorded). Unlike
+    # the sticky anchor it follows every cut's centre, since that is the canonical the
+    # analyst is shown and exports give: "the canonical changed since import N" reads it.
+    canonical: int | None = None
 
 
 @dataclass
@@ -60,8 +64,10 @@ class Assignment:
     anchors: dict[int, int]                 # id -> its anchor, where new or moved
     changed: dict[int, tuple[int | None, int | None]]   # item -> (id before, id now)
     next_id: int
+    # id -> (its canonical row before, the row that leads its cluster now), where they differ
+    canonicals: dict[int, tuple[int | None, int]] = field(default_factory=dict)
 
     @property
     def writes_nothing(self) -> bool:
         return not (self.minted or self.retired or self.revived or self.anchors
-                    or self.changed)
+                    or self.changed or self.canonicals)

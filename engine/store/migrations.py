@@ -52,14 +52,25 @@ def _v6_quality_samples(conn: Connection) -> None:
     schema.quality_draws.create(conn, checkfirst=True)
 
 
+def _v7_canonical_history(conn: Connection) -> None:
+    # Which row led each id's cluster at the last cut, and before each import's changes. A
+    # project made by this version already has the column (`_v5` creates today's table).
+    have = {c["name"] for c in inspect(conn).get_columns("cluster_ids")}
+    if "canonical_item" not in have:
+        conn.execute(text("ALTER TABLE cluster_ids ADD COLUMN canonical_item INTEGER"))
+    schema.canonical_history.create(conn, checkfirst=True)
+
+
 _ADDED_LATER = {"canonical_items", "offered_pairs", "pending_verdicts", "cluster_ids",
-                "item_clusters", "cluster_history", "quality_samples", "quality_draws"}
+                "item_clusters", "cluster_history", "quality_samples", "quality_draws",
+                "canonical_history"}
 
 # MIGRATIONS[i] brings a project from version i to version i + 1.
 MIGRATIONS: list[Callable[[Connection], None]] = [_v1_initial, _v2_canonical_items,
                                                   _v3_offered_pairs, _v4_pending_verdicts,
                                                   _v5_batches_and_cluster_ids,
-                                                  _v6_quality_samples]
+                                                  _v6_quality_samples,
+                                                  _v7_canonical_history]
 SCHEMA_VERSION = len(MIGRATIONS)
 
 

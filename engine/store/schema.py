@@ -191,7 +191,9 @@ pending_verdicts = Table(
 # deleted, so a new cluster always gets a number never used before. `anchor_item` is the
 # row the id follows (its canonical); `merged_into` says which id a retired one became.
 # Batches are source ids: `created_batch` / `changed_batch` are the latest import when the
-# id was made / last retired, revived or split from (`split_from`).
+# id was made / last retired, revived or split from (`split_from`). `canonical_item` (v7) is
+# the row that led the id's cluster at the last recorded cut, which a centre moved by a
+# threshold or an import changes while the anchor stays (NULL: not recorded yet).
 cluster_ids = Table(
     "cluster_ids",
     metadata,
@@ -203,6 +205,7 @@ cluster_ids = Table(
     Column("created_batch", Integer, nullable=False),
     Column("changed_batch", Integer, nullable=False),
     Column("created_at", Float, nullable=False),
+    Column("canonical_item", Integer),
 )
 
 # The rows in a cluster at the last recorded cut, and the id of that cluster.
@@ -222,6 +225,16 @@ cluster_history = Table(
     Column("batch", Integer, primary_key=True, autoincrement=False),
     Column("item_id", Integer, ForeignKey("items.id", ondelete="CASCADE"), primary_key=True),
     Column("cluster_id", Integer),
+)
+
+# An id's canonical row (NULL: not recorded) before its first change while `batch` was the
+# latest import (schema v7): what "the canonical changed since import N" compares with.
+canonical_history = Table(
+    "canonical_history",
+    metadata,
+    Column("batch", Integer, primary_key=True, autoincrement=False),
+    Column("cluster_id", Integer, primary_key=True, autoincrement=False),
+    Column("item_id", Integer),
 )
 
 

@@ -32,7 +32,7 @@ def test_a_file_is_imported_encoded_and_placed_in_the_recorded_clusters(new_proj
                      on_encoded=lambda r: seen.append(("encoded", r)))
     assert [step for step, _ in seen] == ["imported", "encoded"]
     assert added.placed_at == 0.8 and not added.cancelled and not added.placing_stopped
-    assert added.changes == {"joined": 1, "new": 2}
+    assert added.changes == {"joined": 1, "new": 2, "canonical": 1}   # p3 leads p1, p2
     assert project.info()["encoded"] == 9
 
     again = add_file(project, second)   # the same file with the same columns: nothing new

@@ -34,17 +34,34 @@ def test_a_second_weeks_file_joins_the_first_weeks_clusters_and_can_be_taken_out
     second = run("import", project, str(tmp_path / "week2.csv"), "--column", "question",
                  "--id-column", "id")
     assert ("clusters at 0.8 updated: 1 rows joined existing clusters, 2 rows in new "
-            "clusters") in second.stderr
+            "clusters, 1 clusters led by another row") in second.stderr
 
     changes = tmp_path / "changes.csv"
     run("duplicates", project, "--threshold", "0.8", "--changes-since", "2", "--out",
         str(changes))
     changed = rows_of(changes)
-    assert set(changed) == {"p3", "k1", "k2"}
+    python = week1["p1"]["cluster_id"]
+    assert set(changed) == {"p3", "k1", "k2", "p2"}
     assert changed["p3"]["change"] == "joined"
-    assert changed["p3"]["cluster_id"] == week1["p1"]["cluster_id"]
+    assert changed["p3"]["cluster_id"] == python
     assert changed["k1"]["change"] == changed["k2"]["change"] == "new"
     assert changed["k1"]["first_seen"] == "2"
+    # p3 took the lead from p2: said on p2 (p3 joined), with the rows before and after
+    assert week1["p1"]["canonical_id"] == "p2"
+    assert {k: changed["p2"][k] for k in ("change", "previous_cluster_id", "cluster_id",
+                                          "canonical_id", "previous_canonical_id")} == \
+        {"change": "canonical", "previous_cluster_id": python, "cluster_id": python,
+         "canonical_id": "p3", "previous_canonical_id": "p2"}
+    assert changed["p3"]["previous_canonical_id"] == ""
+    listed = json.loads(run("duplicates", project, "--threshold", "0.8", "--changes-since",
+                            "2", "--json").stdout)
+    led = [line for line in listed if line["change"] == "canonical"]
+    assert [(x["id"], x["cluster_id"], x["canonical_id"], x["previous_canonical_id"])
+            for x in led] == [("p2", python, "p3", "p2")]
+    said = run("duplicates", project, "--threshold", "0.8", "--changes-since", "2")
+    assert "1 canonical" in said.stderr
+    assert f"canonical  {python} -> {python}  [p2]" in said.stdout
+    assert "(led by [p2] before, [p3] now)" in said.stdout
 
     run("duplicates", project, "--threshold", "0.8", "--out", str(tmp_path / "w2.csv"))
     week2 = rows_of(tmp_path / "w2.csv")

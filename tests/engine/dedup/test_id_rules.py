@@ -140,3 +140,17 @@ def test_only_the_changed_clusters_are_looked_at_in_an_incremental_cut():
     assert result.ids == [b] and result.changed == {9: (None, b)}
     full = assign([cut(1, 2), cut(3, 4, 9), cut(5, 6)], before)
     assert full.changed == result.changed and full.ids[1] == b
+
+
+def test_the_row_that_leads_is_noted_apart_from_the_anchor_which_stays():
+    before, (a, b) = start(cut(1, 2, 3), cut(4, 5))
+    assert [before.records[i].canonical for i in (a, b)] == [1, 4]
+    result = assign([cut(1, 2, 3, canonical=2), cut(4, 5)], before)   # a new centre
+    assert result.ids == [a, b] and result.canonicals == {a: (1, 2)}
+    assert not result.anchors and not result.changed and not result.writes_nothing
+    after = apply(before, result)
+    assert (after.records[a].anchor, after.records[a].canonical) == (1, 2)
+    assert assign([cut(1, 2, 3, canonical=2), cut(4, 5)], after).writes_nothing
+    merged = assign([cut(4, 5, 1, 2, 3)], after)                      # b's lead leads
+    assert merged.ids == [a] and merged.canonicals == {a: (2, 4)}
+    assert apply(after, merged).records[b].canonical == 4             # kept while retired

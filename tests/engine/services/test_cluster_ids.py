@@ -6,9 +6,11 @@ from __future__ import annotations
 
 import torch
 
+from engine.add_file import ImportChoices, add_file
 from engine.dedup.id_rules import number
 from engine.encoding.model_spec import load_model, resolve_model
 from engine.project import Project
+from tests.engine import weekly_files
 
 FIRST = """id,question
 p1,How do I learn Python quickly?
@@ -103,7 +105,10 @@ def test_a_split_keeps_the_id_with_the_canonical_and_the_other_part_gets_a_new_o
     changes = project.ids.changes_since(2)
     assert {changes[m.item_id].change for m in other.members} == {"split"}
     assert {changes[m.item_id].previous for m in other.members} == {python.cluster_id}
-    assert not {m.item_id for m in keeper.members} & set(changes)
+    # the keeper's rows stayed; only its lead may have moved (the centre at 0.95)
+    stayed = [changes[m.item_id] for m in keeper.members if m.item_id in changes]
+    assert [(c.change, c.previous_canonical) for c in stayed] == \
+        ([] if keeper.canonical.id == canonical else [("canonical", canonical)])
 
 
 def test_the_analysts_canonical_choice_decides_which_part_keeps_the_id(new_project,
@@ -175,7 +180,8 @@ def test_a_read_only_project_labels_without_recording(new_project, tmp_path, enc
 def test_what_changed_since_an_import(new_project, tmp_path):
     project = new_project()
     add(project, tmp_path, FIRST, "first.csv")                       # import 1
-    week1 = ids_of(project.clusters.cut(0.8))
+    first = project.clusters.cut(0.8)
+    week1, led = ids_of(first), {c.cluster_id: c.canonical.id for c in first}
     add(project, tmp_path, SECOND, "second.csv")                     # import 2
     clusters = project.clusters.cut(0.6)                             # Python and Java merge
     now = ids_of(clusters)
@@ -188,9 +194,15 @@ def test_what_changed_since_an_import(new_project, tmp_path):
         dict.fromkeys(moved, ("merged", gone))
     assert changes["p3"].change == "joined" and now["p3"] == kept
     assert changes["k1"].change == changes["k2"].change == "new"
-    assert not {k for k, v in week1.items() if v == kept} & set(changes)   # they stayed
+    # they stayed; a row that came with the merge or joined leads now, so the row that led
+    # says so
+    lead = next(c for c in clusters if c.cluster_id == kept).canonical.id
+    assert week1.get(lead) != kept
+    assert {k: (c.change, c.previous, c.previous_canonical) for k, c in changes.items()
+            if week1.get(k) == kept} == {led[kept]: ("canonical", kept, led[kept])}
     review = project.ids.changed_clusters(2, clusters)
-    assert review[kept] == {"merged", "joined"} and review[now["k1"]] == {"new"}
+    assert review[kept] == {"merged", "joined", "canonical"}
+    assert review[now["k1"]] == {"new"}
     assert set(review) == {kept, now["k1"]}
     assert project.ids.changes_since(1).keys() >= {i for i, p in public.items() if p in now}
 
@@ -251,3 +263,64 @@ def test_after_an_import_only_what_changed_is_cut_and_it_equals_a_whole_cut(new_
         fresh.model.attach(encoder, is_default=True)
         whole = fresh.clusters.cut(0.8)
     assert as_compared(after) == as_compared(whole)
+
+
+def test_a_canonical_an_import_changed_is_listed_with_the_rows_before_and_after(
+        new_project, tmp_path):
+    """The issue's case: an import brings a row that leads an existing cluster now (the
+    weekly files' p3 is closer to both Python questions than they are to each other, so it
+    takes over from p2). `changes_since` lists the cluster as "canonical" with the row that
+    led it at the import, and the review's "since import" names the kind; the row that
+    joined stays "joined". (tests/engine/cli/test_cli_weekly.py reads it from the command
+    line: listed, --json and the changes export.)"""
+    project = new_project()
+    (tmp_path / "week1.csv").write_text(weekly_files.FIRST, encoding="utf-8")
+    (tmp_path / "week2.csv").write_text(weekly_files.SECOND, encoding="utf-8")
+    add_file(project, ImportChoices(tmp_path / "week1.csv", ["question"], "id"))
+    led_by = {c.cluster_id: c.canonical.id for c in project.clusters.cut(0.8)}
+    added = add_file(project, ImportChoices(tmp_path / "week2.csv", ["question"], "id"))
+    clusters = project.clusters.cut(0.8)
+    python = next(c for c in clusters if "p1" in {m.id for m in c.members})
+    was, now = led_by[python.cluster_id], python.canonical.id
+    assert (was, now) == ("p2", "p3")                     # what the import did
+
+    public = {r["item_id"]: r["id"] for r in project.rows.page(0, 100)}
+    changes = {public[i]: c for i, c in project.ids.changes_since(2).items()}
+    listed = {k: c for k, c in changes.items() if c.change == "canonical"}
+    assert list(listed) == [was]        # the row that leads now joined: it says so
+    assert (listed[was].previous, listed[was].previous_canonical) == \
+        (python.cluster_id, was)
+    assert changes["p3"].change == "joined"
+    assert added.changes == {"joined": 1, "new": 2, "canonical": 1}
+    assert "canonical" in project.ids.changed_clusters(2, clusters)[python.cluster_id]
+    assert not [c for c in project.ids.changes_since(1).values() if c.change == "canonical"]
+
+    # The row that led then is deleted, and p1 leads what is left (p3 and p1 tie, the older
+    # row wins): compared with the lead at the import still, said on p1.
+    project.rows.delete([m.item_id for m in python.members if m.id == was])
+    assert next(c for c in project.clusters.cut(0.8)
+                if c.cluster_id == python.cluster_id).canonical.id == "p1"
+    changes = {public[i]: c for i, c in project.ids.changes_since(2).items()}
+    assert [(k, c.previous, c.previous_canonical) for k, c in changes.items()
+            if c.change == "canonical"] == [("p1", python.cluster_id, was)]
+
+
+def test_a_canonical_moved_among_old_rows_is_listed_on_the_row_that_leads_now(new_project,
+                                                                               tmp_path):
+    """After import 2 the analyst chooses the other row of a cluster the import left alone
+    to lead it: that row is listed, with the one that led before."""
+    project = new_project()
+    add(project, tmp_path, FIRST, "first.csv")
+    sky = next(c for c in project.clusters.cut(0.8) if "t1" in {m.id for m in c.members})
+    add(project, tmp_path, SECOND, "second.csv")
+    project.clusters.cut(0.8)
+    other = next(m for m in sky.members if m.item_id != sky.canonical.item_id)
+    assert not project.ids.changes_since(2).keys() & {m.item_id for m in sky.members}
+    project.verdicts.set_canonical([m.item_id for m in sky.members], [other.item_id])
+    again = next(c for c in project.clusters.cut(0.8) if "t1" in {m.id for m in c.members})
+    assert again.cluster_id == sky.cluster_id and again.canonical.id == other.id
+    changes = project.ids.changes_since(2)
+    assert (changes[other.item_id].change, changes[other.item_id].previous,
+            changes[other.item_id].previous_canonical) == \
+        ("canonical", sky.cluster_id, sky.canonical.id)
+    assert sky.canonical.item_id not in changes

@@ -195,3 +195,38 @@ def test_a_schema_3_project_gains_batches_and_cluster_ids(store_location):
         assert row["file_name"] == "old.csv" and row["removed_at"] is None
     finally:
         store.close()
+
+
+def test_a_schema_6_project_gains_the_canonical_rows_of_its_cluster_ids(store_location):
+    """Before schema 7 `cluster_ids` had no `canonical_item` and there was no
+    `canonical_history`: opening adds them, the ids kept, their leads not known (NULL)."""
+    from sqlalchemy import inspect, text
+
+    from engine.store.dialects import backend
+    from engine.store.location import parse_location
+    from engine.store.migrations import MIGRATIONS
+    from engine.store.schema import cluster_ids
+
+    where = parse_location(store_location)
+    engine = backend(where.dialect).make_engine(where)
+    with engine.begin() as conn:
+        for step in MIGRATIONS[:6]:
+            step(conn)
+        conn.execute(text("ALTER TABLE cluster_ids DROP COLUMN canonical_item"))
+        conn.execute(text(
+            "INSERT INTO cluster_ids (id, anchor_item, retired, created_batch, changed_batch, "
+            "created_at) VALUES (7, 1, false, 1, 1, 1.0)"))
+        conn.execute(meta.insert(), [{"key": "app", "value": "duplens"},
+                                     {"key": "schema_version", "value": "6"}])
+    engine.dispose()
+    store = Store.open(store_location)
+    try:
+        assert store.get_meta("schema_version") == str(SCHEMA_VERSION)
+        with store.read() as conn:
+            assert "canonical_item" in {c["name"] for c in inspect(conn).get_columns(
+                "cluster_ids")}
+            assert inspect(conn).has_table("canonical_history")
+            row = conn.execute(cluster_ids.select()).mappings().one()
+        assert (row["id"], row["anchor_item"], row["canonical_item"]) == (7, 1, None)
+    finally:
+        store.close()
