@@ -79,7 +79,7 @@ def _export(project_path: str, out: str) -> None:
                         for j in range(start, min(start + CLUSTER_SIZE, len(ids)))])
             for n, start in enumerate(range(0, len(ids), CLUSTER_EVERY), start=1)]
         started = time.perf_counter()
-        written = project.exports.rows(out, clusters)
+        written = project.exports.rows(out, clusters, 0.9)   # the members are at 0.9
         seconds = time.perf_counter() - started
     print(json.dumps({"written": written, "call_s": round(seconds, 2),
                       "out_mb": round(Path(out).stat().st_size / 1e6, 1)}))

@@ -44,6 +44,7 @@ REGISTRY = (
     Benchmark("ask_vs_random", "Asked pairs against random pairs", quick=False,
               runner="benchmarks.ask_vs_random:suite"),
     Benchmark("estimate", "Quality estimate: intervals from a few hundred answers"),
+    Benchmark("default_threshold", "The default threshold, chosen on data"),
     Benchmark("meaning_flags", "The ⚠ beside a close pair: non-duplicates against duplicates"),
 )
 BY_NAME = {b.name: b for b in REGISTRY}

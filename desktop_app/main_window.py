@@ -88,7 +88,7 @@ class MainWindow(QMainWindow):
         self.match_dialog: MatchResultsDialog | None = None
 
         self.start_page = StartPage(self)
-        self.search_panel = SearchPanel(bridge, self)
+        self.search_panel = SearchPanel(bridge, self, self.settings)
         self.items_view = ItemsView(bridge, self)
         self.items_model = self.items_view.model
         self.table = self.items_view.table
@@ -169,6 +169,7 @@ class MainWindow(QMainWindow):
         self.tabs.currentChanged.connect(self._tab_shown)
         self.review_view.exportRequested.connect(self.export_clusters)
         self.review.thresholdChanged.connect(self.search_panel.set_threshold)
+        self.review.projectThresholdReady.connect(self.status.show_threshold)
         self.review.clustersChanged.connect(self.items_model.annotate)
         self.review.clustersChanged.connect(lambda _clusters: self.items_view.notes_changed())
         self.review.clusterUpdated.connect(

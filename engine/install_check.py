@@ -136,7 +136,7 @@ def run_engine_checks(workdir: Path, say: Callable[[str], None], device: str = "
                 f"clusters at {THRESHOLD} were {found}, expected {PAIRS}")
         out = workdir / "clusters.csv"
         with report.step("export clusters", say):
-            rows = project.exports.clusters(out, clusters)
+            rows = project.exports.clusters(out, clusters, THRESHOLD)
         with out.open(encoding="utf-8-sig", newline="") as fh:
             exported = list(csv.DictReader(fh))
         _expect(len(exported) == rows and rows >= 4 and "cluster_id" in exported[0],

@@ -1,25 +1,21 @@
 """The `Project` facade: an open project file and the services that work on it.
 
-`Project` opens the store and owns the state the services share: the active model
-(`ActiveModel`), the active model's index in memory (`LiveIndex`), the rows cluster cuts
-keep between re-cuts, and the notices for the user. Each concern is a service of its own
-(`engine.services`), reached as an attribute:
+`Project` opens the store and owns what the services share: the active model, its index in
+memory (`LiveIndex`), the rows cuts keep between re-cuts, and the notices for the user. Each
+concern is a service of its own (`engine.services`), reached as an attribute:
 
-    project.model      which model serves, loaded (preferences, switching)
-    project.vectors    encoding, the index, search
-    project.rows       importing, deleting, browsing rows
-    project.clusters   duplicate clusters, the verdicts laid over them, review plots
-    project.ids        the stored cluster ids cuts are labelled with; changes since an import
-    project.verdicts   verdicts on pairs, canonical choices, the threshold curve
-    project.versions   fine-tuning and model versions
-    project.exports    spreadsheets out
-    project.asking     the pairs the model is least sure of, and verdicts on them
-    project.matching   a new file's rows looked up in the project, nothing added
-    project.measuring  how right the duplicates are, estimated from a random sample of pairs
+    project.model / .vectors       which model serves, loaded; encoding, the index, search
+    project.rows                   importing, deleting, browsing rows
+    project.clusters / .ids        duplicate clusters with the verdicts laid over them; their
+                                   stored ids, and the changes since an import
+    project.verdicts / .threshold  verdicts on pairs; the one threshold every cut uses
+    project.versions / .exports    fine-tuning and model versions; spreadsheets out
+    project.asking / .measuring    the pairs the model is least sure of; how right it is
+    project.matching               a new file's rows looked up in the project, nothing added
 
-A new feature is a method on the one service it belongs to, or a new service, not another
-method here; a sequence that spans services is a module of the engine (`engine.add_file`).
-`search` stays a one-line delegate: the CLI and the window call it on every keystroke.
+A new feature is a method on the one service it belongs to, or a new service, not a method
+here; a sequence spanning services is an engine module (`engine.add_file`). `search` stays a
+one-line delegate: the CLI and the window call it on every keystroke.
 """
 
 from __future__ import annotations
@@ -38,6 +34,7 @@ from engine.services.exports import Exports
 from engine.services.live_index import LiveIndex
 from engine.services.matching import Matching
 from engine.services.measuring import Measuring
+from engine.services.project_threshold import Threshold
 from engine.services.rows import Rows
 from engine.services.summary import summarize
 from engine.services.vectors import Vectors
@@ -58,13 +55,16 @@ class Project:
         self.vectors = Vectors(store, self.model, live)
         self.rows = Rows(store, live, kept_rows)
         self.verdicts = Verdicts(store, self.vectors)
+        self.threshold = Threshold(store, self.model, self.verdicts)
         self.ids = ClusterIds(store, self._notice)
         self.clusters = Clusters(store, self.vectors, kept_rows, self.ids)
         self.versions = ModelVersions(store, self.model, live, self.verdicts)
         self.exports = Exports(store)
-        self.asking = Asking(store, self.vectors, self.clusters, self.verdicts)
-        self.matching = Matching(store, self.model, self.vectors, self.verdicts)
-        self.measuring = Measuring(store, self.model, self.vectors, self.clusters, self.verdicts)
+        verdicts, threshold = self.verdicts, self.threshold
+        self.asking = Asking(store, self.vectors, self.clusters, verdicts, threshold)
+        self.matching = Matching(store, self.model, self.vectors, threshold)
+        self.measuring = Measuring(store, self.model, self.vectors, self.clusters, verdicts,
+                                   threshold)
         if store.snapshot:
             self._notice(f"{store.name}: the disk is full: opened as last saved, read-only, "
                          "until there is room again")

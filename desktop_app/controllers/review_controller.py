@@ -7,13 +7,15 @@ after it cannot cross. Views only render what it emits. A re-cut, a plot or a cu
 again makes the older request stale (`latest`): dragging the slider never ends on a stale
 cut, and a quick series of verdicts draws the verdict curve once, not once each.
 
-The threshold starts at the project threshold (`engine.review.calibration`: calibrated on the
-analyst's verdicts once there are enough, else the default 0.8), read as soon as a project
-opens, and is the one threshold of the window: the search's "This may already exist" and its
-colours, Ask me and a file's check use it too. The calibration is shown and re-read after
-every verdict, but moves the slider only when the project is first cut, or when the user asks
-(`use_calibrated`): a threshold moving under the analyst would re-cut what they review. It
-also owns the "Ask me" mode's controller (`AskController`), whose verdicts are the review's too.
+The threshold is the project threshold (`engine.review.calibration`: set by hand, else
+calibrated on the analyst's verdicts once there are enough, else the model's default), read as
+soon as a project opens, and it is the one threshold of the window: the clusters, the exports,
+the search's "This may already exist" and its colours, Ask me, Measure quality and a file's
+check use it. Moving the slider sets it by hand for the project (saved once the slider rests,
+so the command line cuts where the window does); `hand_back` forgets that. Without a
+threshold set by hand, the slider follows the calibration as verdicts come in: a window
+showing one threshold while the project uses another is what this replaces. It also owns the
+"Ask me" mode's controller (`AskController`), whose verdicts are the review's too.
 """
 
 from __future__ import annotations
@@ -28,12 +30,18 @@ from desktop_app.controllers.ask_controller import AskController
 from desktop_app.controllers.measure_controller import MeasureController
 from desktop_app.job_runner import Job, Pool
 from engine.dedup.row_clusters import Cluster
-from engine.review.calibration import DEFAULT_THRESHOLD, Calibration, default_threshold
+from engine.review.calibration import (
+    BY_HAND,
+    DEFAULT_THRESHOLD,
+    Calibration,
+    ProjectThreshold,
+)
 from engine.review.history import CanonicalChange, ReviewHistory, Superseded, VerdictChange
 
 log = logging.getLogger("duplens.gui")
 
 RECUT_DELAY_MS = 60      # coalesce slider drags: one re-cut per pause, not per pixel
+SAVE_DELAY_MS = 400      # a moved threshold is saved as the project's once it rests
 SORT_KEYS = ("size", "score")
 
 
@@ -48,6 +56,7 @@ class ReviewController(QObject):
     curveReady = Signal(object)              # engine.pair_metrics.ThresholdCurve
     mapReady = Signal(object)                # engine.review.layout.EmbeddingMap
     calibrationReady = Signal(object)        # engine.review.calibration.Calibration | None
+    projectThresholdReady = Signal(object)   # engine.review.calibration.ProjectThreshold
     exported = Signal(str, int)              # path, rows written
     busy = Signal(str)                       # what the review thread is doing ("" when idle)
     importsReady = Signal(list)              # the project's imports (`Rows.imports`)
@@ -72,7 +81,13 @@ class ReviewController(QObject):
         self._recut.setInterval(RECUT_DELAY_MS)
         self._recut.timeout.connect(self.refresh)
         self.calibration: Calibration | None = None
-        self._threshold_chosen = False           # the user set it: calibration stays advice
+        self.project_threshold: ProjectThreshold | None = None
+        self._threshold_chosen = False           # the user moved it in this window
+        self._edits = 0                          # threshold moves by the user, so far
+        self._save = QTimer(self)                # saves the moved threshold once it rests
+        self._save.setSingleShot(True)
+        self._save.setInterval(SAVE_DELAY_MS)
+        self._save.timeout.connect(self._save_threshold)
         self.ask = AskController(bridge, self, threshold=lambda: self.threshold)
         self.ask.judged.connect(self._judged_one_by_one)
         self.measure = MeasureController(bridge, lambda: self.threshold, self)
@@ -91,7 +106,9 @@ class ReviewController(QObject):
         self.history = None
         self._active = True
         self._threshold_chosen = False
+        self._save.stop()
         self.calibration = None
+        self.project_threshold = None
         self.ask.reset()
         self.measure.reset()
         self.index_changed()
@@ -99,6 +116,7 @@ class ReviewController(QObject):
         self.sinceChanged.emit(None)
         self._emit_history("")
         self.load_imports()
+        self.load_calibration()   # the status bar shows the project threshold at once
 
     def index_changed(self) -> None:
         """Rows were added or the model changed: clusters and plots are out of date."""
@@ -123,40 +141,95 @@ class ReviewController(QObject):
     # -- threshold -------------------------------------------------------------------------
     @property
     def threshold_chosen(self) -> bool:
-        """The analyst moved the threshold: it is theirs, no longer the project's."""
+        """The analyst moved the threshold in this window (it is then set by hand)."""
         return self._threshold_chosen
 
     def set_threshold(self, value: float, *, chosen: bool = True) -> None:
-        """Every widget showing the threshold calls this; each re-cut is coalesced."""
+        """Every widget showing the threshold calls this; each re-cut is coalesced. A
+        threshold the user `chosen` is saved as the project's, set by hand, once it rests."""
         value = round(min(max(float(value), 0.01), 1.0), 3)
-        self._threshold_chosen = self._threshold_chosen or chosen
-        if value == self.threshold:
+        if value == self.threshold:   # (also each widget's echo of a threshold it was shown)
             return
+        if chosen and self._active:   # (the widgets' first values, before any project, are not)
+            self._threshold_chosen = True
+            self._edits += 1
+            self._save.start()
         self.threshold = value
         self.thresholdChanged.emit(value)
         self._recut.start()
 
-    def use_calibrated(self) -> None:
-        """Move the threshold to the calibrated one (when there are enough verdicts)."""
-        if self.calibration is not None and self.calibration.enough:
-            self.set_threshold(default_threshold(self.calibration))
+    def _save_threshold(self) -> None:
+        """Save the window's threshold as the project's, set by hand (a read-only project
+        keeps it for this window only, and says so)."""
+        value = self.threshold
+
+        def work(job: Job) -> tuple[Calibration | None, ProjectThreshold]:
+            project = job.project
+            if project.store.read_only:
+                return project.verdicts.calibration(), ProjectThreshold(
+                    value, BY_HAND, "set in this window; the project is read-only, so not saved")
+            calibration = project.verdicts.calibration()
+            project.threshold.set_by_hand(value)
+            return calibration, project.threshold.current(calibration)
+
+        self.bridge.run(work, pool=Pool.REVIEW, on_done=self._threshold_read,
+                        latest=self._key("threshold"))
+
+    def hand_back(self) -> None:
+        """Forget the threshold set by hand: the project's is calibrated on the verdicts
+        once there are enough, else the model's default, and the slider moves there."""
+        self._save.stop()
+        self._threshold_chosen = False
+        self._edits += 1
+        edits = self._edits
+
+        def work(job: Job) -> tuple[Calibration | None, ProjectThreshold]:
+            calibration = job.project.verdicts.calibration()
+            if not job.project.store.read_only:
+                job.project.threshold.set_by_hand(None)
+            return calibration, job.project.threshold.current(calibration)
+
+        self.bridge.run(work, pool=Pool.REVIEW,
+                        on_done=lambda found: self._threshold_read(found, follow=edits),
+                        latest=self._key("threshold"))
+
+    # The button beside the calibration was "Use" (move to the calibrated threshold); with
+    # one project threshold, handing back to the calibration is what it does.
+    use_calibrated = hand_back
 
     def load_calibration(self, then_cut: bool = False) -> None:
-        """Re-read the calibrated threshold; with `then_cut`, start the threshold there
-        (unless the user chose one) and cut the clusters after."""
+        """Re-read the calibration and the project threshold; with `then_cut`, cut the
+        clusters after, at the project threshold."""
+        edits = self._edits
 
-        def done(calibration: Calibration | None) -> None:
-            self.calibration = calibration
-            self.calibrationReady.emit(calibration)
+        def work(job: Job) -> tuple[Calibration | None, ProjectThreshold]:
+            calibration = job.project.verdicts.calibration()
+            return calibration, job.project.threshold.current(calibration)
+
+        def done(found: tuple[Calibration | None, ProjectThreshold]) -> None:
+            self._threshold_read(found, follow=edits, recut=not then_cut)
             if then_cut:
-                if not self._threshold_chosen:
-                    self.threshold = round(default_threshold(calibration), 3)
-                    self.thresholdChanged.emit(self.threshold)
                 self.refresh()
 
-        self.bridge.run(lambda job: job.project.verdicts.calibration(), pool=Pool.REVIEW,
-                        on_done=done,
+        self.bridge.run(work, pool=Pool.REVIEW, on_done=done,
                         latest=self._key("first calibration" if then_cut else "calibration"))
+
+    def _threshold_read(self, found: tuple[Calibration | None, ProjectThreshold], *,
+                        follow: int | None = None, recut: bool = True) -> None:
+        """Show what was read; with `follow` (the count of user moves when it was asked),
+        move the window to the project threshold unless the user moved it since (and re-cut
+        there, unless the caller cuts next)."""
+        calibration, current = found
+        self.calibration, self.project_threshold = calibration, current
+        self.calibrationReady.emit(calibration)
+        self.projectThresholdReady.emit(current)
+        if follow is not None and follow == self._edits and not self._save.isActive():
+            value = round(current.value, 3)
+            if value != self.threshold:
+                self.threshold = value
+                self.thresholdChanged.emit(value)
+                if recut:
+                    self._recut.start()
 
     def _judged_one_by_one(self, _given: int) -> None:
         self._clusters_current = False   # verdicts the clusters shown do not carry yet
@@ -328,7 +401,8 @@ class ReviewController(QObject):
 
         def work(job: Job) -> int:
             project = job.project
-            return project.exports.rows(path, project.clusters.cut(threshold), form=form)
+            return project.exports.rows(path, project.clusters.cut(threshold), threshold,
+                                        form=form)
 
         self.bridge.run(work, pool=Pool.REVIEW, on_done=lambda n: self.exported.emit(path, n))
 

@@ -26,6 +26,8 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+BUNDLED_MODEL = "all-MiniLM-L6-v2"
+
 
 @dataclass(frozen=True)
 class Component:
@@ -100,13 +102,23 @@ def about_html() -> str:
     from PySide6 import __version__ as pyside_version
 
     from engine import __version__
+    from engine.encoding.model_threshold import recorded_by_name
 
+    model = recorded_by_name(BUNDLED_MODEL)
+    threshold = (f"<p>The bundled model, {BUNDLED_MODEL}, calls two texts duplicates from a "
+                 f"similarity of <b>{model.value:.2f}</b>: its default threshold, "
+                 f"{escape(model.chosen_on)}. A project uses it until your verdicts "
+                 f"calibrate another or you set one by hand; a fine-tuned version records "
+                 f"its own.</p>" if model.recorded else
+                 f"<p>No default threshold is recorded for the bundled model, "
+                 f"{BUNDLED_MODEL}; projects use {model.value:.2f} until verdicts calibrate "
+                 f"one.</p>")
     rows = "".join(
         f"<tr><td>{escape(c.name)}</td><td>{escape(component_version(c))}</td>"
         f"<td>{escape(c.licence)}</td><td>{escape(c.note)}</td></tr>" for c in COMPONENTS)
     return (
         f"<p>Duplens {escape(__version__)} finds duplicate questions and near-duplicate "
-        f"documents with Sentence-BERT, entirely on this computer.</p>"
+        f"documents with Sentence-BERT, entirely on this computer.</p>{threshold}"
         f"<p>Licensed under the Apache License 2.0. Bundled components:</p>"
         f"<table cellspacing='0' cellpadding='3'><tr><th align='left'>Component</th>"
         f"<th align='left'>Version</th><th align='left'>Licence</th><th></th></tr>{rows}"

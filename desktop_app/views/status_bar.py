@@ -2,7 +2,9 @@
 
 "48 items · all-MiniLM-L6-v2 on cpu · 12 texts not encoded yet · index: 36 texts ·
 Loading the model…" on the left (the engine's `info`, rendered whenever it or the model's
-state changes); **Resume encoding** when a stopped import left texts to encode and nothing
+state changes); the project threshold and where it comes from ("Threshold 0.77 · model
+default", "… · calibrated from 40 verdicts", "… · set by hand"), the one every view and
+command uses; **Resume encoding** when a stopped import left texts to encode and nothing
 runs; the running job's strip (`JobStatus`) on the right; and messages about what just
 happened over the line for a while.
 """
@@ -15,6 +17,7 @@ from PySide6.QtCore import Signal
 from PySide6.QtWidgets import QLabel, QPushButton, QStatusBar, QWidget
 
 from desktop_app.views.job_status import JobStatus
+from engine.review.calibration import CALIBRATED, ProjectThreshold, format_threshold
 
 if TYPE_CHECKING:
     from desktop_app.job_runner import JobHandle
@@ -47,6 +50,16 @@ def describe_project(info: dict | None, encoding: tuple[int, int] | None = None)
     return SEPARATOR.join(parts)
 
 
+def describe_threshold(current: ProjectThreshold | None) -> str:
+    """"Threshold 0.77 · model default": the project threshold and its source, short."""
+    if current is None:
+        return ""
+    source = current.source
+    if source == CALIBRATED:
+        source = current.reason.split(" (")[0].replace("calibrated on", "calibrated from")
+    return f"Threshold {format_threshold(current.value)} · {source}"
+
+
 def _not_encoded(info: dict | None) -> int:
     return info.get("texts", 0) - info.get("encoded", 0) if info else 0
 
@@ -59,10 +72,12 @@ class WindowStatusBar(QStatusBar):
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.project = QLabel(NO_PROJECT, self)
+        self.threshold = QLabel("", self)
         self.resume_button = QPushButton("Resume encoding", self)
         self.resume_button.setVisible(False)
         self.job = JobStatus(self)
         self.addWidget(self.project, 1)
+        self.addPermanentWidget(self.threshold)
         self.addPermanentWidget(self.resume_button)
         self.addPermanentWidget(self.job)
         self.resume_button.clicked.connect(self.resumeRequested)
@@ -74,6 +89,11 @@ class WindowStatusBar(QStatusBar):
     def show_info(self, info: dict | None) -> None:
         self._info = info
         self._render()
+
+    def show_threshold(self, current: ProjectThreshold | None) -> None:
+        """The project threshold and where it comes from (None: no project open)."""
+        self.threshold.setText(describe_threshold(current))
+        self.threshold.setToolTip(current.describe() if current is not None else "")
 
     def show_model_state(self, state: str) -> None:
         """"Loading the model…" and the like after the counts ("": nothing to say)."""

@@ -1,6 +1,7 @@
 """The review's top rows: the threshold (slider and box), the clusters' order and summary,
-Undo / Redo / Export / Ask me / Measure quality, and the calibrated threshold with what it
-rests on (its precision and recall estimated from the random sample once there is one).
+Undo / Redo / Export / Ask me / Measure quality, and the project threshold with where it
+comes from, beside the calibrated threshold and what it rests on (its precision and recall
+estimated from the random sample once there is one).
 
 A widget of its own because it is shared by the two modes of the review (the clusters and
 Ask me) and holds no review state: it shows what the `ReviewController` emits and reports
@@ -27,9 +28,10 @@ from PySide6.QtWidgets import (
 )
 
 from engine.review.calibration import (
+    BY_HAND,
     ENOUGH_OF_EACH,
     Calibration,
-    default_threshold,
+    ProjectThreshold,
     format_threshold,
 )
 
@@ -53,9 +55,9 @@ class ThresholdBar(QWidget):
         self.spin.setSingleStep(0.01)
         self.spin.setDecimals(2)
         self.spin.setKeyboardTracking(False)
-        tip = ("The window's one threshold: the clusters, the search's \"This may already "
-               "exist\", Ask me and a file's check all use it. It starts at the project "
-               "threshold.")
+        tip = ("The project threshold: the clusters, the exports, the search's \"This may "
+               "already exist\", Ask me, Measure quality and a file's check all use it, and "
+               "so does the command line. Moving it sets it by hand for the project.")
         self.slider.setToolTip(tip)
         self.spin.setToolTip(tip)
         self.sort = QComboBox(self)
@@ -69,8 +71,10 @@ class ThresholdBar(QWidget):
             b.setEnabled(False)
         self.calibration_label = QLabel("", self)
         self.calibration_label.setWordWrap(True)   # a long reason wraps, never widens the window
-        self.use_calibrated_button = QPushButton("Use", self)
-        self.use_calibrated_button.setToolTip("Move the threshold to the calibrated one")
+        self.use_calibrated_button = QPushButton("Reset", self)
+        self.use_calibrated_button.setToolTip(
+            "Forget the threshold set by hand: back to the one calibrated on your verdicts "
+            "once there are enough, else the model's default")
         self.use_calibrated_button.setEnabled(False)
         self.ask_button = QPushButton("Ask me", self)
         self.ask_button.setCheckable(True)
@@ -80,6 +84,7 @@ class ThresholdBar(QWidget):
         self.measure_button.setToolTip("Judge pairs drawn at random: precision, recall and "
                                        "the number of duplicates in the whole project")
         self._calibration: Calibration | None = None
+        self._project: ProjectThreshold | None = None
         self._estimated = None
         top = QHBoxLayout()
         top.addWidget(QLabel("Threshold", self))
@@ -113,17 +118,25 @@ class ThresholdBar(QWidget):
             widget.setValue(v)
             widget.blockSignals(False)
 
+    def show_project_threshold(self, project: ProjectThreshold | None) -> None:
+        """The project threshold and where it comes from (the controller read it)."""
+        self._project = project
+        self.show_calibration(self._calibration)
+
     def show_calibration(self, calibration: Calibration | None) -> None:
-        """The project threshold and why it is that: the calibrated threshold and what it
-        rests on, or the default and what calibrating it still needs."""
-        project = format_threshold(default_threshold(calibration))
+        """The project threshold and why it is that, then the calibrated threshold and what
+        it rests on, or what calibrating it still needs."""
         self._calibration = calibration
+        current = self._project
+        if current is None:
+            self.calibration_label.setText("")
+            self.use_calibrated_button.setEnabled(False)
+            return
+        project = f"Project threshold {format_threshold(current.value)} ({current.reason})"
         if calibration is None:
-            text = (f"Project threshold {project} (the default): judge pairs duplicate (D) "
-                    f"and not duplicate (N); from {ENOUGH_OF_EACH} of each, the threshold "
-                    f"calibrated on them replaces it.")
+            text = (f"{project} · judge pairs duplicate (D) and not duplicate (N): from "
+                    f"{ENOUGH_OF_EACH} of each, a threshold is calibrated on them.")
         else:
-            why = "calibrated" if calibration.enough else "the default"
             e = self._estimated.estimate if self._estimated is not None else None
             if e is not None and abs(e.threshold - calibration.threshold) < 1e-9:
                 # From the random sample: the file's precision and recall, not the verdicts'.
@@ -135,14 +148,13 @@ class ThresholdBar(QWidget):
             else:
                 scores = (f"precision {calibration.precision:.0%} · recall "
                           f"{calibration.recall:.0%}")
-            text = (f"Project threshold {project} ({why}) · Calibrated threshold "
-                    f"{calibration.threshold:.3f} · {scores} · on {calibration.verdicts:,} "
-                    f"verdicts ({calibration.positives:,} duplicate, {calibration.negatives:,} "
-                    f"not)")
+            text = (f"{project} · Calibrated threshold {calibration.threshold:.3f} · {scores} "
+                    f"· on {calibration.verdicts:,} verdicts ({calibration.positives:,} "
+                    f"duplicate, {calibration.negatives:,} not)")
             if not calibration.enough:
-                text += f" · the default from {ENOUGH_OF_EACH} of each"
+                text += f" · used from {ENOUGH_OF_EACH} of each"
         self.calibration_label.setText(text)
-        self.use_calibrated_button.setEnabled(calibration is not None and calibration.enough)
+        self.use_calibrated_button.setEnabled(current.source == BY_HAND)
 
     def show_estimated(self, measurement) -> None:
         """The estimate at the calibrated threshold (an `engine.services.measuring.

@@ -33,7 +33,7 @@ def cmd_ask(args, cancel: CancelToken) -> int:
     with open_project(args.project, trust_models=args.trust_model_location) as project:
         with stoppable_bar() as bar:
             pairs = project.asking.pairs(args.n, progress=bar, cancel=cancel)
-        threshold = project.verdicts.describe_threshold()
+        threshold = project.threshold.current().describe()
         for notice in project.notices:
             say(notice)
     if args.json:

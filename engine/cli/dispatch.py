@@ -36,6 +36,7 @@ from engine.cli import (
     models,
     search,
     selfcheck,
+    threshold,
 )
 from engine.cli.common import (
     EXIT_BROKEN_PIPE,
@@ -61,7 +62,7 @@ def build_parser() -> argparse.ArgumentParser:
                         help="show the version number and exit")
     sub = parser.add_subparsers(dest="command", parser_class=Parser)
     for command in (importing, search, match, duplicates, info, imports, evaluate, finetune,
-                    models, ask, label, estimate, copy):
+                    models, ask, label, estimate, threshold, copy):
         command.register(sub)
     p = sub.add_parser("gui", help="open the window")
     p.add_argument("project", nargs="?", help="a project to open")

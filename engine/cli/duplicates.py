@@ -19,12 +19,7 @@ from engine.cli.common import (
 )
 from engine.cli.stoppable import stoppable_bar
 from engine.progress import CancelToken
-from engine.review.calibration import (
-    DEFAULT_THRESHOLD,
-    ENOUGH_OF_EACH,
-    default_threshold,
-    describe_threshold,
-)
+from engine.review.calibration import THRESHOLD_HELP
 
 # engine.services.exports' export forms, spelled out: importing it (the store, NumPy) for
 # every command would slow `duplens --help`; a test keeps the two the same.
@@ -35,8 +30,7 @@ def register(sub) -> None:
     p = sub.add_parser("duplicates", help="duplicate clusters at a similarity threshold")
     project_argument(p)
     p.add_argument("--threshold", type=float, help="similarity at which rows are duplicates "
-                   "(default: the project threshold, calibrated on its verdicts once "
-                   f"there are {ENOUGH_OF_EACH} of each kind, else {DEFAULT_THRESHOLD})")
+                   f"(default: {THRESHOLD_HELP})")
     p.add_argument("--neighbours", type=int, default=10,
                    help="neighbours searched per row; where a row has more above 0.75, "
                         "all of them are found by exact search")
@@ -73,16 +67,16 @@ def cmd_duplicates(args, cancel: CancelToken) -> int:
             return EXIT_INPUT
         threshold = args.threshold
         if threshold is None:
-            calibration = project.verdicts.calibration()
-            threshold = default_threshold(calibration)
-            say(f"{describe_threshold(calibration)}; --threshold to choose another")
+            current = project.threshold.current()
+            threshold = current.value
+            say(f"{current.describe()}; --threshold to choose another")
         with stoppable_bar() as bar:
             clusters = project.clusters.cut(threshold, args.neighbours, progress=bar,
                                           cancel=cancel)
         for notice in project.notices:
             say(notice)
         if since is not None:
-            return _changes(project, args, clusters, since)
+            return _changes(project, args, clusters, since, threshold)
         if not clusters:
             # Said in words (exit 0: finding none is an answer): an empty output alone
             # leaves the user wondering whether anything ran.
@@ -90,7 +84,7 @@ def cmd_duplicates(args, cancel: CancelToken) -> int:
             say(f"no clusters at {shown} in {project.store.name}; a lower --threshold "
                 "finds looser ones")
         if args.out:
-            n = project.exports.rows(args.out, clusters, form=args.form)
+            n = project.exports.rows(args.out, clusters, threshold, form=args.form)
             say(f"{len(clusters)} clusters, {n} rows written to {args.out}")
     if args.json:
         print(json.dumps([c.as_json() for c in clusters], ensure_ascii=False, indent=1))
@@ -102,13 +96,13 @@ def cmd_duplicates(args, cancel: CancelToken) -> int:
     return EXIT_OK
 
 
-def _changes(project, args, clusters, since: int) -> int:
+def _changes(project, args, clusters, since: int, threshold: float) -> int:
     """`--changes-since N`: the rows whose cluster changed, to the file, as JSON or listed."""
     changes = project.ids.changes_since(since)
     counts = Counter(c.change for c in changes.values())
     summary = ", ".join(f"{n} {kind}" for kind, n in sorted(counts.items())) or "none"
     if args.out:
-        n = project.exports.rows(args.out, clusters, changes=changes)
+        n = project.exports.rows(args.out, clusters, threshold, changes=changes)
         say(f"{n} rows changed cluster since import {since} ({summary}); written to "
             f"{args.out}")
     else:

@@ -29,7 +29,7 @@ from engine.cli.label import COLUMNS as VERDICT_COLUMNS
 from engine.cli.stoppable import stoppable_bar
 from engine.errors import InputError
 from engine.progress import CancelToken
-from engine.review.calibration import DEFAULT_THRESHOLD, ENOUGH_OF_EACH
+from engine.review.calibration import THRESHOLD_HELP
 
 
 def register(sub) -> None:
@@ -39,9 +39,7 @@ def register(sub) -> None:
         "pairs to judge; give the verdicts with 'duplens label PROJECT --from verdicts.csv')")
     project_argument(p)
     p.add_argument("--threshold", type=float, help="estimate at this similarity threshold "
-                   "(default: the project threshold, as duplicates cuts at: calibrated on "
-                   f"the verdicts once there are {ENOUGH_OF_EACH} of each kind, else "
-                   f"{DEFAULT_THRESHOLD})")
+                   f"(default: {THRESHOLD_HELP})")
     p.add_argument("--next", type=positive, metavar="N", dest="next_pairs",
                    help="list the next N drawn pairs to judge instead (both ids and texts)")
     p.add_argument("--out", metavar="PAIRS.csv",

@@ -131,6 +131,7 @@ def cmd_finetune(args, cancel: CancelToken) -> int:
 
 
 def _print_finetune(project_arg: str, report, activation) -> None:
+    from engine.encoding.model_threshold import ENOUGH_OF_EACH, held_out_threshold
     from engine.training import fast_form
     from engine.training.ap_change import claim, evidence
 
@@ -145,6 +146,10 @@ def _print_finetune(project_arg: str, report, activation) -> None:
     print(f"{claim(report.ap_change)}: {evidence(report.ap_change)}")
     print(f"held-out verdicts changed: {report.changes_fixed} now right, "
           f"{report.changes_broken} now wrong")
+    own = held_out_threshold(report.after.as_dict())
+    print(f"its default threshold: {own.value:.2f} ({own.chosen_on})" if own is not None else
+          f"its default threshold: its parent's (fewer than {ENOUGH_OF_EACH} held-out pairs "
+          f"of a kind to choose its own)")
     if report.fast_form:
         print(fast_form.describe(report.fast_form))
     if activation is not None and activation.activated:

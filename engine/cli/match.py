@@ -26,7 +26,7 @@ from engine.cli.importing import import_choices, reader_kwargs, reader_options, 
 from engine.cli.stoppable import stoppable_bar
 from engine.errors import InputError
 from engine.progress import CancelToken
-from engine.review.calibration import DEFAULT_THRESHOLD, ENOUGH_OF_EACH, format_threshold
+from engine.review.calibration import THRESHOLD_HELP, format_threshold
 
 if TYPE_CHECKING:
     from engine.services.matching import FileRow
@@ -40,9 +40,7 @@ def register(sub) -> None:
     reader_options(p)
     p.add_argument("-k", type=positive, default=3, help="matches per row (default 3)")
     p.add_argument("--threshold", type=float, help="a best score at or above it marks a "
-                   "likely duplicate (default: the project threshold, calibrated on its "
-                   f"verdicts once there are {ENOUGH_OF_EACH} of each kind, else "
-                   f"{DEFAULT_THRESHOLD})")
+                   f"likely duplicate (default: {THRESHOLD_HELP})")
     p.add_argument("--out", help="write the file's columns and its matches to .csv or .xlsx")
     p.add_argument("--json", action="store_true", help="print the matches as JSON")
     p.add_argument("--add", action="store_true", help="then import the file into the "

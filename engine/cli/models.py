@@ -19,6 +19,7 @@ from engine.cli.common import (
 from engine.cli.stage_bars import StageBars
 from engine.errors import InputError
 from engine.progress import CancelToken
+from engine.review.calibration import format_threshold
 
 
 def register(sub) -> None:
@@ -82,7 +83,7 @@ def _print_versions(versions: list[dict]) -> None:
     import datetime
 
     print(f"  {'id':>3}  {'name':28}  {'objective':11}  {'AP before->after':17}  "
-          f"{'encoded':>13}  {'runs as':13}  created")
+          f"{'threshold':9}  {'encoded':>13}  {'runs as':13}  created")
     for v in versions:
         metrics = v["metrics"] or {}
         ap = ""
@@ -93,5 +94,14 @@ def _print_versions(versions: list[dict]) -> None:
         mark = "*" if v["active"] else " "
         missing = "" if v["available"] else "  (folder missing)"
         print(f"{mark} {v['id']:>3}  {one_line(v['name'], 28):28}  "
-              f"{v['objective'] or '-':11}  {ap:17}  {v['encoded']:>6}/{v['texts']:<6}  "
-              f"{v['backend']:13}  {created}{missing}")
+              f"{v['objective'] or '-':11}  {ap:17}  {_threshold(v['threshold']):9}  "
+              f"{v['encoded']:>6}/{v['texts']:<6}  {v['backend']:13}  {created}{missing}")
+    for v in versions:
+        t = v["threshold"]
+        print(f"  version {v['id']}'s default threshold {format_threshold(t['value'])}: "
+              f"{t['chosen_on']}")
+
+
+def _threshold(found: dict) -> str:
+    """A version's default threshold for the table; "0.80?" where none is recorded."""
+    return format_threshold(found["value"]) + ("" if found["recorded"] else "?")

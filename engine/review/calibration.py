@@ -1,10 +1,17 @@
-"""The project threshold: where the analyst's own verdicts put "duplicate", else one default.
+"""The project threshold: the one similarity at or above which a pair is a duplicate.
 
 There is one threshold per project, used by everything that calls a pair a duplicate: the
 clusters (`duplicates`, the review's slider), the pairs `ask` and Ask me offer, the likely
-duplicates of `match` and of checking a file, and the window's "This may already exist".
-Until the verdicts say otherwise it is `DEFAULT_THRESHOLD`. Once there are enough verdicts
-of both kinds, the threshold of best F1 on them replaces it everywhere at once.
+duplicates of `match` and of checking a file, the quality estimate, the exports and the
+window's "This may already exist". What it is, first match wins:
+
+1. **set by hand**: the analyst chose one for this project (the window's slider,
+   `duplens threshold`), until they hand it back;
+2. **calibrated**: once there are `ENOUGH_OF_EACH` verdicts of both kinds, the threshold
+   of best F1 on them;
+3. **the model's default**: recorded with the model (`engine.encoding.model_threshold`:
+   chosen on Quora's validation pairs for the bundled model, on its held-out pairs for a
+   fine-tuned version), or `DEFAULT_THRESHOLD` for a model with none recorded.
 
 Why one and not two: a cluster could once have wanted a stricter cut, but a cluster is cut
 around a centre with every member within the threshold of it (`engine.dedup.cut`), so a
@@ -16,13 +23,16 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from engine.encoding.model_threshold import FALLBACK, UNRECORDED, ModelThreshold
+
 if TYPE_CHECKING:   # the command line reads the constants here without numpy
     from engine.pair_metrics import ThresholdCurve
 
-# all-MiniLM-L6-v2 on paraphrase data: on Quora's held-out pairs its best-F1 threshold is
-# 0.73 and the thresholds calibrated on a few hundred verdicts fall between 0.76 and 0.86
-# (docs/benchmarks.md, ask_vs_random); 0.8 sits among them, a little on the strict side.
-DEFAULT_THRESHOLD = 0.8
+# What the window shows before a project's threshold is read, and a model with no recorded
+# threshold gets (`engine.encoding.model_threshold.FALLBACK`).
+DEFAULT_THRESHOLD = FALLBACK
+# Where a project's threshold comes from (`ProjectThreshold.source`).
+BY_HAND, CALIBRATED, MODEL_DEFAULT = "set by hand", "calibrated", "model default"
 # Enough verdicts: at least this many duplicates AND this many non-duplicates. Measured on
 # Quora (benchmarks/ask_vs_random.py, 200 random draws per size, the default model): the
 # best-F1 threshold of random verdicts, against the best threshold of 4,000 held-out pairs,
@@ -31,6 +41,10 @@ DEFAULT_THRESHOLD = 0.8
 # Below ten of each one verdict moves the threshold by a large step and the slider would
 # jump; from ten the typical loss is a few points and shrinks as verdicts come in.
 ENOUGH_OF_EACH = 10
+# How the command line's --threshold options say what they default to.
+THRESHOLD_HELP = ("the project threshold: set by hand with 'duplens threshold', else "
+                  f"calibrated on its verdicts once there are {ENOUGH_OF_EACH} of each kind, "
+                  "else the model's default (see 'duplens models')")
 
 
 @dataclass(frozen=True)
@@ -61,20 +75,46 @@ def calibrate(curve: ThresholdCurve) -> Calibration | None:
                        curve.best_f1, curve.positives, curve.negatives)
 
 
-def default_threshold(calibration: Calibration | None) -> float:
-    """The project threshold: what every command and the window cut at when the user gives
-    no threshold. The calibrated one once there are enough verdicts, else the default."""
-    if calibration is not None and calibration.enough:
-        return round(calibration.threshold, 4)
-    return DEFAULT_THRESHOLD
+@dataclass(frozen=True)
+class ProjectThreshold:
+    """The project threshold, where it comes from and why, in words shown beside it."""
+
+    value: float
+    source: str         # BY_HAND, CALIBRATED or MODEL_DEFAULT
+    reason: str         # "calibrated on 40 verdicts (precision 91%, recall 84%)"
+
+    def describe(self) -> str:
+        """"threshold 0.75 (the model's default, best F1 on …)": what a report prints."""
+        return f"threshold {format_threshold(self.value)} ({self.reason})"
+
+    def as_dict(self) -> dict:
+        return {"value": self.value, "source": self.source, "reason": self.reason}
 
 
-def threshold_reason(calibration: Calibration | None) -> str:
-    """Why the project threshold is what it is, in words the user reads beside it."""
+def project_threshold(calibration: Calibration | None, model: ModelThreshold = UNRECORDED,
+                      by_hand: float | None = None) -> ProjectThreshold:
+    """The project threshold: set by hand, else calibrated once there are enough verdicts,
+    else the model's default (module docstring)."""
+    if by_hand is not None:
+        return ProjectThreshold(round(float(by_hand), 4), BY_HAND, "set by hand")
     if calibration is not None and calibration.enough:
-        return (f"calibrated on {calibration.verdicts:,} verdicts (precision "
-                f"{calibration.precision:.0%}, recall {calibration.recall:.0%})")
-    return (f"the default, until {ENOUGH_OF_EACH} verdicts of each kind calibrate it")
+        return ProjectThreshold(
+            round(calibration.threshold, 4), CALIBRATED,
+            f"calibrated on {calibration.verdicts:,} verdicts (precision "
+            f"{calibration.precision:.0%}, recall {calibration.recall:.0%})")
+    if model.recorded:
+        reason = (f"the model's default, {model.chosen_on}; from {ENOUGH_OF_EACH} verdicts of "
+                  f"each kind, calibrated on them")
+    else:
+        reason = (f"the default: {model.chosen_on}; from {ENOUGH_OF_EACH} verdicts of each "
+                  f"kind, calibrated on them")
+    return ProjectThreshold(model.value, MODEL_DEFAULT, reason)
+
+
+def default_threshold(calibration: Calibration | None, model: ModelThreshold = UNRECORDED,
+                      by_hand: float | None = None) -> float:
+    """The project threshold's value (`project_threshold`)."""
+    return project_threshold(calibration, model, by_hand).value
 
 
 def format_threshold(value: float) -> str:
@@ -83,7 +123,3 @@ def format_threshold(value: float) -> str:
     return text[:-1] if text.endswith("0") else text
 
 
-def describe_threshold(calibration: Calibration | None) -> str:
-    """"threshold 0.80 (the default, until …)": the project threshold and its reason."""
-    return (f"threshold {format_threshold(default_threshold(calibration))} "
-            f"({threshold_reason(calibration)})")

@@ -20,6 +20,7 @@ from engine.errors import InputError
 from engine.progress import CancelToken, ProgressCallback, no_progress
 from engine.review.picking import pair_vectors, pick_uncertain
 from engine.services.clusters import DEFAULT_NEIGHBOURS, Clusters
+from engine.services.project_threshold import Threshold
 from engine.services.vectors import Vectors
 from engine.services.verdicts import ASKED, Verdicts
 from engine.store import items as item_store
@@ -53,11 +54,12 @@ class Asking:
     """Offer uncertain pairs, take the verdicts on them."""
 
     def __init__(self, store: Store, vectors: Vectors, clusters: Clusters,
-                 verdicts: Verdicts) -> None:
+                 verdicts: Verdicts, threshold: Threshold) -> None:
         self._store = store
         self._vectors = vectors
         self._clusters = clusters
         self._verdicts = verdicts
+        self._threshold = threshold
 
     def pairs(self, n: int = 20, *, neighbours: int = DEFAULT_NEIGHBOURS,
               threshold: float | None = None, progress: ProgressCallback = no_progress,
@@ -78,7 +80,7 @@ class Asking:
         index = self._vectors.index()
         vectors = pair_vectors(index.vectors(a), index.vectors(b))
         if threshold is None:
-            threshold = self._verdicts.default_threshold()
+            threshold = self._threshold.current().value
         chosen = pick_uncertain(scores, a, b, threshold, n, vectors=vectors)
         wanted = sorted({int(t) for i in chosen for t in (a[i], b[i])})
         with self._store.read() as conn:

@@ -36,8 +36,9 @@ class ExportLines:
     member)) and, for `csv_page`, the rows it leaves out (`drop`: item ids)."""
 
     def __init__(self, sources: Mapping[int, dict], columns: Sequence[str],
-                 placed: Placed, drop: Collection[int] = ()) -> None:
+                 placed: Placed, drop: Collection[int] = (), threshold: str = "") -> None:
         self._sources = sources
+        self._threshold = threshold   # the cut's threshold, as the last column says it
         self._columns = list(columns)
         self._placed = placed
         self._dropped = frozenset(drop)
@@ -53,7 +54,8 @@ class ExportLines:
             cells[id_column] = item["ext_id"] or ""
         line: list[object] = ["" if (v := cells.get(c)) is None else v for c in self._columns]
         first_seen = item["source_id"]   # the import (batch) that brought the row
-        return [*line, *review_cells(self._placed.get(item["id"])), first_seen]
+        return [*line, *review_cells(self._placed.get(item["id"])), first_seen,
+                self._threshold]
 
     def csv_page(self, page: CellPage) -> tuple[bytes | memoryview, int]:
         """The page's kept rows as CSV bytes, computed column by column with Arrow, and how
@@ -113,6 +115,7 @@ class ExportLines:
         review = self._review_fields()
         fields.append(pa.array([review.get(i, _NO_REVIEW) for i in ids.tolist()], pa.string()))
         fields.append(pc.cast(batch, pa.string()))      # first_seen: never text, never quoted
+        fields.append(pa.array([self._threshold] * len(ids), pa.string()))   # a number
         return csv_lines(fields), len(ids)
 
     def _id_column_sources(self, name: str) -> list[int]:

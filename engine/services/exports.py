@@ -44,8 +44,10 @@ FORMS = (ALL, ONLY_CLUSTERS, DEDUPLICATED)
 
 # `decision` is the member's verdict (`Member.verdict`); the column keeps its name, since
 # users' scripts read it.
+# `threshold` is the similarity the clusters were cut at, the same on every row: a file
+# passed on says what it was made with.
 ADDED_COLUMNS = ["cluster_id", "canonical_id", "duplicate_of", "similarity", "is_canonical",
-                 "decision", "first_seen"]
+                 "decision", "first_seen", "threshold"]
 # With `changes` (`duplens duplicates --changes-since N`): what happened to the row's cluster
 # and the id it had before (for a merge: the retired id; cluster_id is what it became); for
 # "canonical", the row that led the cluster before (canonical_id is the row that leads now).
@@ -58,15 +60,17 @@ class Exports:
     def __init__(self, store: Store) -> None:
         self._store = store
 
-    def clusters(self, path: str | os.PathLike, clusters: list[Cluster]) -> int:
+    def clusters(self, path: str | os.PathLike, clusters: list[Cluster], threshold: float
+                 ) -> int:
         """Rows in a cluster only, cluster by cluster; returns rows written."""
-        return self.rows(path, clusters, form=ONLY_CLUSTERS)
+        return self.rows(path, clusters, threshold, form=ONLY_CLUSTERS)
 
-    def rows(self, path: str | os.PathLike, clusters: list[Cluster], form: str = ALL, *,
-             changes: Mapping[int, Change] | None = None) -> int:
+    def rows(self, path: str | os.PathLike, clusters: list[Cluster], threshold: float,
+             form: str = ALL, *, changes: Mapping[int, Change] | None = None) -> int:
         """Write the project's rows in `form` (one of `FORMS`) with the review's columns
-        added; returns rows written. `clusters` is a cut (`project.clusters.cut`): rows
-        sharing a normalised text are already in one cluster there, threshold or not.
+        added; returns rows written. `clusters` is a cut (`project.clusters.cut`) at
+        `threshold`: rows sharing a normalised text are already in one cluster there,
+        threshold or not. Every row says the threshold in its last column.
 
         `changes` (`ClusterIds.changes_since`): only those rows, in import order, with
         `CHANGE_COLUMNS` added (the form is then ignored)."""
@@ -85,7 +89,8 @@ class Exports:
             columns = source_columns(list(sources.values()))
             dropped = ({i for i, found in placed.items() if is_dropped(found)}
                        if form == DEDUPLICATED else set())
-            lines = ExportLines(sources, columns, placed, dropped)
+            lines = ExportLines(sources, columns, placed, dropped,
+                                f"{threshold:.4f}".rstrip("0").rstrip("."))
             header = [*columns, *ADDED_COLUMNS]
             if changes is not None:
                 found = _changed_items(conn, sorted(changes))

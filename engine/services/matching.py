@@ -43,12 +43,11 @@ from engine.io import (
 )
 from engine.keystroke_search import SearchHit, hits_for
 from engine.progress import CancelToken, Progress, ProgressCallback, RateMeter, no_progress
-from engine.review.calibration import default_threshold, threshold_reason
 from engine.review.overlap import Overlap, overlap
 from engine.services.active_model import ActiveModel
+from engine.services.project_threshold import Threshold
 from engine.services.summary import summarize
 from engine.services.vectors import Vectors
-from engine.services.verdicts import Verdicts
 from engine.store import pending_verdicts
 from engine.store.database import Store
 from engine.store.pending_verdicts import PendingVerdict
@@ -165,12 +164,12 @@ def export_record(r: FileRow, columns: list[str], k: int, threshold: float) -> l
 class Matching:
     """Look a file's rows up in the project; add them when the user says so."""
 
-    def __init__(self, store: Store, model: ActiveModel, vectors: Vectors, verdicts: Verdicts
-                 ) -> None:
+    def __init__(self, store: Store, model: ActiveModel, vectors: Vectors,
+                 threshold: Threshold) -> None:
         self._store = store
         self._model = model
         self._vectors = vectors
-        self._verdicts = verdicts
+        self._threshold = threshold
 
     def check_file(self, path: str | os.PathLike, text_columns: list[str], **kwargs
                    ) -> MatchResult:
@@ -201,8 +200,8 @@ class Matching:
                batch_rows: int = BATCH_ROWS) -> MatchStream:
         """Check `path` batch by batch: the file's columns and settings now (a bad file or
         column is refused here, before any encoding), its rows as they are matched.
-        `threshold` defaults to the project threshold (`Verdicts.default_threshold()`:
-        calibrated once there are enough verdicts, else the default), and the stream says
+        `threshold` defaults to the project threshold (`engine.services.project_threshold`:
+        set by hand, else calibrated on the verdicts, else the model's default), and the stream says
         why (`threshold_reason`)."""
         path = Path(path)
         if k < 1:
@@ -219,8 +218,8 @@ class Matching:
                                "against; import and encode some first")
         reason = ""
         if threshold is None:
-            calibration = self._verdicts.calibration()
-            threshold, reason = default_threshold(calibration), threshold_reason(calibration)
+            project = self._threshold.current()
+            threshold, reason = project.value, project.reason
         read = ReadReport()
         batches = _batches(iter_table(path, fmt, report=read), text_columns, id_column,
                            batch_rows)

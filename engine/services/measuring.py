@@ -35,10 +35,10 @@ from engine.estimation.judged_draws import FIGURE_INDEX, JudgedDraws
 from engine.estimation.next_draws import design_flagged_share, next_draws
 from engine.estimation.strata import Strata
 from engine.progress import CancelToken, Progress, ProgressCallback, no_progress
-from engine.review.calibration import default_threshold
 from engine.services.active_model import ActiveModel
 from engine.services.asking import AskedRow, asked_row
 from engine.services.clusters import DEFAULT_NEIGHBOURS, Clusters
+from engine.services.project_threshold import Threshold
 from engine.services.vectors import Vectors
 from engine.services.verdicts import Verdicts
 from engine.store import items as item_store
@@ -136,19 +136,19 @@ class Measuring:
     """Draw pairs, take verdicts on them, estimate precision, recall, F1 and duplicates."""
 
     def __init__(self, store: Store, model: ActiveModel, vectors: Vectors, clusters: Clusters,
-                 verdicts: Verdicts) -> None:
+                 verdicts: Verdicts, threshold: Threshold) -> None:
         self._store = store
         self._model = model
         self._vectors = vectors
         self._clusters = clusters
         self._verdicts = verdicts
+        self._threshold = threshold
         self._population: GraphPopulation | None = None
 
     # -- the population and its sample ---------------------------------------------------
     def threshold(self) -> float:
-        """The threshold the cut uses by default: calibrated once there are enough
-        verdicts, else the default (as `duplens duplicates`)."""
-        return default_threshold(self._verdicts.calibration())
+        """The project threshold (`engine.services.project_threshold`), as every cut uses it."""
+        return self._threshold.current().value
 
     def _populate(self, design_threshold: float, seed: int, strata: Strata | None = None, *,
                   progress: ProgressCallback = no_progress,

@@ -14,12 +14,7 @@ import numpy as np
 from engine.errors import InputError
 from engine.index.reconcile import live_ids
 from engine.pair_metrics import ThresholdCurve, threshold_curve
-from engine.review.calibration import (
-    Calibration,
-    calibrate,
-    default_threshold,
-    describe_threshold,
-)
+from engine.review.calibration import Calibration, calibrate
 from engine.services.vectors import Vectors
 from engine.store import pair_verdicts as verdict_store
 from engine.store.database import Store
@@ -116,12 +111,3 @@ class Verdicts:
     def calibration(self) -> Calibration | None:
         """The best-F1 threshold on the judged pairs (`engine.review.calibration`)."""
         return calibrate(self.curve())
-
-    def default_threshold(self) -> float:
-        """The project threshold: the calibrated one once there are enough verdicts, else the
-        default (`engine.review.calibration`)."""
-        return default_threshold(self.calibration())
-
-    def describe_threshold(self) -> str:
-        """The project threshold and why it is that ("threshold 0.80 (the default, …)")."""
-        return describe_threshold(self.calibration())

@@ -35,6 +35,7 @@ from typing import TYPE_CHECKING
 from sqlalchemy import Connection
 
 from engine import model_trust
+from engine.encoding import model_threshold
 from engine.encoding.backends import split_fingerprint
 from engine.encoding.model_spec import DEFAULT_MODEL, default_model_path, resolve_model
 from engine.errors import InputError, ModelError, UntrustedModelLocation
@@ -355,8 +356,9 @@ def list_versions(store: Store, active_id: int | None) -> list[dict]:
     Each: id, name, location, folder (absolute, None for Hub models), available (its folder
     is there), parent_id, objective, metrics, created_at, active, encoded (live texts it has
     embedded), texts (live texts in all), indexed (a saved index exists) and backend (what
-    encodes with it). A server project's version is available when the database holds its
-    folder; `folder` is where this computer unpacks it.
+    encodes with it), threshold (its default threshold and what it was chosen on,
+    `engine.encoding.model_threshold`). A server project's version is available when the
+    database holds its folder; `folder` is where this computer unpacks it.
 
     A version's fast form (`sibling_of`) is not listed apart: its version is active when it
     is, and shows its backend and encoded texts, which activating the version would use.
@@ -367,6 +369,7 @@ def list_versions(store: Store, active_id: int | None) -> list[dict]:
         indexed = version_store.indexed_model_ids(conn)
         stored = set() if store.is_file else stored_folder_ids(conn)
         fast = {sibling_of(r): r for r in rows if sibling_of(r) is not None}
+        by_id = {r["id"]: r for r in rows}
         out = []
         for row in rows:
             if sibling_of(row) is not None:
@@ -389,6 +392,7 @@ def list_versions(store: Store, active_id: int | None) -> list[dict]:
                 "encoded": embedding_store.count_embeddings(conn, serving["id"]),
                 "texts": texts, "indexed": serving["id"] in indexed,
                 "backend": split_fingerprint(serving["fingerprint"])[1] or "torch",
+                "threshold": model_threshold.for_row(row, by_id.get).as_dict(),
             })
     return out
 

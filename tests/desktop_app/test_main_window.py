@@ -238,16 +238,25 @@ def _search_for(qtbot, window: MainWindow, text: str) -> list:
 
 def test_may_already_exist_is_said_only_when_the_best_hit_reaches_the_threshold(
         qtbot, window, questions_project):
+    from engine.project import Project
+    from engine.review.calibration import format_threshold
+
+    with Project.open(questions_project, read_only=True) as project:
+        threshold = project.threshold.current().value   # the model's default: no verdicts
     _open(qtbot, window, questions_project)
+    # the search's threshold is the project's, read as the project opens
+    qtbot.waitUntil(lambda: window.search_panel.threshold == threshold,
+                    timeout=SIGNAL_TIMEOUT_MS)
+    shown = format_threshold(threshold)
     title = window.search_panel.title
     hits = _search_for(qtbot, window, "How do I learn Python quickly?")
-    assert hits[0].score >= 0.8
-    assert title.text() == "This may already exist (similarity ≥ 0.80):"
+    assert hits[0].score >= threshold
+    assert title.text() == f"This may already exist (similarity ≥ {shown}):"
     hits = _search_for(qtbot, window, "Which tyres are best for winter cycling?")
-    assert hits and hits[0].score < 0.8
+    assert hits and hits[0].score < threshold
     # its best, 0.34, is under the similar band's floor too (tests/desktop_app/
     # test_search_panel.py has the band itself)
-    assert title.text() == "Nothing close (none reaches 0.80, none similar from 0.65)"
+    assert title.text() == f"Nothing close (none reaches {shown}, none similar from 0.65)"
     window.review.set_threshold(round(hits[0].score - 0.01, 2))  # the window's threshold
     assert title.text().startswith("This may already exist (similarity ≥ ")
     panel = window.search_panel
@@ -262,7 +271,8 @@ def test_the_tables_cluster_and_verdict_columns_are_filled_on_opening(qtbot, win
     from engine.project import Project
 
     with Project.open(questions_project) as project:
-        cluster = project.clusters.cut(0.8)[0]
+        threshold = project.threshold.current().value   # the model's default: no verdicts
+        cluster = project.clusters.cut(threshold)[0]
         a, b = cluster.members[0].item_id, cluster.members[1].item_id
         project.verdicts.set_verdict(a, b, 1)
     _open(qtbot, window, questions_project)
@@ -271,7 +281,7 @@ def test_the_tables_cluster_and_verdict_columns_are_filled_on_opening(qtbot, win
     assert window.tabs.currentWidget() is window.search_page    # Review never shown
     assert model.notes(VERDICT_COLUMN)[b] == "duplicate"
     assert model.notes(CLUSTER_COLUMN)[a] == model.notes(CLUSTER_COLUMN)[b]
-    assert window.review.threshold == 0.8                        # the project threshold
+    assert window.review.threshold == threshold                  # the project threshold
 
 
 def test_help_has_a_guide_to_the_keys_and_opens_the_log_folder(qtbot, window, monkeypatch):

@@ -26,6 +26,7 @@ from desktop_app.views.match_results import (
     TEXT,
 )
 from engine.add_file import ImportChoices
+from engine.review.calibration import format_threshold
 from tests.desktop_app.conftest import QUESTIONS_ITEMS, SIGNAL_TIMEOUT_MS
 from tests.required import unavailable
 
@@ -163,7 +164,9 @@ def test_closing_with_verdicts_asks_and_a_new_check_of_the_file_shows_them_again
     assert again.verdict_of(2) == "New"
     assert sorted(again.verdict_of(row) for row in given) == ["Duplicate", "New"]
     assert "2 verdicts from an earlier check of this file" in again.summary.text()
-    assert "score ≥ 0.80, the default, until 10 verdicts" in again.summary.text()
+    default = project.threshold.current().value      # the model's own, no verdicts here
+    assert (f"score ≥ {format_threshold(default)}, the model's default, best F1 on"
+            in again.summary.text())
 
     # Closing again offers to add the rows; doing so stores the verdicts as pairs.
     monkeypatch.setattr(again, "ask_on_close", lambda n: ADD)

@@ -10,7 +10,13 @@ from PySide6.QtCore import Qt
 
 from desktop_app.main_window import MainWindow
 from engine.project import Project
-from engine.review.calibration import DEFAULT_THRESHOLD, ENOUGH_OF_EACH
+from engine.review.calibration import (
+    BY_HAND,
+    CALIBRATED,
+    DEFAULT_THRESHOLD,
+    ENOUGH_OF_EACH,
+    format_threshold,
+)
 from tests.desktop_app.conftest import SIGNAL_TIMEOUT_MS
 from tests.desktop_app.test_review import open_review, press, select_cluster_of
 from tests.engine.cli.test_cli_ask import DUPLICATES, NOT_DUPLICATES
@@ -42,26 +48,69 @@ def test_calibrated_threshold_is_shown_is_the_slider_default_and_follows_verdict
     assert f"Calibrated threshold {calibration.threshold:.3f}" in text
     assert f"on {len(labelled)} verdicts" in text
     assert f"precision {calibration.precision:.0%}" in text
-    assert view.use_calibrated_button.isEnabled()
+    assert f"Project threshold {format_threshold(round(calibration.threshold, 4))} " \
+           f"(calibrated on {len(labelled)} verdicts" in text
+    assert not view.use_calibrated_button.isEnabled()   # nothing set by hand to reset
+    assert window.status.threshold.text() == (f"Threshold {format_threshold(expected)} · "
+                                              f"calibrated from {len(labelled)} verdicts")
 
-    # One more verdict: the label says so at once; the slider stays where the analyst is.
+    # One more verdict: the label says so at once, and the window's threshold is still the
+    # project's (calibrated on every verdict), never one of its own.
     select_cluster_of(window, "q2")
-    with qtbot.waitSignal(window.review.calibrationReady, timeout=SIGNAL_TIMEOUT_MS,
-                          check_params_cb=lambda c: c.verdicts == len(labelled) + 1):
+    with qtbot.waitSignal(window.review.projectThresholdReady, timeout=SIGNAL_TIMEOUT_MS,
+                          check_params_cb=lambda t: f"on {len(labelled) + 1} verdicts"
+                          in t.reason):
         press(qtbot, window, Qt.Key.Key_N)
     assert f"on {len(labelled) + 1} verdicts" in view.calibration_label.text()
-    assert window.review.threshold == pytest.approx(expected)
+    with Project.open(questions_project, read_only=True) as project:
+        now = project.threshold.current()
+    assert now.source == CALIBRATED
+    qtbot.waitUntil(lambda: window.review.threshold == pytest.approx(round(now.value, 3)),
+                    timeout=SIGNAL_TIMEOUT_MS)
 
 
-def test_too_few_verdicts_keep_the_default_and_say_what_is_needed(qtbot, window,
-                                                                 questions_project):
-    with judge_pairs(questions_project, [(DUPLICATES[0], 1), (NOT_DUPLICATES[0], 0)]):
-        pass
+def test_too_few_verdicts_keep_the_model_s_default_and_say_what_is_needed(
+        qtbot, window, questions_project):
+    with judge_pairs(questions_project, [(DUPLICATES[0], 1), (NOT_DUPLICATES[0], 0)]) as p:
+        default = p.threshold.model_default()
+    assert default.recorded and default.value != DEFAULT_THRESHOLD   # chosen on data
     open_review(qtbot, window, questions_project)
     view = window.review_view
-    assert window.review.threshold == pytest.approx(DEFAULT_THRESHOLD)   # 0.8, as everywhere
-    assert f"the default from {ENOUGH_OF_EACH} of each" in view.calibration_label.text()
+    assert window.review.threshold == pytest.approx(default.value)
+    text = view.calibration_label.text()
+    assert f"the model's default, {default.chosen_on}" in text
+    assert f"used from {ENOUGH_OF_EACH} of each" in text
     assert not view.use_calibrated_button.isEnabled()
+    assert window.status.threshold.text() == \
+        f"Threshold {format_threshold(default.value)} · model default"
+
+
+def test_moving_the_slider_sets_the_project_threshold_by_hand_and_reset_hands_it_back(
+        qtbot, window, questions_project):
+    """The window's threshold is the project's: moved, it is saved as set by hand (so the
+    command line cuts there too), the status bar says so, and Reset gives it back."""
+    open_review(qtbot, window, questions_project)
+    view = window.review_view
+    with Project.open(questions_project, read_only=True) as project:
+        default = project.threshold.current()
+    with qtbot.waitSignal(window.review.projectThresholdReady, timeout=SIGNAL_TIMEOUT_MS,
+                          check_params_cb=lambda t: t.source == BY_HAND):
+        view.spin.setValue(0.7)
+    assert window.status.threshold.text() == "Threshold 0.70 · set by hand"
+    assert view.use_calibrated_button.isEnabled()
+    with Project.open(questions_project, read_only=True) as project:
+        assert project.threshold.current().value == pytest.approx(0.7)
+        assert project.threshold.by_hand() == pytest.approx(0.7)
+
+    with qtbot.waitSignal(window.review.projectThresholdReady, timeout=SIGNAL_TIMEOUT_MS,
+                          check_params_cb=lambda t: t.source != BY_HAND):
+        view.use_calibrated_button.click()
+    qtbot.waitUntil(lambda: window.review.threshold == pytest.approx(default.value),
+                    timeout=SIGNAL_TIMEOUT_MS)
+    assert view.spin.value() == pytest.approx(round(default.value, 2))
+    assert window.status.threshold.text().endswith("· model default")
+    with Project.open(questions_project, read_only=True) as project:
+        assert project.threshold.by_hand() is None
 
 
 def test_ask_me_shows_a_pair_judged_with_keys_and_the_next_follows(qtbot, window,
@@ -75,9 +124,10 @@ def test_ask_me_shows_a_pair_judged_with_keys_and_the_next_follows(qtbot, window
     first = ask.current
     panel = view.ask_view.compare
     assert first.a.text in panel.left.toPlainText() and first.b.text in panel.right.toPlainText()
-    assert (f"Similarity {first.score:.3f} (threshold 0.80) · overlap "
+    default = window.review.threshold          # no verdicts: the model's default threshold
+    assert (f"Similarity {first.score:.3f} (threshold {format_threshold(default)}) · overlap "
             in view.ask_view.score_label.text())
-    assert abs(first.score - 0.8) < 0.05     # no labels: nearest the default threshold
+    assert abs(first.score - default) < 0.05  # nearest the project threshold
 
     target = view.ask_view.compare.left      # keys work with focus anywhere in the mode
     window.activateWindow()

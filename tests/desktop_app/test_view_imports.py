@@ -30,8 +30,10 @@ ALLOWED: dict[str, frozenset[str]] = {
     "engine.pair_metrics": frozenset({"ThresholdCurve"}),
     "engine.progress": frozenset({"Progress"}),
     "engine.review.calibration": frozenset({"DEFAULT_THRESHOLD", "ENOUGH_OF_EACH",
-                                            "Calibration", "default_threshold",
-                                            "format_threshold", "describe_threshold"}),
+                                            "Calibration", "ProjectThreshold", "BY_HAND",
+                                            "CALIBRATED", "format_threshold"}),
+    # the words of a model's default threshold (About): a JSON file read, nothing loaded
+    "engine.encoding.model_threshold": frozenset({"recorded_by_name"}),
     "engine.review.diff": frozenset({"Span", "word_diff"}),
     "engine.review.histogram": frozenset({"Histogram"}),
     "engine.review.layout": frozenset({"EmbeddingMap"}),

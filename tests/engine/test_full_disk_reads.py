@@ -133,7 +133,7 @@ def test_the_windows_review_and_export_on_a_full_disk_then_a_verdict_once_freed(
         raw = project.clusters.cut(0.75, verdicts=False)
         clusters = project.clusters.apply_verdicts(raw)
         assert any(len(c.members) > 1 for c in clusters)
-        assert project.exports.rows(tmp_path / "review.csv", clusters) == 48
+        assert project.exports.rows(tmp_path / "review.csv", clusters, 0.75) == 48
         assert project.search(SECOND_HALF, k=1)[0].text == SECOND_HALF
         a, b = (m.item_id for m in next(c for c in clusters if len(c.members) > 1).members[:2])
         with pytest.raises(DiskFull, match=f"^{path.name}: the disk is full"):

@@ -115,17 +115,17 @@ def test_export_has_original_columns_and_neutralises_formulas(new_project, tmp_p
     project.vectors.encode()
     clusters = project.clusters.cut(threshold=0.8)
     out = tmp_path / "clusters.xlsx"
-    assert project.exports.clusters(out, clusters) == 2
+    assert project.exports.clusters(out, clusters, 0.8) == 2
     sheet = openpyxl.load_workbook(out).active
     rows = list(sheet.iter_rows(values_only=True))
     assert rows[0] == ("id", "question", "note", "cluster_id", "canonical_id", "duplicate_of",
-                       "similarity", "is_canonical", "decision", "first_seen")
+                       "similarity", "is_canonical", "decision", "first_seen", "threshold")
     assert {r[3] for r in rows[1:]} == {"C000001"} and {r[9] for r in rows[1:]} == {1}
     notes = {r[0]: r[2] for r in rows[1:]}
     assert notes == {"a1": "'=HYPERLINK(\"http://x\")", "a2": "'+1"}
     assert all(isinstance(r[6], int | float) and 0.8 <= r[6] <= 1 for r in rows[1:])
     out_csv = tmp_path / "clusters.csv"
-    project.exports.clusters(out_csv, clusters)
+    project.exports.clusters(out_csv, clusters, 0.8)
     with out_csv.open(encoding="utf-8-sig") as fh:
         records = list(csv.DictReader(fh))
     assert {r["note"] for r in records} == {"'=HYPERLINK(\"http://x\")", "'+1"}

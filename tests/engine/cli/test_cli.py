@@ -138,7 +138,7 @@ def test_duplicates_json_and_export(project, tmp_path):
     assert {"q1", "q41", "q42", "q6", "q7"} <= ids
     header = out.read_text(encoding="utf-8-sig").splitlines()[0]
     assert header == ("qid,question,topic,cluster_id,canonical_id,duplicate_of,similarity,"
-                      "is_canonical,decision,first_seen")
+                      "is_canonical,decision,first_seen,threshold")
     assert all(c["cluster_id"].startswith("C") and len(c["cluster_id"]) == 7 for c in clusters)
 
 

@@ -63,8 +63,9 @@ def test_ask_json_shape_public_ids_and_spread(project):
     assert len({frozenset((p["a"]["id"], p["b"]["id"])) for p in pairs}) == 20
     uses = Counter(x for p in pairs for x in (p["a"]["id"], p["b"]["id"]))
     assert max(uses.values()) <= 2
-    # No verdicts yet: the pairs sit around the default threshold 0.8, nearest first.
-    distance = [abs(p["score"] - 0.8) for p in pairs]
+    # No verdicts yet: the pairs sit around the model's default threshold, nearest first.
+    default = project_default(project)
+    distance = [abs(p["score"] - default) for p in pairs]
     assert min(distance) == distance[0] and distance[0] < 0.05
 
 
@@ -106,39 +107,65 @@ def test_duplicates_cut_at_the_calibrated_threshold_once_there_are_enough_verdic
     path = tmp_path / "labelled.duplens"
     run("import", str(path), str(DATA), "--column", "question", "--id-column", "qid")
     plain = run("duplicates", str(path), "--json")
-    assert "calibrated" not in plain.stderr
+    assert "(the model's default" in plain.stderr and "(calibrated on" not in plain.stderr
     with Project.open(path) as project:
         for pairs, label in ((DUPLICATES, 1), (NOT_DUPLICATES, 0)):
             for a, b in pairs:
                 project.verdicts.set_verdict(project.rows.by_public_id(a)["item_id"],
                                              project.rows.by_public_id(b)["item_id"], label)
-        calibrated = project.verdicts.default_threshold()
+        calibrated = project.threshold.current().value
         expected = [c.as_json() for c in project.clusters.cut(calibrated)]
-    assert calibrated != 0.8
+    assert calibrated != project_default(path)
     proc = run("duplicates", str(path), "--json")
     verdicts = len(DUPLICATES) + len(NOT_DUPLICATES)
     assert (f"threshold {format_threshold(calibrated)} (calibrated on {verdicts} verdicts"
             in proc.stderr)
     clusters = json.loads(proc.stdout)
     assert clusters == json.loads(json.dumps(expected)) and clusters
-    assert json.loads(plain.stdout) != clusters     # 0.8 cuts differently
+    assert json.loads(plain.stdout) != clusters     # the model's default cuts differently
 
 
 def test_one_project_threshold_for_duplicates_ask_and_match_said_where_used(project):
     """Before, `duplicates` cut at 0.85 while `ask` and `match` used 0.8, and nothing said
-    which: now the one project threshold (the default here: no labels) is used and named."""
+    which: now the one project threshold (the model's default here: no verdicts) is used
+    and named, and one set by hand (`duplens threshold`) is used by every command."""
     from engine.project import Project
 
+    default = project_default(project)
+    assert default != DEFAULT_THRESHOLD      # the bundled model's own, chosen on data
     with Project.open(project) as opened:
-        expected = [c.as_json() for c in opened.clusters.cut(DEFAULT_THRESHOLD)]
+        expected = [c.as_json() for c in opened.clusters.cut(default)]
     proc = run("duplicates", str(project), "--json")
     assert json.loads(proc.stdout) == json.loads(json.dumps(expected))
-    assert "threshold 0.80 (the default, until 10 verdicts of each kind" in proc.stderr
+    shown = format_threshold(default)
+    assert f"threshold {shown} (the model's default, best F1 on" in proc.stderr
     asked = run("ask", str(project), "-n", "2")
-    assert "near the threshold 0.80 (the default" in asked.stderr
-    for command in ("duplicates", "match"):
+    assert f"near the threshold {shown} (the model's default" in asked.stderr
+    for command in ("duplicates", "match", "estimate"):
         helped = " ".join(run(command, "--help").stdout.split())
-        assert "else 0.8)" in helped and "0.85" not in helped
+        assert "set by hand with 'duplens threshold'" in helped and "0.85" not in helped
+
+    said = run("threshold", str(project), "0.7")
+    assert "project threshold 0.70 (set by hand)" in said.stderr
+    assert f"the model's default: {default:.2f}" in said.stderr
+    proc = run("duplicates", str(project), "--json")
+    assert "threshold 0.70 (set by hand)" in proc.stderr
+    with Project.open(project) as opened:
+        assert json.loads(proc.stdout) == json.loads(json.dumps(
+            [c.as_json() for c in opened.clusters.cut(0.7)]))
+    assert "near the threshold 0.70 (set by hand)" in run("ask", str(project)).stderr
+    refused = run("threshold", str(project), "1.5", check_code=2)
+    assert refused.returncode == 2 and "between 0 and 1" in refused.stderr
+    cleared = json.loads(run("threshold", str(project), "--clear", "--json").stdout)
+    assert cleared["source"] == "model default" and cleared["value"] == default
+
+
+def project_default(path) -> float:
+    """The project's threshold as the engine reads it (the model's default here)."""
+    from engine.project import Project
+
+    with Project.open(path) as opened:
+        return opened.threshold.current().value
 
 
 def test_search_says_why_each_hit_matches(project):

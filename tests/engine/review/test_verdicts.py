@@ -111,7 +111,7 @@ def test_export_carries_each_rows_verdict_and_a_row_moved_out_is_in_no_cluster(
     history.judge(python.canonical.item_id, kept.item_id, 1)
     history.move_out(python, out.item_id)
     path = tmp_path / "clusters.csv"
-    project.exports.clusters(path, project.clusters.cut(THRESHOLD))
+    project.exports.clusters(path, project.clusters.cut(THRESHOLD), THRESHOLD)
     with path.open(encoding="utf-8-sig") as fh:
         rows = {r["qid"]: r for r in csv.DictReader(fh)}
     assert rows[python.canonical.id]["decision"] == "canonical"
@@ -122,7 +122,7 @@ def test_export_carries_each_rows_verdict_and_a_row_moved_out_is_in_no_cluster(
     assert untouched and {r["decision"] for r in untouched} <= {"unreviewed"}
     assert rows[kept.id]["duplicate_of"] == python.canonical.id
     every = tmp_path / "every.csv"
-    project.exports.rows(every, project.clusters.cut(THRESHOLD))
+    project.exports.rows(every, project.clusters.cut(THRESHOLD), THRESHOLD)
     with every.open(encoding="utf-8-sig") as fh:
         moved = next(r for r in csv.DictReader(fh) if r["qid"] == out.id)
     assert moved["cluster_id"] == moved["canonical_id"] == moved["duplicate_of"] == ""
@@ -135,7 +135,7 @@ def test_deduplicated_export_keeps_rows_moved_out(project, tmp_path):
     history.move_out(python, out.item_id)
     path = tmp_path / "dedup.csv"
     clusters = project.clusters.cut(THRESHOLD)
-    written = project.exports.rows(path, clusters, form="deduplicated")
+    written = project.exports.rows(path, clusters, THRESHOLD, form="deduplicated")
     with path.open(encoding="utf-8-sig") as fh:
         kept = {r["qid"] for r in csv.DictReader(fh)}
     duplicates = sum(len(c.members) - 1 for c in clusters)
@@ -235,7 +235,7 @@ def test_not_duplicate_verdicts_reach_every_cluster_and_every_export(project, tm
     for form, name in (("all", "all.csv"), ("only-clusters", "clusters.csv"),
                        ("deduplicated", "dedup.csv")):
         path = tmp_path / name
-        project.exports.rows(path, after, form=form)
+        project.exports.rows(path, after, THRESHOLD, form=form)
         with path.open(encoding="utf-8-sig") as fh:
             exported = {r["qid"]: r for r in csv.DictReader(fh)}
         ids = {k: r["cluster_id"] for k, r in exported.items()}

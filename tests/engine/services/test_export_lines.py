@@ -76,7 +76,7 @@ def page_of(rows) -> CellPage:
 def test_arrow_pages_write_the_csv_modules_bytes(tmp_path, drawn):
     columns, sources, rows, placed, dedupe = drawn
     dropped = {i for i, found in placed.items() if is_dropped(found)} if dedupe else set()
-    lines = ExportLines(sources, columns, placed, dropped)
+    lines = ExportLines(sources, columns, placed, dropped, "0.75")
     header = [*columns, *ADDED_COLUMNS]
     reference, fast = tmp_path / "reference.csv", tmp_path / "fast.csv"
     items = [{"id": i, "source_id": s, "ext_id": e, "extra": x} for i, s, e, x in rows]
@@ -89,12 +89,12 @@ def test_arrow_pages_write_the_csv_modules_bytes(tmp_path, drawn):
 def test_a_text_only_page_takes_the_arrow_path():
     """The hypothesis test would pass if every page fell back; plain text must not."""
     sources = {1: {"id": 1, "id_column": "id"}}
-    lines = ExportLines(sources, ["id", "q"], {})
+    lines = ExportLines(sources, ["id", "q"], {}, threshold="0.75")
     page = page_of([(1, 1, "x", {"q": "=1+1"}), (2, 1, None, {"q": 'a,"b"\nc'})])
     data, count = lines.csv_page(page)
     assert isinstance(data, memoryview) and count == 2
     assert bytes(data) == lines.reference_page(page)[0] == \
-        b'x,\'=1+1,,,,,,,1\r\n,"a,""b""\nc",,,,,,,1\r\n'
+        b'x,\'=1+1,,,,,,,1,0.75\r\n,"a,""b""\nc",,,,,,,1,0.75\r\n'
 
 
 HOSTILE_ROWS = [
@@ -125,11 +125,11 @@ def test_a_project_exports_the_reference_bytes(new_project, tmp_path, form):
     dropped = {i for i, f in placed.items() if is_dropped(f)} if form == DEDUPLICATED else set()
     assert len(placed) >= 2 and (form == "all" or dropped)
     out, reference = tmp_path / "out.csv", tmp_path / "reference.csv"
-    assert project.exports.rows(out, clusters, form=form) == 5 - len(dropped)
+    assert project.exports.rows(out, clusters, 0.9, form=form) == 5 - len(dropped)
     with project.store.read() as conn:
         sources = {s["id"]: s for s in source_store.list_sources(conn)}
         columns = source_columns(list(sources.values()))
-        lines = ExportLines(sources, columns, placed, dropped)
+        lines = ExportLines(sources, columns, placed, dropped, "0.9")
         write_rows(reference, [*columns, *ADDED_COLUMNS],
                    map(lines.line, _all_items(conn, dropped)))
         page = item_store.cell_page_after(conn, 0, 100)
@@ -160,9 +160,9 @@ def test_pages_hold_what_the_rows_hold(store_location, encoder, tmp_path):
                 got += [(i, s, e, json.loads(c)) for i, s, e, c in page.rows()]
             sources = {s["id"]: s for s in source_store.list_sources(conn)}
         out, reference = tmp_path / "out.csv", tmp_path / "reference.csv"
-        assert project.exports.rows(out, []) == 25
+        assert project.exports.rows(out, [], 0.8) == 25
     assert got == expected and len(got) == 25
-    lines = ExportLines(sources, ["id", "question", "extra"], {})
+    lines = ExportLines(sources, ["id", "question", "extra"], {}, threshold="0.8")
     write_rows(reference, ["id", "question", "extra", *ADDED_COLUMNS],
                [lines.line({"id": i, "source_id": s, "ext_id": e, "extra": x})
                 for i, s, e, x in expected])

@@ -46,12 +46,13 @@ def cut(new_project, tmp_path):
 def test_every_row_round_trips_cell_by_cell(cut, tmp_path, delimiter, newline, bom):
     project, clusters = cut(delimiter, newline, bom)
     out = tmp_path / "out.csv"
-    assert project.exports.rows(out, clusters) == 5
+    assert project.exports.rows(out, clusters, 0.9) == 5
     got = read_back(out)
     assert got[0] == [*ROWS[0], *ADDED_COLUMNS]
     assert [line[:4] for line in got[1:]] == ROWS[1:]          # order and every cell exact
     added = {line[0]: dict(zip(ADDED_COLUMNS, line[4:], strict=True)) for line in got[1:]}
-    assert added["a3"] == added["a5"] == {**dict.fromkeys(ADDED_COLUMNS, ""), "first_seen": "1"}
+    assert added["a3"] == added["a5"] == {**dict.fromkeys(ADDED_COLUMNS, ""), "first_seen": "1",
+                                         "threshold": "0.9"}
     group = {k: added[k] for k in ("a1", "a2", "a4")}
     assert len({a["cluster_id"] for a in group.values()}) == 1
     assert group["a1"]["cluster_id"] == "C000001"     # the project's first stored id
@@ -67,7 +68,7 @@ def test_same_normalised_text_is_a_duplicate_even_above_the_threshold(cut, tmp_p
     project, _ = cut()
     clusters = project.clusters.cut(1.0)     # no near-duplicate reaches 1.0
     out = tmp_path / "out.csv"
-    project.exports.rows(out, clusters)
+    project.exports.rows(out, clusters, 1.0)
     added = {line[0]: line[4:] for line in read_back(out)[1:]}
     assert added["a1"][2] == "" and added["a4"][2] == "a1"   # a4 folds onto a1
     assert added["a2"][0] == "" and added["a3"][0] == ""
@@ -76,12 +77,12 @@ def test_same_normalised_text_is_a_duplicate_even_above_the_threshold(cut, tmp_p
 def test_deduplicated_and_only_clusters(cut, tmp_path):
     project, clusters = cut()
     dedup, only = tmp_path / "dedup.csv", tmp_path / "only.csv"
-    assert project.exports.rows(dedup, clusters, form=DEDUPLICATED) == 3
+    assert project.exports.rows(dedup, clusters, 0.9, form=DEDUPLICATED) == 3
     kept = [line[0] for line in read_back(dedup)[1:]]
     canonical = clusters[0].canonical.id
     assert kept == [i for i in ("a1", "a2", "a3", "a4", "a5")
                     if i in {canonical, "a3", "a5"}]
-    assert project.exports.rows(only, clusters, form=ONLY_CLUSTERS) == 3
+    assert project.exports.rows(only, clusters, 0.9, form=ONLY_CLUSTERS) == 3
     assert sorted(line[0] for line in read_back(only)[1:]) == ["a1", "a2", "a4"]
 
 
@@ -108,7 +109,7 @@ def test_xlsx_holds_every_row_with_text_kept_as_text(cut, tmp_path):
 
     project, clusters = cut()
     out = tmp_path / "out.xlsx"
-    assert project.exports.rows(out, clusters) == 5
+    assert project.exports.rows(out, clusters, 0.9) == 5
     sheet = openpyxl.load_workbook(out, read_only=True).active
     got = list(sheet.iter_rows(values_only=True))
     # "08123" stays text; an empty cell is no cell in XLSX, so it reads back as None

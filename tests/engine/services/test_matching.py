@@ -28,7 +28,9 @@ def test_scores_are_exact_cosines_and_repeats_are_found_across_batches(open_ques
                                                                        encoder):
     before = open_questions.info()
     result = open_questions.matching.check_file(new_file, ["title", "body"], k=2, batch_rows=2)
-    assert result.threshold == 0.8                      # no labels yet: the default
+    # no verdicts yet: the project threshold is the model's default, and the result says so
+    assert result.threshold == open_questions.threshold.model_default().value
+    assert result.threshold_reason.startswith("the model's default, best F1 on")
     # The empty row 2 has nothing to match and is left out; the rest keep their numbers.
     assert [r.row for r in result.rows] == [1, 3, 4, 5]
     assert [r.id for r in result.rows] == ["1", "3", "4", "5"]
