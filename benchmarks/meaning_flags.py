@@ -9,7 +9,8 @@ differences mark a pair, the synonym cut-off) were chosen looking at the validat
 the figure reported is the test part's, measured once; the validation part's is shown beside
 it, as where they were chosen. Each pair's similarity is the bundled model's, through the
 engine's encoder (`load_encoder`, what a project stores), and the pairs at or above the
-default threshold (`DEFAULT_THRESHOLD`, 0.8) are the ones the window would call duplicates.
+model's default threshold (`engine.encoding.model_threshold`, what a new project uses) are
+the ones the window would call duplicates.
 For each rule, in the same run on the same pairs: the share of those pairs labelled not
 duplicate that it marks, the share of the duplicates it marks, and their ratio (goal: at
 least 2, the ⚠ meaning "look here" rather than "close pair"):
@@ -37,21 +38,21 @@ SEED = 0
 def run(quick: bool) -> dict:
     from benchmarks.finetune_quora import quora_splits
     from engine.encoding.loading import load_encoder
-    from engine.review.calibration import DEFAULT_THRESHOLD
+    from engine.encoding.model_threshold import for_fingerprint
     from engine.review.overlap import content_word_differs, overlap, warm_up
 
     data = quora_splits(SEED, QUICK_PAIRS if quick else None)
     encoder = load_encoder(None, device="cpu", batch_size=64)
+    threshold = for_fingerprint(encoder.spec.fingerprint).value
     started = time.perf_counter()
     warm_up()
     warm_s = time.perf_counter() - started
-    validation = _measure(data.validation, encoder, DEFAULT_THRESHOLD, overlap,
-                          content_word_differs)
-    test = _measure(data.test, encoder, DEFAULT_THRESHOLD, overlap, content_word_differs)
+    validation = _measure(data.validation, encoder, threshold, overlap, content_word_differs)
+    test = _measure(data.test, encoder, threshold, overlap, content_word_differs)
     return {
         "split": f"test (seed {SEED}); rules chosen on validation",
         "test_pairs": data.sizes["test"], "validation_pairs": data.sizes["validation"],
-        "threshold": DEFAULT_THRESHOLD, "warm_up_s": round(warm_s, 3),
+        "threshold": threshold, "warm_up_s": round(warm_s, 3),
         "test": test, "validation": validation,
     }
 

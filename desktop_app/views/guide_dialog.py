@@ -36,8 +36,10 @@ WORKFLOW = (
 )
 
 THRESHOLD = ("One threshold decides what counts as a duplicate everywhere: the project "
-             "threshold, 0.80 until there are at least ten verdicts of each kind, then the "
-             "best-F1 threshold of your verdicts (shown above the clusters).")
+             "threshold, shown in the status bar with where it comes from. It is the one "
+             "you set with the slider (Reset hands it back), else the best-F1 threshold of "
+             "your verdicts once there are ten of each kind, else the model's default, "
+             "chosen on labelled data and recorded with the model.")
 
 
 def guide_html() -> str:

@@ -144,10 +144,11 @@ class MatchStream:
 def export_header(columns: list[str], k: int) -> list[str]:
     """The export's columns: the file's columns, then `match_i_id/text/score/overlap` for i
     up to k (the overlap beside the score: the share of words both texts use), then
-    `likely_duplicate` (best score at or above the threshold) and `duplicate_in_file_of`."""
+    `likely_duplicate` (best score at or above the threshold), `duplicate_in_file_of`, and
+    `threshold`: the one `likely_duplicate` was decided at, so the file says it."""
     matches = [f"match_{i + 1}_{part}" for i in range(k)
                for part in ("id", "text", "score", "overlap")]
-    return [*columns, *matches, "likely_duplicate", "duplicate_in_file_of"]
+    return [*columns, *matches, "likely_duplicate", "duplicate_in_file_of", "threshold"]
 
 
 def export_record(r: FileRow, columns: list[str], k: int, threshold: float) -> list[object]:
@@ -157,7 +158,7 @@ def export_record(r: FileRow, columns: list[str], k: int, threshold: float) -> l
         hit = r.matches[i] if i < len(r.matches) else None
         rec += ([hit.id, hit.text, round(hit.score, 6), round(r.overlaps[i].jaccard, 4)]
                 if hit else [None, None, None, None])
-    rec += [(r.best_score() or 0.0) >= threshold, r.duplicate_in_file_of]
+    rec += [(r.best_score() or 0.0) >= threshold, r.duplicate_in_file_of, threshold]
     return rec
 
 

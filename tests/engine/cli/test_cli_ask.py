@@ -114,8 +114,9 @@ def test_duplicates_cut_at_the_calibrated_threshold_once_there_are_enough_verdic
                 project.verdicts.set_verdict(project.rows.by_public_id(a)["item_id"],
                                              project.rows.by_public_id(b)["item_id"], label)
         calibrated = project.threshold.current().value
+        model_default = project.threshold.model_default().value
         expected = [c.as_json() for c in project.clusters.cut(calibrated)]
-    assert calibrated != project_default(path)
+    assert calibrated != model_default
     proc = run("duplicates", str(path), "--json")
     verdicts = len(DUPLICATES) + len(NOT_DUPLICATES)
     assert (f"threshold {format_threshold(calibrated)} (calibrated on {verdicts} verdicts"

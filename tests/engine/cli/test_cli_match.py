@@ -92,7 +92,7 @@ def test_out_has_the_file_columns_matches_and_verdicts(project, new_file, tmp_pa
     assert table[0] == ["ref", "question", "note", "match_1_id", "match_1_text",
                         "match_1_score", "match_1_overlap", "match_2_id", "match_2_text",
                         "match_2_score", "match_2_overlap", "likely_duplicate",
-                        "duplicate_in_file_of"]
+                        "duplicate_in_file_of", "threshold"]
     body = {r[0]: dict(zip(table[0], r, strict=True)) for r in table[1:]}
     assert list(body) == ["n1", "n2", "n3", "n4"]
     assert body["n1"]["match_1_id"] == "q1" and body["n1"]["likely_duplicate"] == "True"

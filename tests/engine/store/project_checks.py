@@ -98,11 +98,12 @@ def small_disk(folder: Path, size: str = "20m") -> Iterator[Path]:
 def fill(disk: Path, leave: int = 0) -> Path:
     """Fill `disk` up, then give back `leave` bytes: the next writes run out of room."""
     filler = disk / "filler"
-    with filler.open("wb") as fh:
+    # Unbuffered: a buffered file keeps the part of the last block the disk refused and
+    # fails again on close, depending on how the free space falls against the block size.
+    with filler.open("wb", buffering=0) as fh:
         try:
             while True:
                 fh.write(b"\0" * 65536)
-                fh.flush()
         except OSError as exc:
             assert exc.errno == errno.ENOSPC
     os.truncate(filler, max(0, filler.stat().st_size - leave))
