@@ -254,9 +254,9 @@ class ReviewController(QObject):
 
         def work(job: Job) -> tuple[list[Cluster], list[Cluster], dict]:
             project = job.project
-            raw = project.clusters.cut(threshold, verdicts=False)
-            # As `Clusters.cut` gives them: a cluster the verdicts left with one row is none.
-            applied = [c for c in project.clusters.apply_verdicts(raw) if len(c.members) > 1]
+            # One cut, as cut and as `Clusters.cut` gives it (the verdicts laid over each
+            # cluster, "duplicate" verdicts joining clusters): what exports and counts read.
+            raw, applied = project.clusters.cut_both(threshold)
             changes = project.ids.changed_clusters(since, applied) if since else {}
             return raw, applied, changes
 
@@ -340,6 +340,11 @@ class ReviewController(QObject):
             return
         history = self._history()
         raw = self.raw
+        # A cluster "duplicate" verdicts joined to others holds rows its cut cluster lacks:
+        # laying verdicts over the cut cluster alone would drop them, so the cut is made again.
+        joined = any(c.cluster_id in raw and
+                     not set(c.item_ids()) <= set(raw[c.cluster_id].item_ids())
+                     for c in self.everything)
 
         def work(job: Job) -> tuple[object, list[Cluster]]:
             try:
@@ -355,7 +360,9 @@ class ReviewController(QObject):
 
         def done(result: tuple[object, list[Cluster]]) -> None:
             change, updated = result
-            by_id = {c.cluster_id: c for c in updated}
+            if joined:
+                self.refresh()
+            by_id = {} if joined else {c.cluster_id: c for c in updated}
             self.everything = [by_id.get(c.cluster_id, c) for c in self.everything]
             for pos, shown in enumerate(self.clusters):
                 new = by_id.get(shown.cluster_id)

@@ -33,6 +33,9 @@ class LastCut:
     # Per cluster above, `row_clusters.rank_key` of its rows (worked out once: a sum over
     # every row of every cluster took 0.2 s at 1M rows); computed when not given.
     ranks: list[tuple[int, float]] = field(default_factory=list)
+    # Clusters made of rows the cut put in no cluster, joined by "duplicate" verdicts
+    # (`engine.review.verdict_joins`), labelled: built again at every cut.
+    extra: list[Cluster] = field(default_factory=list)
     _at: dict[int, int] = field(default_factory=dict)
 
     def __post_init__(self) -> None:

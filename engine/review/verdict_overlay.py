@@ -16,9 +16,10 @@ stored per cluster. They are stored per pair of rows (duplicate / not duplicate)
   and `Clusters.cut` leaves it out);
 - other verdicts show as each member's `verdict` (against the canonical).
 
-The rows moved out are in no cluster: no id, no canonical, in no export's cluster. A
-"duplicate" verdict between rows the cut put in different clusters (or in none) does not
-join them yet.
+The rows moved out are in no cluster: no id, no canonical, in no export's cluster, unless
+a "duplicate" verdict ties them elsewhere. A "duplicate" verdict between rows the cut put in
+different clusters (or in none) is not this module's: `engine.review.verdict_joins` joins
+them after it, across the whole cut.
 """
 
 from __future__ import annotations
@@ -38,7 +39,8 @@ from engine.store.pair_verdicts import ordered
 # similarity(text_id, [text_id, …]) -> cosine similarity of the first to each of the others
 Similarity = Callable[[int, Sequence[int]], Sequence[float]]
 
-_VERDICT = {1: DUPLICATE, 0: NOT_DUPLICATE}
+# What a stored verdict (1 or 0) is called on a member (`Member.verdict`).
+VERDICT_WORDS = {1: DUPLICATE, 0: NOT_DUPLICATE}
 
 
 def apply_verdicts(cluster: Cluster, verdicts: dict[tuple[int, int], int], chosen: set[int],
@@ -60,12 +62,13 @@ def apply_verdicts(cluster: Cluster, verdicts: dict[tuple[int, int], int], chose
     order = [canonical, *sorted((m for m in everyone if m.item_id != canonical.item_id),
                                 key=lambda m: (-rescored[m.item_id], m.item_id))]
     kept_ids = _kept(order, verdicts)
-    head = _with(canonical, 1.0, CANONICAL if canonical.item_id in chosen else UNREVIEWED)
+    head = with_verdict(canonical, 1.0, CANONICAL if canonical.item_id in chosen else UNREVIEWED)
     kept: list[Member] = []
     rejected: list[Member] = []
     for m in order[1:]:
-        verdict = _VERDICT.get(verdicts.get(ordered(canonical.item_id, m.item_id)), UNREVIEWED)
-        updated = _with(m, rescored[m.item_id], verdict)
+        verdict = VERDICT_WORDS.get(verdicts.get(ordered(canonical.item_id, m.item_id)),
+                                    UNREVIEWED)
+        updated = with_verdict(m, rescored[m.item_id], verdict)
         (kept if m.item_id in kept_ids else rejected).append(updated)
     return Cluster(cluster.cluster_id, [head, *kept], rejected, cluster.merged_from)
 
@@ -105,7 +108,8 @@ def _kept(order: list[Member], verdicts: dict[tuple[int, int], int]) -> set[int]
     return kept
 
 
-def _with(m: Member, score: float, verdict: str) -> Member:
+def with_verdict(m: Member, score: float, verdict: str) -> Member:
+    """`m` scored against its canonical and with its verdict on the pair it makes with it."""
     return Member(m.item_id, m.id, m.row, m.source_id, m.text, score, m.text_id, verdict)
 
 

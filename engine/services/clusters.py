@@ -29,13 +29,15 @@ from engine.dedup.row_clusters import (
     texts_in_no_cluster,
 )
 from engine.dedup.row_clusters import text_clusters_as_ids as as_ids
-from engine.errors import DiskFull, InputError
+from engine.errors import InputError
 from engine.progress import CancelToken, ProgressCallback, no_progress
 from engine.review.calibration import DEFAULT_THRESHOLD
 from engine.review.histogram import Histogram, similarity_histogram
 from engine.review.layout import MAP_SAMPLE, EmbeddingMap, project_2d, sample_ids
+from engine.review.verdict_joins import Joined, join_by_verdicts
 from engine.review.verdict_overlay import apply_verdicts
 from engine.services.cluster_ids import ClusterIds
+from engine.services.graph_save import GraphSave
 from engine.services.vectors import Vectors
 from engine.store import change_counters
 from engine.store import items as item_store
@@ -62,37 +64,6 @@ class _Updated:
     before: KnnGraph
     after: KnnGraph
     touched: np.ndarray
-
-
-class _GraphSave:
-    """Writing a graph into the project on its own thread, while the cut that needs it goes
-    on: at a million texts the graph is about 190 MB, and serialising, writing and
-    committing it took about 1.1 s of a week's 8.7 s update (the weekly benchmark's speed
-    case, timed step by step).
-    SQLite and zlib do that work without the GIL, so on a second core it overlaps the cut's
-    Python walk. The cut (or `graph`) waits for it before returning (`_then_saved`), so
-    nothing is left running behind a caller, and the ids the cut records wait for the write
-    lock as they would have. On a full disk the review goes on from memory, as before."""
-
-    def __init__(self, store: Store, name: str, stamp: str, graph: KnnGraph) -> None:
-        self._store, self._name, self._stamp, self._graph = store, name, stamp, graph
-        self._error: BaseException | None = None
-        self._thread = threading.Thread(target=self._run, name="duplens-graph-save",
-                                        daemon=True)
-        self._thread.start()
-
-    def _run(self) -> None:
-        try:
-            with suppress(DiskFull), self._store.write() as conn:
-                put_blob(conn, self._name, self._graph.to_bytes())
-                self._store.set_meta(self._name, self._stamp, conn)
-        except BaseException as exc:   # noqa: BLE001 - raised again on the caller's thread
-            self._error = exc
-
-    def wait(self) -> None:
-        self._thread.join()
-        if self._error is not None:
-            raise self._error
 
 
 def _live_ids(index) -> np.ndarray:
@@ -162,7 +133,7 @@ class Clusters:
         # One graph update or cut at a time: the window cuts on its review thread while an
         # import's job places the new rows (`follow_imports`) on another.
         self._lock = threading.RLock()
-        self._saving: _GraphSave | None = None   # the graph being written, under _lock
+        self._saving: GraphSave | None = None   # the graph being written, under _lock
 
     def graph(self, k: int = DEFAULT_NEIGHBOURS, *, progress: ProgressCallback = no_progress,
               cancel: CancelToken | None = None) -> KnnGraph:
@@ -196,8 +167,8 @@ class Clusters:
             graph = self._make(index, k, name, progress, cancel)
             if not self._store.read_only and signature is not None:
                 # Kept for the next review, written on another thread while the cut goes
-                # on (`_then_saved` waits for it): see `_GraphSave`.
-                self._saving = _GraphSave(self._store, name, stamp, graph)
+                # on (`_then_saved` waits for it): see `GraphSave`.
+                self._saving = GraphSave(self._store, name, stamp, graph)
         self._graph, self._graph_key = graph, key
         return graph
 
@@ -292,7 +263,9 @@ class Clusters:
 
         With `verdicts`, the analyst's stored verdicts are laid over the cut
         (`review.verdict_overlay`: canonical choices lead, no two rows judged "not
-        duplicate" stay together, a cluster left with one row is none); without,
+        duplicate" stay together, a cluster left with one row is none; then
+        `review.verdict_joins`: rows judged "duplicate" share a cluster unless a "not"
+        forbids it); without,
         the clusters are exactly as cut, which is what `apply_verdicts` takes. Either way
         each cluster carries its stored id (`ClusterIds.label`, decided on the clusters as
         the verdicts make them), and the cut is recorded as the project's assignment.
@@ -301,24 +274,31 @@ class Clusters:
         is cut and built again (`engine.dedup.recut`, `engine.dedup.last_cut`); the result
         is the same as cutting it all.
         """
+        raw, decided = self.cut_both(threshold, k, progress=progress, cancel=cancel)
+        return decided if verdicts else raw
+
+    def cut_both(self, threshold: float = DEFAULT_THRESHOLD, k: int = DEFAULT_NEIGHBOURS, *,
+                 progress: ProgressCallback = no_progress, cancel: CancelToken | None = None
+                 ) -> tuple[list[Cluster], list[Cluster]]:
+        """(as cut, as decided) of one cut: `cut(verdicts=False)` and `cut()` at once, for
+        the review, which keeps both (a verdict given there is laid over the cluster as cut)."""
         if not 0.0 < threshold <= 1.0:
             raise InputError(f"threshold must be between 0 and 1, not {threshold}")
         with self._lock:
-            return self._cut_now(threshold, k, verdicts, progress, cancel)
+            made = self._then_saved(self._cut_with_graph, threshold, k, progress, cancel)
+        # A cluster the verdicts left with one row is none (the rows moved out of it are in
+        # no cluster either), nor is one a "duplicate" verdict joined to another: what every
+        # view, count and export reads.
+        return made.raw, [c for c in (*made.decided, *made.extra) if len(c.members) > 1]
 
-    def _cut_now(self, threshold: float, k: int, verdicts: bool, progress: ProgressCallback,
-                 cancel: CancelToken | None) -> list[Cluster]:
-        return self._then_saved(self._cut_with_graph, threshold, k, verdicts, progress,
-                                cancel)
-
-    def _cut_with_graph(self, threshold: float, k: int, verdicts: bool,
-                        progress: ProgressCallback, cancel: CancelToken | None
-                        ) -> list[Cluster]:
+    def _cut_with_graph(self, threshold: float, k: int, progress: ProgressCallback,
+                        cancel: CancelToken | None) -> LastCut:
         graph = self._graph_now(k, progress, cancel)
         with _no_gc_pauses():
             with self._store.read() as conn:
                 self._kept.check(change_counters.read(conn, change_counters.ROWS))
                 decided_by = verdict_store.fingerprint(conn)
+                joining = verdict_store.duplicate_pairs(conn)
             touched = self._kept.take_touched()
             last, update = self._last, self._update
             same = last is not None and last.threshold == threshold and last.k == k \
@@ -326,21 +306,17 @@ class Clusters:
                 and last.ids_change_count == self._ids.stored()
             if same and update is not None and update.before is last.state.graph \
                     and update.after is graph:
-                made = self._cut_again(last, graph, update.touched, touched)
+                made = self._cut_again(last, graph, update.touched, touched, joining)
             elif same and last.state.graph is graph:
-                made = self._cut_again(last, graph, np.zeros(0, np.int64), touched)
+                made = self._cut_again(last, graph, np.zeros(0, np.int64), touched, joining)
             else:
-                made = self._cut_whole(graph, threshold, k, decided_by)
+                made = self._cut_whole(graph, threshold, k, decided_by, joining)
             made.ids_change_count = self._ids.seen()
             self._last, self._update = made, None
-        if not verdicts:
-            return made.raw
-        # A cluster the verdicts left with one row is none (the rows moved out of it are in
-        # no cluster either): what every view, count and export reads.
-        return [c for c in made.decided if len(c.members) > 1]
+        return made
 
-    def _cut_whole(self, graph: KnnGraph, threshold: float, k: int, decided_by: tuple
-                   ) -> LastCut:
+    def _cut_whole(self, graph: KnnGraph, threshold: float, k: int, decided_by: tuple,
+                   joining: list[tuple[int, int, int, int]]) -> LastCut:
         state = full_cut(graph, threshold)
         text_clusters = as_ids(state.clusters, graph.ids)
         clustered = {t for ids, _ in text_clusters for t in ids}
@@ -352,14 +328,19 @@ class Clusters:
             rows = self._kept.rows(conn, [*clustered, *exact], also=nearby)
         keyed = rank_row_clusters(expand_keyed(text_clusters, rows, exact, self._kept.member))
         raw = [Cluster("", ms) for _, ms in keyed]
-        decided = self._ids.label(self.apply_verdicts(raw), threshold=threshold)
+        decided, extra = self._decided(raw, joining, graph, threshold=threshold)
         raw = _with_ids(raw, decided)
-        return LastCut(state, k, decided_by, [key for key, _ in keyed], raw, decided)
+        return LastCut(state, k, decided_by, [key for key, _ in keyed], raw, decided,
+                       extra=extra)
 
     def _cut_again(self, last: LastCut, graph: KnnGraph, touched_texts: np.ndarray,
-                   touched_rows: set[int]) -> LastCut:
+                   touched_rows: set[int], joining: list[tuple[int, int, int, int]]
+                   ) -> LastCut:
         """The cut at the last cut's threshold after rows came or went: the text clusters
-        replayed where the graph changed, row clusters built only where they changed."""
+        replayed where the graph changed, row clusters built only where they changed. A
+        cluster holding a row judged "duplicate" of another is always built: what it joins
+        depends on other clusters (`engine.review.verdict_joins`); few clusters hold one."""
+        touched_rows = touched_rows | {t for *_, ta, tb in joining for t in (ta, tb)}
         again = recut_clusters(last.state, graph, touched_texts)
         with self._store.read() as conn:
             exact = texts_in_no_cluster(self._kept.texts_with_copies(conn),
@@ -370,11 +351,49 @@ class Clusters:
             rows = self._kept.rows(conn, wanted)
         built = expand_keyed(what.build_text, rows, what.build_exact, self._kept.member)
         raw = [Cluster("", ms) for _, ms in built]
-        decided = self._ids.label(self.apply_verdicts(raw), threshold=last.threshold,
-                                  every_cluster=False, released=what.released)
+        decided, extra = self._decided(
+            raw, joining, graph, threshold=last.threshold, every_cluster=False,
+            released=[*what.released, *(i for c in last.extra for i in c.item_ids())])
         raw = _with_ids(raw, decided)
         keys, raw, decided, ranks = assemble(last, what, built, raw, decided)
-        return LastCut(again.state, last.k, last.verdicts, keys, raw, decided, ranks=ranks)
+        return LastCut(again.state, last.k, last.verdicts, keys, raw, decided, ranks=ranks,
+                       extra=extra)
+
+    def _decided(self, raw: list[Cluster], joining: list[tuple[int, int, int, int]],
+                 graph: KnnGraph, **label) -> tuple[list[Cluster], list[Cluster]]:
+        """`raw` with the verdicts laid over each cluster, joined where "duplicate" verdicts
+        tie clusters (or rows in none) together, and labelled with their ids: (one per
+        cluster of `raw`, the clusters made of rows the cut left out)."""
+        joined = self._joined(self.apply_verdicts(raw), joining, graph)
+        labelled = self._ids.label([*joined.clusters, *joined.extra], **label)
+        return labelled[:len(raw)], labelled[len(raw):]
+
+    def _joined(self, decided: list[Cluster], joining: list[tuple[int, int, int, int]],
+                graph: KnnGraph) -> Joined:
+        """`join_by_verdicts` over the clusters holding a row of a "duplicate" verdict and
+        the rows of those verdicts in no cluster (those whose text is in the graph: a row
+        not encoded yet joins once it is)."""
+        named = {i for a, b, *_ in joining for i in (a, b)}
+        involved = [at for at, c in enumerate(decided) if not named.isdisjoint(c.item_ids())]
+        held = {i for at in involved for i in decided[at].item_ids()}
+        text_of = {i: t for a, b, ta, tb in joining for i, t in ((a, ta), (b, tb))}
+        out = {i: t for i, t in text_of.items() if i not in held}
+        known = set(graph.ids[np.isin(graph.ids, list(out.values()))].tolist()) if out else set()
+        with self._store.read() as conn:
+            rows = self._kept.rows(conn, sorted({t for t in out.values() if t in known}))
+            loose = {item["id"]: self._kept.member(item, 0.0) for found in rows.values()
+                     for item in found if item["id"] in out}
+            ids = [*held, *loose]
+            verdicts = verdict_store.verdicts_among(conn, ids) if loose or involved else {}
+            chosen = verdict_store.canonical_among(conn, ids) if verdicts else set()
+        if not verdicts:
+            return Joined(decided)
+        part = join_by_verdicts([decided[at] for at in involved], loose, verdicts, chosen,
+                                self._similarities)
+        joined = list(decided)
+        for at, c in zip(involved, part.clusters, strict=True):
+            joined[at] = c
+        return Joined(joined, part.extra)
 
     def follow_imports(self, k: int = DEFAULT_NEIGHBOURS, *,
                        progress: ProgressCallback = no_progress,

@@ -182,3 +182,19 @@ def fingerprint(conn: Connection) -> tuple:
     chosen = conn.execute(select(func.count(), func.max(canonical_items.c.created_at))
                           .select_from(canonical_items)).one()
     return (*verdicts, *chosen)
+
+
+def duplicate_pairs(conn: Connection) -> list[tuple[int, int, int, int]]:
+    """Every pair of live items judged duplicate, as (item_a, item_b, text_a, text_b): the
+    verdicts that join clusters after a cut (`engine.review.verdict_joins`), wherever the
+    cut put their rows."""
+    a_items = items.alias("a")
+    b_items = items.alias("b")
+    rows = conn.execute(
+        select(pair_labels.c.item_a, pair_labels.c.item_b, a_items.c.text_id,
+               b_items.c.text_id)
+        .join(a_items, a_items.c.id == pair_labels.c.item_a)
+        .join(b_items, b_items.c.id == pair_labels.c.item_b)
+        .where(and_(pair_labels.c.label == 1, ~a_items.c.deleted, ~b_items.c.deleted))
+        .order_by(pair_labels.c.item_a, pair_labels.c.item_b)).all()
+    return [(int(a), int(b), int(ta), int(tb)) for a, b, ta, tb in rows]

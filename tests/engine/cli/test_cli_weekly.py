@@ -85,3 +85,21 @@ def test_a_second_weeks_file_joins_the_first_weeks_clusters_and_can_be_taken_out
         {k: r["cluster_id"] for k, r in week1.items()}
     missing = run("duplicates", project, "--changes-since", "9", check_code=2)
     assert "no import 9" in missing.stderr
+
+
+@pytest.mark.slow
+def test_a_duplicate_label_across_two_clusters_puts_them_in_one_in_the_next_export(
+        tmp_path):
+    project = str(tmp_path / "label.duplens")
+    (tmp_path / "week1.csv").write_text(FIRST, encoding="utf-8")
+    run("import", project, str(tmp_path / "week1.csv"), "--column", "question",
+        "--id-column", "id")
+    run("duplicates", project, "--threshold", "0.8", "--out", str(tmp_path / "before.csv"))
+    before = rows_of(tmp_path / "before.csv")
+    assert before["p1"]["cluster_id"] != before["j1"]["cluster_id"]
+    run("label", project, "p1", "j1", "dup")
+    run("duplicates", project, "--threshold", "0.8", "--out", str(tmp_path / "after.csv"))
+    after = rows_of(tmp_path / "after.csv")
+    older = min(before["p1"]["cluster_id"], before["j1"]["cluster_id"])
+    assert {after[k]["cluster_id"] for k in ("p1", "p2", "j1", "j2")} == {older}
+    assert after["t1"]["cluster_id"] == before["t1"]["cluster_id"]

@@ -1,5 +1,5 @@
 """The neighbour graph is written on its own thread while the cut goes on
-(`engine.services.clusters._GraphSave`): the cut returns with it saved, and a failure to
+(`engine.services.graph_save.GraphSave`): the cut returns with it saved, and a failure to
 write it reaches the caller instead of dying with the thread. A real project file; the
 failure is SQLite's own, from a trigger."""
 
