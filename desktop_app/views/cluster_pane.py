@@ -82,6 +82,8 @@ class ClusterPane(QWidget):
         self.next_when_done.setToolTip("Once every member has a verdict, go on to the next "
                                        "cluster by itself (else J does)")
         self.pair_label = QLabel("", self)
+        # The differing words can be many: the line wraps rather than widen the window.
+        self.pair_label.setWordWrap(True)
         pair_row = QHBoxLayout()
         pair_row.addWidget(self.pair_label, 1)
         pair_row.addWidget(self.next_when_done)

@@ -98,4 +98,6 @@ def summary(bands: Bands, floor: float, so_far: str = "") -> str:
     if not bands.listed:
         return (f"The nearest scores {bands.best:.2f}, under {format_threshold(floor)}"
                 f"{so_far}: lower \"Show similar from\" to list it.")
+    if bands.listed == 1:
+        return f"The most similar row{so_far}"
     return f"{bands.listed} most similar rows{so_far}"

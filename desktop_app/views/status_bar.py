@@ -14,7 +14,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from PySide6.QtCore import Signal
-from PySide6.QtWidgets import QLabel, QPushButton, QStatusBar, QWidget
+from PySide6.QtWidgets import QLabel, QPushButton, QSizePolicy, QStatusBar, QWidget
 
 from desktop_app.views.job_status import JobStatus
 from engine.review.calibration import CALIBRATED, ProjectThreshold, format_threshold
@@ -72,6 +72,9 @@ class WindowStatusBar(QStatusBar):
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.project = QLabel(NO_PROJECT, self)
+        # A long line (counts, the model, an import's progress) is cut at the window's edge,
+        # never widens the window past the screen; the whole of it is the label's tooltip.
+        self.project.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
         self.threshold = QLabel("", self)
         self.resume_button = QPushButton("Resume encoding", self)
         self.resume_button.setVisible(False)
@@ -127,6 +130,7 @@ class WindowStatusBar(QStatusBar):
 
     def _render(self) -> None:
         text = describe_project(self._info, self._encoding)
-        self.project.setText(f"{text}{SEPARATOR}{self._model_state}" if self._model_state
-                             else text)
+        line = f"{text}{SEPARATOR}{self._model_state}" if self._model_state else text
+        self.project.setText(line)
+        self.project.setToolTip(line)
         self.resume_button.setVisible(_not_encoded(self._info) > 0 and not self._busy)

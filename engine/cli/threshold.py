@@ -13,6 +13,7 @@ import json
 from engine.cli.common import EXIT_OK, json_option, open_project, project_argument, say
 from engine.errors import InputError
 from engine.progress import CancelToken
+from engine.review.calibration import BY_HAND, ENOUGH_OF_EACH, MODEL_DEFAULT
 
 
 def register(sub) -> None:
@@ -44,6 +45,9 @@ def cmd_threshold(args, _cancel: CancelToken) -> int:
                          ensure_ascii=False, indent=1))
         return EXIT_OK
     say(f"project {current.describe()}")
-    if current.source != "model default":
+    if current.source != MODEL_DEFAULT:
         say(f"the model's default: {model.value:.2f} ({model.chosen_on})")
+    if current.source != BY_HAND:
+        say(f"from {ENOUGH_OF_EACH} verdicts of each kind (duplens label, ask, estimate), "
+            f"the threshold calibrated on them is used; a value given here overrides both")
     return EXIT_OK

@@ -102,12 +102,8 @@ def project_threshold(calibration: Calibration | None, model: ModelThreshold = U
             round(calibration.threshold, 4), CALIBRATED,
             f"calibrated on {calibration.verdicts:,} verdicts (precision "
             f"{calibration.precision:.0%}, recall {calibration.recall:.0%})")
-    if model.recorded:
-        reason = (f"the model's default, {model.chosen_on}; from {ENOUGH_OF_EACH} verdicts of "
-                  f"each kind, calibrated on them")
-    else:
-        reason = (f"the default: {model.chosen_on}; from {ENOUGH_OF_EACH} verdicts of each "
-                  f"kind, calibrated on them")
+    reason = (f"the model's default, {model.chosen_on}" if model.recorded else
+              f"the default: {model.chosen_on}")
     return ProjectThreshold(model.value, MODEL_DEFAULT, reason)
 
 
