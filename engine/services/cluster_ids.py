@@ -155,7 +155,9 @@ class ClusterIds:
         first, so that the latest rows are placed):
 
         - "new": in a cluster whose id was made since (rows of a new cluster);
-        - "split": in a cluster split off since from the one it was in;
+        - "split": in a cluster split off since from the one it was in; and, on one row of
+          the part that kept the id (its canonical, unless that row has a change of its
+          own), the id the split left behind, so both parts of a split are listed;
         - "merged": its cluster was merged since into the one it is in now (its previous
           id is the retired one, its cluster_id the id that one became);
         - "joined": in a cluster that existed before, which it was not in (rows of batch
@@ -199,6 +201,10 @@ class ClusterIds:
             elif lead in out:
                 out[lead] = replace(out[lead], change=CANONICAL_CHANGED,
                                     previous_canonical=called)
+        for kept in _split_since(ids, batch):
+            lead = ids[kept].get("canonical_item")
+            if lead is not None and lead not in out and now.get(lead) == kept and lead in live:
+                out[lead] = Change(SPLIT, label(kept))
         return dict(sorted(out.items()))
 
     def changed_clusters(self, batch: int, clusters: Sequence[Cluster]
@@ -210,6 +216,7 @@ class ClusterIds:
             ids = records.ids_of(conn)
             fresh = source_store.live_rows_since(conn, batch)
             moved = _leads_moved(records.canonicals_before(conn, batch), ids, batch)
+        parted = _split_since(ids, batch)
         absorbed = {r["merged_into"] for r in ids.values()
                     if r["retired"] and r["merged_into"] and r["changed_batch"] >= batch}
         out: dict[str, set[str]] = {}
@@ -226,6 +233,8 @@ class ClusterIds:
                 kinds.add(MERGED)
             if record is not None and record["id"] in moved:
                 kinds.add(CANONICAL_CHANGED)
+            if record is not None and record["id"] in parted:
+                kinds.add(SPLIT)   # the part that kept the id (the other part is "new")
             if kinds:
                 out[c.cluster_id] = kinds
         return out
@@ -270,6 +279,13 @@ def _leads_moved(led_by: dict[int, int | None], ids: dict[int, dict], batch: int
         if was is not None and lead is not None and was != lead:
             out[cid] = (was, lead)
     return out
+
+
+def _split_since(ids: dict[int, dict], batch: int) -> set[int]:
+    """The live ids a part was split off from since import `batch` (they kept the id)."""
+    return {r["split_from"] for r in ids.values()
+            if r["split_from"] is not None and r["created_batch"] >= batch
+            and r["split_from"] in ids and not ids[r["split_from"]]["retired"]}
 
 
 def _kind(was: int | None, now: int | None, ids: dict[int, dict], batch: int) -> str:

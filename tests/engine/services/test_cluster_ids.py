@@ -105,10 +105,17 @@ def test_a_split_keeps_the_id_with_the_canonical_and_the_other_part_gets_a_new_o
     changes = project.ids.changes_since(2)
     assert {changes[m.item_id].change for m in other.members} == {"split"}
     assert {changes[m.item_id].previous for m in other.members} == {python.cluster_id}
-    # the keeper's rows stayed; only its lead may have moved (the centre at 0.95)
-    stayed = [changes[m.item_id] for m in keeper.members if m.item_id in changes]
-    assert [(c.change, c.previous_canonical) for c in stayed] == \
-        ([] if keeper.canonical.id == canonical else [("canonical", canonical)])
+    # the keeper's rows stayed; the part that kept the id is listed too, once, on its
+    # canonical row: as "split" (the id it kept), or as "canonical" when its lead moved
+    stayed = {m.id: changes[m.item_id] for m in keeper.members if m.item_id in changes}
+    if keeper.canonical.id == canonical:
+        assert {k: (c.change, c.previous) for k, c in stayed.items()} == \
+            {canonical: ("split", keeper.cluster_id)}
+    else:
+        assert [(c.change, c.previous_canonical) for c in stayed.values()] == \
+            [("canonical", canonical)]
+    changed = project.ids.changed_clusters(2, split)
+    assert "split" in changed[keeper.cluster_id] and changed[other.cluster_id] == {"new"}
 
 
 def test_the_analysts_canonical_choice_decides_which_part_keeps_the_id(new_project,
