@@ -111,6 +111,19 @@ def open_project(path: str, *, create: bool = False, trust_models: bool = False)
     return project
 
 
+def open_store(path: str):
+    """The project's store alone, opened as `open_project` opens it (read-only when the user
+    may not write it), for a command that only reads counts: `duplens info` then never
+    imports the services, NumPy's users among them."""
+    from engine.store.database import Store
+    from engine.store.location import looks_like_url
+
+    if looks_like_url(path):
+        return Store.open(path)
+    p = Path(path)
+    return Store.open(p, read_only=p.exists() and not _writable(p))
+
+
 def nothing_indexed(project, consequence: str) -> str | None:
     """Why the project has nothing to look in, in words ("x.duplens has 0 rows:
     <consequence>"), or None when its index holds something: a command that found nothing

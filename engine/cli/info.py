@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 
-from engine.cli.common import EXIT_OK, json_option, open_project, project_argument
+from engine.cli.common import EXIT_OK, json_option, open_store, project_argument
 from engine.progress import CancelToken
 
 
@@ -29,8 +29,13 @@ def register(sub) -> None:
 
 
 def cmd_info(args, _cancel: CancelToken) -> int:
-    with open_project(args.project) as project:
-        info = project.info()
+    from engine.services.summary import summarize_store
+
+    store = open_store(args.project)
+    try:
+        info = summarize_store(store)
+    finally:
+        store.close()
     if args.json:
         print(json.dumps(info, ensure_ascii=False, indent=1))
     else:

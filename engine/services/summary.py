@@ -30,6 +30,17 @@ def summarize(store: Store, active: dict | None) -> dict:
     return {**head, **counts, **described}   # the order `duplens info --json` always had
 
 
+def summarize_store(store: Store) -> dict:
+    """`summarize` for the store alone, its active model row read here (`duplens info`,
+    which opens no project: what `ActiveModel.row` reads, without the services)."""
+    model_id = store.get_meta("active_model_id")
+    active = None
+    if model_id is not None:
+        with store.read() as conn:
+            active = embedding_store.get_model_row(conn, int(model_id))
+    return summarize(store, active)
+
+
 def describe(store: Store, active: dict | None) -> dict:
     """`summarize` without its `COUNTS`: a few one-row reads. The counts scan the rows and
     vectors: 4.8 s on a 1M-row project, where this takes milliseconds, so a window opening a

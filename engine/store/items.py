@@ -6,8 +6,8 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-import numpy as np
 from sqlalchemy import (
     ColumnElement,
     Connection,
@@ -24,6 +24,10 @@ from sqlalchemy import (
 
 from engine.store.dialects import binary_order, insert_missing, leading_number
 from engine.store.schema import items, texts
+
+# NumPy is imported where ids are gathered into arrays: `duplens info` reads counts only.
+if TYPE_CHECKING:
+    import numpy as np
 
 # Stay well under every database's limit on bound parameters in one statement.
 _IN_BATCH = 500
@@ -243,6 +247,8 @@ def cell_page_after(conn: Connection, after_id: int, limit: int) -> CellPage | N
     # A JSON text stored with a line break in it (not one SQLAlchemy wrote) is written
     # again on one line: the same cells, one line per row.
     lines = [c if "\n" not in c else json.dumps(json.loads(c)) for c in cells]
+    import numpy as np
+
     return CellPage(np.array(ids, dtype=np.int64), np.array(source_ids, dtype=np.int64),
                     list(ext_ids), "\n".join(lines).encode("utf-8"))
 
@@ -266,6 +272,8 @@ def _sqlite_cell_page(conn: Connection, after_id: int, limit: int
         cursor.close()
     if not count:
         return 0, None
+    import numpy as np
+
     page = CellPage(np.fromstring(ids, dtype=np.int64, sep=","),
                     np.fromstring(source_ids, dtype=np.int64, sep=","),
                     json.loads(ext_ids), cells.encode("utf-8"))
@@ -305,7 +313,7 @@ def row_filter(text_filter: str, columns: Sequence[str] | None) -> ColumnElement
     return and_(condition, or_(*matches))
 
 
-IdSink = Callable[[np.ndarray], object]   # gets each slice of ids as it is read, in order
+IdSink = Callable[["np.ndarray"], object]   # gets each slice of ids as it is read, in order
 
 
 def filtered_item_ids(conn: Connection, condition: ColumnElement[bool], *,
@@ -360,6 +368,8 @@ def _id_array(result: Result, on_part: IdSink | None = None) -> np.ndarray:
     one go would freeze the window for seconds; between slices other threads run.
     `on_part` sees each slice at once: a million ids take seconds to read (2.7 s measured
     on a 1M-row project), the first slice a millisecond, so a table shows rows at once."""
+    import numpy as np
+
     parts = []
     for part in result.partitions(_ID_SLICE):
         ids = np.fromiter((row[0] for row in part), dtype=np.int64, count=len(part))
