@@ -97,6 +97,9 @@ def _opposites() -> dict[str, frozenset[str]]:
 _OPPOSITE = _opposites()
 
 
+REASON_WORDS = 6   # words a reason names per side ("name: rome paris … +12 / …")
+
+
 @dataclass(frozen=True)
 class Flips:
     """What in two texts' differing words changes the meaning; each entry is one
@@ -112,7 +115,9 @@ class Flips:
 
     def reasons(self) -> list[str]:
         """"number: first / last", "negation: not / –", … for a label."""
-        def side(words: tuple[str, ...]) -> str:
+        def side(words: tuple[str, ...]) -> str:   # a few a side: documents have hundreds
+            if len(words) > REASON_WORDS:
+                return f"{' '.join(words[:REASON_WORDS])} … +{len(words) - REASON_WORDS}"
             return " ".join(words) or "–"
 
         out = [f"opposite: {x} / {y}" for x, y in self.opposites]

@@ -36,6 +36,7 @@ from __future__ import annotations
 import ast
 import importlib.util
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
@@ -76,10 +77,23 @@ class Overlap:
         first / last (number: first / last)" for a label or a cell."""
         text = f"overlap {self.jaccard:.2f}"
         if self.differing:
-            text += f", differs: {' '.join(self.only_a) or '–'} / {' '.join(self.only_b) or '–'}"
+            text += f", differs: {_some(self.only_a)} / {_some(self.only_b)}"
         if self.flips:
             text += f" ({'; '.join(self.flips.reasons())})"
         return text
+
+
+NOTE_WORDS = 12   # differing words a note names per side: two documents differ in hundreds
+
+
+def _some(words: Sequence[str]) -> str:
+    """The first `NOTE_WORDS` words, and how many more ("a b c … +240"); "–" for none. A
+    note is one line beside a pair; the full lists stay in `only_a` / `only_b` (and in
+    `duplens search --json`)."""
+    if not words:
+        return "–"
+    shown = " ".join(words[:NOTE_WORDS])
+    return shown if len(words) <= NOTE_WORDS else f"{shown} … +{len(words) - NOTE_WORDS}"
 
 
 @lru_cache(maxsize=1)

@@ -197,3 +197,21 @@ def test_what_is_highlighted_is_what_the_summary_names(a_words, b_words, gap) ->
         assert all(keys & {w.casefold() for w in words(s.text)} for s in spans if s.changed)
         assert not any(keys & {w.casefold() for w in words(s.text)} for s in unmarked)
         assert not keys & {w.casefold() for w in words(other)}
+
+
+def test_a_note_names_a_dozen_differing_words_a_side_and_counts_the_rest():
+    """Two documents differ in hundreds of words: the note beside the pair (one line in
+    Review) names twelve a side and says how many more; the lists themselves are whole."""
+    a = " ".join(f"alpha{i}" for i in range(40)) + " shared words here"
+    b = "kettle shared words here"
+    found = overlap(a, b)
+    many = len(found.only_a)
+    assert many > 30 and found.only_b == ("kettle",)
+    shown = found.note().split("differs: ")[1]
+    left, right = shown.split(" / ")
+    assert left == " ".join(found.only_a[:12]) + f" … +{many - 12}"
+    assert right == "kettle"
+    # the reasons a pair is flagged name a few words a side too
+    years = "2001 2002 2003 2004 2005 2006 2007 2008"
+    flagged = overlap(f"Prices in {years} for apples", "Prices in 2019 for apples")
+    assert flagged.note().endswith("(number: 2001 2002 2003 2004 2005 2006 … +2 / 2019)")
