@@ -363,7 +363,9 @@ class Measuring:
             return Measurement(None, t, 0, pending, who, None, None, model,
                                sample["created_at"], changed)
         inputs = JudgedDraws(population, judged)
-        rows = RowsInput(copies, inputs.row_weights(population, copied))
+        # every text of the graph is one row, or several (its copies)
+        total = copies + len(population.graph.ids) - len(copied)
+        rows = RowsInput(copies, inputs.row_weights(population, copied), total)
         result = inputs.estimate_at(population, t, rows=rows)
         widest, _ = result.widest()
         more = inputs.more_to_halve(population, result, widest)

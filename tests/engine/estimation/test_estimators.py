@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from engine.estimation.allocation import verdicts_to_halve
-from engine.estimation.estimators import estimate
+from engine.estimation.estimators import RowsInput, estimate
 from engine.estimation.simulation import PairPopulation, run_design
 from engine.estimation.strata import make_strata
 
@@ -146,3 +146,21 @@ def test_verdicts_to_halve_one_stratum_needs_three_times_as_many_again():
     flagged_share = np.array([0.0, 1.0])
     more = verdicts_to_halve(sizes, drawn, share, flagged_share, figure=0)
     assert more is not None and 290 <= more <= 310
+
+
+def test_rows_with_a_duplicate_never_exceed_the_rows_of_the_file():
+    """A few answers in a stratum of millions of pairs (the pairs outside the graph) left
+    the interval of "rows with a duplicate" at 1,398,436 in a 2,254-row project; bounded by
+    the rows the file has, the whole interval stays within it, and the duplicate pairs'
+    within the pairs there are."""
+    sizes, flagged_sizes = np.array([40, 2_500_000]), np.array([30, 0])
+    stratum = np.array([0] * 10 + [1] * 5)
+    dup = np.array([1, 1, 1, 1, 1, 0, 0, 0, 1, 1] + [0] * 5, bool)
+    flag = np.array([1] * 8 + [0, 0] + [0] * 5, bool)
+    weight = np.where(dup, 1.0, 0.0)
+    unbounded = estimate(sizes, flagged_sizes, stratum, dup, flag, rows=RowsInput(3, weight))
+    assert unbounded.rows.high > 2254              # what the file cannot hold
+    got = estimate(sizes, flagged_sizes, stratum, dup, flag, rows=RowsInput(3, weight, 2254))
+    assert got.rows.low <= got.rows.value <= got.rows.high <= 2254
+    assert got.rows.value == pytest.approx(unbounded.rows.value)
+    assert got.duplicates.high <= sizes.sum()
