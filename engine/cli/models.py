@@ -98,8 +98,8 @@ def _print_versions(versions: list[dict]) -> None:
               f"{v['encoded']:>6}/{v['texts']:<6}  {v['backend']:13}  {created}{missing}")
     for v in versions:
         t = v["threshold"]
-        print(f"  version {v['id']}'s default threshold {format_threshold(t['value'])}: "
-              f"{t['chosen_on']}")
+        print(f"  {v['id']:>3}: default threshold {format_threshold(t['value'])} "
+              f"({t['chosen_on']})")
 
 
 def _threshold(found: dict) -> str:

@@ -159,6 +159,11 @@ def test_one_project_threshold_for_duplicates_ask_and_match_said_where_used(proj
     assert refused.returncode == 2 and "between 0 and 1" in refused.stderr
     cleared = json.loads(run("threshold", str(project), "--clear", "--json").stdout)
     assert cleared["source"] == "model default" and cleared["value"] == default
+    # the model's default is shown with the model, and what it was chosen on
+    listed = run("models", str(project))
+    assert f"default threshold {shown} (best F1 on" in listed.stdout
+    versions = json.loads(run("models", str(project), "--json").stdout)
+    assert versions[0]["threshold"]["value"] == default and versions[0]["threshold"]["recorded"]
 
 
 def project_default(path) -> float:
