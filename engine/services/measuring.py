@@ -13,12 +13,13 @@ again. A verdict on a draw is also stored as the verdict on the two rows shown (
 "measured"), so the review, the calibrated threshold and fine-tuning see it.
 
 When the population changes (an import, a deletion of a text's last row, another model:
-the graph's signature changes), the open sample is closed and a new one drawn from the new
-population, as many pairs as the old one had verdicts: the permanent random numbers pick
-largely the same candidate pairs again, and every verdict already given on a drawn pair is
-reused. The new sample is a probability sample of the new population, so its estimate is
-as honest as the first; the old verdicts on pairs not drawn again are left out, since
-their chance of being drawn under the new design is not known.
+the graph's signature changes), the open sample is closed and a new one made for the new
+population, which first takes over every pair judged before whose texts are still live,
+with its verdict (`estimation.carried_draws`: in each new stratum the prefix of its
+drawing order up to those pairs, so the draws stay a uniform sample of it), and asks only
+the few pairs of that prefix nobody judged, mostly pairs of new texts. A judged pair is
+never asked again; one that would need many new verdicts before it (pushed far down
+another stratum's order) is left out of the figures until a draw reaches it.
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from engine.errors import InputError, ProjectError
+from engine.estimation.carried_draws import carried_draws
 from engine.estimation.estimators import Estimate, RowsInput
 from engine.estimation.graph_population import GraphPopulation, graph_population, graph_signature
 from engine.estimation.judged_draws import FIGURE_INDEX, JudgedDraws
@@ -179,6 +181,13 @@ class Measuring:
             population = self._populate(design["threshold"], int(design["seed"]),
                                         Strata.from_json(design["strata"]),
                                         progress=progress, cancel=cancel)
+            if create and not self._store.read_only:
+                with self._store.read() as conn:
+                    stale = sample_store.judged_elsewhere(conn, sample["id"])
+                if stale:       # judged on a closed sample's draw since this one was made
+                    with self._store.write() as conn:
+                        sample_store.take_lock(conn)
+                        self._carry(conn, population, sample)
             return population, sample, False
         changed = latest is not None
         design_threshold = round(float(threshold if threshold is not None
@@ -191,23 +200,34 @@ class Measuring:
         with self._store.write() as conn:
             seed = sample_store.project_seed(conn)
         population = self._populate(design_threshold, seed, progress=progress, cancel=cancel)
-        refill = 0
         with self._store.write() as conn:
             sample_store.take_lock(conn)
             sample = sample_store.open_sample(conn, signature)
             if sample is None:
-                if latest is not None:
-                    refill = sum(1 for d in sample_store.draws(conn, latest["id"])
-                                 if d["verdict"] is not None)
                 design = {"strata": population.strata.as_json(),
                           "threshold": design_threshold, "seed": seed,
                           "texts": population.texts, "neighbours": DEFAULT_NEIGHBOURS,
                           "model_id": self._vectors.model_id()}
                 sample = sample_store.create_sample(conn, signature, design,
                                                     sample_store.current_analyst(conn))
-        if refill:
-            self._draw(population, sample, refill)
+                if latest is not None:
+                    self._carry(conn, population, sample)
         return population, sample, changed
+
+    def _carry(self, conn, population: GraphPopulation, sample: dict) -> None:
+        """Draw into a new sample every pair judged in the samples before it that it can
+        carry (`estimation.carried_draws`: the prefix of each stratum's drawing order up to
+        them), with their verdicts: an import, a deletion or a re-encode re-weights the
+        verdicts given, never asks them again. Pairs the sample drew already are skipped: its
+        draws of a stratum are a prefix of the same order, so what it adds keeps them one.
+        Call under the sample's lock."""
+        judged = sample_store.judged_pairs(conn)
+        keys = {(a << 32) | b for a, b in judged}
+        have = {(d["text_a"], d["text_b"]) for d in sample_store.draws(conn, sample["id"])}
+        rows = [r for r in carried_draws(population, int(sample["design"]["seed"]), keys)
+                if (r["text_a"], r["text_b"]) not in have]
+        _with_earlier_verdicts(conn, rows)
+        sample_store.add_draws(conn, sample["id"], rows)
 
     # -- drawing ---------------------------------------------------------------------------
     def next_pairs(self, n: int = 10, *, threshold: float | None = None,
@@ -249,15 +269,7 @@ class Measuring:
             rows = next_draws(population, int(design["seed"]), flagged_share, existing, k)
             if not rows:
                 return 0
-            earlier = sample_store.earlier_verdicts(
-                conn, {(r["text_a"], r["text_b"]) for r in rows})
-            now = time.time()
-            for row in rows:
-                verdict = earlier.get((row["text_a"], row["text_b"]))
-                row.update(verdict=verdict,
-                           answered_by="earlier verdict" if verdict is not None else None,
-                           answered_at=now if verdict is not None else None,
-                           reused=verdict is not None)
+            _with_earlier_verdicts(conn, rows)
             sample_store.add_draws(conn, sample["id"], rows)
         return len(rows)
 
@@ -276,13 +288,20 @@ class Measuring:
     # -- verdicts --------------------------------------------------------------------------
     def judge(self, draw_id: int, verdict: int) -> VerdictGiven:
         """Record the analyst's verdict on a drawn pair (1 duplicate, 0 not), and the same
-        verdict on the two rows shown, in one transaction."""
+        verdict on the two rows shown, in one transaction. A draw of a closed sample (a pair
+        still on screen when an import closed it) gives its verdict to the open sample's
+        draw of the same pair, if it has one, so that the verdict counts now."""
         if verdict not in (0, 1):
             raise InputError(f"a verdict is 0 or 1, not {verdict!r}")
         with self._store.write() as conn:
             draw = sample_store.draw(conn, draw_id)
             if draw is None:
                 raise InputError(f"no drawn pair {draw_id}")
+            sample = sample_store.latest_open_sample(conn)
+            if sample is not None and sample["id"] != draw["sample_id"]:
+                draw = sample_store.draw_of_pair(conn, sample["id"], draw["text_a"],
+                                                 draw["text_b"]) or draw
+                draw_id = draw["id"]
             item_a, item_b = _shown_items(conn, draw)
             previous = verdict_store.get_verdict(conn, item_a, item_b)
             sample_store.set_draw_verdict(conn, draw_id, verdict,
@@ -386,6 +405,19 @@ def _waiting(draws: list[dict], who: str) -> list[dict]:
     now = time.time()
     return [d for d in draws if d["verdict"] is None and not (
         d["offered_to"] not in (None, who) and now - (d["offered_at"] or 0) < OFFER_HOLD_S)]
+
+
+def _with_earlier_verdicts(conn, rows: list[dict]) -> None:
+    """Give each new draw the verdict already given on its pair, if any (a draw is random
+    whoever judged the pair): those are never shown."""
+    earlier = sample_store.earlier_verdicts(conn, {(r["text_a"], r["text_b"]) for r in rows})
+    now = time.time()
+    for row in rows:
+        verdict = earlier.get((row["text_a"], row["text_b"]))
+        row.update(verdict=verdict,
+                   answered_by="earlier verdict" if verdict is not None else None,
+                   answered_at=now if verdict is not None else None,
+                   reused=verdict is not None)
 
 
 def _shown_items(conn, draw: dict) -> tuple[int, int]:

@@ -91,6 +91,14 @@ def draw(conn: Connection, draw_id: int) -> dict | None:
     return dict(row) if row is not None else None
 
 
+def draw_of_pair(conn: Connection, sample_id: int, text_a: int, text_b: int) -> dict | None:
+    """The sample's draw of this pair of texts (smaller id first), if it drew it."""
+    row = conn.execute(select(quality_draws).where(
+        quality_draws.c.sample_id == sample_id, quality_draws.c.text_a == text_a,
+        quality_draws.c.text_b == text_b)).mappings().first()
+    return dict(row) if row is not None else None
+
+
 def add_draws(conn: Connection, sample_id: int, rows: Sequence[dict]) -> None:
     """Append drawn pairs (keys as in `quality_draws`, less sample_id and seq), numbered in
     order after the last. Call with `SAMPLE_LOCK` held."""
@@ -129,6 +137,28 @@ def offer(conn: Connection, draw_ids: Sequence[int], who: str) -> None:
         conn.execute(update(quality_draws).where(
             quality_draws.c.id.in_(ids[start:start + _IN_BATCH]),
             quality_draws.c.verdict.is_(None)).values(offered_to=who, offered_at=now))
+
+
+def judged_pairs(conn: Connection) -> set[tuple[int, int]]:
+    """Every pair of texts (smaller id first) with a verdict on a draw of any sample: what a
+    new sample, made when the project changed, takes over (`engine.estimation.carried_draws`)."""
+    return {(a, b) for a, b in conn.execute(
+        select(quality_draws.c.text_a, quality_draws.c.text_b)
+        .where(quality_draws.c.verdict.is_not(None)).distinct())}
+
+
+def judged_elsewhere(conn: Connection, sample_id: int) -> bool:
+    """Whether a pair judged on another sample's draw is one this sample has not drawn (a
+    verdict given on a closed sample's draw still on screen; or a pair it cannot carry)."""
+    mine = select(quality_draws.c.text_a, quality_draws.c.text_b).where(
+        quality_draws.c.sample_id == sample_id)
+    mine_pairs = {tuple(r) for r in conn.execute(mine)}
+    since = conn.execute(select(quality_samples.c.created_at).where(
+        quality_samples.c.id == sample_id)).scalar() or 0.0
+    others = conn.execute(select(quality_draws.c.text_a, quality_draws.c.text_b).where(
+        quality_draws.c.sample_id != sample_id, quality_draws.c.verdict.is_not(None),
+        quality_draws.c.answered_at >= since))
+    return any(tuple(r) not in mine_pairs for r in others)
 
 
 def earlier_verdicts(conn: Connection, text_pairs: set[tuple[int, int]]

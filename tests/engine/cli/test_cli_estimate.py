@@ -97,6 +97,32 @@ def test_the_loop_of_drawn_pairs_and_verdict_files(project, tmp_path):
     assert "threshold 0.800" in text and "precision" in text and "from 20 verdicts" in text
 
 
+@pytest.mark.slow
+def test_answers_given_before_an_import_still_count_and_are_not_asked_again(project,
+                                                                           tmp_path):
+    """Issue 42 §3: after `duplens import` adds rows, the 20 answers given still count in
+    the estimate (its keys the same), and `--next` offers none of their pairs again."""
+    first = _next(str(project), 20)
+    run("label", str(project), "--from", str(_verdicts_file(tmp_path / "a.csv", first)))
+    before = json.loads(run("estimate", str(project), "--json").stdout)
+    assert before["answers"] == 20
+    more = tmp_path / "more.csv"
+    more.write_text("qid,question\nm1,How can I learn Python fast?\n"
+                    "m2,What is the capital city of Australia?\nm3,How do glaciers move?\n",
+                    encoding="utf-8")
+    run("import", str(project), str(more), "--column", "question", "--id-column", "qid")
+    after = json.loads(run("estimate", str(project), "--json").stdout)
+    assert set(after) == set(before) and set(after["estimate"]) == set(before["estimate"])
+    assert after["answers"] == after["estimate"]["answers"] == 20
+    assert after["answerers"] == {"earlier verdicts": 20}
+    judged = {frozenset((p["a"]["id"], p["b"]["id"])) for p in first}
+    second = _next(str(project), 10)
+    assert second and not {frozenset((p["a"]["id"], p["b"]["id"])) for p in second} & judged
+    run("label", str(project), "--from", str(_verdicts_file(tmp_path / "b.csv", second)))
+    report = json.loads(run("estimate", str(project), "--json").stdout)
+    assert report["answers"] == 20 + len(second)
+
+
 def test_the_pairs_to_judge_are_listed_with_their_texts_whole(capsys):
     """Before, each text was cut at 60 characters with "…", so a judge needed --json: the
     words that tell two questions apart are often at the end."""

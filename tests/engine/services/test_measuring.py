@@ -1,6 +1,7 @@
 """`project.measuring`: drawn pairs answered by an oracle on tests/data/questions.csv. With
 every pair answered the figures are the exact counts; verdicts given elsewhere are reused
-only for drawn pairs; a changed project starts a new sample that reuses answers."""
+only for drawn pairs; a changed project starts a new sample that carries every answer on
+pairs still there, and asks none of them again."""
 
 from __future__ import annotations
 
@@ -125,16 +126,38 @@ def test_a_verdict_on_a_draw_is_one_on_the_rows_and_can_be_taken_back(open_quest
     assert not project.measuring.take_back(done)      # nothing left to take back
 
 
-def test_an_import_starts_a_new_sample_that_reuses_the_verdicts(open_questions, tmp_path):
-    project = open_questions
-    assert _answer_all(project, 20, limit=60) == 60
-    old = project.measuring.measure()
+def _judged_pairs(project) -> dict[frozenset, int]:
+    """Every pair of texts judged on a draw of any sample, with its verdict."""
+    with project.store.read() as conn:
+        rows = conn.execute(sample_store.quality_draws.select()).mappings().all()
+    return {frozenset((d["text_a"], d["text_b"])): d["verdict"] for d in rows
+            if d["verdict"] is not None}
+
+
+def _pair_texts(project, pair) -> frozenset:
+    return frozenset((_text_id(project, pair.a.item_id), _text_id(project, pair.b.item_id)))
+
+
+def _import_three(project, tmp_path) -> None:
     more = tmp_path / "more.csv"
     more.write_text("qid,question\nm1,How can I learn Python fast?\n"
                     "m2,What is the capital city of Australia?\nm3,How do glaciers move?\n",
                     encoding="utf-8")
     project.rows.import_table(more, ["question"], id_column="qid")
     project.vectors.encode()
+
+
+def test_an_import_starts_a_new_sample_that_carries_every_verdict(open_questions, tmp_path):
+    """Issue 42 §3: after an import every verdict on a drawn pair is carried into the new
+    sample (re-weighted by the new strata, never asked again), the count of verdicts stays,
+    and the estimate rests on them all. Before, the new sample drew afresh by the allocation
+    and about half of 60 verdicts were left out."""
+    project = open_questions
+    assert _answer_all(project, 20, limit=60) == 60
+    old = project.measuring.measure()
+    judged = _judged_pairs(project)
+    assert old.verdicts == len(judged) == 60
+    _import_three(project, tmp_path)
     new = project.measuring.measure()
     assert new.changed
     with project.store.read() as conn:
@@ -143,8 +166,61 @@ def test_an_import_starts_a_new_sample_that_reuses_the_verdicts(open_questions, 
         draws = sample_store.draws(conn, latest["id"])
     assert len(samples) == 2 and samples[0]["closed_at"] is not None
     assert latest["closed_at"] is None and latest["design"]["texts"] == 49
-    assert len(draws) == 60                               # refilled to the old size
-    reused = sum(d["reused"] for d in draws)
-    assert reused >= 30, reused                           # the same pairs, mostly
-    assert new.verdicts == reused and new.pending == 60 - reused
-    assert old.estimate is not None and new.estimate is not None
+    carried = {frozenset((d["text_a"], d["text_b"])): d["verdict"] for d in draws
+               if d["reused"]}
+    assert carried == judged                              # every verdict, each its own
+    assert new.verdicts == 60 and new.analysts == {"earlier verdicts": 60}
+    assert new.estimate is not None and new.estimate.verdicts == 60
+    # The draws of each stratum are a prefix of its drawing order: uniform within it.
+    population = project.measuring._populate(latest["design"]["threshold"],
+                                             int(latest["design"]["seed"]))
+    for h in range(population.strata.count):
+        order = population.ordered(h, int(latest["design"]["seed"])).tolist()
+        mine = {(d["text_a"] << 32) | d["text_b"] for d in draws if d["stratum"] == h}
+        assert set(order[:len(mine)]) == mine, h
+    # The pairs asked next were never judged, and the verdicts add to the 60.
+    pairs = project.measuring.next_pairs(10)
+    assert pairs and not {_pair_texts(project, p) for p in pairs} & set(judged)
+    for p in pairs:
+        project.measuring.judge(p.draw_id, _oracle(p))
+    assert project.measuring.measure().verdicts == 60 + len(pairs)
+
+
+def test_a_deletion_carries_the_verdicts_on_pairs_still_there(open_questions):
+    """Deleting rows drops only the verdicts on pairs of texts left without a row; the
+    count says how many still apply, and none of them is asked again."""
+    project = open_questions
+    assert _answer_all(project, 20, limit=40) == 40
+    judged = _judged_pairs(project)
+    rows = {r["id"]: r["item_id"] for r in project.rows.page(0, 1000)}
+    text_of = _text_of(project)
+    alone = [q for q in rows if list(text_of.values()).count(text_of[q]) == 1]
+    # the two single-row texts in most judged pairs
+    deleted = sorted(alone, key=lambda q: -sum(text_of[q] in p for p in judged))[:2]
+    gone = {text_of[q] for q in deleted}
+    assert project.rows.delete([rows[q] for q in deleted]) == 2
+    project.vectors.encode()
+    still = {pair: v for pair, v in judged.items() if not pair & gone}
+    assert len(still) < len(judged)
+    new = project.measuring.measure()
+    assert new.changed and new.verdicts == len(still)
+    assert new.estimate is not None and new.estimate.verdicts == len(still)
+    pairs = project.measuring.next_pairs(10)
+    assert not {_pair_texts(project, p) for p in pairs} & set(judged)
+
+
+def test_pairs_still_on_screen_during_an_import_count_when_judged(open_questions, tmp_path):
+    """The window keeps a queue of drawn pairs; an import closes their sample under it. A
+    verdict on such a pair is carried into the new sample (counted at once) and never
+    asked again."""
+    project = open_questions
+    queued = project.measuring.next_pairs(10)
+    for p in queued[:5]:
+        project.measuring.judge(p.draw_id, _oracle(p))
+    _import_three(project, tmp_path)
+    assert project.measuring.measure().verdicts == 5
+    for p in queued[5:]:                                  # draws of the closed sample
+        project.measuring.judge(p.draw_id, _oracle(p))
+    assert project.measuring.measure().verdicts == 10
+    texts = {_pair_texts(project, p) for p in queued}
+    assert not {_pair_texts(project, p) for p in project.measuring.next_pairs(20)} & texts

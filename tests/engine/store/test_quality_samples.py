@@ -1,5 +1,6 @@
 """`store.quality_samples` reads the measuring service leans on: one draw by id, the latest
-sample while it is open, and the project's seed, made once and kept."""
+sample while it is open, the project's seed, made once and kept, and the pairs judged on
+any sample (what a new one carries)."""
 
 from __future__ import annotations
 
@@ -52,3 +53,22 @@ def test_a_draw_by_its_id_and_the_latest_sample_while_open(store):
         sample_store.create_sample(conn, "other", {"threshold": 0.8}, "ann")
         newer = sample_store.latest_open_sample(conn)
         assert newer["id"] != sample["id"] and newer["signature"] == "other"
+
+
+def test_the_pairs_judged_on_any_sample_and_those_a_newer_one_lacks(store):
+    a, b = _two_texts(store)
+    row = {"stratum": 1, "text_a": a, "text_b": b, "similarity": 0.9, "stratum_size": 3,
+           "probability": 1 / 3}
+    with store.write() as conn:
+        old = sample_store.create_sample(conn, "old", {"threshold": 0.8}, "ann")
+        sample_store.add_draws(conn, old["id"], [row])
+        assert sample_store.judged_pairs(conn) == set()
+        new = sample_store.create_sample(conn, "new", {"threshold": 0.8}, "ann")
+        assert sample_store.draw_of_pair(conn, new["id"], a, b) is None
+        stale = sample_store.draw_of_pair(conn, old["id"], a, b)
+        sample_store.set_draw_verdict(conn, stale["id"], 1, "ann")   # judged after closing
+        assert sample_store.judged_pairs(conn) == {(a, b)}
+        assert sample_store.judged_elsewhere(conn, new["id"])
+        sample_store.add_draws(conn, new["id"], [row])
+        assert sample_store.draw_of_pair(conn, new["id"], a, b)["verdict"] is None
+        assert not sample_store.judged_elsewhere(conn, new["id"])
