@@ -17,6 +17,7 @@ from PySide6.QtWidgets import QHBoxLayout, QLabel, QPushButton, QVBoxLayout, QWi
 
 from desktop_app.controllers.ask_controller import AskController
 from desktop_app.views.compare_panel import ComparePanel
+from desktop_app.views.pair_waiting import PairWaiting
 from engine.review.calibration import format_threshold
 from engine.review.overlap import overlap
 from engine.services.asking import AskedPair
@@ -25,7 +26,7 @@ COMPARE_HEIGHT = 220
 VERDICT_BUTTONS = (("Duplicate (D)", 1), ("Not duplicate (N)", 0), ("Skip (S)", None))
 
 
-class AskView(QWidget):
+class AskView(PairWaiting, QWidget):
     """Shows `AskController.current`; the buttons judge it."""
 
     backRequested = Signal()
@@ -71,24 +72,6 @@ class AskView(QWidget):
             lambda n: self.count_label.setText(f"{n:,} judged in this session"))
         controller.busy.connect(self._say)
         controller.waiting.connect(self.show_waiting)
-
-    def show_waiting(self, what: str) -> None:
-        """No pair on screen until the next batch comes: the comparison says so (`what`)
-        and the verdict buttons are off, rather than an empty comparison that asked for a
-        member, or the pair judged last still shown with keys that judge nothing."""
-        for button in self.buttons.values():
-            button.setEnabled(False)
-        self.compare.clear(what)
-        self.score_label.setText("")
-
-    def _say(self, what: str) -> None:
-        """A message from the controller (a failed fetch, an undo refused); with no pair on
-        screen it ends the wait the comparison spoke of."""
-        if not what:
-            return
-        self.score_label.setText(what)
-        if self.controller.current is None:
-            self.compare.clear()
 
     def show_pair(self, pair: AskedPair | None) -> None:
         for button in self.buttons.values():

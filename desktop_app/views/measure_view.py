@@ -25,6 +25,7 @@ from PySide6.QtWidgets import (
 
 from desktop_app.controllers.measure_controller import MeasureController
 from desktop_app.views.compare_panel import ComparePanel
+from desktop_app.views.pair_waiting import PairWaiting
 from engine.estimation.estimators import Figure
 from engine.services.measuring import DrawnPair, Measurement
 
@@ -37,7 +38,7 @@ FIGURES = (("precision", "Precision", "of flagged pairs are duplicates", True),
            ("rows", "Rows with a duplicate", "what a deduplicated export removes", False))
 
 
-class MeasureView(QWidget):
+class MeasureView(PairWaiting, QWidget):
     """Shows `MeasureController.current` and its `measurement`; the buttons judge the pair."""
 
     def __init__(self, controller: MeasureController, parent: QWidget | None = None) -> None:
@@ -96,24 +97,6 @@ class MeasureView(QWidget):
             lambda n: self.count_label.setText(f"{n:,} judged in this session"))
         controller.busy.connect(self._say)
         controller.waiting.connect(self.show_waiting)
-
-    def show_waiting(self, what: str) -> None:
-        """No pair on screen until the next batch comes: the comparison says so (`what`)
-        and the verdict buttons are off, rather than an empty comparison that asked for a
-        member, or the pair judged last still shown with keys that judge nothing."""
-        for button in self.buttons.values():
-            button.setEnabled(False)
-        self.compare.clear(what)
-        self.score_label.setText("")
-
-    def _say(self, what: str) -> None:
-        """A message from the controller (a failed fetch, an undo refused); with no pair on
-        screen it ends the wait the comparison spoke of."""
-        if not what:
-            return
-        self.score_label.setText(what)
-        if self.controller.current is None:
-            self.compare.clear()
 
     def show_pair(self, pair: DrawnPair | None) -> None:
         for button in self.buttons.values():
