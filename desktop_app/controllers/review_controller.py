@@ -68,6 +68,9 @@ class ReviewController(QObject):
         self.threshold = DEFAULT_THRESHOLD
         self.sort_key = "size"
         self.raw: dict[str, Cluster] = {}        # cluster id -> as cut
+        # "duplicate" verdicts joined a cut cluster to rows of others (found off the GUI
+        # thread with each cut: per verdict it walked every member of every cluster)
+        self._joined = False
         self.clusters: list[Cluster] = []        # as shown
         self.everything: list[Cluster] = []      # as decided, before "since import N"
         self.since: int | None = None            # show what changed since this import
@@ -102,6 +105,7 @@ class ReviewController(QObject):
     def project_opened(self) -> None:
         """A new project: forget the old one's clusters and history."""
         self.raw, self.clusters, self.everything = {}, [], []
+        self._joined = False
         self.since, self.changes = None, {}
         self.history = None
         self._active = True
@@ -252,16 +256,16 @@ class ReviewController(QObject):
 
         since = self.since
 
-        def work(job: Job) -> tuple[list[Cluster], list[Cluster], dict]:
+        def work(job: Job) -> tuple[list[Cluster], list[Cluster], dict, bool]:
             project = job.project
             # One cut, as cut and as `Clusters.cut` gives it (the verdicts laid over each
             # cluster, "duplicate" verdicts joining clusters): what exports and counts read.
             raw, applied = project.clusters.cut_both(threshold)
             changes = project.ids.changed_clusters(since, applied) if since else {}
-            return raw, applied, changes
+            return raw, applied, changes, _has_joins(raw, applied)
 
-        def done(result: tuple[list[Cluster], list[Cluster], dict]) -> None:
-            raw, applied, changes = result
+        def done(result: tuple[list[Cluster], list[Cluster], dict, bool]) -> None:
+            raw, applied, changes, self._joined = result
             # keyed by id; a cut cluster the verdicts dissolved has none (kept for an undo)
             self.raw = {c.cluster_id or f"-{n}": c for n, c in enumerate(raw)}
             self.everything, self.changes = applied, changes
@@ -342,9 +346,7 @@ class ReviewController(QObject):
         raw = self.raw
         # A cluster "duplicate" verdicts joined to others holds rows its cut cluster lacks:
         # laying verdicts over the cut cluster alone would drop them, so the cut is made again.
-        joined = any(c.cluster_id in raw and
-                     not set(c.item_ids()) <= set(raw[c.cluster_id].item_ids())
-                     for c in self.everything)
+        joined = self._joined
 
         def work(job: Job) -> tuple[object, list[Cluster]]:
             try:
@@ -430,3 +432,11 @@ def _rows_of(change: object) -> set[int]:
     if isinstance(change, CanonicalChange):
         return set(change.item_ids)
     return set()
+
+
+def _has_joins(raw: list[Cluster], applied: list[Cluster]) -> bool:
+    """Whether a cluster as decided holds rows its cut cluster lacks: "duplicate" verdicts
+    joined it to rows of other clusters (or of none)."""
+    cut = {c.cluster_id: set(c.item_ids()) for c in raw if c.cluster_id}
+    return any(c.cluster_id in cut and not set(c.item_ids()) <= cut[c.cluster_id]
+               for c in applied)

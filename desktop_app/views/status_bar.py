@@ -17,7 +17,7 @@ from PySide6.QtCore import Signal
 from PySide6.QtWidgets import QLabel, QPushButton, QSizePolicy, QStatusBar, QWidget
 
 from desktop_app.views.job_status import JobStatus
-from engine.review.calibration import CALIBRATED, ProjectThreshold, format_threshold
+from engine.review.calibration import ProjectThreshold, format_threshold
 
 if TYPE_CHECKING:
     from desktop_app.job_runner import JobHandle
@@ -54,10 +54,7 @@ def describe_threshold(current: ProjectThreshold | None) -> str:
     """"Threshold 0.77 · model default": the project threshold and its source, short."""
     if current is None:
         return ""
-    source = current.source
-    if source == CALIBRATED:
-        source = current.reason.split(" (")[0].replace("calibrated on", "calibrated from")
-    return f"Threshold {format_threshold(current.value)} · {source}"
+    return f"Threshold {format_threshold(current.value)} · {current.short()}"
 
 
 def _not_encoded(info: dict | None) -> int:

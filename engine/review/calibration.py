@@ -82,6 +82,14 @@ class ProjectThreshold:
     value: float
     source: str         # BY_HAND, CALIBRATED or MODEL_DEFAULT
     reason: str         # "calibrated on 40 verdicts (precision 91%, recall 84%)"
+    verdicts: int = 0   # what a calibrated one rests on
+
+    def short(self) -> str:
+        """"model default", "calibrated from 40 verdicts", "set by hand": the status bar's
+        words for where it comes from."""
+        if self.source == CALIBRATED:
+            return f"calibrated from {self.verdicts:,} verdicts"
+        return self.source
 
     def describe(self) -> str:
         """"threshold 0.75 (the model's default, best F1 on …)": what a report prints."""
@@ -101,7 +109,8 @@ def project_threshold(calibration: Calibration | None, model: ModelThreshold = U
         return ProjectThreshold(
             round(calibration.threshold, 4), CALIBRATED,
             f"calibrated on {calibration.verdicts:,} verdicts (precision "
-            f"{calibration.precision:.0%}, recall {calibration.recall:.0%})")
+            f"{calibration.precision:.0%}, recall {calibration.recall:.0%})",
+            calibration.verdicts)
     reason = (f"the model's default, {model.chosen_on}" if model.recorded else
               f"the default: {model.chosen_on}")
     return ProjectThreshold(model.value, MODEL_DEFAULT, reason)
