@@ -1,0 +1,1 @@
+"""Judging long documents: pairs of documents from their window vectors, and MinHash near-copies."""
