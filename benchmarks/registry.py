@@ -46,5 +46,6 @@ REGISTRY = (
     Benchmark("estimate", "Quality estimate: intervals from a few hundred answers"),
     Benchmark("default_threshold", "The default threshold, chosen on data"),
     Benchmark("meaning_flags", "The ⚠ beside a close pair: non-duplicates against duplicates"),
+    Benchmark("documents", "Documents read whole: near-duplicate documents of any length"),
 )
 BY_NAME = {b.name: b for b in REGISTRY}
