@@ -23,10 +23,17 @@ class Progress:
     total: int
     rate: float = 0.0
     message: str = ""
+    # The time left where units differ in cost (texts of many windows): the job's own
+    # estimate, which `eta_seconds` then gives instead of units left over the rate.
+    seconds_left: float | None = None
 
     @property
     def eta_seconds(self) -> float | None:
-        if self.rate <= 0 or self.total <= self.done:
+        if self.total <= self.done:
+            return None
+        if self.seconds_left is not None:
+            return self.seconds_left
+        if self.rate <= 0:
             return None
         return (self.total - self.done) / self.rate
 

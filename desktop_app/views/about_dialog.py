@@ -70,6 +70,7 @@ COMPONENTS = (
     Component("ONNX Runtime", "onnxruntime", "MIT"),
     Component("ONNX", "onnx", "Apache-2.0"),
     Component("LemmInflect", "lemminflect", "MIT"),
+    Component("datasketch", "datasketch", "MIT"),
     Component("OpenVINO", "openvino", "Apache-2.0", "with oneTBB (Apache-2.0) and hwloc "
               "(BSD-3-Clause)"),
     Component("Python", None, "PSF-2.0"),

@@ -33,10 +33,12 @@ from engine.encoding.encoder import (
     LocalExecutor,
     SentenceEncoder,
 )
+from engine.encoding.windows import SPECIAL_TOKENS, WindowPlan, plan_windows
 from engine.progress import CancelToken, Progress, ProgressCallback, RateMeter, no_progress
 from engine.store.database import Store
 from engine.store.embeddings import add_embeddings, missing_text_ids
 from engine.store.items import texts_by_id
+from engine.store.text_windows import add_windows
 
 CHUNK_TEXTS = 2048
 # The first chunk's size; each next one doubles, up to the chunk size. A chunk is searchable
@@ -55,7 +57,9 @@ PENDING_CHUNKS = 2
 @dataclass
 class EncodeReport:
     encoded: int = 0
-    truncated: int = 0
+    truncated: int = 0        # texts read from their start only (past `MAX_WINDOWS`)
+    windowed: int = 0         # texts longer than one window, read whole as several
+    windows: int = 0          # the windows those were read in
     cancelled: bool = False
     remaining: int = 0
     commits: int = 0          # chunk transactions written (each bumps the content change count)
@@ -77,6 +81,27 @@ def plan_batches(text_ids: Sequence[int], texts: dict[int, str], batch_size: int
         yield EncodeBatch(part, [texts[t] for t in part], counts)
 
 
+@dataclass
+class ChunkPlan:
+    """One chunk's texts and the pieces they are encoded as.
+
+    A piece is a text read in one window, or one window of a longer text; pieces are
+    numbered from `first` on, a text's windows consecutively, and the batches handed to
+    the executor carry those numbers as their ids (any executor encodes a piece as it
+    would a text). `starts[i]` is text i's first piece, `starts[i + 1]` one past its last.
+    """
+
+    text_ids: list[int]
+    first: int
+    starts: np.ndarray                          # (texts + 1,) piece offsets
+    spans: dict[int, np.ndarray]                # text position -> (windows, 2) spans
+    cut_short: set[int]                         # positions read from their start only
+
+    @property
+    def pieces(self) -> int:
+        return int(self.starts[-1])
+
+
 def encode_missing(store: Store, encoder: SentenceEncoder, model_id: int, *,
                    on_committed: Callable[[EncodedBatch], None] | None = None,
                    progress: ProgressCallback = no_progress, cancel: CancelToken | None = None,
@@ -84,16 +109,25 @@ def encode_missing(store: Store, encoder: SentenceEncoder, model_id: int, *,
                    ) -> EncodeReport:
     """Encode what is missing for `model_id`; `on_committed` sees each stored chunk.
 
+    A text longer than the model's window is read whole, as overlapping windows
+    (`engine.encoding.windows`): each window is encoded as a text of its own, the text's
+    embedding is the normalised mean of its windows', and the windows are stored beside it
+    (`engine.store.text_windows`). A text that fits in one window is encoded as before.
+
     Every batch of every chunk goes through one `executor.map` call, so an executor with
     work in flight (a Ray cluster) keeps encoding while a chunk is committed here. Results
     come back in order; a chunk is committed as soon as its last batch is in.
 
-    `on_committed` gets each committed chunk as one `EncodedBatch`, on one background
-    thread, in commit order, overlapping the next chunk's encoding; all of it has run when
-    this returns, and an error it raises is raised here (encoding stops after the next
-    commit). Cancelling stops after the batch in flight, commits what was encoded, stops
-    the executor's pending work and returns a report with `cancelled` set: stopping is an
-    outcome, not an error.
+    Progress counts texts, but its time left comes from windows (a 1,000-word document
+    costs about ten questions): the windows left, planned or estimated from the texts
+    planned so far, at the rate windows have been encoded.
+
+    `on_committed` gets each committed chunk as one `EncodedBatch` (texts, not windows), on
+    one background thread, in commit order, overlapping the next chunk's encoding; all of
+    it has run when this returns, and an error it raises is raised here (encoding stops
+    after the next commit). Cancelling stops after the batch in flight, commits the texts
+    whose every window was encoded, stops the executor's pending work and returns a report
+    with `cancelled` set: stopping is an outcome, not an error.
     """
     executor = executor or LocalExecutor()
     with store.read() as conn:
@@ -102,8 +136,9 @@ def encode_missing(store: Store, encoder: SentenceEncoder, model_id: int, *,
     report = EncodeReport(remaining=total)
     meter = RateMeter()
     progress(Progress("encoding", 0, total))
-    chunk_sizes: collections.deque[int] = collections.deque()
-    batches = _planned(store, encoder, missing, chunk_texts, chunk_sizes)
+    plans: collections.deque[ChunkPlan] = collections.deque()
+    planned = _Planned()
+    batches = _planned(store, encoder, missing, chunk_texts, plans, planned)
     with _AfterCommit(on_committed) as after:
         results = executor.map(encoder, batches)
         try:
@@ -112,15 +147,17 @@ def encode_missing(store: Store, encoder: SentenceEncoder, model_id: int, *,
             for result in results:
                 chunk.append(result)
                 in_chunk += len(result.text_ids)
-                done = report.encoded + in_chunk
-                progress(Progress("encoding", done, total, meter.rate(done)))
-                if in_chunk == chunk_sizes[0]:
-                    chunk_sizes.popleft()
-                    after.submit(_commit(store, model_id, chunk, report))
+                planned.encoded += len(result.text_ids)
+                done = report.encoded + _texts_complete(plans[0], chunk)
+                progress(Progress("encoding", done, total, meter.rate(done),
+                                  seconds_left=planned.seconds_left(meter, total)))
+                if in_chunk == plans[0].pieces:
+                    after.submit(_commit(store, model_id, plans.popleft(), chunk, report))
                     chunk, in_chunk = [], 0
                     after.raise_if_failed()
                 if cancel is not None and cancel.cancelled:
-                    after.submit(_commit(store, model_id, chunk, report))
+                    if chunk:
+                        after.submit(_commit(store, model_id, plans[0], chunk, report))
                     report.cancelled = True
                     break
         finally:
@@ -131,14 +168,86 @@ def encode_missing(store: Store, encoder: SentenceEncoder, model_id: int, *,
     return report
 
 
+@dataclass
+class _Planned:
+    """Pieces planned and encoded so far, for the time left."""
+
+    texts: int = 0
+    pieces: int = 0
+    encoded: int = 0
+
+    def seconds_left(self, meter: RateMeter, total_texts: int) -> float | None:
+        rate = meter.rate(self.encoded)
+        if rate <= 0 or not self.texts:
+            return None
+        per_text = self.pieces / self.texts
+        left = (self.pieces - self.encoded) + (total_texts - self.texts) * per_text
+        return max(0.0, left / rate)
+
+
+def _texts_complete(plan: ChunkPlan, results: list[EncodedBatch]) -> int:
+    """Texts of the chunk whose every piece is among `results`."""
+    if not results:
+        return 0
+    got = np.zeros(plan.pieces, dtype=bool)
+    for r in results:
+        got[np.asarray(r.text_ids, dtype=np.int64) - plan.first] = True
+    return int(np.logical_and.reduceat(got, plan.starts[:-1]).sum()) if plan.pieces else 0
+
+
 def _planned(store: Store, encoder: SentenceEncoder, missing: list[int], chunk_texts: int,
-             chunk_sizes: collections.deque[int]) -> Iterator[EncodeBatch]:
+             plans: collections.deque[ChunkPlan], planned: _Planned) -> Iterator[EncodeBatch]:
     """The batches of every chunk in turn, planned lazily (a window of chunks at a time, as
-    the executor asks for more); each chunk's size is appended to `chunk_sizes` before its
-    first batch is handed out, so the consumer knows where each chunk ends."""
+    the executor asks for more); each chunk's plan is appended to `plans` before its first
+    batch is handed out, so the consumer knows where each chunk ends."""
+    serial = 0
     for chunk_ids, texts, counts in _chunks(store, encoder, missing, chunk_texts):
-        chunk_sizes.append(len(chunk_ids))
-        yield from plan_batches(chunk_ids, texts, encoder.batch_size, counts)
+        plan, pieces, piece_counts = _plan_chunk(encoder, chunk_ids, texts, counts, serial)
+        serial += plan.pieces
+        planned.texts += len(chunk_ids)
+        planned.pieces += plan.pieces
+        plans.append(plan)
+        yield from plan_batches(list(pieces), pieces, encoder.batch_size, piece_counts)
+
+
+def _plan_chunk(encoder: SentenceEncoder, text_ids: list[int], texts: dict[int, str],
+                counts: dict[int, int], first: int
+                ) -> tuple[ChunkPlan, dict[int, str], dict[int, int]]:
+    """The chunk's pieces: (plan, {piece: text}, {piece: tokens}). A text longer than the
+    model's window is cut into windows where the tokenizer gives offsets; otherwise (a slow
+    tokenizer) it is read from its start, as it always was."""
+    window = encoder.max_seq_length
+    long_at = [i for i, t in enumerate(text_ids) if counts[t] > window]
+    tokens = encoder.token_spans([texts[text_ids[i]] for i in long_at]) if long_at else None
+    plans_of: dict[int, WindowPlan] = {}
+    if tokens is not None:
+        for i, (offsets, word_ids) in zip(long_at, tokens, strict=True):
+            plan = plan_windows(offsets, word_ids, window)
+            if len(plan.windows) > 1:
+                plans_of[i] = plan
+    pieces: dict[int, str] = {}
+    piece_counts: dict[int, int] = {}
+    starts = np.zeros(len(text_ids) + 1, dtype=np.int64)
+    spans: dict[int, np.ndarray] = {}
+    cut_short: set[int] = set()
+    serial = first
+    for i, text_id in enumerate(text_ids):
+        text = texts[text_id]
+        plan = plans_of.get(i)
+        if plan is None:
+            pieces[serial], piece_counts[serial] = text, counts[text_id]
+            serial += 1
+        else:
+            limit = len(text)
+            for w in plan.windows:
+                pieces[serial] = text[min(w.start, limit):min(w.end, limit)]
+                piece_counts[serial] = w.tokens + SPECIAL_TOKENS
+                serial += 1
+            spans[i] = np.array([(w.start, w.end) for w in plan.windows], dtype=np.int32)
+            if plan.cut_short:
+                cut_short.add(i)
+        starts[i + 1] = serial - first
+    return ChunkPlan(text_ids, first, starts, spans, cut_short), pieces, piece_counts
 
 
 def _chunks(store: Store, encoder: SentenceEncoder, missing: list[int], chunk_texts: int
@@ -172,23 +281,57 @@ def chunk_sizes(chunk_texts: int) -> Iterator[int]:
         size = min(size * 2, chunk_texts)
 
 
-def _commit(store: Store, model_id: int, results: list[EncodedBatch], report: EncodeReport
-            ) -> EncodedBatch | None:
-    """One transaction for the chunk's embeddings; the report counts them once stored.
+def _commit(store: Store, model_id: int, plan: ChunkPlan, results: list[EncodedBatch],
+            report: EncodeReport) -> EncodedBatch | None:
+    """One transaction for the chunk's texts whose every piece is in `results` (all of
+    them, unless encoding was cancelled): their embeddings, and the windows of those read
+    in several; the report counts them once stored.
 
-    Returns the chunk as one batch (what `on_committed` sees), None when it was empty.
-    """
+    Returns the committed texts as one batch (what `on_committed` sees), None when none."""
     if not results:
         return None
-    chunk = EncodedBatch([t for r in results for t in r.text_ids],
-                         np.concatenate([r.vectors for r in results]),
-                         [f for r in results for f in r.truncated])
+    dim = results[0].vectors.shape[1]
+    vectors = np.zeros((plan.pieces, dim), dtype=np.float32)
+    flags = np.zeros(plan.pieces, dtype=bool)
+    got = np.zeros(plan.pieces, dtype=bool)
+    for r in results:
+        at = np.asarray(r.text_ids, dtype=np.int64) - plan.first
+        vectors[at] = r.vectors
+        flags[at] = r.truncated
+        got[at] = True
+    ids: list[int] = []
+    rows: list[np.ndarray] = []
+    truncated: list[bool] = []
+    windowed: list[int] = []
+    window_spans: list[np.ndarray] = []
+    window_vectors: list[np.ndarray] = []
+    for i, text_id in enumerate(plan.text_ids):
+        lo, hi = int(plan.starts[i]), int(plan.starts[i + 1])
+        if not got[lo:hi].all():
+            continue
+        ids.append(text_id)
+        if i in plan.spans:
+            mean = vectors[lo:hi].mean(axis=0)
+            rows.append((mean / max(float(np.linalg.norm(mean)), 1e-12)).astype(np.float32))
+            truncated.append(i in plan.cut_short)
+            windowed.append(text_id)
+            window_spans.append(plan.spans[i])
+            window_vectors.append(vectors[lo:hi].astype(np.float16))
+        else:
+            rows.append(vectors[lo])
+            truncated.append(bool(flags[lo]))
+    if not ids:
+        return None
+    chunk = EncodedBatch(ids, np.stack(rows), truncated)
     with store.write() as conn:
+        add_windows(conn, model_id, windowed, window_spans, window_vectors)
         add_embeddings(conn, model_id, chunk.text_ids, chunk.vectors, chunk.truncated)
     report.commits += 1
-    report.encoded += len(chunk.text_ids)
-    report.truncated += sum(chunk.truncated)
-    report.remaining -= len(chunk.text_ids)
+    report.encoded += len(ids)
+    report.truncated += sum(truncated)
+    report.windowed += len(windowed)
+    report.windows += sum(len(s) for s in window_spans)
+    report.remaining -= len(ids)
     return chunk
 
 

@@ -36,6 +36,16 @@ log = logging.getLogger("duplens")
 # tokens, and a several-MB cell does not cost seconds of tokenising.
 CHARS_PER_TOKEN_CAP = 12
 
+
+
+def document_char_cap(max_seq_length: int) -> int:
+    """Characters of a text read as windows at most: as many as `MAX_WINDOWS` windows
+    could hold at the cap per token above, so a huge cell costs bounded tokenising."""
+    from engine.encoding.windows import MAX_WINDOWS, STRIDE_SHARE
+
+    return int(max_seq_length * CHARS_PER_TOKEN_CAP * MAX_WINDOWS * STRIDE_SHARE)
+
+
 # Backends whose forward pass two threads may run at once: torch modules in eval mode, and
 # onnxruntime sessions. OpenVINO models (optimum-intel) share one infer request, so their
 # queries wait for the bulk path's lock instead.
@@ -226,6 +236,24 @@ class SentenceEncoder:
                                            truncation=False, return_attention_mask=False,
                                            return_token_type_ids=False, verbose=False)
         return [len(ids) for ids in encoded["input_ids"]]
+
+    def token_spans(self, texts: Sequence[str]
+                    ) -> list[tuple[list[tuple[int, int]], list[int | None]]] | None:
+        """Each text's word pieces (no special tokens, not truncated, cut at the document
+        cap) as (character offsets, word ids), for cutting it into windows
+        (`engine.encoding.windows`); None where the tokenizer cannot say (a slow one)."""
+        if not texts:
+            return []
+        tokenizer = self.model.tokenizer
+        if not getattr(tokenizer, "is_fast", False):
+            return None
+        with self._lock:
+            encoded = tokenizer([t[:document_char_cap(self.max_seq_length)] for t in texts],
+                                add_special_tokens=False, truncation=False,
+                                return_offsets_mapping=True, return_attention_mask=False,
+                                return_token_type_ids=False, verbose=False)
+        return [([tuple(o) for o in encoded["offset_mapping"][i]], list(encoded.word_ids(i)))
+                for i in range(len(texts))]
 
     def truncation_flags(self, texts: Sequence[str]) -> list[bool]:
         """Which texts exceed the model's window; only long ones are tokenised to find out."""

@@ -38,7 +38,12 @@ import numpy as np
 
 from engine.encoding import shipped_model
 from engine.encoding.backends import BACKENDS, split_fingerprint
-from engine.encoding.encoder import EncodeBatch, EncodedBatch, SentenceEncoder
+from engine.encoding.encoder import (
+    EncodeBatch,
+    EncodedBatch,
+    SentenceEncoder,
+    document_char_cap,
+)
 from engine.encoding.folder_steps import FolderSteps, read_json, read_steps
 from engine.encoding.model_spec import ModelSpec
 
@@ -212,6 +217,10 @@ class TorchFreeEncoder(SentenceEncoder):
     def token_counts(self, texts: Sequence[str]) -> list[int]:
         if not texts:
             return []
+        return [len(e.ids) for e in self._untruncated().encode_batch(self._prepared(texts))]
+
+    def _untruncated(self) -> Tokenizer:
+        """The model's tokenizer without truncation (made once, on first use)."""
         with self._counter_lock:
             if self._counter is None:
                 from tokenizers import Tokenizer
@@ -220,7 +229,20 @@ class TorchFreeEncoder(SentenceEncoder):
                 counter.no_padding()
                 counter.no_truncation()
                 self._counter = counter
-        return [len(e.ids) for e in self._counter.encode_batch(self._prepared(texts))]
+            return self._counter
+
+    def token_spans(self, texts: Sequence[str]
+                    ) -> list[tuple[list[tuple[int, int]], list[int | None]]] | None:
+        """As `SentenceEncoder.token_spans`, with the untruncated tokenizer."""
+        if not texts:
+            return []
+        counter = self._untruncated()
+        cap = document_char_cap(self.max_seq_length)
+        cut = [t[:cap] for t in texts]
+        if self._steps.do_lower_case:
+            cut = [t.lower() for t in cut]
+        encodings = counter.encode_batch(cut, add_special_tokens=False)
+        return [(list(e.offsets), list(e.word_ids)) for e in encodings]
 
     def _prepared(self, texts: Sequence[str]) -> list[str]:
         clipped = self._clip(texts)

@@ -61,16 +61,23 @@ def _v7_canonical_history(conn: Connection) -> None:
     schema.canonical_history.create(conn, checkfirst=True)
 
 
+def _v8_text_windows(conn: Connection) -> None:
+    # Texts read whole as windows. Texts an older version encoded from their start keep
+    # their `truncated` embedding until re-encoded.
+    schema.text_windows.create(conn, checkfirst=True)
+
+
 _ADDED_LATER = {"canonical_items", "offered_pairs", "pending_verdicts", "cluster_ids",
                 "item_clusters", "cluster_history", "quality_samples", "quality_draws",
-                "canonical_history"}
+                "canonical_history", "text_windows"}
 
 # MIGRATIONS[i] brings a project from version i to version i + 1.
 MIGRATIONS: list[Callable[[Connection], None]] = [_v1_initial, _v2_canonical_items,
                                                   _v3_offered_pairs, _v4_pending_verdicts,
                                                   _v5_batches_and_cluster_ids,
                                                   _v6_quality_samples,
-                                                  _v7_canonical_history]
+                                                  _v7_canonical_history,
+                                                  _v8_text_windows]
 SCHEMA_VERSION = len(MIGRATIONS)
 
 

@@ -276,3 +276,16 @@ quality_draws = Table(
     UniqueConstraint("sample_id", "text_a", "text_b", name="uq_quality_draws_pair"),
     Index("ix_quality_draws_sample", "sample_id", "seq"),
 )
+
+# The windows of a text longer than the model's window (schema v8), one row per text and
+# model: `spans` the windows' character spans (int32 start, end pairs, little-endian),
+# `vectors` their normalised embeddings (float16, n x dim). The text's own embedding (in
+# `embeddings`) is the normalised mean of these; a text read in one window has no row.
+text_windows = Table(
+    "text_windows",
+    metadata,
+    Column("model_id", Integer, ForeignKey("models.id", ondelete="CASCADE"), primary_key=True),
+    Column("text_id", Integer, ForeignKey("texts.id", ondelete="CASCADE"), primary_key=True),
+    Column("spans", LargeBinary, nullable=False),
+    Column("vectors", LargeBinary, nullable=False),
+)

@@ -1,0 +1,69 @@
+"""The windows a long text was read in: their character spans and vectors, per model.
+
+Vectors are kept as float16: a 1,000-word document has about ten windows, so float32
+would make windows the bulk of a project of documents; float16 keeps three significant
+digits of a cosine (measured in `benchmarks/documents.py`), and the text's own embedding,
+the one the index and the graph use, stays float32 in `embeddings`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+from sqlalchemy import Connection, func, select
+
+from engine.store.dialects import insert_missing
+from engine.store.schema import text_windows
+
+if TYPE_CHECKING:
+    import numpy as np
+
+
+def add_windows(conn: Connection, model_id: int, text_ids: Sequence[int],
+                spans: Sequence[np.ndarray], vectors: Sequence[np.ndarray]) -> None:
+    """Store each text's windows inside the caller's transaction (the one that stores its
+    embedding); a text stored meanwhile by another process keeps the first row."""
+    import numpy as np
+
+    if not text_ids:
+        return
+    insert_missing(conn, text_windows, [
+        {"model_id": model_id, "text_id": int(t),
+         "spans": np.ascontiguousarray(spans[i], dtype="<i4").tobytes(),
+         "vectors": np.ascontiguousarray(vectors[i], dtype="<f2").tobytes()}
+        for i, t in enumerate(text_ids)
+    ], ["model_id", "text_id"])
+
+
+def read_windows(conn: Connection, model_id: int, dim: int, text_ids: Sequence[int]
+                 ) -> dict[int, tuple[np.ndarray, np.ndarray]]:
+    """{text id: (spans (n, 2) int32, vectors (n, dim) float16)} of the texts among
+    `text_ids` that were read as several windows; a text read in one has no entry."""
+    import numpy as np
+
+    out: dict[int, tuple[np.ndarray, np.ndarray]] = {}
+    wanted = sorted({int(t) for t in text_ids})
+    for start in range(0, len(wanted), 500):
+        part = wanted[start:start + 500]
+        rows = conn.execute(select(text_windows.c.text_id, text_windows.c.spans,
+                                   text_windows.c.vectors)
+                            .where(text_windows.c.model_id == model_id,
+                                   text_windows.c.text_id.in_(part))).all()
+        for text_id, spans, vectors in rows:
+            out[int(text_id)] = (np.frombuffer(spans, dtype="<i4").reshape(-1, 2),
+                                 np.frombuffer(vectors, dtype="<f2").reshape(-1, dim))
+    return out
+
+
+def windowed_text_ids(conn: Connection, model_id: int) -> list[int]:
+    """Texts read as several windows by this model, in id order."""
+    return list(conn.execute(select(text_windows.c.text_id)
+                             .where(text_windows.c.model_id == model_id)
+                             .order_by(text_windows.c.text_id)).scalars())
+
+
+def count_windowed(conn: Connection, model_id: int) -> int:
+    """How many texts this model read as several windows."""
+    return conn.execute(select(func.count()).select_from(text_windows)
+                        .where(text_windows.c.model_id == model_id)).scalar()

@@ -1,0 +1,130 @@
+"""Long texts read whole: windows that cover every token, and short texts as before."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from engine.encoding.windows import MAX_WINDOWS, content_tokens, plan_windows
+
+# A text of 1,466 word pieces with the bundled model: well past its 256.
+LONG = " ".join(f"Section {i}: the committee reviewed clause {i * 7} and its amendments,"
+                f" noting objections from member states." for i in range(90))
+
+
+def _tokens(encoder, text):
+    (offsets, word_ids), = encoder.token_spans([text])
+    return offsets, word_ids
+
+
+def test_windows_cover_every_token_and_overlap(encoder):
+    offsets, word_ids = _tokens(encoder, LONG)
+    plan = plan_windows(offsets, word_ids, encoder.max_seq_length)
+    size = content_tokens(encoder.max_seq_length)
+    assert len(offsets) > 3 * size and len(plan.windows) > 3 and not plan.cut_short
+    covered = np.zeros(len(offsets), dtype=bool)
+    token_starts = np.array([o[0] for o in offsets])
+    for w in plan.windows:
+        covered[(token_starts >= w.start) & (token_starts < w.end)] = True
+        # Cut at word starts: the span tokenises to exactly the pieces it was planned with.
+        assert encoder.token_counts([LONG[w.start:w.end]])[0] - 2 == w.tokens <= size
+    assert covered.all()
+    for before, after in zip(plan.windows, plan.windows[1:], strict=False):
+        assert before.start < after.start < before.end      # consecutive windows overlap
+    assert plan.windows[-1].end == offsets[-1][1] and plan.windows[-1].tokens == size
+
+
+def test_a_short_text_is_one_window_and_a_huge_one_is_cut_short():
+    offsets = [(i * 2, i * 2 + 1) for i in range(100)]
+    plan = plan_windows(offsets, list(range(100)), 256)
+    assert [(w.start, w.end, w.tokens) for w in plan.windows] == [(0, 199, 100)]
+    many = [(i * 2, i * 2 + 1) for i in range(200 * MAX_WINDOWS)]
+    huge = plan_windows(many, list(range(len(many))), 256)
+    assert huge.cut_short and len(huge.windows) == MAX_WINDOWS
+
+
+def test_a_word_longer_than_a_window_is_cut_inside_it():
+    offsets = [(i, i + 1) for i in range(1000)]
+    plan = plan_windows(offsets, [0] * 1000, 256)     # one 1,000-piece word
+    assert plan.windows[0].tokens == 254 and plan.windows[-1].end == 1000
+
+
+def _project_of(new_project, tmp_path, rows, name):
+    import csv
+
+    src = tmp_path / f"{name}.csv"
+    with src.open("w", newline="", encoding="utf-8") as fh:
+        writer = csv.writer(fh)
+        writer.writerow(["text"])
+        for row in rows:
+            writer.writerow([row])
+    project = new_project(f"{name}.duplens")
+    project.rows.import_table(src, ["text"])
+    return project, project.vectors.encode()
+
+
+def _stored(project, text_ids) -> np.ndarray:
+    """The embeddings as stored (the index normalises them again)."""
+    from engine.store.embeddings import read_vectors
+
+    with project.store.read() as conn:
+        return read_vectors(conn, project.vectors.model_id(), 384, text_ids)
+
+
+def _text_ids(project) -> dict[str, int]:
+    from sqlalchemy import select
+
+    from engine.store.schema import texts
+
+    with project.store.read() as conn:
+        return {text: int(i) for i, text in conn.execute(select(texts.c.id, texts.c.text))}
+
+
+QUESTIONS = ["How do I learn Python quickly?", "What is the capital of Australia?",
+             "Why is the sky blue?"]
+
+
+def test_texts_that_fit_one_window_keep_their_vectors_bit_for_bit(new_project, tmp_path,
+                                                                  encoder):
+    """What the job did before texts had windows: batches planned by token count, each
+    encoded as one call (`plan_batches`, `encode_batch`); the vectors must not move."""
+    from engine.encoding.encode_job import plan_batches
+
+    project, report = _project_of(new_project, tmp_path, QUESTIONS, "questions")
+    assert (report.encoded, report.windowed, report.windows) == (3, 0, 0)
+    ids = _text_ids(project)
+    by_id = {ids[q]: q for q in sorted(QUESTIONS, key=ids.__getitem__)}   # as the job reads
+    counts = dict(zip(by_id, encoder.token_counts(list(by_id.values())), strict=True))
+    before = {}
+    for batch in plan_batches(list(by_id), by_id, encoder.batch_size, counts):
+        encoded = encoder.encode_batch(batch)
+        before.update(zip(encoded.text_ids, encoded.vectors, strict=True))
+    stored = _stored(project, list(by_id))
+    assert np.array_equal(stored, np.stack([before[t] for t in by_id]))
+
+
+def test_a_long_text_is_read_whole_and_its_windows_stored(new_project, tmp_path, encoder):
+    """The text's embedding is the normalised mean of its windows', which are stored with
+    their spans (float16); every word of it is read; short texts beside it are unchanged
+    but for padding (they may share a batch with windows)."""
+    from engine.store.text_windows import read_windows
+
+    project, report = _project_of(new_project, tmp_path, [*QUESTIONS, LONG], "docs")
+    assert (report.encoded, report.windowed, report.truncated) == (4, 1, 0)
+    assert project.info()["truncated"] == 0
+    ids = _text_ids(project)
+    stored = _stored(project, [ids[q] for q in QUESTIONS])
+    assert np.allclose(stored, encoder.encode(QUESTIONS), atol=1e-5)
+    with project.store.read() as conn:
+        windows = read_windows(conn, project.vectors.model_id(), encoder.dim,
+                               list(ids.values()))
+    assert list(windows) == [ids[LONG]]
+    spans, vectors = windows[ids[LONG]]
+    assert spans[0][0] == 0 and spans[-1][1] == len(LONG) and len(spans) == report.windows
+    expected = encoder.encode([LONG[a:b] for a, b in spans])
+    assert np.allclose(vectors.astype(np.float32), expected, atol=2e-3)
+    mean = expected.mean(axis=0)
+    text_vector = _stored(project, [ids[LONG]])[0]
+    assert np.allclose(text_vector, mean / np.linalg.norm(mean), atol=1e-5)
+    # A passage from its middle finds it: the text's vector holds every part of it.
+    middle = LONG[len(LONG) // 2: len(LONG) // 2 + 400]
+    assert project.search(middle, k=1)[0].text == LONG
