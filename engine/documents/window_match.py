@@ -78,35 +78,33 @@ def _as_spans(spans) -> np.ndarray:
     return np.asarray(spans, dtype=np.int64).reshape(-1, 2)
 
 
-def _first_cover(spans: np.ndarray) -> np.ndarray:
-    """Characters each window is the first (in text order) to cover; their sum is the
-    length of the union of the spans, overlaps counted once."""
+def _shared_cover(spans: np.ndarray) -> np.ndarray:
+    """Characters each window stands for: every character of the text is shared equally
+    among the windows that cover it, so the sum is the length of the union of the spans,
+    overlaps counted once, and no window counts for more than its own stretch."""
     if len(spans) == 0:
-        return np.zeros(0, dtype=np.int64)
+        return np.zeros(0, dtype=np.float64)
     starts, ends = spans[:, 0], spans[:, 1]
-    order = np.argsort(starts, kind="stable")
-    s, e = starts[order], ends[order]
-    # Windows sorted by start: those before window k cover, from s_k on, exactly
-    # [s_k, the largest end so far), so k adds what lies past both.
-    covered_to = np.maximum.accumulate(e)
-    previous = np.concatenate(([s[0]], covered_to[:-1]))
-    fresh = np.clip(e - np.maximum(s, previous), 0, None)
-    out = np.empty_like(fresh)
-    out[order] = fresh
-    return out
+    cuts = np.unique(np.concatenate((starts, ends)))
+    lo, hi = cuts[:-1], cuts[1:]
+    covers = (starts[:, None] <= lo[None, :]) & (ends[:, None] >= hi[None, :])
+    count = covers.sum(axis=0)
+    share = np.where(count > 0, (hi - lo) / np.maximum(count, 1), 0.0)
+    return covers.astype(np.float64) @ share
 
 
 def window_weights(spans) -> np.ndarray:
-    """Each window's share of its text: the characters it is the first to cover, so that
-    the overlap between consecutive windows is counted once and the weights sum to the
-    covered length, then normalised to sum 1 (float64).
+    """Each window's share of its text, normalised to sum 1 (float64): the characters it
+    covers, each shared equally with the other windows covering it.
 
     Why characters and not one vote per window: the last window of a text is often mostly
     overlap (it is slid back to end at the text's end), and counting it in full would let
-    the text's ending weigh more than its middle. Spans all of zero length (an empty text)
-    give equal weights.
+    the text's ending weigh more than its middle. Why shared and not given to the first
+    window covering them: with half-overlapping windows the first would weigh twice any
+    other, and a decoy sharing only a document's opening would score higher than it
+    should. Spans all of zero length (an empty text) give equal weights.
     """
-    raw = _first_cover(_as_spans(spans)).astype(np.float64)
+    raw = _shared_cover(_as_spans(spans))
     total = raw.sum()
     if total > 0:
         return raw / total
@@ -155,12 +153,12 @@ def _held(best: np.ndarray, spans: np.ndarray, cutoff: float) -> float:
     """Share of the text's characters lying in windows whose best match reaches the
     cutoff: the union of those windows' spans over the union of all spans. (Not the sum of
     their weights: a character in the overlap of a held window and an unheld one is held,
-    whichever window was first to cover it.)"""
-    total = _first_cover(spans).sum()
+    whichever windows cover it.)"""
+    total = _shared_cover(spans).sum()
     held = best >= cutoff
     if total <= 0:
         return float(held.mean()) if len(held) else 0.0
-    return float(_first_cover(spans[held]).sum() / total)
+    return float(_shared_cover(spans[held]).sum() / total)
 
 
 def _passages(scores: np.ndarray, best_a: np.ndarray, a_spans: np.ndarray,

@@ -121,13 +121,14 @@ def test_pair_similarity_is_match_windows_similarity():
 
 
 def test_window_weights_count_overlaps_once():
-    # 0-1000, 500-1500, 1000-1800: new characters 1000, 500, 300 of 1800 covered.
+    # 0-1000, 500-1500, 1000-1800: each overlap shared by its two windows, so 500 + 250,
+    # 250 + 250 and 250 + 300 of the 1800 characters covered.
     w = window_weights([[0, 1000], [500, 1500], [1000, 1800]])
-    assert w == pytest.approx([1000 / 1800, 500 / 1800, 300 / 1800])
+    assert w == pytest.approx([750 / 1800, 500 / 1800, 550 / 1800])
     assert w.sum() == pytest.approx(1.0)
-    # Out of order, nested, and a gap: still each character once, to the first window.
+    # Out of order, nested, and a gap: still each character once, shared by its windows.
     w = window_weights([[600, 900], [0, 700], [100, 200], [1000, 1100]])
-    assert w == pytest.approx(np.array([200, 700, 0, 100]) / 1000)
+    assert w == pytest.approx(np.array([250, 600, 50, 100]) / 1000)
     assert window_weights([[0, 42]]) == pytest.approx([1.0])
     assert window_weights([[0, 0], [0, 0]]) == pytest.approx([0.5, 0.5])
     assert len(window_weights(np.zeros((0, 2), dtype=int))) == 0
