@@ -330,13 +330,17 @@ def _duplens(ids: list[str], texts: list[str], built: dc.Built, half: dict) -> d
             writer.writerow(["id", "text"])
             writer.writerows(zip(ids, texts, strict=True))
         project = str(Path(tmp) / "documents.duplens")
-        import_s, _ = run_cli_output(["import", project, str(table), "--column", "text",
-                                      "--id-column", "id"])
-        duplicates_s, out = run_cli_output(["duplicates", project, "--json"])
-        clusters = json.loads(out)
-        info = json.loads(run_cli_output(["info", project, "--json"])[1])
-        threshold = json.loads(run_cli_output(["threshold", project, "--json"])[1])
-        chosen = _duplens_chosen_on_validation(project, built, half)
+        try:
+            import_s, _ = run_cli_output(["import", project, str(table), "--column", "text",
+                                          "--id-column", "id"])
+            duplicates_s, out = run_cli_output(["duplicates", project, "--json"])
+            clusters = json.loads(out)
+            info = json.loads(run_cli_output(["info", project, "--json"])[1])
+            threshold = json.loads(run_cli_output(["threshold", project, "--json"])[1])
+            chosen = _duplens_chosen_on_validation(project, built, half)
+        except RuntimeError as exc:     # a command failed: said, not measured
+            return {"ran": False, "engine": _engine_state(),
+                    "why": " ".join(str(exc).split())[-600:]}
     members = [[m["id"] for m in c["members"]] for c in clusters]
     pairs = _cluster_pairs(members)
     return {"ran": True, "engine": _engine_state(), "extra_arms": {"duplens_tuned": chosen},
@@ -515,6 +519,8 @@ def present(result: dict, results: dict | None = None) -> dict:
         notes.append(f"MinHash LSH: {mh['options']}; a pair is an LSH candidate whose "
                      "estimated Jaccard reaches the threshold. text-dedup's defaults are "
                      "5-grams, 256 permutations and threshold 0.7; 0.5 is the issue's.")
+    if ours and not ours.get("ran"):
+        notes.append(f"Duplens did not run: {ours['why']}.")
     sem = arms.get("semhash", {})
     if sem and not sem.get("ran"):
         notes.append(f"SemHash {sem.get('version', '')} did not run: {sem['why']}.")
