@@ -26,6 +26,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from engine.documents import minhash
 from engine.encoding.encoder import (
     EncodeBatch,
     EncodedBatch,
@@ -38,6 +39,7 @@ from engine.progress import CancelToken, Progress, ProgressCallback, RateMeter, 
 from engine.store.database import Store
 from engine.store.embeddings import add_embeddings, missing_text_ids
 from engine.store.items import texts_by_id
+from engine.store.text_signatures import add_signatures
 from engine.store.text_windows import add_windows
 
 CHUNK_TEXTS = 2048
@@ -96,6 +98,7 @@ class ChunkPlan:
     starts: np.ndarray                          # (texts + 1,) piece offsets
     spans: dict[int, np.ndarray]                # text position -> (windows, 2) spans
     cut_short: set[int]                         # positions read from their start only
+    signatures: dict[int, bytes]                # text position -> MinHash signature
 
     @property
     def pieces(self) -> int:
@@ -112,7 +115,10 @@ def encode_missing(store: Store, encoder: SentenceEncoder, model_id: int, *,
     A text longer than the model's window is read whole, as overlapping windows
     (`engine.encoding.windows`): each window is encoded as a text of its own, the text's
     embedding is the normalised mean of its windows', and the windows are stored beside it
-    (`engine.store.text_windows`). A text that fits in one window is encoded as before.
+    (`engine.store.text_windows`), with the text's MinHash signature
+    (`engine.documents.minhash`, `engine.store.text_signatures`): the near-exact signal
+    that finds copies the vectors miss. A text that fits in one window is encoded as
+    before and gets no signature (MinHash on a question is noise).
 
     Every batch of every chunk goes through one `executor.map` call, so an executor with
     work in flight (a Ray cluster) keeps encoding while a chunk is committed here. Results
@@ -230,6 +236,7 @@ def _plan_chunk(encoder: SentenceEncoder, text_ids: list[int], texts: dict[int, 
     starts = np.zeros(len(text_ids) + 1, dtype=np.int64)
     spans: dict[int, np.ndarray] = {}
     cut_short: set[int] = set()
+    signatures: dict[int, bytes] = {}
     serial = first
     for i, text_id in enumerate(text_ids):
         text = texts[text_id]
@@ -246,8 +253,11 @@ def _plan_chunk(encoder: SentenceEncoder, text_ids: list[int], texts: dict[int, 
             spans[i] = np.array([(w.start, w.end) for w in plan.windows], dtype=np.int32)
             if plan.cut_short:
                 cut_short.add(i)
+            if minhash.wants_signature(text):
+                signatures[i] = minhash.to_bytes(minhash.signature(text))
         starts[i + 1] = serial - first
-    return ChunkPlan(text_ids, first, starts, spans, cut_short), pieces, piece_counts
+    return (ChunkPlan(text_ids, first, starts, spans, cut_short, signatures), pieces,
+            piece_counts)
 
 
 def _chunks(store: Store, encoder: SentenceEncoder, missing: list[int], chunk_texts: int
@@ -305,6 +315,8 @@ def _commit(store: Store, model_id: int, plan: ChunkPlan, results: list[EncodedB
     windowed: list[int] = []
     window_spans: list[np.ndarray] = []
     window_vectors: list[np.ndarray] = []
+    signed: list[int] = []
+    signatures: list[bytes] = []
     for i, text_id in enumerate(plan.text_ids):
         lo, hi = int(plan.starts[i]), int(plan.starts[i + 1])
         if not got[lo:hi].all():
@@ -317,6 +329,9 @@ def _commit(store: Store, model_id: int, plan: ChunkPlan, results: list[EncodedB
             windowed.append(text_id)
             window_spans.append(plan.spans[i])
             window_vectors.append(vectors[lo:hi].astype(np.float16))
+            if i in plan.signatures:
+                signed.append(text_id)
+                signatures.append(plan.signatures[i])
         else:
             rows.append(vectors[lo])
             truncated.append(bool(flags[lo]))
@@ -325,6 +340,7 @@ def _commit(store: Store, model_id: int, plan: ChunkPlan, results: list[EncodedB
     chunk = EncodedBatch(ids, np.stack(rows), truncated)
     with store.write() as conn:
         add_windows(conn, model_id, windowed, window_spans, window_vectors)
+        add_signatures(conn, signed, signatures)
         add_embeddings(conn, model_id, chunk.text_ids, chunk.vectors, chunk.truncated)
     report.commits += 1
     report.encoded += len(ids)

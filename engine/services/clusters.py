@@ -37,6 +37,7 @@ from engine.review.layout import MAP_SAMPLE, EmbeddingMap, project_2d, sample_id
 from engine.review.verdict_joins import Joined, join_by_verdicts
 from engine.review.verdict_overlay import apply_verdicts
 from engine.services.cluster_ids import ClusterIds
+from engine.services.document_graph import scored_for_documents
 from engine.services.graph_save import GraphSave
 from engine.services.vectors import Vectors
 from engine.store import change_counters
@@ -203,7 +204,20 @@ class Clusters:
     def _make(self, index, k: int, name: str, progress: ProgressCallback,
               cancel: CancelToken | None) -> KnnGraph:
         """The graph of the index's texts now: updated from the last one made for this model
-        (in memory, else the one stored) when few texts came or went, else built whole."""
+        (in memory, else the one stored) when few texts came or went, else built whole;
+        then its document edges scored from their windows (`scored_for_documents`)."""
+        update = self._update
+        graph = self._from_vectors(index, k, name, progress, cancel)
+        scored = scored_for_documents(self._store, self._vectors.model_id(), index.dim,
+                                      graph, self._vectors.bulk_reader)
+        if scored is not graph and self._update is not None and self._update is not update \
+                and self._update.after is graph:
+            self._update = _Updated(self._update.before, scored, self._update.touched)
+        return scored
+
+    def _from_vectors(self, index, k: int, name: str, progress: ProgressCallback,
+                      cancel: CancelToken | None) -> KnnGraph:
+        """The graph as the texts' vectors find it (before documents are scored)."""
         model_id = self._vectors.model_id()
         base = self._graph if (self._graph is not None and self._graph_key is not None
                                and self._graph_key[0] == model_id and self._graph.k == k) \

@@ -62,14 +62,15 @@ def _v7_canonical_history(conn: Connection) -> None:
 
 
 def _v8_text_windows(conn: Connection) -> None:
-    # Texts read whole as windows. Texts an older version encoded from their start keep
-    # their `truncated` embedding until re-encoded.
+    # Texts read whole as windows, and long texts' MinHash signatures. Texts an older
+    # version encoded from their start keep their `truncated` embedding until re-encoded.
     schema.text_windows.create(conn, checkfirst=True)
+    schema.text_signatures.create(conn, checkfirst=True)
 
 
 _ADDED_LATER = {"canonical_items", "offered_pairs", "pending_verdicts", "cluster_ids",
                 "item_clusters", "cluster_history", "quality_samples", "quality_draws",
-                "canonical_history", "text_windows"}
+                "canonical_history", "text_windows", "text_signatures"}
 
 # MIGRATIONS[i] brings a project from version i to version i + 1.
 MIGRATIONS: list[Callable[[Connection], None]] = [_v1_initial, _v2_canonical_items,

@@ -289,3 +289,13 @@ text_windows = Table(
     Column("spans", LargeBinary, nullable=False),
     Column("vectors", LargeBinary, nullable=False),
 )
+
+# A long text's MinHash signature (schema v8; `engine.documents.minhash`): 256 uint64 hash
+# values of its 5-word shingles, little-endian. Model-free, so one row per text; texts too
+# short for MinHash to mean anything have none.
+text_signatures = Table(
+    "text_signatures",
+    metadata,
+    Column("text_id", Integer, ForeignKey("texts.id", ondelete="CASCADE"), primary_key=True),
+    Column("signature", LargeBinary, nullable=False),
+)

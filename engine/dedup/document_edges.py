@@ -1,0 +1,94 @@
+"""The neighbour graph's similarity for documents: what two texts share, window by window.
+
+The graph is found with each text's one vector (for a long text, the mean of its windows),
+which is the right candidate search but the wrong score for documents: a copy with a new
+introduction is diluted by it, and two documents on one topic can be close on average
+without sharing a passage. So every edge with a long text at one end (a text read in
+several windows) is scored again from the windows (`engine.documents.window_match`): the
+share of one document that the other covers, in whichever direction covers more. That is
+the one similarity the threshold, the cut, the export and the estimates see. An edge
+between two texts read in one window keeps its cosine, which is what the windows give
+anyway: a question's similarity stays what it was.
+
+MinHash LSH candidates (`engine.documents.minhash`) join the graph the same way: pairs
+whose 5-word shingles mostly agree are added as edges even where their vectors did not
+find each other, and scored from their windows like any other edge. They are there to be
+found; their score is still what their windows share.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+import numpy as np
+
+from engine.dedup.graph import KnnGraph
+from engine.documents.window_match import pair_similarity, window_weights
+
+# {text id: (spans (n, 2), vectors (n, dim))} of the given texts read in several windows.
+WindowReader = Callable[[Sequence[int]], dict[int, tuple[np.ndarray, np.ndarray]]]
+# Stored vectors by text id, in that order (the graph's own reader).
+VectorReader = Callable[[np.ndarray], np.ndarray]
+
+
+def rescored(graph: KnnGraph, windowed: np.ndarray, windows: WindowReader,
+             vectors: VectorReader, candidates: Sequence[tuple[int, int]] = ()) -> KnnGraph:
+    """`graph` with every edge touching a text of `windowed` (ids read in several windows)
+    scored from the windows, and the `candidates` pairs (text ids) added where both are in
+    the graph. The same graph object when there is nothing to score.
+
+    Idempotent: an edge's score is computed from the windows, never from the score it had,
+    so a graph updated after an import can be rescored whole again."""
+    ids = graph.ids
+    is_long = np.isin(ids, np.asarray(windowed, dtype=np.int64))
+    extra = _candidate_positions(ids, candidates)
+    if not is_long.any() and not len(extra):
+        return graph
+    rows = graph.row_of_entries().astype(np.int64)
+    cols = graph.indices.astype(np.int64)
+    sims = graph.sims.copy()
+    if len(extra):
+        rows = np.concatenate((rows, extra[:, 0], extra[:, 1]))
+        cols = np.concatenate((cols, extra[:, 1], extra[:, 0]))
+        sims = np.concatenate((sims, np.full(2 * len(extra), np.nan, dtype=np.float32)))
+    touched = is_long[rows] | is_long[cols] | np.isnan(sims)
+    lo = np.minimum(rows[touched], cols[touched])
+    hi = np.maximum(rows[touched], cols[touched])
+    pairs, back = np.unique(np.stack((lo, hi), axis=1), axis=0, return_inverse=True)
+    scores = _pair_scores(ids, pairs, is_long, windows, vectors)
+    sims[touched] = scores[back.ravel()]
+    return KnnGraph.from_rows(ids, rows, cols, sims, graph.k, graph.floor)
+
+
+def _candidate_positions(ids: np.ndarray, candidates: Sequence[tuple[int, int]]
+                         ) -> np.ndarray:
+    """(m, 2) positions of the candidate pairs whose two texts are both in the graph."""
+    if not len(candidates):
+        return np.zeros((0, 2), dtype=np.int64)
+    pairs = np.asarray(candidates, dtype=np.int64).reshape(-1, 2)
+    at = np.clip(np.searchsorted(ids, pairs), 0, max(len(ids) - 1, 0))
+    present = (ids[at] == pairs).all(axis=1) & (pairs[:, 0] != pairs[:, 1])
+    return at[present]
+
+
+def _pair_scores(ids: np.ndarray, pairs: np.ndarray, is_long: np.ndarray,
+                 windows: WindowReader, vectors: VectorReader) -> np.ndarray:
+    """The window similarity of each pair of positions: a text read in one window counts as
+    its own single window (its vector)."""
+    used = np.unique(pairs)
+    long_ids = [int(ids[p]) for p in used if is_long[p]]
+    short_pos = np.array([p for p in used if not is_long[p]], dtype=np.int64)
+    read = windows(long_ids)
+    sides: dict[int, tuple[np.ndarray, np.ndarray | None]] = {}
+    for text_id, (spans, vecs) in read.items():
+        sides[text_id] = (np.asarray(vecs, dtype=np.float32), window_weights(spans))
+    if len(short_pos):
+        for text_id, vec in zip(ids[short_pos].tolist(), vectors(ids[short_pos]),
+                                strict=True):
+            sides[int(text_id)] = (vec.reshape(1, -1).astype(np.float32), None)
+    out = np.empty(len(pairs), dtype=np.float32)
+    for n, (a, b) in enumerate(pairs):
+        va, wa = sides[int(ids[a])]
+        vb, wb = sides[int(ids[b])]
+        out[n] = pair_similarity(va, vb, wa, wb)
+    return out

@@ -1,0 +1,52 @@
+"""The neighbour graph scored for documents, from what the project stores: which texts were
+read in several windows, their windows, and long texts' MinHash signatures.
+
+`Clusters` calls it on every graph it makes or updates, before the graph is kept, so a cut,
+a verdict's join, an estimate and an export all read the one similarity
+(`engine.dedup.document_edges`). A project of questions has no windows and no signatures:
+the graph comes back unchanged, for the cost of two small reads.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager
+
+import numpy as np
+
+from engine.dedup.document_edges import rescored
+from engine.dedup.graph import KnnGraph
+from engine.store.database import Store
+from engine.store.text_signatures import live_signatures
+from engine.store.text_windows import read_windows, windowed_text_ids
+
+BulkReader = Callable[[int, int], AbstractContextManager[Callable[[np.ndarray], np.ndarray]]]
+
+
+def scored_for_documents(store: Store, model_id: int, dim: int, graph: KnnGraph,
+                         bulk_reader: BulkReader) -> KnnGraph:
+    """`graph` with its document edges scored from windows and MinHash candidates added
+    (`rescored`); `graph` itself when the project holds no long texts."""
+    with store.read() as conn:
+        windowed = np.asarray(windowed_text_ids(conn, model_id), dtype=np.int64)
+        signatures = live_signatures(conn) if len(windowed) else {}
+    if not len(windowed):
+        return graph
+    candidates = list(_candidates(signatures))
+
+    def windows(text_ids) -> dict[int, tuple[np.ndarray, np.ndarray]]:
+        with store.read() as conn:
+            return read_windows(conn, model_id, dim, text_ids)
+
+    with bulk_reader(model_id, dim) as vectors:
+        return rescored(graph, windowed, windows, vectors, candidates)
+
+
+def _candidates(signatures: dict[int, bytes]) -> Iterator[tuple[int, int]]:
+    """Pairs of texts MinHash LSH puts together (estimated Jaccard at its threshold)."""
+    if len(signatures) < 2:
+        return
+    from engine.documents import minhash
+
+    ids = sorted(signatures)
+    yield from minhash.candidate_pairs(ids, [minhash.from_bytes(signatures[t]) for t in ids])
