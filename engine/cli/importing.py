@@ -19,6 +19,7 @@ from engine.cli.common import (
 )
 from engine.cli.stoppable import Bars, stoppable_bar
 from engine.encoding.backends import require_backend
+from engine.encoding.windows import MAX_WINDOWS
 from engine.progress import CancelToken
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -46,6 +47,9 @@ def register(sub) -> None:
     model_options(p)
     executor_option(p)
     trust_option(p)
+    p.add_argument("--reread", action="store_true",
+                   help="read again, whole, the long texts an earlier version encoded from "
+                   "their beginning only (`duplens info` counts them)")
     p.set_defaults(run=cmd_encode)
 
 
@@ -205,6 +209,8 @@ def cmd_encode(args, cancel: CancelToken) -> int:
     from engine.encoding.executors import executor_for, parse_executor
 
     parse_executor(args.executor)  # a mistyped option is reported before anything starts
+    if args.reread:
+        return _reread(args, cancel)
     with open_project(args.project, trust_models=args.trust_model_location) as project:
         executor = executor_for(args.executor)
         try:
@@ -218,6 +224,25 @@ def cmd_encode(args, cancel: CancelToken) -> int:
         return _finish(project, added)
 
 
+def _reread(args, cancel: CancelToken) -> int:
+    """`duplens encode --reread`: the texts read from their start, read whole."""
+    from engine.reread import count_read_from_start, reread_long_texts
+
+    with open_project(args.project, trust_models=args.trust_model_location) as project:
+        choice = model_choice(args)
+        project.model.choose(choice.model, device=choice.device, backend=choice.backend,
+                             batch_size=choice.batch_size)
+        stale = count_read_from_start(project)
+        say(f"{stale} texts were read from their beginning only; reading them whole")
+        with stoppable_bar() as bar:
+            report = reread_long_texts(project, progress=bar, cancel=cancel)
+            _report_encoding(project, args, report, None, bar)
+        if report.cancelled:
+            return EXIT_CANCELLED
+        prepare_torch_free(project)
+        return EXIT_OK
+
+
 def _report_encoding(project, args, report: EncodeReport, executor: Executor | None,
                      bar: Bars) -> None:
     """What the encoding did, said as soon as it ends (before any placing)."""
@@ -227,9 +252,13 @@ def _report_encoding(project, args, report: EncodeReport, executor: Executor | N
         say(f"encoded on {plan.describe()}")
     for notice in project.notices:
         say(notice)
+    if report.windowed:
+        say(f"{report.windowed} texts are longer than one window of the model "
+            f"({project.model.encoder().max_seq_length} word pieces); each was read whole, "
+            f"in {report.windows} windows in all")
     if report.truncated:
-        say(f"{report.truncated} texts are longer than the model reads; they were encoded from"
-            f" their beginning and are stored whole")
+        say(f"{report.truncated} texts are longer than {MAX_WINDOWS} windows; they were read "
+            f"up to there and are stored whole")
     if report.cancelled:
         say(f"stopped: {report.encoded} texts encoded and kept, {report.remaining} left; "
             f"run 'duplens encode {args.project}' to finish")

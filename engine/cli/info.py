@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 
-from engine.cli.common import EXIT_OK, json_option, open_store, project_argument
+from engine.cli.common import EXIT_OK, json_option, open_store, project_argument, say
 from engine.progress import CancelToken
 
 
@@ -42,6 +42,9 @@ def cmd_info(args, _cancel: CancelToken) -> int:
         for key in ("project", "items", "texts", "encoded", "index_items", "model", "device",
                     "truncated"):
             print(f"{key:12} {info[key]}")
+        if info["truncated"]:
+            say(f"{info['truncated']} long texts were read from their beginning only; "
+                f"'duplens encode --reread {args.project}' reads them whole")
         for s in info["sources"]:
             print(f"import {s['batch']:<5} {describe_batch(s)}")
         for cid, into in info["merged_into"].items():

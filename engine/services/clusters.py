@@ -43,7 +43,7 @@ from engine.services.vectors import Vectors
 from engine.store import change_counters
 from engine.store import items as item_store
 from engine.store import pair_verdicts as verdict_store
-from engine.store.blobs import get_blob, put_blob
+from engine.store.blobs import delete_blobs_under, get_blob, put_blob
 from engine.store.database import Store, meta_value
 from engine.store.dialects import lock
 from engine.store.saved_indexes import saved_row
@@ -172,6 +172,19 @@ class Clusters:
                 self._saving = GraphSave(self._store, name, stamp, graph)
         self._graph, self._graph_key = graph, key
         return graph
+
+    def forget_graph(self) -> None:
+        """Drop the graph kept in memory and in the project for the active model, so the
+        next one is built whole: for when texts' vectors changed in place (long texts read
+        again whole), which an update, finding no text added or removed, would not see."""
+        with self._lock:
+            model_id = self._vectors.model_id()
+            self._graph = self._graph_key = self._update = None
+            self._last = None
+            if self._store.read_only:
+                return
+            with self._store.write() as conn:
+                delete_blobs_under(conn, f"knn/{model_id}/")
 
     def _then_saved(self, work, *args):
         """`work(*args)`, then wait for the graph it started writing, if any (its error, not

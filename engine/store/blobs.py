@@ -46,6 +46,12 @@ def delete_blob(conn: Connection, name: str) -> None:
     conn.execute(delete(blobs).where(blobs.c.name == name))
 
 
+def delete_blobs_under(conn: Connection, prefix: str) -> None:
+    """Delete every blob whose name starts with `prefix` (a folder of blobs)."""
+    escaped = prefix.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+    conn.execute(delete(blobs).where(blobs.c.name.like(f"{escaped}%", escape="\\")))
+
+
 def put_blob_chunks(conn: Connection, name: str, chunks: Iterable[bytes]) -> None:
     """Replace the blob `name` with the concatenation of `chunks`, one row each, so a value
     larger than memory can be written from a stream (the caller picks chunk sizes).

@@ -11,10 +11,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from sqlalchemy import Connection, func, select
+from sqlalchemy import Connection, delete, exists, func, select
 
 from engine.store.dialects import insert_missing
-from engine.store.schema import text_windows
+from engine.store.schema import embeddings, items, text_windows
 
 if TYPE_CHECKING:
     import numpy as np
@@ -67,3 +67,28 @@ def count_windowed(conn: Connection, model_id: int) -> int:
     """How many texts this model read as several windows."""
     return conn.execute(select(func.count()).select_from(text_windows)
                         .where(text_windows.c.model_id == model_id)).scalar()
+
+
+def read_from_start(conn: Connection, model_id: int) -> list[int]:
+    """Live texts this model encoded from their start only, with no windows: what a
+    version before long texts were read whole left. (A text cut short at `MAX_WINDOWS`
+    has its windows and is not among them: reading it again would change nothing.)"""
+    windowed = exists().where(text_windows.c.model_id == model_id,
+                              text_windows.c.text_id == embeddings.c.text_id)
+    live = select(items.c.text_id).where(~items.c.deleted)
+    return list(conn.execute(
+        select(embeddings.c.text_id)
+        .where(embeddings.c.model_id == model_id, embeddings.c.truncated, ~windowed,
+               embeddings.c.text_id.in_(live))
+        .order_by(embeddings.c.text_id)).scalars())
+
+
+def forget_embeddings(conn: Connection, model_id: int, text_ids: Sequence[int]) -> None:
+    """Delete these texts' embeddings (and windows) by this model, so the encode job reads
+    them again; inside the caller's transaction."""
+    for start in range(0, len(text_ids), 500):
+        part = [int(t) for t in text_ids[start:start + 500]]
+        conn.execute(delete(embeddings).where(embeddings.c.model_id == model_id,
+                                              embeddings.c.text_id.in_(part)))
+        conn.execute(delete(text_windows).where(text_windows.c.model_id == model_id,
+                                                text_windows.c.text_id.in_(part)))
