@@ -14,6 +14,8 @@ from typing import TYPE_CHECKING
 from engine.store import items as item_store
 
 if TYPE_CHECKING:  # pragma: no cover
+    import numpy as np
+
     from engine.encoding.encoder import SentenceEncoder
     from engine.index.hnsw import HnswIndex
     from engine.store.database import Store
@@ -24,15 +26,20 @@ class SearchHit:
     id: str          # the id column's value, else the source row number
     row: int
     text: str
-    score: float     # cosine similarity to the query
+    score: float     # similarity to the query (a long text: from its windows)
     item_id: int
     source_id: int
     copies: int      # rows sharing this exact (normalised) text, folded into this hit
+    # A long text's passage nearest the query: (start, end) characters of `text`.
+    passage: tuple[int, int] | None = None
 
     def as_json(self) -> dict:
-        return {"id": self.id, "row": self.row, "text": self.text,
-                "score": round(self.score, 6), "item_id": self.item_id,
-                "source_id": self.source_id, "copies": self.copies}
+        out = {"id": self.id, "row": self.row, "text": self.text,
+               "score": round(self.score, 6), "item_id": self.item_id,
+               "source_id": self.source_id, "copies": self.copies}
+        if self.passage is not None:
+            out["passage"] = list(self.passage)
+        return out
 
 
 class QueryCache:
@@ -62,17 +69,77 @@ class QueryCache:
             self._data.clear()
 
 
-def search(store: Store, encoder: SentenceEncoder, index: HnswIndex, text: str, k: int
-           ) -> list[SearchHit]:
+# Where a project holds long texts, this many nearest texts (at least) are scored from their
+# windows before the k best are kept: a passage from a document's middle is close to that
+# window, but only fairly close to the document's mean vector.
+WIDE_CANDIDATES = 50
+
+
+def search(store: Store, encoder: SentenceEncoder, index: HnswIndex, text: str, k: int,
+           windows: Windows | None = None) -> list[SearchHit]:
     """The k texts nearest to `text`, each as its first row; rows with the same text are
-    folded into one hit (`copies`). Texts with no live row left are skipped."""
-    text_ids, sims = index.query(encoder.encode([text]), k)
-    return hits_for(store, text_ids, sims)[0]
+    folded into one hit (`copies`). Texts with no live row left are skipped.
+
+    With `windows` (a project holding texts read in several windows), more candidates are
+    taken from the index and each long one is scored from its windows as the neighbour
+    graph scores it (`window_match.pair_similarity`: its best window, or how the query
+    covers it, whichever is more), with the best window's span as the hit's passage."""
+    import numpy as np
+
+    query = encoder.encode([text])
+    if windows is None or not windows.any():
+        text_ids, sims = index.query(query, k)
+        return hits_for(store, text_ids, sims)[0]
+    wide = max(1, min(len(index), max(k, WIDE_CANDIDATES)))
+    text_ids, sims = index.query(query, wide)
+    scores, passages = windows.rescore(text_ids[0], sims[0], query[0])
+    order = np.argsort(-scores, kind="stable")[:k]
+    return hits_for(store, text_ids[0][order][None, :], scores[order][None, :],
+                    passages)[0]
 
 
-def hits_for(store: Store, text_ids, sims) -> list[list[SearchHit]]:
+class Windows:
+    """The windows of a project's long texts, as a search reads them: which texts have
+    them (read once per index generation by the caller) and a reader of their windows."""
+
+    def __init__(self, windowed, read) -> None:
+        import numpy as np
+
+        self.windowed = np.asarray(windowed, dtype=np.int64)
+        self._read = read
+
+    def any(self) -> bool:
+        return bool(len(self.windowed))
+
+    def rescore(self, text_ids, sims, query) -> tuple[np.ndarray, dict[int, tuple[int, int]]]:
+        """The candidates' scores (long texts from their windows) and each long text's
+        passage nearest the query."""
+        import numpy as np
+
+        from engine.documents.window_match import pair_similarity, window_weights
+
+        scores = np.asarray(sims, dtype=np.float32).copy()
+        long_at = np.flatnonzero(np.isin(text_ids, self.windowed))
+        read = self._read([int(text_ids[i]) for i in long_at]) if len(long_at) else {}
+        passages: dict[int, tuple[int, int]] = {}
+        q = np.asarray(query, dtype=np.float32).reshape(1, -1)
+        for i in long_at:
+            found = read.get(int(text_ids[i]))
+            if found is None:
+                continue
+            spans, vectors = found
+            vectors = np.asarray(vectors, dtype=np.float32)
+            scores[i] = pair_similarity(q, vectors, None, window_weights(spans))
+            best = int(np.argmax(vectors @ q[0]))
+            passages[int(text_ids[i])] = (int(spans[best][0]), int(spans[best][1]))
+        return scores, passages
+
+
+def hits_for(store: Store, text_ids, sims, passages: dict[int, tuple[int, int]] | None = None
+             ) -> list[list[SearchHit]]:
     """Each query's neighbours (rows of `index.query`'s answer) as hits, exact copies
-    folded; one read of the store for the whole batch of queries."""
+    folded; one read of the store for the whole batch of queries. `passages`: a long
+    text's passage, by text id, for its hit."""
     with store.read() as conn:
         rows = item_store.items_for_texts(conn, sorted({int(t) for t in
                                                         text_ids.ravel().tolist()}))
@@ -85,6 +152,7 @@ def hits_for(store: Store, text_ids, sims) -> list[list[SearchHit]]:
                 continue
             first = group[0]
             hits.append(SearchHit(item_store.public_id(first), first["row"], first["text"],
-                                  float(s), first["id"], first["source_id"], len(group)))
+                                  float(s), first["id"], first["source_id"], len(group),
+                                  (passages or {}).get(t)))
         out.append(hits)
     return out

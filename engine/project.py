@@ -12,6 +12,7 @@ concern is a service of its own (`engine.services`), reached as an attribute:
     project.versions / .exports    fine-tuning and model versions; spreadsheets out
     project.asking / .measuring    the pairs the model is least sure of; how right it is
     project.matching               a new file's rows looked up in the project, nothing added
+    project.documents              what two long texts share, passage by passage
 
 A new feature is a method on the one service it belongs to, or a new service, not a method
 here; a sequence spanning services is an engine module (`engine.add_file`). `search` stays a
@@ -30,6 +31,7 @@ from engine.services.active_model import ActiveModel
 from engine.services.asking import Asking
 from engine.services.cluster_ids import ClusterIds
 from engine.services.clusters import Clusters
+from engine.services.documents import Documents
 from engine.services.exports import Exports
 from engine.services.live_index import LiveIndex
 from engine.services.matching import Matching
@@ -63,6 +65,7 @@ class Project:
         verdicts, threshold = self.verdicts, self.threshold
         self.asking = Asking(store, self.vectors, self.clusters, verdicts, threshold)
         self.matching = Matching(store, self.model, self.vectors, threshold)
+        self.documents = Documents(store, self.vectors, self.threshold)
         self.measuring = Measuring(store, self.model, self.vectors, self.clusters, verdicts,
                                    threshold)
         if store.snapshot:

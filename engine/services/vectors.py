@@ -20,13 +20,14 @@ from engine.encoding.encoder import EncodedBatch, Executor, SentenceEncoder
 from engine.index import side_file
 from engine.index.hnsw import HnswIndex
 from engine.index.side_vectors import SideVectors, agrees
-from engine.keystroke_search import SearchHit, search
+from engine.keystroke_search import SearchHit, Windows, search
 from engine.progress import CancelToken, ProgressCallback, no_progress
 from engine.services.active_model import ActiveModel
 from engine.services.live_index import LiveIndex
 from engine.store import embeddings as embedding_store
 from engine.store.database import Store
 from engine.store.saved_indexes import saved_row
+from engine.store.text_windows import read_windows, windowed_text_ids
 
 INDEX_THREADS = 1  # hnswlib threads for adds that overlap encoding (see `encode`)
 
@@ -38,6 +39,8 @@ class Vectors:
         self._store = store
         self._model = model
         self._live = live
+        self._windowed_key: tuple[int, int] | None = None   # (model, index generation)
+        self._windowed = np.zeros(0, dtype=np.int64)
 
     def index(self) -> HnswIndex:
         """The active model's index, loaded and checked against the embeddings once (a
@@ -159,9 +162,25 @@ class Vectors:
         cached = self._live.cache.get(key)
         if cached is not None:
             return cached
-        hits = search(self._store, encoder, index, text, k)
+        hits = search(self._store, encoder, index, text, k,
+                      self._windows(model_id, self._live.generation, index.dim))
         self._live.cache.put(key, hits)
         return hits
+
+    def _windows(self, model_id: int, generation: int, dim: int) -> Windows:
+        """Which texts of the model have windows (read again once per index generation)
+        and a reader of their windows, for the search."""
+        key = (model_id, generation)
+        if self._windowed_key != key:
+            with self._store.read() as conn:
+                windowed = windowed_text_ids(conn, model_id)
+            self._windowed, self._windowed_key = np.asarray(windowed, dtype=np.int64), key
+
+        def read(text_ids):
+            with self._store.read() as conn:
+                return read_windows(conn, model_id, dim, text_ids)
+
+        return Windows(self._windowed, read)
 
     def serving(self) -> tuple[SentenceEncoder, HnswIndex, int]:
         """The encoder, index and model id that belong together right now, checked under

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 from engine.encoding.windows import MAX_WINDOWS, content_tokens, plan_windows
 
@@ -128,3 +129,20 @@ def test_a_long_text_is_read_whole_and_its_windows_stored(new_project, tmp_path,
     # A passage from its middle finds it: the text's vector holds every part of it.
     middle = LONG[len(LONG) // 2: len(LONG) // 2 + 400]
     assert project.search(middle, k=1)[0].text == LONG
+
+
+def test_a_passage_from_a_documents_middle_finds_it_and_shows_where(new_project, tmp_path,
+                                                                    encoder):
+    """Search scores a long text from its windows and says which passage matched."""
+    project, _ = _project_of(new_project, tmp_path, [*QUESTIONS, LONG], "search")
+    start = LONG.index("Section 47:")
+    query = LONG[start:LONG.index("Section 49:")]
+    hit = project.search(query, k=1)[0]
+    assert hit.text == LONG and hit.passage is not None
+    a, b = hit.passage
+    assert a <= start and start + len(query) <= b + 80    # the window holding it
+    assert hit.score > 0.8
+    assert hit.as_json()["passage"] == [a, b]
+    question = project.search(QUESTIONS[1], k=1)[0]
+    assert question.passage is None and "passage" not in question.as_json()
+    assert question.score == pytest.approx(1.0, abs=1e-5)

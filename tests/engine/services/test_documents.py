@@ -1,0 +1,46 @@
+"""Two rows' long texts side by side: the passages they share and how much of each."""
+
+from __future__ import annotations
+
+import csv
+
+from sqlalchemy import select
+
+from engine.store.schema import items
+from tests.engine.encoding.test_windows import LONG, QUESTIONS
+
+INTRO = " ".join(f"Weather note {i}: light rain is expected over the northern hills, with"
+                 f" winds from the west and cooler nights." for i in range(25))
+
+
+def test_a_document_with_a_new_introduction_holds_the_original(new_project, tmp_path):
+    src = tmp_path / "docs.csv"
+    with src.open("w", newline="", encoding="utf-8") as fh:
+        writer = csv.writer(fh)
+        writer.writerow(["text"])
+        for row in [LONG, INTRO + " " + LONG, *QUESTIONS]:
+            writer.writerow([row])
+    project = new_project()
+    project.rows.import_table(src, ["text"])
+    project.vectors.encode()
+    with project.store.read() as conn:
+        ids = [int(i) for i in conn.execute(select(items.c.id).order_by(items.c.id)).scalars()]
+    original, prefixed, q1, q2 = ids[0], ids[1], ids[2], ids[3]
+    pair = project.documents.pair(original, prefixed, threshold=0.9)
+    assert pair is not None and pair.text_a == LONG
+    assert pair.held_a > 0.95          # all of the original is in the longer one
+    assert pair.held_b < 0.85          # the new introduction is not in the original
+    assert pair.similarity > 0.95
+    first = pair.passages[0]
+    assert pair.text_a[first.a_start:first.a_end] in pair.text_b
+    # The other way round, the shares swap.
+    back = project.documents.pair(prefixed, original, threshold=0.9)
+    assert (back.held_a, back.held_b) == (pair.held_b, pair.held_a)
+    # The graph, the cut and the export read the same similarity.
+    graph = project.clusters.graph()
+    assert max(graph.sims) >= pair.similarity - 1e-6
+    assert [sorted(m.item_id for m in c.members)
+            for c in project.clusters.cut(threshold=0.9)] == [[original, prefixed]]
+    # Two questions: nothing to show beyond the word diff.
+    assert project.documents.pair(q1, q2) is None
+    assert project.documents.pair(original, q1).windows_b == 1
