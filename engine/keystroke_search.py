@@ -100,39 +100,67 @@ def search(store: Store, encoder: SentenceEncoder, index: HnswIndex, text: str, 
 
 class Windows:
     """The windows of a project's long texts, as a search reads them: which texts have
-    them (read once per index generation by the caller) and a reader of their windows."""
+    them (read once per index generation by the caller), a reader of their windows, and
+    (for long queries) a reader of other texts' vectors."""
 
-    def __init__(self, windowed, read) -> None:
+    def __init__(self, windowed, read, vectors=None) -> None:
         import numpy as np
 
         self.windowed = np.asarray(windowed, dtype=np.int64)
         self._read = read
+        self._vectors = vectors
 
     def any(self) -> bool:
         return bool(len(self.windowed))
 
-    def rescore(self, text_ids, sims, query) -> tuple[np.ndarray, dict[int, tuple[int, int]]]:
-        """The candidates' scores (long texts from their windows) and each long text's
-        passage nearest the query."""
+    def rescore(self, text_ids, sims, query, query_windows=None
+                ) -> tuple[np.ndarray, dict[int, tuple[int, int]]]:
+        """The candidates' scores and each long candidate's passage nearest the query.
+
+        `query` is the query's vector; `query_windows` its (spans, window vectors) where it
+        was itself read in several windows (a long row of a checked file). A candidate or
+        query read in several windows is scored from the windows (`pair_similarity`);
+        two single windows keep the index's cosine."""
         import numpy as np
 
         from engine.documents.window_match import pair_similarity, window_weights
 
         scores = np.asarray(sims, dtype=np.float32).copy()
+        text_ids = np.asarray(text_ids)
         long_at = np.flatnonzero(np.isin(text_ids, self.windowed))
+        q = np.asarray(query, dtype=np.float32).reshape(1, -1)
+        q_weights = None
+        if query_windows is not None:
+            q = np.asarray(query_windows[1], dtype=np.float32)
+            q_weights = window_weights(query_windows[0])
+        rescored = (np.arange(len(text_ids)) if query_windows is not None else long_at)
         read = self._read([int(text_ids[i]) for i in long_at]) if len(long_at) else {}
         passages: dict[int, tuple[int, int]] = {}
-        q = np.asarray(query, dtype=np.float32).reshape(1, -1)
-        for i in long_at:
-            found = read.get(int(text_ids[i]))
-            if found is None:
+        singles = self._singles([int(text_ids[i]) for i in rescored
+                                 if int(text_ids[i]) not in read]) \
+            if query_windows is not None else {}
+        for i in rescored:
+            text_id = int(text_ids[i])
+            if text_id < 0:
                 continue
-            spans, vectors = found
-            vectors = np.asarray(vectors, dtype=np.float32)
-            scores[i] = pair_similarity(q, vectors, None, window_weights(spans))
-            best = int(np.argmax(vectors @ q[0]))
-            passages[int(text_ids[i])] = (int(spans[best][0]), int(spans[best][1]))
+            found = read.get(text_id)
+            if found is not None:
+                spans, vectors = found
+                vectors = np.asarray(vectors, dtype=np.float32)
+                scores[i] = pair_similarity(q, vectors, q_weights, window_weights(spans))
+                best = int(np.argmax((vectors @ q.T).max(axis=1)))
+                passages[text_id] = (int(spans[best][0]), int(spans[best][1]))
+            elif text_id in singles:
+                scores[i] = pair_similarity(q, singles[text_id].reshape(1, -1), q_weights,
+                                            None)
         return scores, passages
+
+    def _singles(self, text_ids: list[int]) -> dict:
+        """Vectors of candidates read in one window (a long query is scored against them
+        window by window too)."""
+        if not text_ids or self._vectors is None:
+            return {}
+        return dict(zip(text_ids, self._vectors(text_ids), strict=True))
 
 
 def hits_for(store: Store, text_ids, sims, passages: dict[int, tuple[int, int]] | None = None

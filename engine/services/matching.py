@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING
 import hnswlib
 import numpy as np
 
+from engine.encoding.read_whole import encode_whole
 from engine.errors import InputError, ProjectError
 from engine.importer import file_sha256
 from engine.index.hnsw import HnswIndex
@@ -41,7 +42,7 @@ from engine.io import (
     require_columns,
     write_rows,
 )
-from engine.keystroke_search import SearchHit, hits_for
+from engine.keystroke_search import WIDE_CANDIDATES, SearchHit, Windows, hits_for
 from engine.progress import CancelToken, Progress, ProgressCallback, RateMeter, no_progress
 from engine.review.overlap import Overlap, overlap
 from engine.services.active_model import ActiveModel
@@ -232,7 +233,8 @@ class Matching:
     def _matched(self, batches: Iterator[list[FileRow]], k: int, threshold: float,
                  read: ReadReport, stream: MatchStream, progress: ProgressCallback,
                  cancel: CancelToken | None) -> Iterator[FileRow]:
-        encoder, index, _model_id = self._vectors.serving()
+        encoder, index, model_id = self._vectors.serving()
+        windows = self._vectors.windows(model_id, self._vectors.generation(), index)
         twins = InFileTwins(encoder.dim, threshold)
         meter = RateMeter()
         ef = match_ef(index, k)
@@ -242,10 +244,15 @@ class Matching:
             if cancel is not None:
                 cancel.raise_if_cancelled()
             texts = [r.text for r in batch]
-            vectors = encoder.encode(texts) if len(texts) > 1 else encoder.encode_query(
-                texts[0])
-            text_ids, sims = index.query(vectors, k, ef=ef, threads=threads)
-            for r, hits, twin in zip(batch, hits_for(self._store, text_ids, sims),
+            whole = encode_whole(encoder, texts)
+            vectors = whole.vectors
+            if windows.any() or any(w is not None for w in whole.windows):
+                found = self._by_windows(index, vectors, whole.windows, windows, k, ef,
+                                         threads)
+            else:
+                text_ids, sims = index.query(vectors, k, ef=ef, threads=threads)
+                found = hits_for(self._store, text_ids, sims)
+            for r, hits, twin in zip(batch, found,
                                      twins.add(vectors, [r.id for r in batch]), strict=True):
                 r.matches = hits[:k]
                 r.overlaps = [overlap(r.text, h.text) for h in r.matches]
@@ -254,6 +261,21 @@ class Matching:
             done += len(batch)
             progress(Progress("matching", done, 0, meter.rate(done)))
         stream.bad_lines = list(read.bad_lines)
+
+    def _by_windows(self, index: HnswIndex, vectors: np.ndarray, row_windows: list,
+                    windows: Windows, k: int, ef: int, threads: int) -> list[list[SearchHit]]:
+        """Each row's hits where long texts are involved: more candidates from the index,
+        scored window by window (`Windows.rescore`) as the project's graph scores pairs,
+        the k best kept, each long hit with its nearest passage."""
+        wide = max(1, min(len(index), max(k, WIDE_CANDIDATES)))
+        text_ids, sims = index.query(vectors, wide, ef=max(ef, wide), threads=threads)
+        out: list[list[SearchHit]] = []
+        for row, (ids, row_sims) in enumerate(zip(text_ids, sims, strict=True)):
+            scores, passages = windows.rescore(ids, row_sims, vectors[row], row_windows[row])
+            order = np.argsort(-scores, kind="stable")[:k]
+            out.append(hits_for(self._store, ids[order][None, :], scores[order][None, :],
+                                passages)[0])
+        return out
 
     def keep_verdicts(self, file_sha256: str, file_name: str,
                       verdicts: Sequence[PendingVerdict]) -> bool:

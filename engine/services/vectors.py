@@ -163,13 +163,15 @@ class Vectors:
         if cached is not None:
             return cached
         hits = search(self._store, encoder, index, text, k,
-                      self._windows(model_id, self._live.generation, index.dim))
+                      self.windows(model_id, self._live.generation, index))
         self._live.cache.put(key, hits)
         return hits
 
-    def _windows(self, model_id: int, generation: int, dim: int) -> Windows:
-        """Which texts of the model have windows (read again once per index generation)
-        and a reader of their windows, for the search."""
+    def windows(self, model_id: int, generation: int, index: HnswIndex) -> Windows:
+        """Which texts of the model have windows (read again once per index generation),
+        a reader of their windows and one of the index's vectors: for the search and for
+        a checked file's rows."""
+        dim = index.dim
         key = (model_id, generation)
         if self._windowed_key != key:
             with self._store.read() as conn:
@@ -180,7 +182,12 @@ class Vectors:
             with self._store.read() as conn:
                 return read_windows(conn, model_id, dim, text_ids)
 
-        return Windows(self._windowed, read)
+        return Windows(self._windowed, read,
+                       lambda text_ids: index.vectors(np.asarray(text_ids, dtype=np.int64)))
+
+    def generation(self) -> int:
+        """The live index's generation (it changes with every commit into the index)."""
+        return self._live.generation
 
     def serving(self) -> tuple[SentenceEncoder, HnswIndex, int]:
         """The encoder, index and model id that belong together right now, checked under

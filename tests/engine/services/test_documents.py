@@ -44,3 +44,36 @@ def test_a_document_with_a_new_introduction_holds_the_original(new_project, tmp_
     # Two questions: nothing to show beyond the word diff.
     assert project.documents.pair(q1, q2) is None
     assert project.documents.pair(original, q1).windows_b == 1
+
+
+def test_a_checked_files_long_row_is_read_whole_and_scored_as_the_graph_scores(new_project,
+                                                                              tmp_path):
+    """Check a file: a row that is a project document with a new introduction finds that
+    document at the similarity the project's own graph would give the pair."""
+    src = tmp_path / "project.csv"
+    with src.open("w", newline="", encoding="utf-8") as fh:
+        writer = csv.writer(fh)
+        writer.writerow(["text"])
+        for row in [LONG, *QUESTIONS]:
+            writer.writerow([row])
+    project = new_project()
+    project.rows.import_table(src, ["text"])
+    project.vectors.encode()
+    checked = tmp_path / "checked.csv"
+    with checked.open("w", newline="", encoding="utf-8") as fh:
+        writer = csv.writer(fh)
+        writer.writerow(["text"])
+        writer.writerow([INTRO + " " + LONG])
+        writer.writerow([QUESTIONS[0]])
+    result = project.matching.check_file(checked, ["text"], k=2)
+    document, question = result.rows
+    assert document.matches[0].text == LONG and document.matches[0].score > 0.95
+    assert document.matches[0].passage is not None
+    # A question still gets its plain cosine: itself, 1.0.
+    assert question.matches[0].text == QUESTIONS[0]
+    assert abs(question.matches[0].score - 1.0) < 1e-5
+    # The same pair, imported, gets the same similarity in the graph.
+    project.rows.import_table(checked, ["text"])
+    project.vectors.encode()
+    graph = project.clusters.graph()
+    assert abs(float(graph.sims.max()) - document.matches[0].score) < 2e-3
