@@ -61,11 +61,11 @@ class Project:
         self.ids = ClusterIds(store, self._notice)
         self.clusters = Clusters(store, self.vectors, kept_rows, self.ids)
         self.versions = ModelVersions(store, self.model, live, self.verdicts)
-        self.exports = Exports(store)
+        self.documents = Documents(store, self.vectors, self.threshold)
+        self.exports = Exports(store, self.documents)
         verdicts, threshold = self.verdicts, self.threshold
         self.asking = Asking(store, self.vectors, self.clusters, verdicts, threshold)
         self.matching = Matching(store, self.model, self.vectors, threshold)
-        self.documents = Documents(store, self.vectors, self.threshold)
         self.measuring = Measuring(store, self.model, self.vectors, self.clusters, verdicts,
                                    threshold)
         if store.snapshot:

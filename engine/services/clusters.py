@@ -37,7 +37,7 @@ from engine.review.layout import MAP_SAMPLE, EmbeddingMap, project_2d, sample_id
 from engine.review.verdict_joins import Joined, join_by_verdicts
 from engine.review.verdict_overlay import apply_verdicts
 from engine.services.cluster_ids import ClusterIds
-from engine.services.document_graph import scored_for_documents
+from engine.services.document_graph import scored_for_documents, similarities_to
 from engine.services.graph_save import GraphSave
 from engine.services.vectors import Vectors
 from engine.store import change_counters
@@ -451,8 +451,10 @@ class Clusters:
                 if not involved.isdisjoint(c.item_ids()) else c for c in clusters]
 
     def _similarities(self, text_id: int, others) -> list[float]:
-        vectors = self._vectors.vectors([text_id, *others])
-        return (vectors[1:] @ vectors[0]).astype(float).tolist()
+        """The one similarity of a text to others (`similarities_to`)."""
+        index = self._vectors.index()
+        return similarities_to(self._store, self._vectors.model_id(), index.dim, text_id,
+                               list(others), self._vectors.vectors)
 
     # -- plots -----------------------------------------------------------------------------
     def histogram(self, k: int = DEFAULT_NEIGHBOURS, bins: int = 60) -> Histogram:

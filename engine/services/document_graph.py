@@ -18,7 +18,7 @@ from engine.dedup.document_edges import rescored
 from engine.dedup.graph import KnnGraph
 from engine.store.database import Store
 from engine.store.text_signatures import live_signatures
-from engine.store.text_windows import read_windows, windowed_text_ids
+from engine.store.text_windows import read_windows, windowed_text_ids, windowed_text_ids_among
 
 BulkReader = Callable[[int, int], AbstractContextManager[Callable[[np.ndarray], np.ndarray]]]
 
@@ -50,3 +50,36 @@ def _candidates(signatures: dict[int, bytes]) -> Iterator[tuple[int, int]]:
 
     ids = sorted(signatures)
     yield from minhash.candidate_pairs(ids, [minhash.from_bytes(signatures[t]) for t in ids])
+
+
+def similarities_to(store: Store, model_id: int, dim: int, text_id: int, others: list[int],
+                    vectors: Callable[[list[int]], np.ndarray]) -> list[float]:
+    """The one similarity of `text_id` to each of `others` (a cluster re-measured against
+    its new canonical): the cosine of their vectors, or, where either text was read in
+    several windows, what their windows share, as the graph scores it."""
+    from engine.documents.window_match import pair_similarity, window_weights
+
+    ids = [text_id, *others]
+    vecs = vectors(ids)
+    cosines = (vecs[1:] @ vecs[0]).astype(float).tolist()
+    with store.read() as conn:
+        windows = read_windows(conn, model_id, dim, ids) if windowed_text_ids_among(
+            conn, model_id, ids) else {}
+    if not windows:
+        return cosines
+
+    def side(n: int) -> tuple[np.ndarray, np.ndarray | None]:
+        found = windows.get(ids[n])
+        if found is None:
+            return vecs[n].reshape(1, -1), None
+        return np.asarray(found[1], dtype=np.float32), window_weights(found[0])
+
+    first, first_weights = side(0)
+    out = []
+    for n in range(1, len(ids)):
+        if ids[0] not in windows and ids[n] not in windows:
+            out.append(cosines[n - 1])
+            continue
+        other, other_weights = side(n)
+        out.append(pair_similarity(first, other, first_weights, other_weights))
+    return out

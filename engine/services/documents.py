@@ -14,12 +14,13 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from engine.dedup.row_clusters import Cluster
 from engine.documents.window_match import Passage, match_windows
 from engine.services.project_threshold import Threshold
 from engine.services.vectors import Vectors
 from engine.store import items as item_store
 from engine.store.database import Store
-from engine.store.text_windows import read_windows
+from engine.store.text_windows import read_windows, windowed_text_ids
 
 
 @dataclass(frozen=True)
@@ -89,6 +90,28 @@ class Documents:
             out.append(DocumentPair(texts[ta], texts[tb], match.similarity, match.held_ab,
                                     match.held_ba, match.passages, len(spans_a),
                                     len(spans_b), threshold))
+        return out
+
+    def export_shares(self, clusters: Sequence[Cluster], threshold: float
+                      ) -> dict[int, tuple[float, float, float]] | None:
+        """For an export: each non-canonical row of a cluster holding a long text, against
+        its canonical, as (resemblance, share of the row in the canonical, share of the
+        canonical in the row); None where the active model read no text in several windows
+        (a project of questions: the export keeps its columns)."""
+        with self._store.read() as conn:
+            windowed = set(windowed_text_ids(conn, self._vectors.model_id()))
+        if not windowed:
+            return None
+        pairs = [(c.canonical.item_id, m.item_id) for c in clusters
+                 if any(m.text_id in windowed for m in c.members)
+                 for m in c.members if m.item_id != c.canonical.item_id]
+        out: dict[int, tuple[float, float, float]] = {}
+        for (_, member), found in zip(pairs, self.pairs(pairs, threshold), strict=True):
+            if found is None:
+                continue
+            size_a, size_b = len(found.text_a), len(found.text_b)
+            both = (found.held_a * size_a + found.held_b * size_b) / max(size_a + size_b, 1)
+            out[member] = (both, found.held_b, found.held_a)
         return out
 
     def _dim(self) -> int:

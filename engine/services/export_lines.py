@@ -36,8 +36,12 @@ class ExportLines:
     member)) and, for `csv_page`, the rows it leaves out (`drop`: item ids)."""
 
     def __init__(self, sources: Mapping[int, dict], columns: Sequence[str],
-                 placed: Placed, drop: Collection[int] = (), threshold: str = "") -> None:
+                 placed: Placed, drop: Collection[int] = (), threshold: str = "",
+                 documents: Mapping[int, tuple[float, float, float]] | None = None) -> None:
         self._sources = sources
+        # Where the project holds documents: each row's (resemblance, share in canonical,
+        # share of canonical) against its cluster's canonical (`DOCUMENT_COLUMNS`).
+        self._documents = documents
         self._threshold = threshold   # the cut's threshold, as the last column says it
         self._columns = list(columns)
         self._placed = placed
@@ -55,7 +59,15 @@ class ExportLines:
         line: list[object] = ["" if (v := cells.get(c)) is None else v for c in self._columns]
         first_seen = item["source_id"]   # the import (batch) that brought the row
         return [*line, *review_cells(self._placed.get(item["id"])), first_seen,
-                self._threshold]
+                self._threshold, *self._document_cells(item["id"])]
+
+    def _document_cells(self, item_id: int) -> list[object]:
+        """The document columns of a row: none in a project of questions; empty for a row
+        with no long text in its pair, or no pair (a canonical, a row in no cluster)."""
+        if self._documents is None:
+            return []
+        found = self._documents.get(item_id)
+        return ["", "", ""] if found is None else [round(v, 4) for v in found]
 
     def csv_page(self, page: CellPage) -> tuple[bytes | memoryview, int]:
         """The page's kept rows as CSV bytes, computed column by column with Arrow, and how
@@ -116,6 +128,10 @@ class ExportLines:
         fields.append(pa.array([review.get(i, _NO_REVIEW) for i in ids.tolist()], pa.string()))
         fields.append(pc.cast(batch, pa.string()))      # first_seen: never text, never quoted
         fields.append(pa.array([self._threshold] * len(ids), pa.string()))   # a number
+        if self._documents is not None:
+            cells = [self._document_cells(i) for i in ids.tolist()]
+            for n in range(3):                   # numbers as `line` writes them, or empty
+                fields.append(pa.array([str(c[n]) for c in cells], pa.string()))
         return csv_lines(fields), len(ids)
 
     def _id_column_sources(self, name: str) -> list[int]:

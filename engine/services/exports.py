@@ -24,6 +24,7 @@ from engine.errors import InputError
 from engine.io import write_rows
 from engine.io.writers import write_csv_pages
 from engine.services.cluster_ids import Change
+from engine.services.documents import Documents
 from engine.services.export_lines import ExportLines, is_dropped
 from engine.services.rows import source_columns
 from engine.store import items as item_store
@@ -52,13 +53,19 @@ ADDED_COLUMNS = ["cluster_id", "canonical_id", "duplicate_of", "similarity", "is
 # and the id it had before (for a merge: the retired id; cluster_id is what it became); for
 # "canonical", the row that led the cluster before (canonical_id is the row that leads now).
 CHANGE_COLUMNS = ["change", "previous_cluster_id", "previous_canonical_id"]
+# Where the project holds documents (texts read in several windows): how a row's text and its
+# cluster's canonical's share passages (`Documents.export_shares`): the share of both texts
+# the other holds, the share of this row's text the canonical holds, and the share of the
+# canonical's text this row holds ("B holds all of A, with a new introduction": 1.0 there).
+DOCUMENT_COLUMNS = ["resemblance", "share_in_canonical", "share_of_canonical"]
 
 
 class Exports:
     """Write what the analyst reviewed, with their own columns, to a file."""
 
-    def __init__(self, store: Store) -> None:
+    def __init__(self, store: Store, documents: Documents | None = None) -> None:
         self._store = store
+        self._documents = documents
 
     def clusters(self, path: str | os.PathLike, clusters: list[Cluster], threshold: float
                  ) -> int:
@@ -79,6 +86,8 @@ class Exports:
         path = Path(path)
         # The rows moved out of a cluster by a verdict are in no cluster (`verdict_overlay`).
         placed = {m.item_id: (c, m) for c in clusters for m in c.members}
+        shares = (self._documents.export_shares(clusters, threshold)
+                  if self._documents is not None else None)
         with self._store.read() as conn:
             sources = {s["id"]: s for s in source_store.list_sources(conn)}
             total = (len(changes) if changes is not None
@@ -90,8 +99,9 @@ class Exports:
             dropped = ({i for i, found in placed.items() if is_dropped(found)}
                        if form == DEDUPLICATED else set())
             lines = ExportLines(sources, columns, placed, dropped,
-                                f"{threshold:.4f}".rstrip("0").rstrip("."))
-            header = [*columns, *ADDED_COLUMNS]
+                                f"{threshold:.4f}".rstrip("0").rstrip("."), shares)
+            header = [*columns, *ADDED_COLUMNS, *(DOCUMENT_COLUMNS if shares is not None
+                                                   else [])]
             if changes is not None:
                 found = _changed_items(conn, sorted(changes))
                 rows = ([*lines.line(item), changes[item["id"]].change,

@@ -63,6 +63,18 @@ def windowed_text_ids(conn: Connection, model_id: int) -> list[int]:
                              .order_by(text_windows.c.text_id)).scalars())
 
 
+def windowed_text_ids_among(conn: Connection, model_id: int, text_ids: Sequence[int]
+                            ) -> list[int]:
+    """Which of `text_ids` this model read in several windows."""
+    wanted = sorted({int(t) for t in text_ids})
+    out: list[int] = []
+    for start in range(0, len(wanted), 500):
+        out.extend(conn.execute(select(text_windows.c.text_id).where(
+            text_windows.c.model_id == model_id,
+            text_windows.c.text_id.in_(wanted[start:start + 500]))).scalars())
+    return out
+
+
 def count_windowed(conn: Connection, model_id: int) -> int:
     """How many texts this model read as several windows."""
     return conn.execute(select(func.count()).select_from(text_windows)

@@ -77,3 +77,46 @@ def test_a_checked_files_long_row_is_read_whole_and_scored_as_the_graph_scores(n
     project.vectors.encode()
     graph = project.clusters.graph()
     assert abs(float(graph.sims.max()) - document.matches[0].score) < 2e-3
+
+
+def test_the_export_says_how_much_each_row_shares_with_its_canonical(new_project, tmp_path):
+    src = tmp_path / "docs.csv"
+    with src.open("w", newline="", encoding="utf-8") as fh:
+        writer = csv.writer(fh)
+        writer.writerow(["text"])
+        for row in [LONG, INTRO + " " + LONG, *QUESTIONS]:
+            writer.writerow([row])
+    project = new_project()
+    project.rows.import_table(src, ["text"])
+    project.vectors.encode()
+    clusters = project.clusters.cut(threshold=0.9)
+    assert len(clusters) == 1
+    canonical = clusters[0].canonical.item_id
+    other = next(m.item_id for m in clusters[0].members if m.item_id != canonical)
+    expected = project.documents.pair(canonical, other, threshold=0.9)
+    for suffix in (".csv", ".xlsx"):
+        out = tmp_path / f"export{suffix}"
+        project.exports.rows(out, clusters, 0.9)
+        import pandas as pd
+
+        frame = (pd.read_csv(out, dtype=str, keep_default_na=False) if suffix == ".csv"
+                 else pd.read_excel(out, dtype=str, keep_default_na=False))
+        assert list(frame.columns)[-3:] == ["resemblance", "share_in_canonical",
+                                           "share_of_canonical"]
+        member = frame[frame["is_canonical"].str.lower() == "false"]
+        member = member[member["cluster_id"] != ""]
+        assert len(member) == 1
+        row = member.iloc[0]
+        assert float(row["share_in_canonical"]) == round(expected.held_b, 4)
+        assert float(row["share_of_canonical"]) == round(expected.held_a, 4)
+        assert 0 < float(row["resemblance"]) <= 1
+        assert (frame[frame["cluster_id"] == ""]["resemblance"] == "").all()
+
+
+def test_a_project_of_questions_exports_the_columns_it_always_had(open_questions, tmp_path):
+    from engine.services.exports import ADDED_COLUMNS
+
+    out = tmp_path / "questions.csv"
+    open_questions.exports.rows(out, open_questions.clusters.cut(threshold=0.75), 0.75)
+    header = out.read_text(encoding="utf-8").splitlines()[0].split(",")
+    assert header[-len(ADDED_COLUMNS):] == ADDED_COLUMNS
