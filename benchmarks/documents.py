@@ -512,8 +512,8 @@ def present(result: dict, results: dict | None = None) -> dict:
         notes.append(f"Not a default: Duplens' own clusters (`duplens duplicates --threshold "
                      f"T`, same project) at T = {tuned['threshold']['value']:.2f}, the best "
                      "validation F1 over T = 0.75, 0.76, … 0.99, reported once on test as "
-                     "plain sentence-transformers' threshold is: it tells what the vectors "
-                     "can do from what the default threshold does.")
+                     "plain sentence-transformers' threshold is: it tells what the engine's "
+                     "similarities can do apart from what its default threshold does.")
     mh = arms.get("minhash_lsh", {})
     if mh.get("ran"):
         notes.append(f"MinHash LSH: {mh['options']}; a pair is an LSH candidate whose "
