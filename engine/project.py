@@ -1,18 +1,15 @@
 """The `Project` facade: an open project file and the services that work on it.
 
-`Project` opens the store and owns what the services share: the active model, its index in
-memory (`LiveIndex`), the rows cuts keep between re-cuts, and the notices for the user. Each
-concern is a service of its own (`engine.services`), reached as an attribute:
+`Project` opens the store and owns what the services share (the active model, its index in
+memory, the rows cuts keep, notices); each concern is a service reached as an attribute:
 
     project.model / .vectors       which model serves, loaded; encoding, the index, search
     project.rows                   importing, deleting, browsing rows
-    project.clusters / .ids        duplicate clusters with the verdicts laid over them; their
-                                   stored ids, and the changes since an import
+    project.clusters / .ids        clusters with the verdicts laid over them; their ids
     project.verdicts / .threshold  verdicts on pairs; the one threshold every cut uses
     project.versions / .exports    fine-tuning and model versions; spreadsheets out
     project.asking / .measuring    the pairs the model is least sure of; how right it is
-    project.matching               a new file's rows looked up in the project, nothing added
-    project.documents              what two long texts share, passage by passage
+    project.matching / .documents  a file's rows looked up; two long texts' shared passages
 
 A new feature is a method on the one service it belongs to, or a new service, not a method
 here; a sequence spanning services is an engine module (`engine.add_file`). `search` stays a

@@ -17,7 +17,6 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from engine.dedup.clustered_rows import RowsByText
-from engine.dedup.cut import cut_clusters
 from engine.dedup.graph import DEFAULT_FLOOR, KnnGraph, build_knn_graph, texts_near
 from engine.dedup.graph_update import update_graph
 from engine.dedup.last_cut import LastCut, assemble, plan
@@ -33,19 +32,19 @@ from engine.errors import InputError
 from engine.progress import CancelToken, ProgressCallback, no_progress
 from engine.review.calibration import DEFAULT_THRESHOLD
 from engine.review.histogram import Histogram, similarity_histogram
-from engine.review.layout import MAP_SAMPLE, EmbeddingMap, project_2d, sample_ids
+from engine.review.layout import MAP_SAMPLE, EmbeddingMap
 from engine.review.verdict_joins import Joined, join_by_verdicts
 from engine.review.verdict_overlay import apply_verdicts
 from engine.services.cluster_ids import ClusterIds
 from engine.services.document_graph import scored_for_documents, similarities_to
-from engine.services.graph_save import GraphSave
+from engine.services.graph_save import GraphSave, build_once_per_team
+from engine.services.review_plots import cluster_map
 from engine.services.vectors import Vectors
 from engine.store import change_counters
 from engine.store import items as item_store
 from engine.store import pair_verdicts as verdict_store
-from engine.store.blobs import delete_blobs_under, get_blob, put_blob
-from engine.store.database import Store, meta_value
-from engine.store.dialects import lock
+from engine.store.blobs import delete_blobs_under, get_blob
+from engine.store.database import Store
 from engine.store.saved_indexes import saved_row
 
 DEFAULT_NEIGHBOURS = 10
@@ -174,9 +173,8 @@ class Clusters:
         return graph
 
     def forget_graph(self) -> None:
-        """Drop the graph kept in memory and in the project for the active model, so the
-        next one is built whole: for when texts' vectors changed in place (long texts read
-        again whole), which an update, finding no text added or removed, would not see."""
+        """Drop the active model's graph (memory and project): texts' vectors changed in
+        place (`engine.reread`), which an update, seeing no text come or go, would miss."""
         with self._lock:
             model_id = self._vectors.model_id()
             self._graph = self._graph_key = self._update = None
@@ -219,13 +217,11 @@ class Clusters:
         """The graph of the index's texts now: updated from the last one made for this model
         (in memory, else the one stored) when few texts came or went, else built whole;
         then its document edges scored from their windows (`scored_for_documents`)."""
-        update = self._update
         graph = self._from_vectors(index, k, name, progress, cancel)
         scored = scored_for_documents(self._store, self._vectors.model_id(), index.dim,
                                       graph, self._vectors.bulk_reader)
-        if scored is not graph and self._update is not None and self._update is not update \
-                and self._update.after is graph:
-            self._update = _Updated(self._update.before, scored, self._update.touched)
+        if self._update is not None and self._update.after is graph:   # the cut's "after"
+            self._update = replace(self._update, after=scored)
         return scored
 
     def _from_vectors(self, index, k: int, name: str, progress: ProgressCallback,
@@ -264,24 +260,9 @@ class Clusters:
     def _build_once_per_team(self, index, k: int, name: str, stamp: str,
                              progress: ProgressCallback, cancel: CancelToken | None
                              ) -> KnnGraph:
-        """On a server, several analysts opening the review after one import would each
-        build the same graph (every text's search, minutes at a million rows). The first
-        builds (or updates) it holding the graph's lock; the others wait for that lock, then
-        read the graph it stored instead of making their own."""
-        with self._store.write() as conn:
-            lock(conn, f"build:{name}")
-            stored = meta_value(conn, name)
-            if stored == stamp:
-                data = get_blob(conn, name)
-                try:
-                    if data:
-                        return KnnGraph.from_bytes(data, k=k, labels=index.ids())
-                except ValueError:
-                    pass
-            graph = self._make(index, k, name, progress, cancel)
-            put_blob(conn, name, graph.to_bytes())
-            self._store.set_meta(name, stamp, conn)
-            return graph
+        """The graph made once per team (`build_once_per_team`)."""
+        return build_once_per_team(self._store, name, stamp, k, index.ids(),
+                                   lambda: self._make(index, k, name, progress, cancel))
 
     def cut(self, threshold: float = DEFAULT_THRESHOLD, k: int = DEFAULT_NEIGHBOURS, *,
             verdicts: bool = True, progress: ProgressCallback = no_progress,
@@ -464,16 +445,4 @@ class Clusters:
     def map(self, threshold: float = DEFAULT_THRESHOLD, limit: int = MAP_SAMPLE,
             k: int = DEFAULT_NEIGHBOURS) -> EmbeddingMap:
         """A 2-D PCA map of (a sample of) the texts, coloured by cluster at `threshold`."""
-        graph = self.graph(k)
-        ids = sample_ids(graph.ids, limit)
-        xy = (project_2d(self._vectors.vectors(ids)) if len(ids)
-              else np.zeros((0, 2), np.float32))
-        cluster_of: dict[int, int] = {}
-        for number, (text_ids, _) in enumerate(as_ids(cut_clusters(graph, threshold),
-                                                      graph.ids), start=1):
-            for t in text_ids:
-                cluster_of[t] = number
-        with self._store.read() as conn:
-            texts = item_store.texts_by_id(conn, ids.tolist())
-        return EmbeddingMap(xy, ids, [texts.get(int(t), "") for t in ids],
-                            np.asarray([cluster_of.get(int(t), 0) for t in ids], np.int64))
+        return cluster_map(self._store, self._vectors, self.graph(k), threshold, limit)

@@ -4,12 +4,16 @@ needs it goes on (`engine.services.clusters.Clusters` starts it and waits for it
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 from contextlib import suppress
+
+import numpy as np
 
 from engine.dedup.graph import KnnGraph
 from engine.errors import DiskFull
-from engine.store.blobs import put_blob
-from engine.store.database import Store
+from engine.store.blobs import get_blob, put_blob
+from engine.store.database import Store, meta_value
+from engine.store.dialects import lock
 
 
 class GraphSave:
@@ -41,3 +45,25 @@ class GraphSave:
         self._thread.join()
         if self._error is not None:
             raise self._error
+
+
+def build_once_per_team(store: Store, name: str, stamp: str, k: int, labels: np.ndarray,
+                        make: Callable[[], KnnGraph]) -> KnnGraph:
+    """On a server, several analysts opening the review after one import would each build
+    the same graph (every text's search, minutes at a million rows). The first builds (or
+    updates) it with `make` holding the graph's lock, and stores it under `name` with
+    `stamp`; the others wait for that lock, then read the graph it stored (checked against
+    `k` and the index's `labels`) instead of making their own."""
+    with store.write() as conn:
+        lock(conn, f"build:{name}")
+        if meta_value(conn, name) == stamp:
+            data = get_blob(conn, name)
+            try:
+                if data:
+                    return KnnGraph.from_bytes(data, k=k, labels=labels)
+            except ValueError:
+                pass
+        graph = make()
+        put_blob(conn, name, graph.to_bytes())
+        store.set_meta(name, stamp, conn)
+        return graph
