@@ -72,5 +72,8 @@ def _print_hits(args, hits) -> None:
     else:
         for h, o in zip(hits, found, strict=True):
             copies = f" (+{h.copies - 1} identical)" if h.copies > 1 else ""
-            print(f"{h.score:.3f}  ∩{o.jaccard:.2f}  [{h.id}]  {one_line(h.text)}{copies}")
+            shown = one_line(h.text)
+            if h.passage is not None and h.passage[0] > 0:   # where in a long text it matched
+                shown = "…" + one_line(h.text[h.passage[0]:h.passage[1]], 99)
+            print(f"{h.score:.3f}  ∩{o.jaccard:.2f}  [{h.id}]  {shown}{copies}")
     sys.stdout.flush()   # the results are out before any preparation for the next search

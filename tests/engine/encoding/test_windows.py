@@ -146,3 +146,16 @@ def test_a_passage_from_a_documents_middle_finds_it_and_shows_where(new_project,
     question = project.search(QUESTIONS[1], k=1)[0]
     assert question.passage is None and "passage" not in question.as_json()
     assert question.score == pytest.approx(1.0, abs=1e-5)
+
+
+def test_duplens_search_prints_the_passage_of_a_long_hit(new_project, tmp_path, capsys):
+    from engine.cli.dispatch import main
+
+    project, _ = _project_of(new_project, tmp_path, [*QUESTIONS, LONG], "cli")
+    path = project.store.path
+    project.close()
+    start = LONG.index("Section 60:")
+    query = LONG[start:LONG.index("Section 62:")]
+    assert main(["search", str(path), query, "-k", "1"]) == 0
+    line = capsys.readouterr().out.strip().splitlines()[0]
+    assert "  …" in line and "Section 0:" not in line     # the passage, not the opening
