@@ -61,6 +61,9 @@ class ReviewController(QObject):
     busy = Signal(str)                       # what the review thread is doing ("" when idle)
     importsReady = Signal(list)              # the project's imports (`Rows.imports`)
     sinceChanged = Signal(object)            # the import the list is filtered on, or None
+    # two rows' item ids and what their texts share (engine.services.documents.DocumentPair),
+    # None for two questions
+    documentsCompared = Signal(int, int, object)
 
     def __init__(self, bridge: EngineBridge, parent: QObject | None = None) -> None:
         super().__init__(parent)
@@ -388,6 +391,25 @@ class ReviewController(QObject):
     def _emit_history(self, what: str) -> None:
         h = self.history
         self.historyChanged.emit(bool(h and h.can_undo), bool(h and h.can_redo), what)
+
+    # -- the comparison on screen -----------------------------------------------------------
+    def compare_documents(self, item_a: int, item_b: int, mode: str = "clusters") -> None:
+        """What two rows' long texts share at the window's threshold (the passages whose
+        windows match, the share of each the other holds), for the comparison on screen in
+        `mode` ("clusters", "ask", "measure"): a mode's newer request makes its older ones
+        stale, never another mode's. A failure is logged and answered None, so the word
+        diff stays on screen as for two questions, rather than an error box per pair."""
+        threshold = self.threshold
+
+        def failed(message: str, details: str) -> None:
+            log.warning("passages of %s and %s not found: %s\n%s", item_a, item_b, message,
+                        details)
+            self.documentsCompared.emit(item_a, item_b, None)
+
+        self.bridge.run(lambda job: job.project.documents.pair(item_a, item_b, threshold),
+                        pool=Pool.REVIEW, on_failed=failed,
+                        on_done=lambda pair: self.documentsCompared.emit(item_a, item_b, pair),
+                        latest=self._key(f"documents {mode}"))
 
     # -- plots and export ------------------------------------------------------------------
     def load_histogram(self) -> None:

@@ -16,7 +16,7 @@ from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import QHBoxLayout, QLabel, QPushButton, QVBoxLayout, QWidget
 
 from desktop_app.controllers.ask_controller import AskController
-from desktop_app.views.compare_panel import ComparePanel
+from desktop_app.views.compare_panel import ComparePanel, Row
 from desktop_app.views.pair_waiting import PairWaiting
 from engine.review.calibration import format_threshold
 from engine.review.overlap import overlap
@@ -44,7 +44,11 @@ class AskView(PairWaiting, QWidget):
         self.intro.setWordWrap(True)
         self.score_label = QLabel("", self)
         self.score_label.setTextFormat(Qt.TextFormat.PlainText)
-        self.compare = ComparePanel(self)
+        # The words that differ can be many: the line wraps rather than widen the window.
+        self.score_label.setWordWrap(True)
+        # Questions get the room of a few lines, the buttons close under them; two documents
+        # take most of the pane.
+        self.compare = ComparePanel(self, question_height=COMPARE_HEIGHT)
         self.count_label = QLabel("", self)
         self.buttons: dict[int | None, QPushButton] = {}
         row = QHBoxLayout()
@@ -62,9 +66,7 @@ class AskView(PairWaiting, QWidget):
         layout = QVBoxLayout(self)
         layout.addLayout(top)
         layout.addWidget(self.score_label)
-        # Questions are short: the texts get the room of a few lines, the buttons stay close.
-        self.compare.setMaximumHeight(COMPARE_HEIGHT)
-        layout.addWidget(self.compare)
+        layout.addWidget(self.compare, 3)
         layout.addLayout(row)
         layout.addStretch(1)
         controller.pairChanged.connect(self.show_pair)
@@ -81,7 +83,9 @@ class AskView(PairWaiting, QWidget):
             self.score_label.setText("Nothing left to ask: every neighbour pair is judged.")
             return
         found = overlap(pair.a.text, pair.b.text)
-        self.compare.show_pair(pair.a.public_id, pair.a.text, pair.b.public_id, pair.b.text)
+        self.compare.show_pair(pair.a.public_id, pair.a.text, pair.b.public_id, pair.b.text,
+                               rows=(Row(pair.a.item_id, pair.a.public_id),
+                                     Row(pair.b.item_id, pair.b.public_id)))
         # The review's rule: called a duplicate (at or above the threshold) although a
         # word that flips the meaning differs.
         mark = "⚠ " if found.marked(pair.score, pair.threshold) else ""

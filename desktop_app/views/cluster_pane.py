@@ -27,7 +27,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from desktop_app.views.compare_panel import ComparePanel
+from desktop_app.views.compare_panel import ComparePanel, Row
 from desktop_app.views.score_delegate import ITEM_ID_ROLE, SCORE_ROLE, ScoreDelegate
 from engine.dedup.row_clusters import CANONICAL, Cluster, Member
 from engine.review.overlap import overlap
@@ -174,7 +174,8 @@ class ClusterPane(QWidget):
         a, b = pair
         self.compare.show_pair(f"{a.id}  (canonical)" if self.is_head(a) else a.id, a.text,
                                f"{b.id}  ·  similarity {b.score:.3f}" if self.is_head(a)
-                               else b.id, b.text)
+                               else b.id, b.text,
+                               rows=(Row(a.item_id, a.id), Row(b.item_id, b.id)))
         found = overlap(a.text, b.text)
         # The similarity shown is to the canonical row: only then can a close pair whose
         # meaning flips (a number, negation, an opposite, a name differs) be marked.

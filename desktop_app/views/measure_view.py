@@ -24,7 +24,7 @@ from PySide6.QtWidgets import (
 )
 
 from desktop_app.controllers.measure_controller import MeasureController
-from desktop_app.views.compare_panel import ComparePanel
+from desktop_app.views.compare_panel import ComparePanel, Row
 from desktop_app.views.pair_waiting import PairWaiting
 from engine.estimation.estimators import Figure
 from engine.services.measuring import DrawnPair, Measurement
@@ -69,8 +69,10 @@ class MeasureView(PairWaiting, QWidget):
         self.advice.setWordWrap(True)
         self.score_label = QLabel("", self)
         self.score_label.setTextFormat(Qt.TextFormat.PlainText)
-        self.compare = ComparePanel(self)
-        self.compare.setMaximumHeight(COMPARE_HEIGHT)
+        # A long line wraps rather than widen the window.
+        self.score_label.setWordWrap(True)
+        # Questions get a few lines, documents most of the pane (`ComparePanel`).
+        self.compare = ComparePanel(self, question_height=COMPARE_HEIGHT)
         self.count_label = QLabel("", self)
         self.buttons: dict[int | None, QPushButton] = {}
         row_layout = QHBoxLayout()
@@ -88,7 +90,7 @@ class MeasureView(PairWaiting, QWidget):
         layout.addWidget(self.rests_on)
         layout.addWidget(self.advice)
         layout.addWidget(self.score_label)
-        layout.addWidget(self.compare)
+        layout.addWidget(self.compare, 3)
         layout.addLayout(row_layout)
         layout.addStretch(1)
         controller.pairChanged.connect(self.show_pair)
@@ -105,7 +107,9 @@ class MeasureView(PairWaiting, QWidget):
             self.compare.clear()
             self.score_label.setText("Every pair of the project has been drawn and judged.")
             return
-        self.compare.show_pair(pair.a.public_id, pair.a.text, pair.b.public_id, pair.b.text)
+        self.compare.show_pair(pair.a.public_id, pair.a.text, pair.b.public_id, pair.b.text,
+                               rows=(Row(pair.a.item_id, pair.a.public_id),
+                                     Row(pair.b.item_id, pair.b.public_id)))
         self.score_label.setText(f"Similarity {pair.similarity:.3f} · drawn from the pairs "
                                  f"{_where(pair.stratum)}")
 

@@ -163,6 +163,13 @@ class ClusterReviewView(QWidget):
         self.ask_button.toggled.connect(self.set_asking)
         self.ask_view.backRequested.connect(lambda: self.set_asking(False))
         self.measure_button.toggled.connect(self.set_measuring)
+        # Each mode's comparison asks what two documents share; the answer comes to all,
+        # and a panel takes only the one for the pair it shows.
+        for mode, compare in (("clusters", self.compare), ("ask", self.ask_view.compare),
+                              ("measure", self.measure_view.compare)):
+            compare.documentsWanted.connect(
+                lambda a, b, mode=mode: c.compare_documents(a, b, mode))
+            c.documentsCompared.connect(compare.show_documents)
         self.cluster_list.selectionModel().currentChanged.connect(
             lambda current, _prev: self.show_cluster(self.clusters_model.cluster(current.row())))
 

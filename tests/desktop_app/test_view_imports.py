@@ -41,6 +41,7 @@ ALLOWED: dict[str, frozenset[str]] = {
     "engine.review.overlap": frozenset({"Overlap", "overlap", "warm_up"}),
     # the services' data classes and constants, never the services themselves
     "engine.services.asking": frozenset({"AskedPair"}),
+    "engine.services.documents": frozenset({"DocumentPair"}),
     "engine.services.exports": frozenset({"ALL", "DEDUPLICATED", "ONLY_CLUSTERS"}),
     "engine.services.measuring": frozenset({"DrawnPair", "Measurement"}),
     # the words of a fine-tuning result: pure functions of its AP change
