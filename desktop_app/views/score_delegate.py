@@ -1,5 +1,7 @@
 """Painting a search hit as one line: its text, then a short similarity bar and the number,
-and where given (`OVERLAP_ROLE`) the words' overlap beside it.
+and where given (`OVERLAP_ROLE`) the words' overlap beside it. A long text's hit shows the
+passage that matched rather than the text's beginning; `BOLD_ROLE` says which characters of
+the line are that passage, painted bold.
 
 A bar reads faster than a column of decimals when scanning "is any of these the same
 question?"; the number stays for precision. Colours follow the window's one threshold (the
@@ -12,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from PySide6.QtCore import QModelIndex, QObject, QPersistentModelIndex, QRect, QSize, Qt
-from PySide6.QtGui import QColor, QPainter, QPalette
+from PySide6.QtGui import QColor, QFont, QFontMetrics, QPainter, QPalette
 from PySide6.QtWidgets import QApplication, QStyle, QStyledItemDelegate, QStyleOptionViewItem
 
 from engine.review.calibration import DEFAULT_THRESHOLD
@@ -20,6 +22,7 @@ from engine.review.calibration import DEFAULT_THRESHOLD
 SCORE_ROLE = Qt.ItemDataRole.UserRole + 10
 ITEM_ID_ROLE = Qt.ItemDataRole.UserRole + 11
 OVERLAP_ROLE = Qt.ItemDataRole.UserRole + 12   # "∩ 0.43" or "≠ ∩ 0.43": why it matches
+BOLD_ROLE = Qt.ItemDataRole.UserRole + 13      # (start, end) of the line painted bold
 
 BAR_WIDTH = 72
 NUMBER_WIDTH = 44
@@ -73,10 +76,17 @@ class ScoreDelegate(QStyledItemDelegate):
         painter.setRenderHint(QPainter.RenderHint.Antialiasing)
         painter.setPen(opt.palette.color(role))
         painter.setFont(opt.font)
-        elided = opt.fontMetrics.elidedText(text, Qt.TextElideMode.ElideRight,
-                                            text_rect.width())
-        painter.drawText(text_rect, Qt.AlignmentFlag.AlignVCenter | Qt.AlignmentFlag.AlignLeft,
-                         elided)
+        bold = index.data(BOLD_ROLE)
+        if bold:
+            start, end = bold
+            _draw_runs(painter, text_rect, opt.font, [(text[:start], False),
+                                                      (text[start:end], True),
+                                                      (text[end:], False)])
+        else:
+            elided = opt.fontMetrics.elidedText(text, Qt.TextElideMode.ElideRight,
+                                                text_rect.width())
+            painter.drawText(text_rect,
+                             Qt.AlignmentFlag.AlignVCenter | Qt.AlignmentFlag.AlignLeft, elided)
         painter.setPen(Qt.PenStyle.NoPen)
         painter.setBrush(opt.palette.color(QPalette.ColorRole.Midlight))
         painter.drawRoundedRect(bar_rect, 3, 3)
@@ -97,3 +107,28 @@ class ScoreDelegate(QStyledItemDelegate):
                  index: QModelIndex | QPersistentModelIndex) -> QSize:
         base = super().sizeHint(option, index)
         return QSize(base.width(), max(base.height(), int(option.fontMetrics.height() * 1.9)))
+
+
+def _draw_runs(painter: QPainter, rect: QRect, font: QFont,
+               runs: list[tuple[str, bool]]) -> None:
+    """Runs of text one after another on one line, each bold or not, the run that reaches
+    the rect's right edge elided there (and nothing after it)."""
+    x = rect.left()
+    for text, bold in runs:
+        if not text:
+            continue
+        run_font = QFont(font)
+        run_font.setBold(bold)
+        metrics = QFontMetrics(run_font)
+        room = rect.right() - x
+        if room <= 0:
+            break
+        width = metrics.horizontalAdvance(text)
+        if width > room:
+            text = metrics.elidedText(text, Qt.TextElideMode.ElideRight, room)
+            width = room
+        painter.setFont(run_font)
+        painter.drawText(QRect(x, rect.top(), width, rect.height()),
+                         Qt.AlignmentFlag.AlignVCenter | Qt.AlignmentFlag.AlignLeft, text)
+        x += width
+    painter.setFont(font)

@@ -10,11 +10,15 @@ threshold" row, or under "Nothing reaches 0.80 · 3 similar from 0.65" when none
 threshold; hits under the floor are not listed. A band's heading row cannot be selected,
 so the arrow keys step from the last hit of one band to the first of the next. While an
 import still encodes (`set_indexing`) it says the answer covers the texts indexed so far,
-and asks again as the index grows (`index_grew`).
+and asks again as the index grows (`index_grew`). A long text's hit shows the passage
+nearest the query (`SearchHit.passage`), in bold after a few words of what comes before it,
+rather than the text's beginning, which may be about something else; its words' overlap
+and tooltip are the passage's too.
 """
 
 from __future__ import annotations
 
+import textwrap
 import time
 
 from PySide6.QtCore import QModelIndex, QPersistentModelIndex, QSettings, Qt, QTimer, Signal
@@ -35,7 +39,13 @@ from desktop_app.bridge import EngineBridge
 from desktop_app.colors import NOTE_STYLE
 from desktop_app.job_runner import Pool
 from desktop_app.views import search_bands
-from desktop_app.views.score_delegate import ITEM_ID_ROLE, OVERLAP_ROLE, SCORE_ROLE, ScoreDelegate
+from desktop_app.views.score_delegate import (
+    BOLD_ROLE,
+    ITEM_ID_ROLE,
+    OVERLAP_ROLE,
+    SCORE_ROLE,
+    ScoreDelegate,
+)
 from desktop_app.views.similar_floor import SimilarFloor
 from engine.review.calibration import DEFAULT_THRESHOLD, format_threshold
 from engine.review.overlap import overlap, warm_up
@@ -45,6 +55,30 @@ RESULTS = 10
 SEARCH_AGAIN_S = 2.0   # while an import encodes, a query on screen is asked again this often
 BAND_ROLE = Qt.ItemDataRole.UserRole + 20   # EXISTS, SIMILAR, or HEADING (a band's title row)
 EXISTS, SIMILAR, HEADING = "exists", "similar", "heading"
+BEFORE_PASSAGE = 60     # characters of context shown before a passage
+LINE_CHARS = 2_000      # more than a line shows: a long text's label is cut here
+TOOLTIP_CHARS = 600     # a hit's tooltip shows this much of its text or passage
+
+
+def passage_excerpt(text: str, passage: tuple[int, int]) -> tuple[str, str, str]:
+    """(before, passage, after) of `text` for one line: a few words before the passage
+    ("…" where cut), the passage, and what follows, each with its spaces folded."""
+    start, end = passage
+    head = text[max(0, start - BEFORE_PASSAGE):start]
+    cut = start > BEFORE_PASSAGE
+    if cut and " " in head:
+        head = head.split(" ", 1)[1]         # from a word's start
+    before = " ".join(head.split())
+    before = f"{'…' if cut else ''}{before}{' ' if before else ''}"
+    after = " ".join(text[end:end + LINE_CHARS].split())
+    return before, " ".join(text[start:end].split()), f" {after}" if after else ""
+
+
+def _short(text: str) -> str:
+    """A tooltip's share of a long text (a short one whole, as it was)."""
+    if len(text) <= TOOLTIP_CHARS:
+        return text
+    return textwrap.shorten(text, TOOLTIP_CHARS, placeholder=" …")
 
 
 class BandDelegate(ScoreDelegate):
@@ -209,11 +243,23 @@ class SearchPanel(QWidget):
         threshold, so it is never read as "may already exist"."""
         text = self._shown[0]
         copies = f"  (+{hit.copies - 1} identical)" if hit.copies > 1 else ""
-        item = QListWidgetItem(f"{hit.id} · {' '.join(hit.text.split())}{copies}")
+        passage = hit.passage
+        shown = hit.text
+        if passage is not None:
+            before, match, after = passage_excerpt(hit.text, passage)
+            head = f"{hit.id} · {before}"
+            item = QListWidgetItem(f"{head}{match}{after}"[:LINE_CHARS] + copies)
+            item.setData(BOLD_ROLE, (len(head), len(head) + len(match)))
+            shown = f"…{match}…"
+        else:
+            item = QListWidgetItem(f"{hit.id} · {' '.join(hit.text[:LINE_CHARS].split())}"
+                                   f"{copies}")
         item.setData(SCORE_ROLE, float(hit.score))
         item.setData(ITEM_ID_ROLE, int(hit.item_id))
         item.setData(BAND_ROLE, band)
-        found = overlap(text, hit.text)
+        # A document's overlap with the query is its passage's: the rest of it is not what
+        # matched (and words of thousands, on the GUI thread, per hit, would be slow).
+        found = overlap(text, hit.text[passage[0]:passage[1]] if passage else hit.text)
         # A hit at or above the threshold whose meaning flips (a number, negation, an
         # opposite, a name differs) is marked: it is what the analyst checks first.
         marked = found.marked(hit.score, self.threshold)
@@ -223,7 +269,7 @@ class SearchPanel(QWidget):
             item.setForeground(self.results.palette().color(QPalette.ColorRole.PlaceholderText))
             where = f"similar, below the threshold {format_threshold(self.threshold)} · "
             item.setData(Qt.ItemDataRole.AccessibleDescriptionRole, where.rstrip(" ·"))
-        item.setToolTip(f"{hit.text}\n\n{where}id {hit.id} · row {hit.row} · "
+        item.setToolTip(f"{_short(shown)}\n\n{where}id {hit.id} · row {hit.row} · "
                         f"similarity {hit.score:.3f} · {found.note()}")
         return item
 
