@@ -78,6 +78,8 @@ class MainWindow(QMainWindow):
         self._file_choices: dict[str, ImportChoices] = {}   # by file path: the last choices
         self._opening: str | None = None
         self._recount = False          # counts asked for mid-import: take them
+        self._busy = False             # a job of the changes pool runs (the menu waits)
+        self._read_from_start = 0      # long texts an earlier version read from their start
         self.error_box: QMessageBox | None = None
         self.imports = ImportController(bridge, self)
         self.models = ModelController(bridge, self)
@@ -166,6 +168,8 @@ class MainWindow(QMainWindow):
         self.start_page.fileDropped.connect(self.new_project_from_file)
         self.search_panel.hitActivated.connect(self.select_item)
         self.status.resumeRequested.connect(self.resume_encoding)
+        self.status.rereadRequested.connect(self.reread_long_texts)
+        self.imports.rereadStopped.connect(self._reread_stopped)
         self.tabs.currentChanged.connect(self._tab_shown)
         self.review_view.exportRequested.connect(self.export_clusters)
         self.review.thresholdChanged.connect(self.search_panel.set_threshold)
@@ -270,6 +274,12 @@ class MainWindow(QMainWindow):
     @guarded
     def resume_encoding(self) -> None:
         self._follow(ImportController.title(None), self.imports.resume())
+
+    @guarded
+    def reread_long_texts(self) -> None:
+        """Model → Re-encode long texts: what an earlier version read from its start only,
+        read again whole, with progress and Cancel as an import."""
+        self._follow("Re-encoding long texts…", self.imports.reread())
 
     @guarded
     def export_clusters(self) -> None:
@@ -486,6 +496,7 @@ class MainWindow(QMainWindow):
         self._opening = None
         self._info = info
         self.status.show_model_state("")
+        self._show_read_from_start(0)   # until its counts say
         self.recent.add(info["project"])
         self.start_page.set_recent(self.recent.paths())
         self.setWindowTitle(f"{Path(info['project']).name} — Duplens")
@@ -531,6 +542,12 @@ class MainWindow(QMainWindow):
             info: dict | None = {**self._info, **{k: counted[k] for k in COUNTS}}
         else:
             info = with_counts(self._info, counted)
+        if self._info is not None and self._info.get("project") == counted.get("project") \
+                and counted.get("read_from_start") and not self._read_from_start:
+            self.status.say(f"{counted['read_from_start']:,} long texts were read from their "
+                            "start only, by an earlier version: Model → Re-encode long texts "
+                            "reads them whole")
+            self._show_read_from_start(counted["read_from_start"])
         if info is not None:
             self._set_info(info)
             if not self.search_panel.indexing:   # mid-import, the cut waits for the end
@@ -585,7 +602,10 @@ class MainWindow(QMainWindow):
 
     @guarded
     def _encoded(self, result: EncodingResult) -> None:
-        """An import, or a resumed encoding, ended (perhaps stopped while encoding)."""
+        """An import, a resumed encoding or a re-encode ended (perhaps stopped while
+        encoding)."""
+        if result.get("read_from_start") is not None:
+            self._show_read_from_start(result["read_from_start"])
         self._import_ended()
         self._set_busy(False)
         self._set_info(result["info"])
@@ -599,6 +619,19 @@ class MainWindow(QMainWindow):
         self._import_ended()
         self._set_busy(False)
         self.status.say("Import stopped; nothing from this file was added")
+
+    @guarded
+    def _reread_stopped(self) -> None:
+        self._import_ended()
+        self._set_busy(False)
+        self.status.say("Re-encoding stopped before it began; nothing changed")
+
+    def _show_read_from_start(self, count: int) -> None:
+        """The open project has `count` long texts read from their start only: the Model
+        menu's Re-encode long texts and the status bar's button are there while it has."""
+        self._read_from_start = count
+        self.status.show_read_from_start(count)
+        self._menu_state()
 
     def _say_deleted(self, name: str) -> None:
         self.status.say(f"Deleted {name}")
@@ -676,10 +709,15 @@ class MainWindow(QMainWindow):
 
     def _set_busy(self, busy: bool) -> None:
         """One import at a time: the job pool is serial, a second would only queue."""
-        self.menu.set_state(busy=busy, project_open=self._info is not None)
+        self._busy = busy
+        self._menu_state()
         self.start_page.setEnabled(not busy)
         if not busy:
             self.status.idle()
+
+    def _menu_state(self) -> None:
+        self.menu.set_state(busy=self._busy, project_open=self._info is not None,
+                            read_from_start=self._read_from_start > 0)
 
     def closeEvent(self, event: QCloseEvent) -> None:
         self.bridge.shutdown()

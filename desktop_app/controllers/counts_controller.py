@@ -4,7 +4,10 @@ Counting a project's rows, texts and vectors scans them all: 4.8 s on a 1M-row p
 (`count_embeddings` 3.2 s, `count_truncated` 3.0 s, `count_texts` 1.4 s, `count_items`
 0.5 s, one after another). A project therefore opens with `engine.services.summary.describe`
 (a few one-row reads) and its table shows at once; this reads the counts afterwards and
-hands them over, and the status bar says "counting…" until then.
+hands them over, and the status bar says "counting…" until then. Where some texts were
+read from their start only (`truncated`), it also counts those an earlier version read so
+(`read_from_start`: what Model → Re-encode long texts would read again whole; a text cut
+short at the most windows a text gets is not among them).
 """
 
 from __future__ import annotations
@@ -12,7 +15,7 @@ from __future__ import annotations
 from PySide6.QtCore import QObject, Signal
 
 from desktop_app.bridge import EngineBridge
-from desktop_app.job_runner import JobHandle, Pool
+from desktop_app.job_runner import Job, JobHandle, Pool
 from engine.services.summary import COUNTS
 
 
@@ -32,8 +35,18 @@ class CountsController(QObject):
         as the project opens, must not wait seconds behind the counts, and the table's own
         pool has the rows to read. Nothing is cut or plotted before the counts say there
         are vectors (the window asks for the review once they arrive)."""
-        return self.bridge.run(lambda job: dict(job.project.info()), pool=Pool.REVIEW,
-                               on_done=self.counted.emit, latest=self._key)
+        return self.bridge.run(counts, pool=Pool.REVIEW, on_done=self.counted.emit,
+                               latest=self._key)
+
+
+def counts(job: Job) -> dict:
+    """The job: `project.info()`, and `read_from_start` (0 unless some text is truncated)."""
+    from engine.reread import count_read_from_start
+
+    info = dict(job.project.info())
+    info["read_from_start"] = count_read_from_start(job.project) if info.get("truncated") \
+        else 0
+    return info
 
 
 def with_counts(info: dict | None, counted: dict) -> dict | None:

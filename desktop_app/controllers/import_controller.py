@@ -10,6 +10,8 @@ they take their clusters' ids as part of this import. Resuming runs the encoding
 for what a stopped import left. Removing an import (File → Imports…) is a job on the
 same pool. Before a new project is made for a file, the file is checked on that pool too
 (`engine.importer.check_table`): a file the import would refuse then creates nothing.
+Re-encoding the long texts an earlier version read from their start (`engine.reread`, the
+Model menu) is the same kind of job on the same pool, with the same progress and Cancel.
 """
 
 from __future__ import annotations
@@ -29,9 +31,12 @@ if TYPE_CHECKING:
     from engine.importer import ImportReport
 
 # "import" is a keyword, hence the functional form. `import` is None when only encoding ran.
+# `reread`: how many texts read from their start were read again (None: not a re-encode);
+# `read_from_start`: how many are left so (None: not counted, nothing read again).
 EncodingResult = TypedDict("EncodingResult", {
     "import": "ImportReport | None", "encode": "EncodeReport", "cancelled": bool,
-    "info": dict, "device": str, "changes": dict})
+    "info": dict, "device": str, "changes": dict, "reread": "int | None",
+    "read_from_start": "int | None"})
 
 
 def import_and_encode(choices: ImportChoices | None, job: Job, encode_on: str = "local"
@@ -61,7 +66,23 @@ def import_and_encode(choices: ImportChoices | None, job: Job, encode_on: str = 
         close_executor(executor)
     return {"import": added.imported, "encode": added.encoded, "cancelled": added.cancelled,
             "info": project_info(project), "device": project.model.encoder().device,
-            "changes": added.changes}
+            "changes": added.changes, "reread": None, "read_from_start": None}
+
+
+def reread(job: Job) -> EncodingResult:
+    """The job behind Model → Re-encode long texts: the texts an earlier version read from
+    their start only, read again whole (`engine.reread`); stopped, what was read stays and
+    the rest waits (running it again, or Resume encoding, finishes it)."""
+    from engine.reread import count_read_from_start, reread_long_texts
+
+    project = job.project
+    stale = count_read_from_start(project)
+    report = reread_long_texts(project, progress=job.progress, cancel=job.token)
+    job.model_ready(project.model.encoder().device)
+    return {"import": None, "encode": report, "cancelled": report.cancelled,
+            "info": project_info(project), "device": project.model.encoder().device,
+            "changes": {}, "reread": stale,
+            "read_from_start": count_read_from_start(project)}
 
 
 def remove_import(batch: int, job: Job) -> dict:
@@ -74,8 +95,27 @@ def remove_import(batch: int, job: Job) -> dict:
 
 
 def summary(result: EncodingResult) -> str:
-    """One line for the status bar about a finished import or encoding."""
+    """One line for the status bar about a finished import, encoding or re-encode, with
+    what was read in several windows."""
+    return _summary(result) + windows_said(result["encode"])
+
+
+def windows_said(encoded: EncodeReport | None) -> str:
+    """"; 3 texts are longer than one window; each was read whole (41 windows)", or ""."""
+    if encoded is None or not encoded.windowed:
+        return ""
+    texts = "1 text is" if encoded.windowed == 1 else f"{encoded.windowed:,} texts are"
+    return (f"; {texts} longer than one window; each was read whole "
+            f"({encoded.windows:,} windows)")
+
+
+def _summary(result: EncodingResult) -> str:
     report, encoded = result["import"], result["encode"]
+    if result.get("reread") is not None:
+        if result["cancelled"]:
+            return (f"Re-encoding stopped: {encoded.remaining:,} texts still to encode "
+                    f"(Re-encode long texts or Resume encoding finishes it)")
+        return f"Re-encoded {result['reread']:,} long texts read from their start before"
     if report is None:
         return (f"Stopped: {encoded.remaining:,} texts still to encode" if result["cancelled"]
                 else f"Encoded {encoded.encoded:,} texts")
@@ -99,6 +139,7 @@ class ImportController(QObject):
     stopped = Signal()              # stopped while reading: nothing of the file was kept
     failed = Signal(str, str)       # message, details (a traceback for a bug)
     removed = Signal(object)        # {"batch", "rows", "info"}: an import taken back out
+    rereadStopped = Signal()        # a re-encode stopped before it began: nothing changed
 
     def __init__(self, bridge: EngineBridge, parent: QObject | None = None) -> None:
         super().__init__(parent)
@@ -138,6 +179,13 @@ class ImportController(QObject):
                                on_cancelled=self.stopped.emit,
                                on_progress=self.progressed.emit)
 
+    def reread(self) -> JobHandle:
+        """Read again whole the long texts an earlier version read from their start."""
+        return self.bridge.run(reread, pool=Pool.CHANGES, on_done=self.finished.emit,
+                               on_failed=self.failed.emit,
+                               on_cancelled=self.rereadStopped.emit,
+                               on_progress=self.progressed.emit)
+
     def remove(self, batch: int) -> JobHandle:
         """Take import `batch` back out of the open project (asked and confirmed before)."""
         return self.bridge.run(lambda job: remove_import(batch, job), pool=Pool.CHANGES,
@@ -146,5 +194,5 @@ class ImportController(QObject):
 
     @staticmethod
     def title(choices: ImportChoices | None) -> str:
-        """What the status bar says while the job runs."""
+        """What the status bar says while an import or a resumed encoding runs."""
         return f"Importing {Path(choices.path).name}…" if choices else "Encoding the rest…"

@@ -25,6 +25,8 @@ class Needs(Enum):
     IDLE = "idle"                      # not while a job runs (the job pool is serial)
     PROJECT = "project"                # a project is open
     IDLE_PROJECT = "idle project"      # both
+    # both, and some long texts were read from their start only by an earlier version
+    READ_FROM_START = "idle project with texts read from their start"
 
 
 @dataclass(frozen=True)
@@ -62,6 +64,8 @@ ENTRIES: tuple[MenuEntry, ...] = (
               needs=Needs.IDLE_PROJECT),
     MenuEntry("&Model", "versions", "Model &versions…", "show_model_versions",
               needs=Needs.IDLE_PROJECT),
+    MenuEntry("&Model", "reread", "&Re-encode long texts", "reread_long_texts",
+              needs=Needs.READ_FROM_START, separator_before=True),
     MenuEntry("&Help", "guide", "&Keys and workflow", "show_guide", Keys.HelpContents),
     MenuEntry("&Help", "logs", "Open the &log folder", "open_log_folder"),
     MenuEntry("&Help", "about", "&About Duplens", "show_about",
@@ -93,11 +97,15 @@ class MainMenu:
             self._needs[entry.name] = entry.needs
         self.set_state(busy=False, project_open=False)
 
-    def set_state(self, *, busy: bool, project_open: bool) -> None:
-        """Enable each action by its `Needs`."""
+    def set_state(self, *, busy: bool, project_open: bool, read_from_start: bool = False
+                  ) -> None:
+        """Enable each action by its `Needs`; `read_from_start`: the open project has long
+        texts an earlier version read from their start only."""
         for name, needs in self._needs.items():
             enabled = {Needs.ALWAYS: True, Needs.IDLE: not busy, Needs.PROJECT: project_open,
-                       Needs.IDLE_PROJECT: not busy and project_open}[needs]
+                       Needs.IDLE_PROJECT: not busy and project_open,
+                       Needs.READ_FROM_START: not busy and project_open and read_from_start,
+                       }[needs]
             self.actions[name].setEnabled(enabled)
 
 

@@ -5,8 +5,9 @@ Loading the model…" on the left (the engine's `info`, rendered whenever it or 
 state changes); the project threshold and where it comes from ("Threshold 0.77 · model
 default", "… · calibrated from 40 verdicts", "… · set by hand"), the one every view and
 command uses; **Resume encoding** when a stopped import left texts to encode and nothing
-runs; the running job's strip (`JobStatus`) on the right; and messages about what just
-happened over the line for a while.
+runs; **Re-encode long texts** when an earlier version read some long texts from their start
+only (and nothing runs); the running job's strip (`JobStatus`) on the right; and messages
+about what just happened over the line for a while.
 """
 
 from __future__ import annotations
@@ -65,6 +66,7 @@ class WindowStatusBar(QStatusBar):
     """The project line, Resume encoding, and the strip of the job that runs."""
 
     resumeRequested = Signal()
+    rereadRequested = Signal()
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -75,16 +77,21 @@ class WindowStatusBar(QStatusBar):
         self.threshold = QLabel("", self)
         self.resume_button = QPushButton("Resume encoding", self)
         self.resume_button.setVisible(False)
+        self.reread_button = QPushButton("Re-encode long texts", self)
+        self.reread_button.setVisible(False)
         self.job = JobStatus(self)
         self.addWidget(self.project, 1)
         self.addPermanentWidget(self.threshold)
         self.addPermanentWidget(self.resume_button)
+        self.addPermanentWidget(self.reread_button)
         self.addPermanentWidget(self.job)
         self.resume_button.clicked.connect(self.resumeRequested)
+        self.reread_button.clicked.connect(self.rereadRequested)
         self._info: dict | None = None
         self._model_state = ""
         self._busy = False
         self._encoding: tuple[int, int] | None = None
+        self._read_from_start = 0
 
     def show_info(self, info: dict | None) -> None:
         self._info = info
@@ -103,6 +110,14 @@ class WindowStatusBar(QStatusBar):
     def show_encoding(self, done: int | None, total: int = 0) -> None:
         """An import's encoding has reached `done` of `total` texts (None: it ended)."""
         self._encoding = None if done is None else (done, total)
+        self._render()
+
+    def show_read_from_start(self, count: int) -> None:
+        """`count` long texts of the open project were read from their start only."""
+        self._read_from_start = count
+        self.reread_button.setToolTip(
+            f"{count:,} long texts were read from their start only, by an earlier version "
+            "of Duplens; re-encoding reads them whole, as windows" if count else "")
         self._render()
 
     def show_opening(self, name: str) -> None:
@@ -131,3 +146,4 @@ class WindowStatusBar(QStatusBar):
         self.project.setText(line)
         self.project.setToolTip(line)
         self.resume_button.setVisible(_not_encoded(self._info) > 0 and not self._busy)
+        self.reread_button.setVisible(self._read_from_start > 0 and not self._busy)
