@@ -103,24 +103,27 @@ class Windows:
     them (read once per index generation by the caller), a reader of their windows, and
     (for long queries) a reader of other texts' vectors."""
 
-    def __init__(self, windowed, read, vectors=None) -> None:
+    def __init__(self, windowed, read, vectors=None, signatures=None) -> None:
         import numpy as np
 
         self.windowed = np.asarray(windowed, dtype=np.int64)
         self._read = read
         self._vectors = vectors
+        self._signatures = signatures
 
     def any(self) -> bool:
         return bool(len(self.windowed))
 
-    def rescore(self, text_ids, sims, query, query_windows=None
+    def rescore(self, text_ids, sims, query, query_windows=None, query_signature=None
                 ) -> tuple[np.ndarray, dict[int, tuple[int, int]]]:
         """The candidates' scores and each long candidate's passage nearest the query.
 
         `query` is the query's vector; `query_windows` its (spans, window vectors) where it
         was itself read in several windows (a long row of a checked file). A candidate or
         query read in several windows is scored from the windows (`pair_similarity`);
-        two single windows keep the index's cosine."""
+        two single windows keep the index's cosine. With `query_signature` (a long row's
+        MinHash), a candidate with a signature scores its Jaccard where that is more, as
+        the project's graph scores a pair."""
         import numpy as np
 
         from engine.documents.window_match import pair_similarity, window_weights
@@ -153,6 +156,14 @@ class Windows:
             elif text_id in singles:
                 scores[i] = pair_similarity(q, singles[text_id].reshape(1, -1), q_weights,
                                             None)
+        if query_signature is not None and self._signatures is not None and len(long_at):
+            from engine.documents.minhash import jaccard
+
+            theirs = self._signatures([int(text_ids[i]) for i in long_at])
+            for i in long_at:
+                found = theirs.get(int(text_ids[i]))
+                if found is not None:
+                    scores[i] = max(scores[i], jaccard(query_signature, found))
         return scores, passages
 
     def _singles(self, text_ids: list[int]) -> dict:

@@ -10,10 +10,14 @@ the one similarity the threshold, the cut, the export and the estimates see. An 
 between two texts read in one window keeps its cosine, which is what the windows give
 anyway: a question's similarity stays what it was.
 
-MinHash LSH candidates (`engine.documents.minhash`) join the graph the same way: pairs
-whose 5-word shingles mostly agree are added as edges even where their vectors did not
-find each other, and scored from their windows like any other edge. They are there to be
-found; their score is still what their windows share.
+MinHash (`engine.documents.minhash`) is the second signal. Where both texts have a
+signature, the similarity is the larger of what the windows share and the estimated share
+of 5-word runs the two texts have in common (Jaccard): a near-exact copy (a few words
+changed, paragraphs reordered) is a duplicate whatever the vectors make of it, while a
+reworded copy, sharing few runs, is found by its windows. Both are similarities on the same
+0-1 scale, so the project's one threshold reads both: at 0.75, texts sharing three quarters
+of their 5-word runs. LSH candidates (pairs above Jaccard 0.5) join the graph as edges, so
+copies are scored even where their vectors did not find each other.
 """
 
 from __future__ import annotations
@@ -29,10 +33,13 @@ from engine.documents.window_match import pair_similarity, window_weights
 WindowReader = Callable[[Sequence[int]], dict[int, tuple[np.ndarray, np.ndarray]]]
 # Stored vectors by text id, in that order (the graph's own reader).
 VectorReader = Callable[[np.ndarray], np.ndarray]
+# {text id: MinHash signature} of the given texts that have one.
+SignatureReader = Callable[[Sequence[int]], dict[int, np.ndarray]]
 
 
 def rescored(graph: KnnGraph, windowed: np.ndarray, windows: WindowReader,
-             vectors: VectorReader, candidates: Sequence[tuple[int, int]] = ()) -> KnnGraph:
+             vectors: VectorReader, candidates: Sequence[tuple[int, int]] = (),
+             signatures: SignatureReader | None = None) -> KnnGraph:
     """`graph` with every edge touching a text of `windowed` (ids read in several windows)
     scored from the windows, and the `candidates` pairs (text ids) added where both are in
     the graph. The same graph object when there is nothing to score.
@@ -56,6 +63,8 @@ def rescored(graph: KnnGraph, windowed: np.ndarray, windows: WindowReader,
     hi = np.maximum(rows[touched], cols[touched])
     pairs, back = np.unique(np.stack((lo, hi), axis=1), axis=0, return_inverse=True)
     scores = _pair_scores(ids, pairs, is_long, windows, vectors)
+    if signatures is not None:
+        scores = np.maximum(scores, _jaccards(ids, pairs, signatures))
     sims[touched] = scores[back.ravel()]
     return KnnGraph.from_rows(ids, rows, cols, sims, graph.k, graph.floor)
 
@@ -91,4 +100,17 @@ def _pair_scores(ids: np.ndarray, pairs: np.ndarray, is_long: np.ndarray,
         va, wa = sides[int(ids[a])]
         vb, wb = sides[int(ids[b])]
         out[n] = pair_similarity(va, vb, wa, wb)
+    return out
+
+
+def _jaccards(ids: np.ndarray, pairs: np.ndarray, signatures: SignatureReader) -> np.ndarray:
+    """Each pair's estimated Jaccard of 5-word runs; 0 where a text has no signature."""
+    from engine.documents.minhash import jaccard
+
+    read = signatures([int(ids[p]) for p in np.unique(pairs)])
+    out = np.zeros(len(pairs), dtype=np.float32)
+    for n, (a, b) in enumerate(pairs):
+        sa, sb = read.get(int(ids[a])), read.get(int(ids[b]))
+        if sa is not None and sb is not None:
+            out[n] = jaccard(sa, sb)
     return out

@@ -17,7 +17,7 @@ import numpy as np
 from engine.dedup.document_edges import rescored
 from engine.dedup.graph import KnnGraph
 from engine.store.database import Store
-from engine.store.text_signatures import live_signatures
+from engine.store.text_signatures import live_signatures, signatures_of
 from engine.store.text_windows import read_windows, windowed_text_ids, windowed_text_ids_among
 
 BulkReader = Callable[[int, int], AbstractContextManager[Callable[[np.ndarray], np.ndarray]]]
@@ -33,13 +33,17 @@ def scored_for_documents(store: Store, model_id: int, dim: int, graph: KnnGraph,
     if not len(windowed):
         return graph
     candidates = list(_candidates(signatures))
+    from engine.documents import minhash
+
+    decoded = {t: minhash.from_bytes(b) for t, b in signatures.items()}
 
     def windows(text_ids) -> dict[int, tuple[np.ndarray, np.ndarray]]:
         with store.read() as conn:
             return read_windows(conn, model_id, dim, text_ids)
 
     with bulk_reader(model_id, dim) as vectors:
-        return rescored(graph, windowed, windows, vectors, candidates)
+        return rescored(graph, windowed, windows, vectors, candidates,
+                        lambda text_ids: {t: decoded[t] for t in text_ids if t in decoded})
 
 
 def _candidates(signatures: dict[int, bytes]) -> Iterator[tuple[int, int]]:
@@ -56,7 +60,8 @@ def similarities_to(store: Store, model_id: int, dim: int, text_id: int, others:
                     vectors: Callable[[list[int]], np.ndarray]) -> list[float]:
     """The one similarity of `text_id` to each of `others` (a cluster re-measured against
     its new canonical): the cosine of their vectors, or, where either text was read in
-    several windows, what their windows share, as the graph scores it."""
+    several windows, what their windows share (or their MinHash Jaccard, if more), as the
+    graph scores it."""
     from engine.documents.window_match import pair_similarity, window_weights
 
     ids = [text_id, *others]
@@ -65,8 +70,12 @@ def similarities_to(store: Store, model_id: int, dim: int, text_id: int, others:
     with store.read() as conn:
         windows = read_windows(conn, model_id, dim, ids) if windowed_text_ids_among(
             conn, model_id, ids) else {}
+        signatures = signatures_of(conn, ids) if windows else {}
     if not windows:
         return cosines
+    from engine.documents import minhash
+
+    first_signature = signatures.get(ids[0])
 
     def side(n: int) -> tuple[np.ndarray, np.ndarray | None]:
         found = windows.get(ids[n])
@@ -81,5 +90,9 @@ def similarities_to(store: Store, model_id: int, dim: int, text_id: int, others:
             out.append(cosines[n - 1])
             continue
         other, other_weights = side(n)
-        out.append(pair_similarity(first, other, first_weights, other_weights))
+        score = pair_similarity(first, other, first_weights, other_weights)
+        if first_signature is not None and ids[n] in signatures:
+            score = max(score, minhash.jaccard(minhash.from_bytes(first_signature),
+                                               minhash.from_bytes(signatures[ids[n]])))
+        out.append(score)
     return out

@@ -15,11 +15,13 @@ from dataclasses import dataclass
 import numpy as np
 
 from engine.dedup.row_clusters import Cluster
+from engine.documents import minhash
 from engine.documents.window_match import Passage, match_windows
 from engine.services.project_threshold import Threshold
 from engine.services.vectors import Vectors
 from engine.store import items as item_store
 from engine.store.database import Store
+from engine.store.text_signatures import signatures_of
 from engine.store.text_windows import read_windows, windowed_text_ids
 
 
@@ -31,7 +33,7 @@ class DocumentPair:
 
     text_a: str
     text_b: str
-    similarity: float        # the one similarity (the graph's, the cut's)
+    similarity: float        # the one similarity (the graph's, the cut's): windows or MinHash
     held_a: float            # share of A's text whose windows match into B at the threshold
     held_b: float            # share of B's text held in A
     passages: tuple[Passage, ...]   # matching passages, best first
@@ -75,6 +77,7 @@ class Documents:
             text_of = {i: int(r["text_id"]) for i, r in rows.items()}
             texts = item_store.texts_by_id(conn, sorted(set(text_of.values())))
             windows = read_windows(conn, model_id, self._dim(), sorted(texts))
+            signatures = signatures_of(conn, sorted(windows))
         singles_needed = sorted({t for t in text_of.values() if t not in windows})
         singles = dict(zip(singles_needed, self._vectors.vectors(singles_needed), strict=True)) \
             if singles_needed and windows else {}
@@ -87,7 +90,11 @@ class Documents:
             spans_a, vecs_a = self._side(ta, windows, singles, texts[ta])
             spans_b, vecs_b = self._side(tb, windows, singles, texts[tb])
             match = match_windows(vecs_a, spans_a, vecs_b, spans_b, cutoff=threshold)
-            out.append(DocumentPair(texts[ta], texts[tb], match.similarity, match.held_ab,
+            similarity = match.similarity
+            if ta in signatures and tb in signatures:    # as the graph scores the pair
+                similarity = max(similarity, minhash.jaccard(
+                    minhash.from_bytes(signatures[ta]), minhash.from_bytes(signatures[tb])))
+            out.append(DocumentPair(texts[ta], texts[tb], similarity, match.held_ab,
                                     match.held_ba, match.passages, len(spans_a),
                                     len(spans_b), threshold))
         return out

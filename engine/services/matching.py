@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING
 import hnswlib
 import numpy as np
 
+from engine.documents import minhash
 from engine.encoding.read_whole import encode_whole
 from engine.errors import InputError, ProjectError
 from engine.importer import file_sha256
@@ -248,7 +249,7 @@ class Matching:
             vectors = whole.vectors
             if windows.any() or any(w is not None for w in whole.windows):
                 found = self._by_windows(index, vectors, whole.windows, windows, k, ef,
-                                         threads)
+                                         threads, texts)
             else:
                 text_ids, sims = index.query(vectors, k, ef=ef, threads=threads)
                 found = hits_for(self._store, text_ids, sims)
@@ -263,15 +264,20 @@ class Matching:
         stream.bad_lines = list(read.bad_lines)
 
     def _by_windows(self, index: HnswIndex, vectors: np.ndarray, row_windows: list,
-                    windows: Windows, k: int, ef: int, threads: int) -> list[list[SearchHit]]:
+                    windows: Windows, k: int, ef: int, threads: int, texts: list[str]
+                    ) -> list[list[SearchHit]]:
         """Each row's hits where long texts are involved: more candidates from the index,
-        scored window by window (`Windows.rescore`) as the project's graph scores pairs,
-        the k best kept, each long hit with its nearest passage."""
+        scored window by window, and by MinHash where the row is long
+        (`Windows.rescore`), as the project's graph scores pairs; the k best kept, each
+        long hit with its nearest passage."""
         wide = max(1, min(len(index), max(k, WIDE_CANDIDATES)))
         text_ids, sims = index.query(vectors, wide, ef=max(ef, wide), threads=threads)
         out: list[list[SearchHit]] = []
         for row, (ids, row_sims) in enumerate(zip(text_ids, sims, strict=True)):
-            scores, passages = windows.rescore(ids, row_sims, vectors[row], row_windows[row])
+            signature = (minhash.signature(texts[row]) if row_windows[row] is not None
+                         and minhash.wants_signature(texts[row]) else None)
+            scores, passages = windows.rescore(ids, row_sims, vectors[row], row_windows[row],
+                                               signature)
             order = np.argsort(-scores, kind="stable")[:k]
             out.append(hits_for(self._store, ids[order][None, :], scores[order][None, :],
                                 passages)[0])

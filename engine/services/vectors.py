@@ -27,6 +27,7 @@ from engine.services.live_index import LiveIndex
 from engine.store import embeddings as embedding_store
 from engine.store.database import Store
 from engine.store.saved_indexes import saved_row
+from engine.store.text_signatures import signatures_of
 from engine.store.text_windows import read_windows, windowed_text_ids
 
 INDEX_THREADS = 1  # hnswlib threads for adds that overlap encoding (see `encode`)
@@ -182,8 +183,15 @@ class Vectors:
             with self._store.read() as conn:
                 return read_windows(conn, model_id, dim, text_ids)
 
+        def signatures(text_ids):
+            from engine.documents.minhash import from_bytes
+
+            with self._store.read() as conn:
+                return {t: from_bytes(b) for t, b in signatures_of(conn, text_ids).items()}
+
         return Windows(self._windowed, read,
-                       lambda text_ids: index.vectors(np.asarray(text_ids, dtype=np.int64)))
+                       lambda text_ids: index.vectors(np.asarray(text_ids, dtype=np.int64)),
+                       signatures)
 
     def generation(self) -> int:
         """The live index's generation (it changes with every commit into the index)."""

@@ -30,3 +30,14 @@ def live_signatures(conn: Connection) -> dict[int, bytes]:
     live = set(live_text_ids(conn))
     return {int(t): bytes(b) for t, b in conn.execute(
         select(text_signatures.c.text_id, text_signatures.c.signature)) if int(t) in live}
+
+
+def signatures_of(conn: Connection, text_ids: Sequence[int]) -> dict[int, bytes]:
+    """{text id: signature bytes} of those of `text_ids` that have one."""
+    wanted = sorted({int(t) for t in text_ids})
+    out: dict[int, bytes] = {}
+    for start in range(0, len(wanted), 500):
+        out.update((int(t), bytes(b)) for t, b in conn.execute(
+            select(text_signatures.c.text_id, text_signatures.c.signature)
+            .where(text_signatures.c.text_id.in_(wanted[start:start + 500]))))
+    return out

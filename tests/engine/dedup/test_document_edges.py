@@ -120,3 +120,22 @@ def test_minhash_candidates_from_the_project_reach_its_graph(new_project, tmp_pa
              for i in range(len(ids)) for j in graph.indices[graph.indptr[i]:graph.indptr[i + 1]]}
     assert len(pairs) == 1                               # the copies, and nothing else
     assert graph.sims.min() > 0.95
+
+
+def test_a_pair_with_signatures_scores_the_larger_of_windows_and_jaccard():
+    """Near-exact copies share most 5-word runs: their Jaccard counts where the windows
+    say less; where the windows say more (a reworded copy), the windows count."""
+    windows, vectors = _setup()
+    ids = np.array([1, 2, 4])
+    graph = KnnGraph.from_rows(ids, np.array([0, 1, 0, 2]), np.array([1, 0, 2, 0]),
+                               np.full(4, 0.5, dtype=np.float32), k=2, floor=0.75)
+    read_windows, read_vectors = _readers(windows, vectors)
+    plain = rescored(graph, np.array([1, 2, 4]), read_windows, read_vectors)
+    low = _sim(plain, 1, 4)
+    same = np.arange(256, dtype=np.uint64)
+    half_same = np.where(np.arange(256) < 230, same, same + 1000)       # Jaccard 0.898
+    signatures = {1: same, 2: same + 5000, 4: half_same}                  # 1-2: Jaccard 0
+    with_jaccard = rescored(graph, np.array([1, 2, 4]), read_windows, read_vectors,
+                            signatures=lambda t: {i: signatures[i] for i in t})
+    assert low < 0.5 and _sim(with_jaccard, 1, 4) == np.float32(230 / 256)
+    assert _sim(with_jaccard, 1, 2) == _sim(plain, 1, 2) > 0.99   # the windows' score stays
