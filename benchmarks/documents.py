@@ -338,12 +338,21 @@ def _duplens(ids: list[str], texts: list[str], built: dc.Built, half: dict) -> d
             info = json.loads(run_cli_output(["info", project, "--json"])[1])
             threshold = json.loads(run_cli_output(["threshold", project, "--json"])[1])
             chosen = _duplens_chosen_on_validation(project, built, half)
+            sweep = _covered_share_sweep(project, built, half, float(threshold["value"]))
+            footprint = sum(f.stat().st_size for f in Path(tmp).iterdir()
+                            if f.name.startswith("documents.duplens"))
+            same_windows = _plain_same_windows(project)
         except RuntimeError as exc:     # a command failed: said, not measured
             return {"ran": False, "engine": _engine_state(),
                     "why": " ".join(str(exc).split())[-600:]}
     members = [[m["id"] for m in c["members"]] for c in clusters]
     pairs = _cluster_pairs(members)
+    speed = {**same_windows, "duplens_import_seconds": round(import_s, 2),
+             "speedup": round(same_windows["seconds"]["encode"] / import_s, 3),
+             "project_bytes": footprint,
+             "project_mib_per_1000_documents": round(footprint / 2**20 / len(ids) * 1000, 2)}
     return {"ran": True, "engine": _engine_state(), "extra_arms": {"duplens_tuned": chosen},
+            "covered_share_sweep": sweep, "speed": speed,
             "commands": ["duplens import P documents.csv --column text --id-column id",
                          "duplens duplicates P --json"],
             "threshold": {k: threshold.get(k) for k in ("value", "source", "reason")},
@@ -378,6 +387,114 @@ def _duplens_chosen_on_validation(project: str, built: dc.Built, half: dict) -> 
                         "what": f"{len(TUNING_GRID)} runs of duplicates --threshold"},
             "test": score(found_at[best], built, half, "test"),
             "validation": score(found_at[best], built, half, "validation")["all"]}
+
+
+def _plain_same_windows(project_path: str) -> dict:
+    """The speed baseline: plain sentence-transformers (torch, fp32, on this machine's
+    cores) encoding the very pieces the project was encoded in (each long text's windows,
+    read from the project, and every short text whole), at the batch size of 16, 32 or 64
+    that was fastest on a sample; its encoding alone against Duplens' whole import command
+    (reading the file, encoding, indexing, saving)."""
+    from sentence_transformers import SentenceTransformer
+    from sqlalchemy import select
+
+    from engine.encoding.model_spec import default_model_path
+    from engine.project import Project
+    from engine.store.schema import texts as texts_table
+    from engine.store.text_windows import read_windows
+
+    with Project.open(project_path) as project:
+        model_id = project.vectors.model_id()
+        dim = project.vectors.index().dim
+        with project.store.read() as conn:
+            stored = dict(conn.execute(select(texts_table.c.id, texts_table.c.text)).all())
+            windows = read_windows(conn, model_id, dim, sorted(stored))
+    pieces: list[str] = []
+    for text_id, text in stored.items():
+        if text_id in windows:
+            pieces.extend(text[a:b] for a, b in windows[text_id][0])
+        else:
+            pieces.append(text)
+    model = SentenceTransformer(str(default_model_path()), device="cpu")
+    sample = pieces[:256]
+    timed = {}
+    for batch in (16, 32, 64):
+        t0 = time.perf_counter()
+        model.encode(sample, batch_size=batch, normalize_embeddings=True)
+        timed[batch] = time.perf_counter() - t0
+    best = min(timed, key=timed.get)
+    t0 = time.perf_counter()
+    model.encode(pieces, batch_size=best, normalize_embeddings=True, convert_to_numpy=True)
+    encode_s = time.perf_counter() - t0
+    return {"pieces": len(pieces), "texts": len(stored), "windowed_texts": len(windows),
+            "baseline": "sentence-transformers 6.2.0, torch fp32, encode(pieces)",
+            "batch_size": best, "batch_trial_seconds": {str(k): round(v, 2)
+                                                         for k, v in timed.items()},
+            "seconds": {"encode": round(encode_s, 2)},
+            "pieces_per_second": round(len(pieces) / encode_s, 1)}
+
+
+# The share of a document that must find matching windows (engine.documents.window_match
+# COVERED_SHARE); None is the weighted mean of every window's best match.
+SHARE_GRID = (None, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0)
+
+
+def _covered_share_sweep(project_path: str, built: dc.Built, half: dict,
+                         threshold: float) -> dict:
+    """How the window similarity's covered share is chosen: every pair of the validation
+    half's documents scored as the graph scores it (the larger of the windows' cover at
+    each share of `SHARE_GRID` and the MinHash Jaccard), from what the project stores, a
+    pair called a duplicate at the project's threshold; pair F1 on the validation half
+    only (the product's own run is what the test half reports)."""
+    from sqlalchemy import select
+
+    from engine.documents import minhash
+    from engine.documents.window_match import _best_matches, _cover, window_weights
+    from engine.project import Project
+    from engine.store.schema import items
+    from engine.store.text_signatures import signatures_of
+    from engine.store.text_windows import read_windows
+
+    members = sorted(d for d, g in built.group_of.items() if half[g] == "validation")
+    with Project.open(project_path) as project:
+        model_id = project.vectors.model_id()
+        index = project.vectors.index()
+        with project.store.read() as conn:
+            text_of = {str(e): int(t) for e, t in conn.execute(
+                select(items.c.ext_id, items.c.text_id).where(~items.c.deleted))}
+            windows = read_windows(conn, model_id, index.dim,
+                                   [text_of[d] for d in members])
+            signatures = {t: minhash.from_bytes(b) for t, b in
+                          signatures_of(conn, [text_of[d] for d in members]).items()}
+        singles = [text_of[d] for d in members if text_of[d] not in windows]
+        single_vectors = dict(zip(singles, project.vectors.vectors(singles), strict=True)) \
+            if singles else {}
+    sides = []
+    for d in members:
+        t = text_of[d]
+        if t in windows:
+            spans, vectors = windows[t]
+            sides.append((np.asarray(vectors, dtype=np.float32), window_weights(spans)))
+        else:
+            sides.append((single_vectors[t].reshape(1, -1), None))
+    found: dict[str, set[frozenset]] = {str(share): set() for share in SHARE_GRID}
+    for i in range(len(members)):
+        for j in range(i + 1, len(members)):
+            (a, wa), (b, wb) = sides[i], sides[j]
+            _, best_a, best_b = _best_matches(a, b)
+            sa, sb = signatures.get(text_of[members[i]]), signatures.get(text_of[members[j]])
+            shared = minhash.jaccard(sa, sb) if sa is not None and sb is not None else 0.0
+            for share in SHARE_GRID:
+                if max(_cover(best_a, wa, share), _cover(best_b, wb, share),
+                       shared) >= threshold:
+                    found[str(share)].add(frozenset((members[i], members[j])))
+    scored = {share: score(pairs, built, half, "validation")["all"]
+              for share, pairs in found.items()}
+    best = max(SHARE_GRID, key=lambda share: (scored[str(share)]["f1"],
+                                               -1 if share is None else share))
+    return {"threshold": threshold, "documents": len(members),
+            "pairs": len(members) * (len(members) - 1) // 2,
+            "validation_by_share": scored, "best_share": best}
 
 
 def _engine_state() -> dict:
