@@ -120,3 +120,25 @@ def test_a_project_of_questions_exports_the_columns_it_always_had(open_questions
     open_questions.exports.rows(out, open_questions.clusters.cut(threshold=0.75), 0.75)
     header = out.read_text(encoding="utf-8").splitlines()[0].split(",")
     assert header[-len(ADDED_COLUMNS):] == ADDED_COLUMNS
+
+
+def test_long_texts_are_read_whole_on_both_stores(store_location, encoder, tmp_path):
+    """Windows and signatures are written and read back the same on SQLite and PostgreSQL:
+    the copy with a new introduction is cut with its original there too."""
+    from engine.project import Project
+
+    src = tmp_path / "both.csv"
+    with src.open("w", newline="", encoding="utf-8") as fh:
+        writer = csv.writer(fh)
+        writer.writerow(["text"])
+        for row in [LONG, INTRO + " " + LONG, *QUESTIONS]:
+            writer.writerow([row])
+    with Project.open(store_location, create=True) as project:
+        project.model.attach(encoder, is_default=True)
+        project.rows.import_table(src, ["text"])
+        report = project.vectors.encode()
+        assert report.windowed == 2
+        clusters = project.clusters.cut(threshold=0.9)
+        assert [len(c.members) for c in clusters] == [2]
+        first, second = (m.item_id for m in clusters[0].members)
+        assert project.documents.pair(first, second).similarity > 0.95
