@@ -13,13 +13,18 @@ INTRO = " ".join(f"Weather note {i}: light rain is expected over the northern hi
                  f" winds from the west and cooler nights." for i in range(25))
 
 
-def test_a_document_with_a_new_introduction_holds_the_original(new_project, tmp_path):
-    src = tmp_path / "docs.csv"
-    with src.open("w", newline="", encoding="utf-8") as fh:
+def _table(path, rows):
+    """A one-column CSV of `rows` at `path` (returned)."""
+    with path.open("w", newline="", encoding="utf-8") as fh:
         writer = csv.writer(fh)
         writer.writerow(["text"])
-        for row in [LONG, INTRO + " " + LONG, *QUESTIONS]:
+        for row in rows:
             writer.writerow([row])
+    return path
+
+
+def test_a_document_with_a_new_introduction_holds_the_original(new_project, tmp_path):
+    src = _table(tmp_path / "docs.csv", [LONG, INTRO + " " + LONG, *QUESTIONS])
     project = new_project()
     project.rows.import_table(src, ["text"])
     project.vectors.encode()
@@ -50,21 +55,12 @@ def test_a_checked_files_long_row_is_read_whole_and_scored_as_the_graph_scores(n
                                                                               tmp_path):
     """Check a file: a row that is a project document with a new introduction finds that
     document at the similarity the project's own graph would give the pair."""
-    src = tmp_path / "project.csv"
-    with src.open("w", newline="", encoding="utf-8") as fh:
-        writer = csv.writer(fh)
-        writer.writerow(["text"])
-        for row in [LONG, *QUESTIONS]:
-            writer.writerow([row])
+    src = _table(tmp_path / "project.csv", [LONG, *QUESTIONS])
     project = new_project()
     project.rows.import_table(src, ["text"])
     project.vectors.encode()
     checked = tmp_path / "checked.csv"
-    with checked.open("w", newline="", encoding="utf-8") as fh:
-        writer = csv.writer(fh)
-        writer.writerow(["text"])
-        writer.writerow([INTRO + " " + LONG])
-        writer.writerow([QUESTIONS[0]])
+    _table(checked, [INTRO + " " + LONG, QUESTIONS[0]])
     result = project.matching.check_file(checked, ["text"], k=2)
     document, question = result.rows
     assert document.matches[0].text == LONG and document.matches[0].score > 0.95
@@ -80,12 +76,7 @@ def test_a_checked_files_long_row_is_read_whole_and_scored_as_the_graph_scores(n
 
 
 def test_the_export_says_how_much_each_row_shares_with_its_canonical(new_project, tmp_path):
-    src = tmp_path / "docs.csv"
-    with src.open("w", newline="", encoding="utf-8") as fh:
-        writer = csv.writer(fh)
-        writer.writerow(["text"])
-        for row in [LONG, INTRO + " " + LONG, *QUESTIONS]:
-            writer.writerow([row])
+    src = _table(tmp_path / "docs.csv", [LONG, INTRO + " " + LONG, *QUESTIONS])
     project = new_project()
     project.rows.import_table(src, ["text"])
     project.vectors.encode()
@@ -127,12 +118,7 @@ def test_long_texts_are_read_whole_on_both_stores(store_location, encoder, tmp_p
     the copy with a new introduction is cut with its original there too."""
     from engine.project import Project
 
-    src = tmp_path / "both.csv"
-    with src.open("w", newline="", encoding="utf-8") as fh:
-        writer = csv.writer(fh)
-        writer.writerow(["text"])
-        for row in [LONG, INTRO + " " + LONG, *QUESTIONS]:
-            writer.writerow([row])
+    src = _table(tmp_path / "both.csv", [LONG, INTRO + " " + LONG, *QUESTIONS])
     with Project.open(store_location, create=True) as project:
         project.model.attach(encoder, is_default=True)
         project.rows.import_table(src, ["text"])
