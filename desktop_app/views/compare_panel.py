@@ -29,9 +29,10 @@ from engine.services.documents import DocumentPair
 
 HIGHLIGHT = "rgba(230, 160, 30, 0.45)"
 QWIDGETSIZE_MAX = (1 << 24) - 1   # Qt's "no maximum"
-# One colour per matching passage, in turn (best passage first), the same on both sides.
+# One colour per matching passage, in turn (best passage first), the same on both sides;
+# none is the word diff's amber, so a passage never reads as words that differ.
 PASSAGE_COLOURS = ((66, 133, 244), (52, 168, 83), (171, 71, 188), (0, 172, 193),
-                   (240, 98, 146), (230, 160, 30))
+                   (240, 98, 146), (141, 110, 99))
 PASSAGE_ALPHA = 80
 
 
@@ -185,6 +186,9 @@ class ComparePanel(QWidget):
         the text's own: HTML would fold its runs of spaces and shift every span after them.
         Where two spans overlap (two parts of one document match the same part of the
         other) the better passage's colour shows."""
+        # setPlainText gives the whole text the format at the cursor: after a word diff or
+        # other passages, a highlight's colour would spread over all of it.
+        view.setCurrentCharFormat(QTextCharFormat())
         view.setPlainText(text)
         cursor = QTextCursor(view.document())
         for n in reversed(range(len(spans))):

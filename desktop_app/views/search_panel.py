@@ -69,9 +69,13 @@ def passage_excerpt(text: str, passage: tuple[int, int]) -> tuple[str, str, str]
     if cut and " " in head:
         head = head.split(" ", 1)[1]         # from a word's start
     before = " ".join(head.split())
-    before = f"{'…' if cut else ''}{before}{' ' if before else ''}"
-    after = " ".join(text[end:end + LINE_CHARS].split())
-    return before, " ".join(text[start:end].split()), f" {after}" if after else ""
+    # A space between the parts only where the text has one (a passage may start at a comma).
+    space = " " if before and head[-1:].isspace() else ""
+    before = f"{'…' if cut else ''}{before}{space}"
+    tail = text[end:end + LINE_CHARS]
+    after = " ".join(tail.split())
+    return (before, " ".join(text[start:end].split()),
+            f"{' ' if tail[:1].isspace() else ''}{after}" if after else "")
 
 
 def _short(text: str) -> str:

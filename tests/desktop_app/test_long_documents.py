@@ -298,3 +298,50 @@ def test_an_old_projects_long_texts_are_re_encoded_from_the_model_menu(
         "window")
     assert not window.reread_action.isEnabled()
     assert not window.status.reread_button.isVisible()
+
+
+def test_passages_never_take_the_colour_of_what_was_shown_before(qtbot):
+    """Qt gives a plain text the format at the cursor: after a word diff whose first word
+    was marked, or passages starting at the top, that colour must not spread over the
+    next document."""
+    from desktop_app.views.compare_panel import ComparePanel, Row
+    from engine.documents.window_match import Passage
+    from engine.services.documents import DocumentPair
+
+    panel = ComparePanel()
+    qtbot.addWidget(panel)
+    panel.show()
+    text_a, text_b = f"Preface. {REPORT}", f"{INTRODUCTION} {REPORT}"
+    rows_ab = (Row(1, "a"), Row(2, "b"))
+    panel.show_pair("a", "Snow falls", "b", "Rain falls", rows=rows_ab)
+    assert highlighted(panel.left)[0][0] == 0            # the word diff marked the first word
+    at = len(INTRODUCTION) + 1
+    pair = DocumentPair(text_a, text_b, 0.97, 1.0, 0.8,
+                        (Passage(9, len(text_a), at, len(text_b), 0.97),
+                         Passage(0, 8, 0, 8, 0.8)), 12, 16, 0.75)
+    panel.show_documents(1, 2, pair)
+    colours = [passage_colour(n).name(passage_colour(n).NameFormat.HexArgb) for n in (0, 1)]
+    assert highlighted(panel.left) == [(0, 8, colours[1]), (9, len(text_a), colours[0])]
+    assert highlighted(panel.right) == [(0, 8, colours[1]), (at, len(text_b), colours[0])]
+    panel.show_documents(1, 2, pair)                       # again, from passages at the top
+    assert highlighted(panel.left) == [(0, 8, colours[1]), (9, len(text_a), colours[0])]
+    assert panel.shares.text() == "b holds 100% of a · a holds 80% of b · 2 matching " \
+                                  "passages at 0.75"
+    panel.show_documents(2, 1, pair)                       # not the pair on screen
+    panel.show_pair("a", "x", "b", "y")
+    assert not panel.shares.isVisible() and panel.documents is None
+
+
+def test_a_passage_excerpt_keeps_the_texts_own_spacing():
+    from desktop_app.views.search_panel import passage_excerpt
+
+    text = "Subject to the terms of this License, each Contributor grants You a licence."
+    start = text.index(",")
+    assert passage_excerpt(text, (start, text.index(" You"))) == (
+        "Subject to the terms of this License", ", each Contributor grants",
+        " You a licence.")
+    long_text = "word " * 40 + "the passage itself" + " and after"
+    start = long_text.index("the passage")
+    before, match, after = passage_excerpt(long_text, (start, start + 18))
+    assert before.startswith("…word") and before.endswith("word ") and len(before) <= 61
+    assert (match, after) == ("the passage itself", " and after")
