@@ -24,8 +24,10 @@ class Progress:
     rate: float = 0.0
     message: str = ""
     # The time left where units differ in cost (texts of many windows): the job's own
-    # estimate, which `eta_seconds` then gives instead of units left over the rate.
-    seconds_left: float | None = None
+    # estimate, which `eta_seconds` then gives instead of units left over the rate. Keyword
+    # only, so that subclasses' positional fields (a training step's loss) stay where they
+    # were.
+    seconds_left: float | None = field(default=None, kw_only=True)
 
     @property
     def eta_seconds(self) -> float | None:

@@ -298,7 +298,8 @@ def _progress_relay(progress: ProgressCallback, cancel: CancelToken) -> TrainerC
                 step, loss = int(state.global_step), float(logs["loss"])
                 self.history.append((step, loss))
                 progress(TrainingProgress("training", step, int(state.max_steps),
-                                          self.meter.rate(step), f"loss {loss:.4f}", loss))
+                                          self.meter.rate(step), f"loss {loss:.4f}",
+                                          loss=loss))
             return stop_if_cancelled(control)
 
     def stop_if_cancelled(control):

@@ -159,3 +159,17 @@ def test_duplens_search_prints_the_passage_of_a_long_hit(new_project, tmp_path, 
     assert main(["search", str(path), query, "-k", "1"]) == 0
     line = capsys.readouterr().out.strip().splitlines()[0]
     assert "  …" in line and "Section 0:" not in line     # the passage, not the opening
+
+
+def test_time_left_is_the_jobs_own_where_it_gives_one_and_a_steps_loss_stays_put():
+    """`seconds_left` is keyword-only: a training step's loss, given after the message as it
+    always was, still lands in `loss` (it once landed in the time left, and the window's
+    loss curve stayed empty)."""
+    from engine.progress import Progress
+    from engine.training.trainer import TrainingProgress
+
+    assert Progress("encoding", 10, 110, rate=5.0).eta_seconds == 20.0
+    assert Progress("encoding", 10, 110, rate=5.0, seconds_left=60.0).eta_seconds == 60.0
+    assert Progress("encoding", 110, 110, rate=5.0, seconds_left=60.0).eta_seconds is None
+    step = TrainingProgress("training", 2, 3, 1.0, "loss 0.5000", 0.5)
+    assert (step.loss, step.seconds_left) == (0.5, None)
