@@ -167,10 +167,12 @@ def test_a_failure_without_on_failed_reaches_the_windows_error_dialog(qtbot, win
     qtbot.waitUntil(lambda: window.error_box is not None, timeout=SIGNAL_TIMEOUT_MS)
     assert window.error_box.text() == "that file has no column named 'question'"
     assert window.error_box.detailedText() == ""
-    window.error_box.close()
+    first = window.error_box
+    first.close()                  # deleted on close: wait for the next box, not this one
 
     window.bridge.run(lambda _job: 1 / 0, pool=Pool.REVIEW)       # a bug
-    qtbot.waitUntil(lambda: window.error_box.text() == UNEXPECTED, timeout=SIGNAL_TIMEOUT_MS)
+    qtbot.waitUntil(lambda: window.error_box is not first, timeout=SIGNAL_TIMEOUT_MS)
+    assert window.error_box.text() == UNEXPECTED
     assert "ZeroDivisionError" in window.error_box.detailedText()
 
 
