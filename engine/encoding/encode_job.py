@@ -34,7 +34,7 @@ from engine.encoding.encoder import (
     LocalExecutor,
     SentenceEncoder,
 )
-from engine.encoding.windows import SPECIAL_TOKENS, WindowPlan, plan_windows
+from engine.encoding.windows import SPECIAL_TOKENS, plans_for_long
 from engine.progress import CancelToken, Progress, ProgressCallback, RateMeter, no_progress
 from engine.store.database import Store
 from engine.store.embeddings import add_embeddings, missing_text_ids
@@ -224,13 +224,8 @@ def _plan_chunk(encoder: SentenceEncoder, text_ids: list[int], texts: dict[int, 
     tokenizer) it is read from its start, as it always was."""
     window = encoder.max_seq_length
     long_at = [i for i, t in enumerate(text_ids) if counts[t] > window]
-    tokens = encoder.token_spans([texts[text_ids[i]] for i in long_at]) if long_at else None
-    plans_of: dict[int, WindowPlan] = {}
-    if tokens is not None:
-        for i, (offsets, word_ids) in zip(long_at, tokens, strict=True):
-            plan = plan_windows(offsets, word_ids, window)
-            if len(plan.windows) > 1:
-                plans_of[i] = plan
+    plans_of = plans_for_long([texts[t] for t in text_ids], long_at, encoder.token_spans,
+                              window)
     pieces: dict[int, str] = {}
     piece_counts: dict[int, int] = {}
     starts = np.zeros(len(text_ids) + 1, dtype=np.int64)

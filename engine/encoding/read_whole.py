@@ -15,7 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from engine.encoding.encoder import SentenceEncoder
-from engine.encoding.windows import plan_windows
+from engine.encoding.windows import plans_for_long
 
 
 @dataclass(frozen=True)
@@ -35,14 +35,9 @@ def encode_whole(encoder: SentenceEncoder, texts: Sequence[str]) -> ReadTexts:
     long_at = [i for i, t in enumerate(texts) if len(t) + 2 > window]
     counts = encoder.token_counts([texts[i] for i in long_at]) if long_at else []
     long_at = [i for i, n in zip(long_at, counts, strict=True) if n > window]
-    tokens = encoder.token_spans([texts[i] for i in long_at]) if long_at else None
-    spans_of: dict[int, np.ndarray] = {}
-    if tokens is not None:
-        for i, (offsets, word_ids) in zip(long_at, tokens, strict=True):
-            plan = plan_windows(offsets, word_ids, window)
-            if len(plan.windows) > 1:
-                spans_of[i] = np.array([(w.start, w.end) for w in plan.windows],
-                                       dtype=np.int32)
+    spans_of = {i: np.array([(w.start, w.end) for w in plan.windows], dtype=np.int32)
+                for i, plan in plans_for_long(texts, long_at, encoder.token_spans,
+                                              window).items()}
     pieces: list[str] = []
     starts = [0]
     for i, text in enumerate(texts):

@@ -20,7 +20,7 @@ tokens of reading the text once; `benchmarks/documents.py` measures the import.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 # Special tokens the model adds around each window ([CLS] and [SEP] for BERT models).
@@ -48,6 +48,27 @@ class WindowPlan:
 
     windows: tuple[Window, ...]
     cut_short: bool          # longer than MAX_WINDOWS windows: the tail was not read
+
+
+# A tokenizer's (character offsets, word ids) per text, None where it cannot say
+# (`SentenceEncoder.token_spans`).
+TokenSpans = Callable[[Sequence[str]], list | None]
+
+
+def plans_for_long(texts: Sequence[str], long_at: Sequence[int], token_spans: TokenSpans,
+                   max_seq_length: int) -> dict[int, WindowPlan]:
+    """{position: plan} of the texts at `long_at` (those past the model's window) that are
+    read in several windows; the rest are read in one, as always (a slow tokenizer gives
+    no offsets: then every text is). The encode job and a checked file both cut texts
+    here, so a checked row is read exactly as an imported one."""
+    tokens = token_spans([texts[i] for i in long_at]) if long_at else None
+    plans: dict[int, WindowPlan] = {}
+    if tokens is not None:
+        for i, (offsets, word_ids) in zip(long_at, tokens, strict=True):
+            plan = plan_windows(offsets, word_ids, max_seq_length)
+            if len(plan.windows) > 1:
+                plans[i] = plan
+    return plans
 
 
 def content_tokens(max_seq_length: int) -> int:
