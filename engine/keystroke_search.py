@@ -157,13 +157,12 @@ class Windows:
                 scores[i] = pair_similarity(q, singles[text_id].reshape(1, -1), q_weights,
                                             None)
         if query_signature is not None and self._signatures is not None and len(long_at):
-            from engine.documents.minhash import jaccard
+            from engine.documents.minhash import with_jaccard
 
             theirs = self._signatures([int(text_ids[i]) for i in long_at])
             for i in long_at:
-                found = theirs.get(int(text_ids[i]))
-                if found is not None:
-                    scores[i] = max(scores[i], jaccard(query_signature, found))
+                scores[i] = with_jaccard(float(scores[i]), query_signature,
+                                         theirs.get(int(text_ids[i])))
         return scores, passages
 
     def _singles(self, text_ids: list[int]) -> dict:

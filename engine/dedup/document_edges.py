@@ -105,12 +105,8 @@ def _pair_scores(ids: np.ndarray, pairs: np.ndarray, is_long: np.ndarray,
 
 def _jaccards(ids: np.ndarray, pairs: np.ndarray, signatures: SignatureReader) -> np.ndarray:
     """Each pair's estimated Jaccard of 5-word runs; 0 where a text has no signature."""
-    from engine.documents.minhash import jaccard
+    from engine.documents.minhash import with_jaccard
 
     read = signatures([int(ids[p]) for p in np.unique(pairs)])
-    out = np.zeros(len(pairs), dtype=np.float32)
-    for n, (a, b) in enumerate(pairs):
-        sa, sb = read.get(int(ids[a])), read.get(int(ids[b]))
-        if sa is not None and sb is not None:
-            out[n] = jaccard(sa, sb)
-    return out
+    return np.array([with_jaccard(0.0, read.get(int(ids[a])), read.get(int(ids[b])))
+                     for a, b in pairs], dtype=np.float32)

@@ -117,6 +117,16 @@ def jaccard(sig_a: np.ndarray, sig_b: np.ndarray) -> float:
     return float(np.count_nonzero(a == b)) / len(a)
 
 
+def with_jaccard(score: float, sig_a: np.ndarray | None, sig_b: np.ndarray | None) -> float:
+    """The one similarity of two long texts: their windows' `score`, or their Jaccard of
+    5-word runs where both have a signature and it is more (`engine.dedup.document_edges`
+    says why). The graph, the comparison, Check a file and a re-measured cluster all
+    combine the two signals here."""
+    if sig_a is None or sig_b is None:
+        return score
+    return max(score, jaccard(sig_a, sig_b))
+
+
 def candidate_pairs(ids: Sequence[int], signatures: Sequence[np.ndarray],
                     threshold: float = LSH_THRESHOLD) -> list[tuple[int, int]]:
     """Pairs (id_a, id_b), id_a < id_b, each once and sorted, that datasketch's MinHashLSH

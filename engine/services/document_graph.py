@@ -90,9 +90,9 @@ def similarities_to(store: Store, model_id: int, dim: int, text_id: int, others:
             out.append(cosines[n - 1])
             continue
         other, other_weights = side(n)
-        score = pair_similarity(first, other, first_weights, other_weights)
-        if first_signature is not None and ids[n] in signatures:
-            score = max(score, minhash.jaccard(minhash.from_bytes(first_signature),
-                                               minhash.from_bytes(signatures[ids[n]])))
-        out.append(score)
+        theirs = signatures.get(ids[n])
+        out.append(minhash.with_jaccard(
+            pair_similarity(first, other, first_weights, other_weights),
+            minhash.from_bytes(first_signature) if first_signature is not None else None,
+            minhash.from_bytes(theirs) if theirs is not None else None))
     return out

@@ -90,10 +90,10 @@ class Documents:
             spans_a, vecs_a = self._side(ta, windows, singles, texts[ta])
             spans_b, vecs_b = self._side(tb, windows, singles, texts[tb])
             match = match_windows(vecs_a, spans_a, vecs_b, spans_b, cutoff=threshold)
-            similarity = match.similarity
-            if ta in signatures and tb in signatures:    # as the graph scores the pair
-                similarity = max(similarity, minhash.jaccard(
-                    minhash.from_bytes(signatures[ta]), minhash.from_bytes(signatures[tb])))
+            signed = {t: minhash.from_bytes(signatures[t]) for t in (ta, tb)
+                      if t in signatures}
+            similarity = minhash.with_jaccard(match.similarity, signed.get(ta),
+                                              signed.get(tb))   # as the graph scores it
             out.append(DocumentPair(texts[ta], texts[tb], similarity, match.held_ab,
                                     match.held_ba, match.passages, len(spans_a),
                                     len(spans_b), threshold))
