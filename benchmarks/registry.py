@@ -47,5 +47,6 @@ REGISTRY = (
     Benchmark("default_threshold", "The default threshold, chosen on data"),
     Benchmark("meaning_flags", "The ⚠ beside a close pair: non-duplicates against duplicates"),
     Benchmark("documents", "Documents read whole: near-duplicate documents of any length"),
+    Benchmark("document_scale", "Documents at scale: imports of thousands of long documents"),
 )
 BY_NAME = {b.name: b for b in REGISTRY}
