@@ -3,8 +3,13 @@
 The figures with their 95% intervals in plain sentences, the curve of estimated precision and
 recall over thresholds with their bands (an inline SVG drawn here, so the command line needs
 neither Qt nor matplotlib), how many verdicts it rests on and who gave them, the model, the
-date, and one paragraph on how it was measured. Written by `duplens estimate --report` and the
-window's File → Export quality report, from a `Measurement` with its curve.
+date, and one paragraph on how it was measured. Written by `duplens estimate --report` and
+the window's File → Export quality report, from a `Measurement` with its curve.
+
+Recall and the duplicate pairs are quoted down to the lowest threshold one can set (the
+estimate's floor, 0.50) where pairs score below it, the whole file's beside them, with a
+sentence on what the pairs below could hide (`engine.estimation.floor_words`, the window's
+words too); the curve draws that recall.
 """
 
 from __future__ import annotations
@@ -16,9 +21,10 @@ import time
 from pathlib import Path
 
 from engine.estimation.estimators import Estimate, Figure
+from engine.estimation.floor_words import below_floor_words, floor_hint
 
-WIDTH, HEIGHT = 720, 360
-LEFT, RIGHT, TOP, BOTTOM = 56, 16, 16, 44
+WIDTH, HEIGHT = 720, 384
+LEFT, RIGHT, TOP, BOTTOM = 56, 16, 16, 68
 COLOURS = {"precision": "#1f6fb2", "recall": "#c2571a", "f1": "#3c8d3c"}
 
 
@@ -55,25 +61,48 @@ def render(m, project_name: str) -> str:
 
 
 def _summary(e: Estimate) -> str:
-    p, r = e.precision, e.recall
+    """The figures in sentences: where the estimate has a floor, recall and the duplicate
+    pairs down to it first, then a paragraph on the whole file and the pairs below."""
+    p, r, d, f = e.precision, e.recall, e.duplicates, e.floored
     lines = [f"At this threshold Duplens flags <b>{e.flagged:,}</b> pairs of rows as "
              "duplicates of each other."]
     if math.isfinite(p.value):
         lines.append(f"About <b>{_pct(p.value)}</b> of them really are duplicates "
                      f"(we are 95% sure it is between {_pct(p.low)} and {_pct(p.high)}).")
-    if math.isfinite(r.value):
-        lines.append(f"They are about <b>{_pct(r.value)}</b> of all the duplicate pairs in "
-                     f"the file (between {_pct(r.low)} and {_pct(r.high)}); the rest were "
-                     "missed.")
-    d = e.duplicates
-    lines.append(f"The file holds about <b>{d.value:,.0f}</b> duplicate pairs in all "
-                 f"(between {d.low:,.0f} and {d.high:,.0f}).")
+    if f is None:
+        if math.isfinite(r.value):
+            lines.append(f"They are about <b>{_pct(r.value)}</b> of all the duplicate pairs "
+                         f"in the file (between {_pct(r.low)} and {_pct(r.high)}); the rest "
+                         "were missed.")
+        lines.append(f"The file holds about <b>{d.value:,.0f}</b> duplicate pairs in all "
+                     f"(between {d.low:,.0f} and {d.high:,.0f}).")
+    else:
+        if math.isfinite(f.recall.value):
+            lines.append(f"They are about <b>{_pct(f.recall.value)}</b> of the duplicate "
+                         f"pairs {floor_hint(f)} (between {_pct(f.recall.low)} and "
+                         f"{_pct(f.recall.high)}); the rest of those were missed.")
+        fd = f.duplicates
+        lines.append(f"The pairs {floor_hint(f)} hold about <b>{fd.value:,.0f}</b> duplicate "
+                     f"pairs (between {fd.low:,.0f} and {fd.high:,.0f}).")
     if e.rows is not None:
         lines.append(f"About <b>{e.rows.value:,.0f}</b> rows have at least one duplicate "
                      f"(between {e.rows.low:,.0f} and {e.rows.high:,.0f}).")
     note = "" if e.ready else (" <span class='warn'>Some groups of pairs have no verdict yet: "
                                "these figures are provisional.</span>")
-    return f"<p class='lead'>{' '.join(lines)}{note}</p>"
+    return f"<p class='lead'>{' '.join(lines)}{note}</p>" + _whole_file(e)
+
+
+def _whole_file(e: Estimate) -> str:
+    """Recall and the duplicate pairs over every pair of the file, and what the pairs below
+    the floor could hide ("" without a floor: the summary's figures are the whole file's)."""
+    r, d, f = e.recall, e.duplicates, e.floored
+    if f is None:
+        return ""
+    share = (f"they are about {_pct(r.value)} of them (between {_pct(r.low)} and "
+             f"{_pct(r.high)}), and " if math.isfinite(r.value) else "")
+    return (f"<p class='whole'>Counting every duplicate pair in the file, however low it "
+            f"scores, {share}the file holds about {d.value:,.0f} duplicate pairs in all "
+            f"(between {d.low:,.0f} and {d.high:,.0f}). {_h(below_floor_words(f))}</p>")
 
 
 def _table(e: Estimate, m) -> str:
@@ -81,6 +110,16 @@ def _table(e: Estimate, m) -> str:
             ("Recall: share of all duplicate pairs that are flagged", e.recall, True),
             ("F1: precision and recall in one number", e.f1, True),
             ("Duplicate pairs in the file", e.duplicates, False)]
+    if e.floored is not None:
+        at = floor_hint(e.floored)
+        rows = [rows[0],
+                (f"Recall: share of the duplicate pairs {at} that are flagged",
+                 e.floored.recall, True),
+                ("Recall, whole file: share of every duplicate pair, however low it scores, "
+                 "that is flagged", e.recall, True),
+                ("F1: precision and whole-file recall in one number", e.f1, True),
+                (f"Duplicate pairs {at}", e.floored.duplicates, False),
+                ("Duplicate pairs in the whole file", e.duplicates, False)]
     if e.rows is not None:
         rows.append(("Rows with at least one duplicate", e.rows, False))
     body = "".join(f"<tr><td>{_h(name)}</td><td class='num'>{_value(f, pct)}</td>"
@@ -100,14 +139,20 @@ def _table(e: Estimate, m) -> str:
 def _curve_section(m) -> str:
     if not m.curve:
         return ""
+    floored = next((c.floored for c in m.curve if c.floored is not None), None)
+    which = ("" if floored is None else
+             f" Recall here counts the duplicate pairs {floor_hint(floored)}, the ones some "
+             "threshold setting can flag.")
     return ("<h2>At other thresholds</h2><p>A higher threshold flags fewer pairs: more of them "
             "are right (precision) but more duplicates are missed (recall). The shaded bands "
-            "are the 95% intervals; the dashed line is the threshold above.</p>"
+            f"are the 95% intervals; the dashed line is the threshold above.{which}</p>"
             + curve_svg(m.curve, m.threshold))
 
 
 def curve_svg(curve: list[Estimate], current: float) -> str:
-    """Estimated precision and recall over thresholds, each with its band, as inline SVG."""
+    """Estimated precision and recall over thresholds, each with its band, as inline SVG:
+    recall as quoted (`Estimate.quoted`: down to the floor where there is one, so the
+    legend says which)."""
     xs = [c.threshold for c in curve]
     x0, x1 = min(xs), max(xs)
     plot_w, plot_h = WIDTH - LEFT - RIGHT, HEIGHT - TOP - BOTTOM
@@ -134,10 +179,11 @@ def curve_svg(curve: list[Estimate], current: float) -> str:
                    f"y2='{TOP + plot_h + 5}' class='axis'/><text x='{x:.1f}' "
                    f"y='{TOP + plot_h + 20}' text-anchor='middle'>{tick:.1f}</text>")
         tick += step
-    out.append(f"<text x='{LEFT + plot_w / 2:.0f}' y='{HEIGHT - 6}' text-anchor='middle'>"
+    out.append(f"<text x='{LEFT + plot_w / 2:.0f}' y='{TOP + plot_h + 38}' "
+               "text-anchor='middle'>"
                "similarity threshold</text>")
     for name in ("precision", "recall"):
-        figures = [(c.threshold, c.figure(name)) for c in curve]
+        figures = [(c.threshold, c.quoted(name)) for c in curve]
         figures = [(x, f) for x, f in figures if all(map(math.isfinite,
                                                           (f.value, f.low, f.high)))]
         if len(figures) < 2:
@@ -154,12 +200,16 @@ def curve_svg(curve: list[Estimate], current: float) -> str:
         x = px(current)
         out.append(f"<line x1='{x:.1f}' y1='{TOP}' x2='{x:.1f}' y2='{TOP + plot_h}' "
                    "class='now'/>")
-    legend_x = LEFT + 12
-    for i, name in enumerate(("precision", "recall")):
-        y = TOP + 16 + i * 20
+    floored = next((c.floored for c in curve if c.floored is not None), None)
+    names = {"precision": "precision",
+             "recall": "recall" if floored is None else f"recall, pairs {floor_hint(floored)}"}
+    legend_x, y = LEFT, HEIGHT - 6    # under the axis, outside the plot: it hides no line
+    for name in ("precision", "recall"):
+        label = f"{names[name]} (estimated)"
         out.append(f"<rect x='{legend_x}' y='{y - 9}' width='14' height='10' "
                    f"fill='{COLOURS[name]}'/><text x='{legend_x + 20}' y='{y}'>"
-                   f"{name} (estimated)</text>")
+                   f"{_h(label)}</text>")
+        legend_x += 20 + 7 * len(label) + 24
     out.append("</svg>")
     return "".join(out)
 
@@ -188,7 +238,19 @@ def _method(m, e: Estimate) -> str:
             "that were judged; pairs people judged elsewhere (while reviewing) count only "
             "if they were drawn. The intervals show how far the figures could be off by the "
             "luck of the draw: with 95% confidence the true value lies inside. They do not "
-            "cover mistakes in the verdicts themselves.</p>")
+            f"cover mistakes in the verdicts themselves.{_why_floor(e)}</p>")
+
+
+def _why_floor(e: Estimate) -> str:
+    f = e.floored
+    if f is None:
+        return ""
+    return (f" Recall is quoted first for the duplicate pairs {floor_hint(f)}: "
+            f"{f.floor:.2f} is the lowest threshold Duplens lets you set, so a duplicate the "
+            "model scores below it is one no setting would flag. The pairs below are most of "
+            "the file's pairs, and no few hundred verdicts can say closely how many "
+            "duplicates they hide, so they get one verdict in ten and are reported apart; the "
+            "whole file's recall, beside it, counts them too.")
 
 
 def _strata(e: Estimate) -> str:
@@ -229,7 +291,7 @@ body{font-family:-apple-system,"Segoe UI",Roboto,"Helvetica Neue",Arial,sans-ser
 main{max-width:780px;margin:0 auto;padding:32px 24px 48px;background:#fff;min-height:100vh}
 h1{font-size:26px;margin:0 0 4px}h2{font-size:19px;margin:32px 0 8px}
 .meta{color:#666;margin:0 0 20px}.lead{font-size:17px;line-height:1.6}
-.warn{color:#a15c00}.note{color:#555}
+.warn{color:#a15c00}.note{color:#555}.whole{line-height:1.55}
 table{border-collapse:collapse;width:100%;margin:8px 0}
 th,td{padding:7px 10px;border-bottom:1px solid #e4e4e4;text-align:left}
 th{font-weight:600;color:#444;background:#f4f4f4}td.num{text-align:right;white-space:nowrap}

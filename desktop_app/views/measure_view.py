@@ -6,6 +6,11 @@ The figures (precision, recall, F1, duplicate pairs, rows with a duplicate) each
 it says so; until then, how many more verdicts would halve the widest. Below, the pair side by
 side (the review's comparison panel) with D duplicate, N not duplicate, S skip and the
 review's Undo (Ctrl+Z), whose keys the review screen forwards here while this mode is shown.
+
+Recall and the duplicate pairs are quoted down to the lowest threshold one can set (the
+estimate's floor, 0.50) where pairs score below it, with the whole file's in rows of their
+own and a sentence on what the pairs below could hide (`engine.estimation.floor_words`, the
+report's words too).
 """
 
 from __future__ import annotations
@@ -26,16 +31,22 @@ from PySide6.QtWidgets import (
 from desktop_app.controllers.measure_controller import MeasureController
 from desktop_app.views.compare_panel import ComparePanel, Row
 from desktop_app.views.pair_waiting import PairWaiting
-from engine.estimation.estimators import Figure
+from engine.estimation.estimators import Estimate, Figure
+from engine.estimation.floor_words import below_floor_words, floor_hint
 from engine.services.measuring import DrawnPair, Measurement
 
 COMPARE_HEIGHT = 200
 VERDICT_BUTTONS = (("Duplicate (D)", 1), ("Not duplicate (N)", 0), ("Skip (S)", None))
 FIGURES = (("precision", "Precision", "of flagged pairs are duplicates", True),
            ("recall", "Recall", "of all duplicate pairs are flagged", True),
+           ("recall_all", "Recall, whole file", "every duplicate pair, however low it scores",
+            True),
            ("f1", "F1", "precision and recall in one", True),
            ("duplicates", "Duplicate pairs", "in the whole project", False),
+           ("duplicates_all", "Duplicate pairs, whole file", "however low they score", False),
            ("rows", "Rows with a duplicate", "what a deduplicated export removes", False))
+# The rows shown only where the estimate has a floor, and the hints that change with it.
+WHOLE_FILE_ROWS = ("recall_all", "duplicates_all")
 
 
 class MeasureView(PairWaiting, QWidget):
@@ -52,6 +63,8 @@ class MeasureView(PairWaiting, QWidget):
         box.setFrameShape(QFrame.Shape.StyledPanel)
         grid = QGridLayout(box)
         self.values: dict[str, QLabel] = {}
+        self.hints: dict[str, QLabel] = {}
+        self.titles: dict[str, QLabel] = {}
         for row, (key, name, what, _pct) in enumerate(FIGURES):
             title = QLabel(f"<b>{name}</b>", box)
             value = QLabel("—", box)
@@ -61,8 +74,14 @@ class MeasureView(PairWaiting, QWidget):
             grid.addWidget(title, row, 0)
             grid.addWidget(value, row, 1)
             grid.addWidget(hint, row, 2)
-            self.values[key] = value
+            self.values[key], self.hints[key], self.titles[key] = value, hint, title
         grid.setColumnStretch(2, 1)
+        # What the pairs below the floor could hide (shown only where there is a floor).
+        self.below_floor = QLabel("", box)
+        self.below_floor.setWordWrap(True)
+        self.below_floor.setTextFormat(Qt.TextFormat.PlainText)
+        grid.addWidget(self.below_floor, len(FIGURES), 0, 1, 3)
+        self._show_floor(None)
         self.rests_on = QLabel("No verdicts yet.", self)
         self.rests_on.setWordWrap(True)
         self.advice = QLabel("", self)
@@ -115,9 +134,9 @@ class MeasureView(PairWaiting, QWidget):
 
     def show_measurement(self, m: Measurement) -> None:
         e = m.estimate
+        self._show_floor(e)
         for key, _name, _what, pct in FIGURES:
-            figure = None if e is None else (e.rows if key == "rows" else e.figure(key))
-            self.values[key].setText(_figure(figure, pct))
+            self.values[key].setText(_figure(_shown(e, key), pct))
         if e is None:
             self.rests_on.setText("No verdicts yet: judge the pair below (D or N).")
             self.advice.setText("")
@@ -138,6 +157,37 @@ class MeasureView(PairWaiting, QWidget):
             self.advice.setText(f"The widest interval ({m.widest}) would take {more} to "
                                 "halve; stop when every interval is within ±3 points."
                                 + (f" {why}" if why else ""))
+
+    def _show_floor(self, e: Estimate | None) -> None:
+        """Recall and the duplicate pairs down to the floor, the whole file's rows and the
+        sentence on the pairs below; without a floor, the figures as they always were."""
+        floored = None if e is None else e.floored
+        for key in WHOLE_FILE_ROWS:
+            for label in (self.titles[key], self.values[key], self.hints[key]):
+                label.setVisible(floored is not None)
+        hints = {key: what for key, _name, what, _pct in FIGURES}
+        if floored is not None:
+            hints["recall"] = f"of the duplicate pairs {floor_hint(floored)} are flagged"
+            hints["duplicates"] = floor_hint(floored)
+            hints["f1"] = "precision and whole-file recall in one"
+        for key in ("recall", "duplicates", "f1"):
+            self.hints[key].setText(hints[key])
+        self.below_floor.setText("" if floored is None else below_floor_words(floored))
+        self.below_floor.setVisible(floored is not None)
+
+
+def _shown(e: Estimate | None, key: str) -> Figure | None:
+    """The figure a row shows: down to the floor for recall and the duplicate pairs where
+    the estimate has one, the whole file's in the rows of their own."""
+    if e is None:
+        return None
+    if key == "rows":
+        return e.rows
+    if key in WHOLE_FILE_ROWS:
+        return e.figure(key.removesuffix("_all"))
+    if key in ("recall", "duplicates") and e.floored is not None:
+        return getattr(e.floored, key)
+    return e.figure(key)
 
 
 def _figure(f: Figure | None, pct: bool) -> str:

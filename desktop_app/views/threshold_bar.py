@@ -139,12 +139,15 @@ class ThresholdBar(QWidget):
         else:
             e = self._estimated.estimate if self._estimated is not None else None
             if e is not None and abs(e.threshold - calibration.threshold) < 1e-9:
-                # From the random sample: the file's precision and recall, not the verdicts'.
+                # From the random sample: the file's precision and recall, not the verdicts';
+                # recall as the Measure quality mode quotes it (down to its floor, 0.50).
+                r = e.quoted("recall")
+                which = ("" if e.floored is None
+                         else f" of pairs scoring ≥ {e.floored.floor:.2f}:")
                 scores = (f"estimated precision {e.precision.value:.0%} "
                           f"({e.precision.low:.0%}–{e.precision.high:.0%}) · estimated "
-                          f"recall {e.recall.value:.0%} ({e.recall.low:.0%}–"
-                          f"{e.recall.high:.0%}) from {self._estimated.verdicts:,} random "
-                          f"pairs")
+                          f"recall{which} {r.value:.0%} ({r.low:.0%}–{r.high:.0%}) from "
+                          f"{self._estimated.verdicts:,} random pairs")
             else:
                 scores = (f"precision {calibration.precision:.0%} · recall "
                           f"{calibration.recall:.0%}")

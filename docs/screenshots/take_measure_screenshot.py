@@ -10,7 +10,9 @@ quality, and grabs it once the estimate is on screen (review_measure.png). The s
 project's report, `duplens estimate --report`, is written beside it (quality_report.html);
 its screenshot comes from headless Chromium:
 `chromium --headless --no-sandbox --disable-gpu --screenshot=docs/screenshots/quality_report.png
---window-size=1200,1700 file://$PWD/docs/screenshots/quality_report.html`.
+--window-size=1200,1700 file://$PWD/docs/screenshots/quality_report.html` (where no chromium
+package can be had, Qt WebEngine, PyPI's PySide6_WebEngine, is the same engine: a
+QWebEngineView 1200 wide and as tall as the page, under Xvfb, grabbed once loaded).
 """
 
 from __future__ import annotations

@@ -10,7 +10,7 @@ import pytest
 from PySide6.QtCore import Qt
 
 from desktop_app.views.measure_view import MeasureView
-from engine.estimation.estimators import Estimate, Figure
+from engine.estimation.estimators import Estimate, Figure, Floored
 from engine.services.measuring import Measurement
 from tests.desktop_app.conftest import SIGNAL_TIMEOUT_MS
 from tests.desktop_app.test_review import open_review
@@ -122,11 +122,16 @@ def test_the_calibrated_line_shows_the_estimated_precision_and_recall(qtbot, win
             project.measuring.judge(p.draw_id, int(p.similarity > 0.8))
     with qtbot.waitSignal(window.review.measure.calibratedEstimate,
                           timeout=SIGNAL_TIMEOUT_MS,
-                          check_params_cb=lambda m: m is not None):
+                          check_params_cb=lambda m: m is not None) as blocker:
         open_review(qtbot, window, questions_project)
     text = window.review_view.calibration_label.text()
     assert "estimated precision" in text and "estimated recall" in text
     assert "random pairs" in text
+    # Recall as the Measure quality mode quotes it: down to the floor where there is one.
+    e = blocker.args[0].estimate
+    r = e.quoted("recall")
+    which = "" if e.floored is None else f" of pairs scoring ≥ {e.floored.floor:.2f}:"
+    assert f"estimated recall{which} {r.value:.0%} ({r.low:.0%}–{r.high:.0%})" in text
 
 
 @pytest.mark.slow
@@ -170,3 +175,57 @@ def test_while_pairs_are_drawn_the_comparison_says_so(qtbot, window, questions_p
         pass
     assert shown.args[0] is not None and mode.buttons[1].isEnabled()
     assert shown.args[0].a.text in mode.compare.left.toPlainText()
+
+
+def _floored_estimate() -> Estimate:
+    """Recall 80% down to 0.50 and 40% over the whole file, with 5,670,123 pairs below
+    0.50, 30 of them judged, none a duplicate, and up to 697,843.2 duplicates there."""
+    below = {"pairs": 5_670_123, "answered": 30, "duplicates_found": 0, "estimate": 0.0,
+             "at_most": 697_843.2}
+    floored = Floored(0.5, Figure(0.8, 0.7, 0.9), Figure(120, 110, 135), below)
+    return Estimate(0.85, _figure(0.9), Figure(0.4, 0.05, 0.95), _figure(0.55),
+                    Figure(240, 110, 700_000), None, 96, 400, True, [], floored)
+
+
+def test_recall_is_quoted_down_to_the_floor_with_the_whole_file_beside_it(qtbot, window):
+    view = MeasureView(window.review.measure)
+    qtbot.addWidget(view)
+    view.show()
+    plain = Estimate(0.85, _figure(0.9), _figure(0.8), _figure(0.85), Figure(100, 95, 105),
+                     None, 90, 400, True)
+    view.show_measurement(Measurement(plain, 0.85, 400, 0, {"ann": 400}, "recall", 50,
+                                      "m", None))
+    # Without a floor: the rows and hints as they always were, nothing more.
+    assert view.values["recall"].text() == "80.0%  (78.0% – 82.0%)"
+    assert view.hints["recall"].text() == "of all duplicate pairs are flagged"
+    assert view.values["duplicates"].text() == "100  (95 – 105)"
+    assert view.hints["duplicates"].text() == "in the whole project"
+    assert view.hints["f1"].text() == "precision and recall in one"
+    for key in ("recall_all", "duplicates_all"):
+        assert not view.values[key].isVisible() and not view.titles[key].isVisible()
+    assert not view.below_floor.isVisible()
+
+    view.show_measurement(Measurement(_floored_estimate(), 0.85, 400, 0, {"ann": 400},
+                                      "recall", 50, "m", None))
+    assert view.values["recall"].text() == "80.0%  (70.0% – 90.0%)"
+    assert view.hints["recall"].text() == ("of the duplicate pairs scoring 0.50 or more are "
+                                           "flagged")
+    assert view.titles["recall_all"].text() == "<b>Recall, whole file</b>"
+    assert view.values["recall_all"].isVisible()
+    assert view.values["recall_all"].text() == "40.0%  (5.0% – 95.0%)"
+    assert view.values["duplicates"].text() == "120  (110 – 135)"
+    assert view.hints["duplicates"].text() == "scoring 0.50 or more"
+    assert view.values["duplicates_all"].text() == "240  (110 – 700,000)"
+    assert view.values["f1"].text() == "55.0%  (53.0% – 57.0%)"
+    assert view.below_floor.isVisible()
+    assert view.below_floor.text() == (
+        "Pairs scoring below 0.50, which no threshold setting can flag: 5,670,123. 30 of "
+        "them were checked, no duplicate found; at most 698,000 duplicates could be among "
+        "them (95% sure).")
+
+    # Back to an estimate without a floor: the extra rows go, the hints come back.
+    view.show_measurement(Measurement(plain, 0.85, 400, 0, {"ann": 400}, "recall", 50,
+                                      "m", None))
+    assert not view.values["recall_all"].isVisible() and not view.below_floor.isVisible()
+    assert view.hints["recall"].text() == "of all duplicate pairs are flagged"
+    assert view.values["duplicates"].text() == "100  (95 – 105)"
