@@ -117,7 +117,8 @@ def _table(e: Estimate, m) -> str:
                  e.floored.recall, True),
                 ("Recall, whole file: share of every duplicate pair, however low it scores, "
                  "that is flagged", e.recall, True),
-                ("F1: precision and whole-file recall in one number", e.f1, True),
+                (f"F1: precision and recall {at} in one number", e.quoted("f1"), True),
+                ("F1, whole file", e.f1, True),
                 (f"Duplicate pairs {at}", e.floored.duplicates, False),
                 ("Duplicate pairs in the whole file", e.duplicates, False)]
     if e.rows is not None:

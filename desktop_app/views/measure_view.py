@@ -169,7 +169,7 @@ class MeasureView(PairWaiting, QWidget):
         if floored is not None:
             hints["recall"] = f"of the duplicate pairs {floor_hint(floored)} are flagged"
             hints["duplicates"] = floor_hint(floored)
-            hints["f1"] = "precision and whole-file recall in one"
+            hints["f1"] = f"precision and recall {floor_hint(floored)} in one"
         for key in ("recall", "duplicates", "f1"):
             self.hints[key].setText(hints[key])
         self.below_floor.setText("" if floored is None else below_floor_words(floored))
@@ -185,9 +185,9 @@ def _shown(e: Estimate | None, key: str) -> Figure | None:
         return e.rows
     if key in WHOLE_FILE_ROWS:
         return e.figure(key.removesuffix("_all"))
-    if key in ("recall", "duplicates") and e.floored is not None:
-        return getattr(e.floored, key)
-    return e.figure(key)
+    if key == "duplicates" and e.floored is not None:
+        return e.floored.duplicates
+    return e.quoted(key)
 
 
 def _figure(f: Figure | None, pct: bool) -> str:

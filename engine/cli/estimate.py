@@ -28,6 +28,7 @@ from engine.cli.common import (
 from engine.cli.label import COLUMNS as VERDICT_COLUMNS
 from engine.cli.stoppable import stoppable_bar
 from engine.errors import InputError
+from engine.estimation.floor_words import below_floor_line, recall_label
 from engine.progress import CancelToken
 from engine.review.calibration import THRESHOLD_HELP
 
@@ -152,11 +153,12 @@ def _print_measurement(args, m) -> None:
             "pairs, and give the verdicts back with duplens label --from")
         return
     print(f"threshold {e.threshold:.3f}: {e.flagged:,} pairs of texts flagged as duplicates")
-    for label, f, percent in (("precision", e.precision, True), ("recall", e.recall, True),
-                              ("F1", e.f1, True), ("duplicate pairs", e.duplicates, False)):
-        print(f"{label:28} {_fmt(f, percent)}")
+    for label, f, percent in _lines(e):
+        print(f"{label:30} {_fmt(f, percent)}")
     if e.rows is not None:
-        print(f"{'rows with a duplicate':28} {_fmt(e.rows, False)}")
+        print(f"{'rows with a duplicate':30} {_fmt(e.rows, False)}")
+    if e.floored is not None:
+        print(below_floor_line(e.floored))
     who = ", ".join(f"{n} {name}" for name, n in sorted(m.analysts.items()))
     print(f"from {m.verdicts} verdicts ({who}); {m.pending} drawn pairs wait for a verdict")
     if not e.ready:
@@ -170,6 +172,21 @@ def _print_measurement(args, m) -> None:
         why = m.why_wide()
         if why:
             print(why)
+
+
+def _lines(e) -> list[tuple[str, object, bool]]:
+    """The figures in the order they are quoted: recall and the duplicate pairs down to the
+    floor first where there is one, the whole file's beside them."""
+    if e.floored is None:
+        return [("precision", e.precision, True), ("recall", e.recall, True),
+                ("F1", e.f1, True), ("duplicate pairs", e.duplicates, False)]
+    at = f"{e.floored.floor:.2f}"
+    return [("precision", e.precision, True),
+            (recall_label(e.floored), e.floored.recall, True),
+            (f"F1 (>= {at})", e.quoted("f1"), True),
+            (f"duplicate pairs (>= {at})", e.floored.duplicates, False),
+            ("recall (whole file)", e.recall, True), ("F1 (whole file)", e.f1, True),
+            ("duplicate pairs (whole file)", e.duplicates, False)]
 
 
 def _fmt(f, percent: bool) -> str:

@@ -24,15 +24,15 @@ import numpy as np
 
 PILOT = 2           # draws every non-empty stratum gets before the allocation adapts
 PRIOR_WEIGHT = 2.0  # pseudo-verdicts behind the prior guess of a stratum's duplicate share
-# The least and the most of the draws that go to pairs outside the graph, once each has its
-# pilot; in between, the variance decides. Their share of duplicates is taken from the
-# candidates' curve of similarity (their own verdicts would bias them: a stratum whose lucky
-# first verdicts held no duplicate would get fewer draws and keep its 0), which can be far
-# off for them, hence the floor. And left to the variance alone, millions of unrelated
-# pairs, each a duplicate with a chance of a few in a million, took most verdicts (144 of 200
-# in a 3,000-question project) though no few hundred verdicts could bound what they hide,
-# starving precision, the one figure always within reach: hence the ceiling.
-OUTSIDE_SHARE = (0.1, 0.3)
+# The share of the draws that go to the pairs below the recall floor (`strata.RECALL_FLOOR`)
+# once every stratum has its pilot: one in ten, whatever their verdicts. They are reported
+# apart ("below 0.50: N pairs, 0 duplicates in 30 checked, at most M"), and left to the
+# variance, millions of unrelated pairs, each a duplicate with a chance of a few in a
+# million, took most verdicts (144 of 200 in a 3,000-question project) though no few
+# hundred verdicts could bound what they hide, starving the figures the answers can pin
+# down. Among themselves they are drawn in proportion to the square root of their sizes,
+# which makes the sum of size over verdicts, what their upper bound grows with, least.
+BELOW_FLOOR_SHARE = 0.1
 # How much each figure's relative variance counts: precision, recall, F1, duplicates.
 FIGURE_WEIGHTS = np.array([1.0, 1.0, 1.0, 1.0])
 
@@ -95,61 +95,58 @@ def _logistic_fit(x: np.ndarray, successes: np.ndarray, trials: np.ndarray
     return b0, b1, centre
 
 
-def variance_terms(sizes: np.ndarray, share: np.ndarray, flagged_share: np.ndarray
-                   ) -> np.ndarray:
+def variance_terms(sizes: np.ndarray, share: np.ndarray, flagged_share: np.ndarray,
+                   below: np.ndarray | None = None) -> np.ndarray:
     """(4, H): N_h^2 S_h^2 of precision, recall, F1 and duplicates/D in each stratum.
 
     `flagged_share[h]` is the part of stratum h the threshold flags; within a stratum a
     duplicate is taken to be as likely flagged as not (only the allocation assumes that).
+    Recall, F1 and the number of duplicates are those down to the floor: strata `below` it
+    count for none of them.
     """
     n_pairs = sizes.astype(np.float64)
     p = np.clip(share, 0.0, 1.0)
     phi = np.clip(flagged_share, 0.0, 1.0)
+    above = np.ones(len(p)) if below is None else (~np.asarray(below, dtype=bool)) * 1.0
     flagged = float(np.sum(n_pairs * phi))
-    tp = float(np.sum(n_pairs * phi * p))
-    dups = float(np.sum(n_pairs * p))
-    if dups <= 0:
-        dups = 1.0
-    recall = tp / dups
-    f1 = 2 * tp / (flagged + dups) if flagged + dups > 0 else 0.0
-    # Influence of a flagged duplicate (a) and of an unflagged one (b), per figure.
-    a = np.array([1 / flagged if flagged else 0.0, (1 - recall) / dups,
-                  (2 - f1) / (flagged + dups), 1 / dups])
-    b = np.array([0.0, -recall / dups, -f1 / (flagged + dups), 1 / dups])
+    tp_above = float(np.sum(n_pairs * phi * p * above))
+    dups_above = float(np.sum(n_pairs * p * above)) or 1.0
+    flagged_above = float(np.sum(n_pairs * phi * above))
+    recall = tp_above / dups_above
+    f1 = (2 * tp_above / (flagged_above + dups_above)
+          if flagged_above + dups_above > 0 else 0.0)
+    # Influence of a flagged duplicate (a) and of an unflagged one (b), per figure and
+    # stratum.
+    ones = np.ones(len(p))
+    span = flagged_above + dups_above
+    a = np.stack([ones / flagged if flagged else 0 * ones, above * (1 - recall) / dups_above,
+                  above * (2 - f1) / span, above / dups_above])
+    b = np.stack([0 * ones, above * -recall / dups_above, above * -f1 / span,
+                  above / dups_above])
     pa = phi * p              # chance a pair of the stratum is a flagged duplicate
     pb = (1 - phi) * p
-    mean = np.outer(a, pa) + np.outer(b, pb)
-    second = np.outer(a ** 2, pa) + np.outer(b ** 2, pb)
+    mean = a * pa + b * pb
+    second = a ** 2 * pa + b ** 2 * pb
     return np.maximum(second - mean ** 2, 0.0) * n_pairs ** 2
 
 
 def next_strata(sizes: np.ndarray, drawn: np.ndarray, share: np.ndarray,
                 flagged_share: np.ndarray, k: int, caps: np.ndarray | None = None,
-                outside_count: int = 0) -> list[int]:
+                below: np.ndarray | None = None) -> list[int]:
     """The strata of the next k draws, given the draws each stratum has (judged or not);
-    `caps` bounds the draws a stratum can give (default its size). The first
-    `outside_count` strata (outside the graph) together get at most `OUTSIDE_SHARE` of the
-    draws once past their pilot."""
+    `caps` bounds the draws a stratum can give (default its size). The strata `below` the
+    recall floor together get `BELOW_FLOOR_SHARE` of the draws once past their pilot."""
     sizes = np.asarray(sizes, dtype=np.float64)
     caps = sizes if caps is None else np.asarray(caps, dtype=np.float64)
     counts = np.asarray(drawn, dtype=np.float64).copy()
-    terms = variance_terms(sizes, share, flagged_share)
+    group = (np.zeros(len(counts), dtype=bool) if below is None
+             else np.asarray(below, dtype=bool))
+    terms = variance_terms(sizes, share, flagged_share, group)
     out: list[int] = []
     for _ in range(k):
         room = counts < caps
         if not room.any():
             break
-        if outside_count and (counts[:outside_count] >= np.minimum(PILOT, caps[:outside_count])
-                              ).all():
-            # Past the pilot the pairs outside the graph get between OUTSIDE_SHARE's two
-            # shares of the draws, whatever the verdicts there.
-            share_out = counts[:outside_count].sum() / (counts.sum() + 1)
-            group = np.zeros(len(counts), dtype=bool)
-            group[:outside_count] = True
-            if share_out < OUTSIDE_SHARE[0] and (room & group).any():
-                room = room & group
-            elif share_out >= OUTSIDE_SHARE[1] and (room & ~group).any():
-                room = room & ~group
         pilot = room & (counts < np.minimum(PILOT, caps))
         if pilot.any():
             # The emptiest first, then the stratum that matters most.
@@ -157,8 +154,14 @@ def next_strata(sizes: np.ndarray, drawn: np.ndarray, share: np.ndarray,
             order = np.lexsort((-weight, counts))
             h = int(next(i for i in order if pilot[i]))
         else:
-            gains = _gains(terms, counts, sizes, caps)
-            gains[~room] = -np.inf
+            share_below = counts[group].sum() / (counts.sum() + 1)
+            if (room & group).any() and (share_below < BELOW_FLOOR_SHARE
+                                         or not (room & ~group).any()):
+                n = np.maximum(counts, 1.0)
+                gains = np.where(room & group, sizes / (n * (n + 1)), -np.inf)
+            else:
+                gains = _gains(terms, counts, sizes, caps)
+                gains[~room | group] = -np.inf
             h = int(np.argmax(gains))
         out.append(h)
         counts[h] += 1
@@ -179,14 +182,16 @@ def _gains(terms: np.ndarray, counts: np.ndarray, sizes: np.ndarray, caps: np.nd
 
 def verdicts_to_halve(sizes: np.ndarray, drawn: np.ndarray, share: np.ndarray,
                       flagged_share: np.ndarray, figure: int, limit: int = 1_000_000,
-                      caps: np.ndarray | None = None) -> int | None:
+                      caps: np.ndarray | None = None, below: np.ndarray | None = None
+                      ) -> int | None:
     """How many more verdicts, placed as `next_strata` would, are expected to halve the
-    interval of `figure` (0 precision, 1 recall, 2 F1, 3 duplicates): its linearised
-    variance down to a quarter. None when not even `limit` more would."""
+    interval of `figure` (0 precision, 1 recall, 2 F1, 3 duplicates; recall and duplicates
+    down to the floor where `below` marks the strata under it): its linearised variance
+    down to a quarter. None when not even `limit` more would."""
     sizes = np.asarray(sizes, dtype=np.float64)
     caps = sizes if caps is None else np.asarray(caps, dtype=np.float64)
     counts = np.maximum(np.asarray(drawn, dtype=np.float64), 1.0)
-    terms = variance_terms(sizes, share, flagged_share)
+    terms = variance_terms(sizes, share, flagged_share, below)
 
     def variance(c: np.ndarray) -> float:
         fpc = np.clip(1 - c / np.maximum(sizes, 1), 0.0, 1.0)

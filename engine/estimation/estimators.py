@@ -79,6 +79,27 @@ class RowsInput:
 
 
 @dataclass(frozen=True)
+class Floored:
+    """Recall, F1 and the number of duplicates quoted down to a similarity `floor` (over
+    the pairs of the strata at or above it), and what the pairs below could hide: `below` holds
+    their number, the verdicts there, the duplicates those found, the estimate of their
+    duplicates and the upper end of its 95% interval (`at_most`)."""
+
+    floor: float
+    recall: Figure
+    duplicates: Figure
+    below: dict
+    f1: Figure | None = None
+
+    def as_json(self) -> dict:
+        return {"recall_down_to": {"floor": self.floor, **self.recall.as_json()},
+                "duplicates_down_to": {"floor": self.floor, **self.duplicates.as_json()},
+                **({"f1_down_to": {"floor": self.floor, **self.f1.as_json()}}
+                   if self.f1 is not None else {}),
+                "below_floor": {"floor": self.floor, **self.below}}
+
+
+@dataclass(frozen=True)
 class Estimate:
     threshold: float
     precision: Figure
@@ -90,18 +111,31 @@ class Estimate:
     verdicts: int                # drawn pairs judged
     ready: bool                  # every non-empty stratum has a verdict
     strata: list[dict] = field(default_factory=list)
+    floored: Floored | None = None
 
     def figure(self, name: str) -> Figure:
         return getattr(self, name)
 
+    def quoted(self, name: str) -> Figure:
+        """The figure as it is quoted first: recall and F1 down to the floor where there is
+        one (the whole file's are beside them), else the figure itself."""
+        if name == "recall" and self.floored is not None:
+            return self.floored.recall
+        if name == "f1" and self.floored is not None and self.floored.f1 is not None:
+            return self.floored.f1
+        return self.figure(name)
+
     def uncertain_stratum(self) -> dict | None:
-        """The stratum whose pairs without a verdict could hide the most missed duplicates at the
-        interval's upper end: what a wide recall comes from."""
-        return max(self.strata, key=lambda s: s["missed_could_be"], default=None)
+        """The stratum above the floor whose pairs without a verdict could hide the most
+        missed duplicates at the interval's upper end: what a wide recall comes from (the
+        pairs below the floor are reported apart)."""
+        return max((s for s in self.strata if not s.get("below_floor")),
+                   key=lambda s: s["missed_could_be"], default=None)
 
     def widest(self) -> tuple[str, Figure]:
-        """The ratio figure with the widest interval (what "halve the widest" means)."""
-        ratios = [(name, self.figure(name)) for name in ("precision", "recall", "f1")]
+        """The ratio figure, as quoted, with the widest interval (what "halve the widest"
+        means)."""
+        ratios = [(name, self.quoted(name)) for name in ("precision", "recall", "f1")]
         finite = [r for r in ratios if np.isfinite(r[1].half_width)]
         return max(finite or ratios, key=lambda r: r[1].half_width)
 
@@ -110,6 +144,7 @@ class Estimate:
                 "ready": self.ready, "flagged_pairs": self.flagged,
                 **{name: self.figure(name).as_json() for name in FIGURES},
                 "rows_with_duplicates": self.rows.as_json() if self.rows else None,
+                **(self.floored.as_json() if self.floored else {}),
                 "strata": self.strata}
 
 
@@ -117,7 +152,8 @@ def estimate(sizes: np.ndarray, flagged_sizes: np.ndarray, stratum: np.ndarray,
              duplicate: np.ndarray, flagged: np.ndarray, *, threshold: float = float("nan"),
              rows: RowsInput | None = None, draws: int = DRAWS, seed: int = 0,
              labels: list[str] | None = None,
-             phase_one: tuple[np.ndarray, int] | None = None) -> Estimate:
+             phase_one: tuple[np.ndarray, int] | None = None,
+             floor: tuple[float, np.ndarray] | None = None) -> Estimate:
     """The figures at one threshold.
 
     `sizes[h]` pairs in stratum h, `flagged_sizes[h]` of them flagged at the threshold;
@@ -126,6 +162,9 @@ def estimate(sizes: np.ndarray, flagged_sizes: np.ndarray, stratum: np.ndarray,
     gives a smooth band). `phase_one` = (m, N0): the first len(m) strata's sizes are
     estimates, N0 * m / sum(m), from a uniform first phase of the N0 pairs outside the graph;
     the intervals then draw those sizes too (N0 times a Dirichlet(m + 1/2) share).
+    `floor` = (s, below): recall and the number of duplicates are also quoted over the
+    strata not `below` (those scoring s or more), with the pairs below reported apart
+    (`Floored`).
     """
     stratum = np.asarray(stratum, dtype=np.int64)
     dup = np.asarray(duplicate, dtype=bool)
@@ -172,6 +211,12 @@ def estimate(sizes: np.ndarray, flagged_sizes: np.ndarray, stratum: np.ndarray,
     low["duplicates"] = tp_lo + miss_lo
     high["duplicates"] = tp_hi + miss_hi
     out = {name: _interval(float(point[name][0]), low[name], high[name]) for name in FIGURES}
+    floored = None
+    if floor is not None and np.asarray(floor[1], dtype=bool).any():
+        below = np.asarray(floor[1], dtype=bool)
+        domains = (n_f_pop, n_f, y_f, unflagged_sizes, n_u, y_u, n_h, y_h)
+        floored = _floored(float(floor[0]), below, domains, (n_f_pop * p_f, n_u_pop * p_u),
+                           sizes, rng, draws)
 
     rows_figure = None
     if rows is not None:
@@ -189,11 +234,51 @@ def estimate(sizes: np.ndarray, flagged_sizes: np.ndarray, stratum: np.ndarray,
     room = np.maximum(n_u_pop - n_u, 0.0) * np.maximum(upper - p_u, 0.0)
     table = [{"stratum": labels[h] if labels else str(h), "pairs": int(round(sizes[h])),
               "flagged": int(n_f_pop[h]), "answered": int(n_h[h]),
-              "duplicates_found": int(y_h[h]), "missed_could_be": round(float(room[h]))}
+              "duplicates_found": int(y_h[h]), "missed_could_be": round(float(room[h])),
+              **({"below_floor": bool(floor[1][h])} if floor is not None else {})}
              for h in range(count)]
     return Estimate(threshold, out["precision"], out["recall"], out["f1"], out["duplicates"],
                     rows_figure, int(flagged_total), int(len(stratum)),
-                    bool(((n_h > 0) | (sizes == 0)).all()), table)
+                    bool(((n_h > 0) | (sizes == 0)).all()), table, floored)
+
+
+def _floored(floor: float, below: np.ndarray, domains: tuple, point: tuple[np.ndarray, ...],
+             sizes: np.ndarray, rng: np.random.Generator, draws: int) -> Floored:
+    """Recall and duplicates over the strata not `below`, and the duplicates the strata
+    `below` could hold: the same domain totals as the whole file's, each restricted to its
+    strata (a stratum left out has no pairs, no verdicts). `domains`: the flagged and
+    unflagged domains' sizes, verdicts and duplicates found, and each stratum's verdicts
+    and duplicates found; `point`: each stratum's estimated flagged and missed
+    duplicates."""
+    n_f_pop, n_f, y_f, unflagged, n_u, y_u, n_h, y_h = domains
+    tp_point, miss_point = point
+
+    def totals(keep: np.ndarray, size: np.ndarray, n: np.ndarray, y: np.ndarray,
+               prior: tuple[float, float]) -> np.ndarray:
+        return _domain_totals(rng, draws, size * keep, n * keep, y * keep, n_h, y_h, prior)
+
+    above = ~below
+    tp_lo, tp_hi = (totals(above, n_f_pop, n_f, y_f, p) for p in (LOWER, UPPER))
+    miss_lo, miss_hi = (totals(above, unflagged, n_u, y_u, p) for p in (LOWER, UPPER))
+    tp, dups = float(tp_point[above].sum()), float((tp_point + miss_point)[above].sum())
+    with np.errstate(divide="ignore", invalid="ignore"):
+        recall = _interval(tp / dups if dups > 0 else float("nan"),
+                           np.where(tp_lo + miss_hi > 0, tp_lo / (tp_lo + miss_hi), np.nan),
+                           np.where(tp_hi + miss_lo > 0, tp_hi / (tp_hi + miss_lo), np.nan))
+    duplicates = _interval(dups, tp_lo + miss_lo, tp_hi + miss_hi)
+    flagged = float(n_f_pop[above].sum())
+    with np.errstate(divide="ignore", invalid="ignore"):
+        f1 = _interval(2 * tp / (flagged + dups) if flagged + dups > 0 else float("nan"),
+                       2 * tp_lo / (flagged + tp_lo + miss_hi),
+                       2 * tp_hi / (flagged + tp_hi + miss_lo))
+    hidden_hi = (totals(below, n_f_pop, n_f, y_f, UPPER)
+                 + totals(below, unflagged, n_u, y_u, UPPER))
+    hidden = float((tp_point + miss_point)[below].sum())
+    at_most = _interval(hidden, hidden_hi, hidden_hi).high
+    return Floored(floor, recall, duplicates, {
+        "pairs": int(round(float(sizes[below].sum()))), "answered": int(n_h[below].sum()),
+        "duplicates_found": int(y_h[below].sum()), "estimate": _num(hidden),
+        "at_most": _num(at_most)}, f1)
 
 
 def stratum_shares(sizes: np.ndarray, stratum: np.ndarray, duplicate: np.ndarray

@@ -44,7 +44,8 @@ class JudgedDraws:
         return estimate(strata.sizes, sizes, self.stratum, self.dup, flagged,
                         threshold=threshold, rows=rows, draws=draws,
                         labels=[strata.label(h) for h in range(strata.count)],
-                        phase_one=strata.phase_one_uncertainty())
+                        phase_one=strata.phase_one_uncertainty(),
+                        floor=strata.floor_split())
 
     def more_to_halve(self, population: GraphPopulation, result: Estimate,
                       figure: str) -> int | None:
@@ -56,7 +57,8 @@ class JudgedDraws:
         share = shares(self.found, self.done, prior_share(strata), strata.middle(),
                        strata.outside_count)
         return verdicts_to_halve(strata.sizes, self.done, share, strata.per_pair(flagged),
-                                 FIGURE_INDEX[figure], caps=strata.caps())
+                                 FIGURE_INDEX[figure], caps=strata.caps(),
+                                 below=strata.below_floor())
 
     def row_weights(self, population: GraphPopulation, copied: set[int]) -> np.ndarray:
         """For each judged draw: 0 unless a duplicate; then, for each of its texts held

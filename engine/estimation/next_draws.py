@@ -41,7 +41,7 @@ def next_draws(population: GraphPopulation, seed: int, flagged_share: np.ndarray
                         minlength=strata.count)
     share = shares(found, done, prior_share(strata), strata.middle(), strata.outside_count)
     wanted = next_strata(strata.sizes, taken, share, flagged_share, k, strata.caps(),
-                         strata.outside_count)
+                         strata.below_floor())
     rows = []
     for h in sorted(set(wanted)):
         count = wanted.count(h)

@@ -64,7 +64,8 @@ class Sample:
         return estimate(self.strata.sizes, flagged_sizes, self.stratum,
                         population.duplicate[self.drawn], flagged[self.drawn],
                         threshold=threshold, draws=draws, seed=seed,
-                        phase_one=self.strata.phase_one_uncertainty())
+                        phase_one=self.strata.phase_one_uncertainty(),
+                        floor=self.strata.floor_split())
 
 
 def run_design(population: PairPopulation, design_flagged: np.ndarray, threshold: float,
@@ -90,7 +91,7 @@ def run_design(population: PairPopulation, design_flagged: np.ndarray, threshold
     while len(drawn) < budget:
         share = shares(found, taken, prior, middle, strata.outside_count)
         for h in next_strata(strata.sizes, taken, share, flagged_share,
-                             min(batch, budget - len(drawn)), caps, strata.outside_count):
+                             min(batch, budget - len(drawn)), caps, strata.below_floor()):
             pair = int(members[h][taken[h]])
             taken[h] += 1
             found[h] += int(population.duplicate[pair])

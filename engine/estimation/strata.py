@@ -35,6 +35,17 @@ import numpy as np
 GRID = (0.5, 0.6, 0.7, 0.75, 0.8, 0.85, 0.9, 0.95)
 OUTSIDE_GRID = (0.3, 0.4, 0.5, 0.6, 0.7)
 MIN_STRATUM = 20
+# Recall is quoted "down to" this similarity, with the pairs below it reported apart (what
+# they could hide). It is the lowest threshold Duplens lets an analyst set (the window's
+# slider, `duplens threshold`): a duplicate scored below it is one that no setting would
+# flag, so recall down to it is what the choice of threshold trades, and what a few hundred
+# verdicts can pin down. The pairs below it are millions in a file of a few thousand texts,
+# each a duplicate with a chance of a few in a million: no few hundred verdicts bound what
+# they hide to anything an analyst could quote (measured: "missed could be 338,708" from 41
+# verdicts in a 3,393-text file with 1,147 duplicate pairs), so they get a fixed, small share
+# of the verdicts (`allocation.BELOW_FLOOR_SHARE`) and their own line. A boundary of every
+# design (both grids); a design for a threshold below it takes the threshold instead.
+RECALL_FLOOR = 0.5
 PHASE_ONE = 100_000   # outside pairs scored (not judged) to size the outside strata
 _TOP = 1.0 + 1e-6     # similarities of exact copies can round to a hair above 1
 _BOTTOM = -2.0        # below every cosine similarity
@@ -87,6 +98,25 @@ class Strata:
         """The stratum of pairs outside the graph with these similarities."""
         return _bin(self.outside_bounds, similarities)
 
+    @property
+    def floor(self) -> float | None:
+        """The similarity recall is quoted down to: `RECALL_FLOOR`, or the threshold when
+        lower; None when no stratum lies wholly below it. New designs always have it as a
+        boundary on both sides of the graph; in one stored before floors, a small bin may
+        straddle it, and counts as above it."""
+        return min(RECALL_FLOOR, self.threshold) if self.below_floor().any() else None
+
+    def floor_split(self) -> tuple[float, np.ndarray] | None:
+        """(floor, below_floor()) for the estimators, None when nothing lies below."""
+        floor = self.floor
+        return None if floor is None else (floor, self.below_floor())
+
+    def below_floor(self) -> np.ndarray:
+        """(count,) bool: the strata whose every pair scores below the floor (see
+        `RECALL_FLOOR`), where no threshold an analyst can set reaches."""
+        wanted = min(RECALL_FLOOR, self.threshold) + 1e-9
+        return np.r_[self.outside_bounds[1:] <= wanted, self.bounds[1:] <= wanted]
+
     def caps(self) -> np.ndarray:
         """The most draws each stratum can give: its pairs, or its first-phase pairs."""
         caps = self.sizes.copy()
@@ -135,9 +165,11 @@ def make_strata(candidate_similarities: np.ndarray, phase_one_similarities: np.n
     sims = np.asarray(candidate_similarities, dtype=np.float64)
     first = np.asarray(phase_one_similarities, dtype=np.float64)
     t = round(float(threshold), 6)
-    cuts = sorted({*(g for g in GRID if abs(g - threshold) > 0.01), t})
-    bounds = _merged([_BOTTOM, *cuts, _TOP], sims, keep=t)
-    outside_bounds = _merged([_BOTTOM, *OUTSIDE_GRID, _TOP], first, keep=None)
+    floor = round(min(RECALL_FLOOR, t), 6)
+    cuts = sorted({*(g for g in GRID if abs(g - threshold) > 0.01), t, floor})
+    bounds = _merged([_BOTTOM, *cuts, _TOP], sims, keep={t, floor})
+    outside_cuts = sorted({*(g for g in OUTSIDE_GRID if g < floor - 0.01 or g > floor), floor})
+    outside_bounds = _merged([_BOTTOM, *outside_cuts, _TOP], first, keep={floor})
     counts = np.histogram(sims, bins=bounds)[0]
     phase_one = np.histogram(first, bins=outside_bounds)[0].astype(np.int64)
     total = max(int(phase_one.sum()), 1)
@@ -165,16 +197,16 @@ def prior_share(strata: Strata) -> np.ndarray:
     return guess
 
 
-def _merged(bounds: list[float], values: np.ndarray, keep: float | None) -> np.ndarray:
+def _merged(bounds: list[float], values: np.ndarray, keep: set[float]) -> np.ndarray:
     """`bounds` less the inner ones that leave a bin with fewer than MIN_STRATUM values
-    (never `keep`)."""
+    (never one in `keep`)."""
     bounds = list(bounds)
     while len(bounds) > 2:
         counts = np.histogram(values, bins=bounds)[0]
         removable = None
         for i in (i for i, c in enumerate(counts) if c < MIN_STRATUM):
             for j in (i + 1, i):        # drop the upper bound of bin i, else its lower
-                if 0 < j < len(bounds) - 1 and bounds[j] != keep:
+                if 0 < j < len(bounds) - 1 and bounds[j] not in keep:
                     removable = j
                     break
             if removable is not None:

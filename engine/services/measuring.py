@@ -92,7 +92,7 @@ class Measurement:
         """Every ratio's interval is within ±3 points: more verdicts add little."""
         e = self.estimate
         return e is not None and e.ready and all(
-            np.isfinite(e.figure(n).half_width) and e.figure(n).half_width <= STOP_HALF_WIDTH
+            np.isfinite(e.quoted(n).half_width) and e.quoted(n).half_width <= STOP_HALF_WIDTH
             for n in FIGURE_INDEX)
 
     def why_wide(self) -> str | None:

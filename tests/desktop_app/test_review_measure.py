@@ -182,7 +182,8 @@ def _floored_estimate() -> Estimate:
     0.50, 30 of them judged, none a duplicate, and up to 697,843.2 duplicates there."""
     below = {"pairs": 5_670_123, "answered": 30, "duplicates_found": 0, "estimate": 0.0,
              "at_most": 697_843.2}
-    floored = Floored(0.5, Figure(0.8, 0.7, 0.9), Figure(120, 110, 135), below)
+    floored = Floored(0.5, Figure(0.8, 0.7, 0.9), Figure(120, 110, 135), below,
+                      Figure(0.7, 0.6, 0.8))
     return Estimate(0.85, _figure(0.9), Figure(0.4, 0.05, 0.95), _figure(0.55),
                     Figure(240, 110, 700_000), None, 96, 400, True, [], floored)
 
@@ -216,7 +217,8 @@ def test_recall_is_quoted_down_to_the_floor_with_the_whole_file_beside_it(qtbot,
     assert view.values["duplicates"].text() == "120  (110 – 135)"
     assert view.hints["duplicates"].text() == "scoring 0.50 or more"
     assert view.values["duplicates_all"].text() == "240  (110 – 700,000)"
-    assert view.values["f1"].text() == "55.0%  (53.0% – 57.0%)"
+    assert view.values["f1"].text() == "70.0%  (60.0% – 80.0%)"        # down to 0.50 too
+    assert view.hints["f1"].text() == "precision and recall scoring 0.50 or more in one"
     assert view.below_floor.isVisible()
     assert view.below_floor.text() == (
         "Pairs scoring below 0.50, which no threshold setting can flag: 5,670,123. 30 of "

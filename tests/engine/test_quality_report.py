@@ -18,7 +18,7 @@ BELOW = {"pairs": 5_670_123, "answered": 30, "duplicates_found": 0, "estimate": 
 def _estimate(threshold: float, recall: float, floored_recall: float | None) -> Estimate:
     floored = (None if floored_recall is None else
                Floored(0.5, Figure(floored_recall, floored_recall - 0.1, floored_recall + 0.1),
-                       Figure(120, 110, 135), BELOW))
+                       Figure(120, 110, 135), BELOW, Figure(0.7, 0.6, 0.8)))
     return Estimate(threshold, Figure(0.9, 0.85, 0.95), Figure(recall, 0.05, 0.95),
                     Figure(0.55, 0.1, 0.9), Figure(240, 110, 700_000), None, 96, 400, True,
                     [{"stratum": "0.80-0.85", "pairs": 300, "flagged": 96, "answered": 40,
@@ -76,13 +76,14 @@ def test_recall_is_quoted_down_to_the_floor_with_the_whole_file_beside_it():
         "flag: 5,670,123. 30 of them were checked, no duplicate found; at most 698,000 "
         "duplicates could be among them (95% sure).")
     # The table: the floored recall first, the whole file's next to it.
-    assert _rows(page)[:6] == [
+    assert _rows(page)[:7] == [
         ("Precision: share of flagged pairs that are duplicates", "90%", "85% – 95%"),
         ("Recall: share of the duplicate pairs scoring 0.50 or more that are flagged", "80%",
          "70% – 90%"),
         ("Recall, whole file: share of every duplicate pair, however low it scores, that is "
          "flagged", "40%", "5.0% – 95%"),
-        ("F1: precision and whole-file recall in one number", "55%", "10% – 90%"),
+        ("F1: precision and recall scoring 0.50 or more in one number", "70%", "60% – 80%"),
+        ("F1, whole file", "55%", "10% – 90%"),
         ("Duplicate pairs scoring 0.50 or more", "120", "110 – 135"),
         ("Duplicate pairs in the whole file", "240", "110 – 700,000")]
     assert "0.50 is the lowest threshold Duplens lets you set" in text

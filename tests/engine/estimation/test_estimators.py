@@ -103,8 +103,8 @@ def test_duplicates_outside_the_graph_lower_the_recall():
     for rep in range(reps):
         sample = run_design(pop, flagged, 0.8, 150, np.random.default_rng(rep), batch=5,
                             stratification=stratification)
-        outside = sample.stratum < sample.strata.outside_count
-        assert outside.sum() >= 0.1 * 150                 # its least share of the verdicts
+        below = sample.strata.below_floor()[sample.stratum]
+        assert abs(below.sum() - 0.1 * 150) <= 1          # their stated share of the verdicts
         got = sample.estimate(pop, flagged, threshold=0.8, draws=500)
         dups.append(got.duplicates.value)
         for name in covered:
@@ -126,7 +126,9 @@ def test_strata_put_a_boundary_at_the_threshold_and_merge_tiny_bins():
     assert g >= 3 and strata.phase_one.sum() == 1000 and not strata.phase_one_complete
     assert strata.sizes[:g].sum() == pytest.approx(10_000)   # N0 * m_g / M
     assert strata.sizes.sum() == pytest.approx(15_002)
-    assert (strata.sizes[g:] >= 20).all()          # the two pairs below 0.5 were merged
+    # Tiny bins were merged, except across the floor (0.5): the two pairs below it stay
+    # apart, as the pairs no threshold reaches (a pilot of two judges both).
+    assert strata.sizes[g] == 2 and (strata.sizes[g + 1:] >= 20).all()
     assert (strata.phase_one >= 20).all()
     which = strata.of(sims)
     assert (which >= g).all()
@@ -164,3 +166,77 @@ def test_rows_with_a_duplicate_never_exceed_the_rows_of_the_file():
     assert got.rows.low <= got.rows.value <= got.rows.high <= 2254
     assert got.rows.value == pytest.approx(unbounded.rows.value)
     assert got.duplicates.high <= sizes.sum()
+
+
+def test_the_floor_is_a_boundary_on_both_sides_even_where_its_bins_are_small():
+    rng = np.random.default_rng(0)
+    sims = np.r_[rng.uniform(0.5, 1.0, 5000), [0.31, 0.42, 0.48]]
+    first = np.r_[rng.uniform(-0.1, 0.45, 900), rng.uniform(0.5, 0.7, 100), [0.49]]
+    strata = make_strata(sims, first, 10_000, 0.83)
+    assert 0.5 in strata.bounds.tolist() and 0.5 in strata.outside_bounds.tolist()
+    assert strata.floor == 0.5
+    below = strata.below_floor()
+    g = strata.outside_count
+    assert below[:g].tolist() == (strata.outside_bounds[1:] <= 0.5).tolist()
+    assert below[g:].tolist() == (strata.bounds[1:] <= 0.5).tolist()
+    # A threshold under the floor is the floor: every flagged pair is above it.
+    low = make_strata(sims, first, 10_000, 0.45)
+    assert low.floor == 0.45 and 0.45 in low.outside_bounds.tolist()
+
+
+def test_recall_down_to_the_floor_is_exact_on_a_census_and_counts_what_lies_below():
+    """Every pair judged: recall and duplicates down to 0.5 are the exact figures over the
+    pairs scoring 0.5 or more, and what lies below is the exact count, at most itself."""
+    pop = _population(0, 300, 600, 0.02)
+    rng = np.random.default_rng(1)
+    flagged = (pop.similarity >= 0.8) & pop.candidate
+    sample = run_design(pop, flagged, 0.8, 900, rng)
+    got = sample.estimate(pop, flagged, threshold=0.8).floored
+    which = sample.strata.below_floor()[sample.stratum_of]
+    assert (pop.similarity[~which] >= 0.5).all() and (pop.similarity[which] < 0.5).all()
+    above_dups = pop.duplicate & ~which
+    recall = (flagged & above_dups).sum() / above_dups.sum()
+    assert got.floor == 0.5
+    assert got.recall.value == pytest.approx(recall)
+    assert (got.recall.low, got.recall.high) == pytest.approx((recall, recall))
+    assert got.duplicates.value == pytest.approx(above_dups.sum())
+    f1 = 2 * (flagged & above_dups).sum() / ((flagged & ~which).sum() + above_dups.sum())
+    assert (got.f1.value, got.f1.low, got.f1.high) == pytest.approx((f1, f1, f1))
+    hidden = int((pop.duplicate & which).sum())
+    assert hidden > 0
+    assert got.below["pairs"] == int(which.sum()) == got.below["answered"]
+    assert got.below["duplicates_found"] == hidden
+    assert got.below["estimate"] == pytest.approx(hidden)
+    assert got.below["at_most"] == pytest.approx(hidden)
+
+
+def test_recall_down_to_the_floor_covers_and_is_narrower_than_the_whole_files():
+    """Millions of unrelated pairs below the floor, a few duplicates among them: the whole
+    file's recall cannot be pinned by 150 verdicts; recall down to 0.5 can, and its
+    interval holds the truth."""
+    rng = np.random.default_rng(5)
+    cand = 4000
+    sims = np.clip(rng.beta(5, 2, cand) * 0.7 + 0.3, 0, 1)
+    dup = rng.random(cand) < 1 / (1 + np.exp(-(sims - 0.8) / 0.04))
+    outside = 2_000_000
+    out_sims = np.r_[rng.beta(2, 9, outside - 3000) * 0.5, rng.uniform(0.5, 0.75, 3000)]
+    out_dup = np.r_[rng.random(outside - 3000) < 2e-6, rng.random(3000) < 0.05]
+    pop = PairPopulation(np.r_[sims, out_sims],
+                         np.r_[np.ones(cand, bool), np.zeros(outside, bool)],
+                         np.r_[dup, out_dup])
+    flagged = pop.candidate & (pop.similarity >= 0.8)
+    above = pop.similarity >= 0.5
+    truth = (flagged & pop.duplicate & above).sum() / (pop.duplicate & above).sum()
+    reps, covered, widths, whole = 30, 0, [], []
+    for rep in range(reps):
+        r = np.random.default_rng(200 + rep)
+        stratification = pop.strata(0.8, r, phase_one=50_000)
+        sample = run_design(pop, flagged, 0.8, 150, r, batch=5, stratification=stratification)
+        got = sample.estimate(pop, flagged, threshold=0.8, draws=1000, seed=rep)
+        f = got.floored.recall
+        covered += f.low <= truth <= f.high
+        widths.append(f.half_width)
+        whole.append(got.recall.half_width)
+        assert got.floored.below["at_most"] >= got.floored.below["estimate"]
+    assert covered >= 0.9 * reps, covered
+    assert np.mean(widths) < 0.5 * np.mean(whole), (np.mean(widths), np.mean(whole))
