@@ -28,7 +28,7 @@ from engine.cli.common import (
 from engine.cli.label import COLUMNS as VERDICT_COLUMNS
 from engine.cli.stoppable import stoppable_bar
 from engine.errors import InputError
-from engine.estimation.floor_words import below_floor_line, recall_label
+from engine.estimation.floor_words import below_floor_words, recall_label
 from engine.progress import CancelToken
 from engine.review.calibration import THRESHOLD_HELP
 
@@ -158,7 +158,7 @@ def _print_measurement(args, m) -> None:
     if e.rows is not None:
         print(f"{'rows with a duplicate':30} {_fmt(e.rows, False)}")
     if e.floored is not None:
-        print(below_floor_line(e.floored))
+        print(below_floor_words(e.floored))
     who = ", ".join(f"{n} {name}" for name, n in sorted(m.analysts.items()))
     print(f"from {m.verdicts} verdicts ({who}); {m.pending} drawn pairs wait for a verdict")
     if not e.ready:

@@ -17,26 +17,17 @@ def recall_label(floored: Floored) -> str:
     return f"recall (similarity >= {floored.floor:.2f})"
 
 
-def below_floor_line(floored: Floored) -> str:
-    """What the pairs below the floor could hide, in one sentence."""
-    b = floored.below
-    most = b["at_most"]
-    bound = (f"at most {most:,.0f} duplicates could be among them (95%)"
-             if most is not None else "what they hold is not known yet")
-    return (f"below {floored.floor:.2f}, where no threshold reaches: {b['pairs']:,} pairs; "
-            f"{b['duplicates_found']} duplicates in {b['answered']} checked; {bound}")
-
-
 def floor_hint(floored: Floored) -> str:
     """"scoring 0.50 or more": which pairs the quoted recall counts, for people."""
     return f"scoring {floored.floor:.2f} or more"
 
 
 def below_floor_words(floored: Floored) -> str:
-    """The pairs below the floor for a reader who is no statistician (the window and the
-    report): "Pairs scoring below 0.50, which no threshold setting can flag: 5,670,123. 30
-    of them were checked, no duplicate found; at most 698,000 duplicates could be among
-    them (95% sure)." The bound is rounded up to three figures: it stays an upper bound."""
+    """The pairs below the floor for a reader who is no statistician (the command line, the
+    window and the report): "Pairs scoring below 0.50, which no threshold setting can flag:
+    5,670,123. 30 of them were checked, no duplicate found; at most 698,000 duplicates
+    could be among them (95% sure)." The bound is rounded up to three figures: it stays an
+    upper bound."""
     b = floored.below
     checked, found = b["answered"], b["duplicates_found"]
     if checked == 0:

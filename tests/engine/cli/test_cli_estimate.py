@@ -105,7 +105,8 @@ def test_the_loop_of_drawn_pairs_and_verdict_files(project, tmp_path):
     text = run("estimate", str(project), "--threshold", "0.8").stdout
     assert "threshold 0.800" in text and "precision" in text and "from 20 verdicts" in text
     assert "recall (similarity >= 0.50)" in text and "recall (whole file)" in text
-    assert f"below 0.50, where no threshold reaches: {below['pairs']:,} pairs" in text
+    assert (f"Pairs scoring below 0.50, which no threshold setting can flag: "
+            f"{below['pairs']:,}. {below['answered']:,} of them") in text
 
 
 @pytest.mark.slow
