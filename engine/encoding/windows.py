@@ -31,6 +31,8 @@ STRIDE_SHARE = 0.5
 # the rest of a longer cell is left out and the text counts as read from its start, so a
 # several-megabyte cell cannot hold an import for minutes.
 MAX_WINDOWS = 256
+# Long texts tokenised together for their offsets (`plans_for_long`).
+SPANS_AT_ONCE = 32
 
 
 @dataclass(frozen=True)
@@ -61,10 +63,16 @@ def plans_for_long(texts: Sequence[str], long_at: Sequence[int], token_spans: To
     read in several windows; the rest are read in one, as always (a slow tokenizer gives
     no offsets: then every text is). The encode job and a checked file both cut texts
     here, so a checked row is read exactly as an imported one."""
-    tokens = token_spans([texts[i] for i in long_at]) if long_at else None
     plans: dict[int, WindowPlan] = {}
-    if tokens is not None:
-        for i, (offsets, word_ids) in zip(long_at, tokens, strict=True):
+    # A few texts at a time: every word piece's offsets are Python objects (about 150 bytes
+    # a piece), so a chunk of 2,048 documents of 1,000 words tokenised at once held about
+    # half a gigabyte of them; only the plans (a few numbers a window) are kept.
+    for start in range(0, len(long_at), SPANS_AT_ONCE):
+        part = long_at[start:start + SPANS_AT_ONCE]
+        tokens = token_spans([texts[i] for i in part])
+        if tokens is None:
+            return {}
+        for i, (offsets, word_ids) in zip(part, tokens, strict=True):
             plan = plan_windows(offsets, word_ids, max_seq_length)
             if len(plan.windows) > 1:
                 plans[i] = plan

@@ -10,6 +10,7 @@ import time
 import numpy as np
 import pytest
 
+from engine.encoding import encode_job
 from engine.encoding.encode_job import CHUNK_TEXTS, chunk_sizes, encode_missing, plan_batches
 from engine.encoding.encoder import EncodeBatch, LocalExecutor
 from engine.project import Project
@@ -56,6 +57,24 @@ def test_every_chunk_is_committed_and_indexed_off_the_encoding_thread(many, enco
     assert _count(many) == 300
     done = [p.done for p in progress]
     assert done == sorted(done) and done[-1] == 300 and progress[-1].total == 300
+
+
+def test_tokens_are_counted_a_few_texts_at_a_time(many, encoder, monkeypatch):
+    """The tokenizer keeps every word piece of a call until it returns: a sort window of
+    8,192 long documents counted at once held about a gigabyte. Counted in small calls, the
+    job encodes the same."""
+    asked: list[int] = []
+    counts = encoder.token_counts
+
+    def counted(texts):
+        asked.append(len(texts))
+        return counts(texts)
+
+    monkeypatch.setattr(encoder, "token_counts", counted)
+    monkeypatch.setattr(encode_job, "COUNTED_AT_ONCE", 40)
+    report = encode_missing(many.store, encoder, many.model.id(), chunk_texts=64)
+    assert report.encoded == 300 and _count(many) == 300
+    assert max(asked) == 40 and sum(asked) == 300
 
 
 def test_chunks_start_small_and_grow_to_the_chunk_size():
