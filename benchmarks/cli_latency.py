@@ -103,7 +103,6 @@ def run(quick: bool) -> dict:
                     for name, args in commands.items() if name != "search (torch)"}
         profile = _import_profile(commands["search"], env)
     medians = {name: statistics.median(times) for name, times in runs.items()}
-    baseline = medians['python -c "import sentence_transformers"']
     result = {
         "project": {"rows": rows or _count(SAMPLE), "source": SAMPLE.name},
         "rounds": rounds,
@@ -113,8 +112,14 @@ def run(quick: bool) -> dict:
                           for name, mods in imported.items()},
         "search_import_profile": profile,
     }
-    result.update(_presentation(result, medians, baseline))
     return result
+
+
+def present(result: dict, results: dict | None = None) -> dict:
+    """Headline rows, tables and notes derived from the measured runs when the report
+    renders (benchmarks/report.py)."""
+    medians = {name: times["median"] for name, times in result["seconds"].items()}
+    return _presentation(result, medians, medians['python -c "import sentence_transformers"'])
 
 
 def _project(folder: Path, env: dict, rows: int | None) -> tuple[Path, Path, list[str]]:

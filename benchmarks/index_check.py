@@ -51,9 +51,14 @@ def run(quick: bool) -> dict:
     measured = [measure(n) for n in sizes]
     if quick:
         measured.append(measure_tiled(SIZES_QUICK[0], TILES))
+    return {"sizes": measured, "data": corpus.NOISE_NOTE}
+
+
+def present(result: dict, results: dict | None = None) -> dict:
+    """Headline, table and notes derived from the measured sizes when the report renders
+    (benchmarks/report.py)."""
+    measured = result["sizes"]
     return {
-        "sizes": measured,
-        "data": corpus.NOISE_NOTE,
         "headline": [
             {"figure": f"check of a saved {m['items']:,}-item index ({m['index_mib']:,} MiB"
                        + (", tiled)" if m.get("tiled") else ")"),

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import importlib.util
 import json
 import re
 import sys
@@ -133,11 +134,13 @@ def section(name: str, data: dict, results: dict[str, dict] | None = None) -> Se
 
 
 def _presenter(name: str):
-    """The benchmark module's `present(result, results)`, or None."""
-    try:
-        module = importlib.import_module(f"benchmarks.{name}")
-    except ImportError:
+    """The benchmark module's `present(result, results)`, or None where there is no such
+    module (a results file of another kind). A module that exists but cannot be imported
+    fails the report: rendering its section from what the file happens to hold would show
+    stale or missing text as if it were derived."""
+    if importlib.util.find_spec(f"benchmarks.{name}") is None:
         return None
+    module = importlib.import_module(f"benchmarks.{name}")
     return getattr(module, "present", None)
 
 

@@ -366,8 +366,14 @@ def run(quick: bool, parts: tuple[str, ...] = ("weeks", "speed")) -> dict:
         result["weeks"] = weeks(quick)
     if "speed" in parts:
         result["speed"] = speed(quick)
-    result.update(_presentation(result, quick))
     return result
+
+
+def present(result: dict, results: dict | None = None) -> dict:
+    """Headline, tables and notes derived from the measured weeks and speed when the report
+    renders (benchmarks/report.py)."""
+    quick = "weeks" in result and result["weeks"].get("sizes") == list(WEEKS_QUICK)
+    return _presentation(result, quick)
 
 
 def _presentation(result: dict, quick: bool) -> dict:
@@ -473,7 +479,6 @@ def merge_results(result: dict, parts: tuple[str, ...], quick: bool, date: str,
         merged[part] = result[part]
         dated[part] = {"date": date, "command": command}
     merged["measured"] = dated
-    merged.update(_presentation(merged, quick))
     record["result"] = merged
     record["date"] = max(d["date"] for d in dated.values() if d.get("date"))
     runs = {(d.get("date"), d.get("command")) for d in dated.values()}

@@ -114,6 +114,26 @@ def test_result_without_a_block_gets_a_section_and_skips_say_why(tmp_path):
     assert "| gpu import | not measured |" in text
 
 
+def test_a_presenter_that_cannot_be_imported_fails_the_report(tmp_path, monkeypatch):
+    """A benchmark's module that exists but cannot be imported must not leave its section
+    rendered from whatever the results file holds (it was passed over silently)."""
+    real = report.importlib.import_module
+
+    def broken(name, *args, **kwargs):
+        if name == "benchmarks.weekly":
+            raise ImportError("a dependency of the presenter is missing")
+        return real(name, *args, **kwargs)
+
+    monkeypatch.setattr(report.importlib, "import_module", broken)
+    weekly = _result("weekly", {"weeks": {"weeks": []}})
+    with pytest.raises(ImportError, match="dependency of the presenter"):
+        report.render_doc(DOC, {"weekly": weekly}, None, tmp_path)
+    # A results file with no module of its own is rendered from what it holds, as before.
+    demo = _result("demo_latency", {"headline": [], "tables": [
+        {"title": "t", "columns": ["a"], "rows": [[1]]}]})
+    assert "| 1 |" in report.render_doc(DOC, {"demo_latency": demo}, None, tmp_path)
+
+
 def test_older_flat_results_are_rendered(tmp_path):
     flat = _result("import_throughput", {"rows": 5000, "batch_size": 64, "device": "cpu",
                                          "bare_encode_rows_per_s": 400.0,
