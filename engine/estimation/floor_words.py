@@ -8,8 +8,10 @@ Why a floor at all is in `engine.estimation.strata` (RECALL_FLOOR).
 from __future__ import annotations
 
 import math
+from typing import TYPE_CHECKING
 
-from engine.estimation.estimators import Floored
+if TYPE_CHECKING:     # the command line imports these words with no NumPy loaded
+    from engine.estimation.estimators import Floored
 
 
 def recall_label(floored: Floored) -> str:

@@ -25,7 +25,9 @@ ALLOWED: dict[str, frozenset[str]] = {
     "engine.encoding.backends": frozenset({"AUTO", "BACKENDS"}),
     "engine.errors": frozenset({"DuplensError", "InputError", "ProjectError", "ModelError",
                                 "Cancelled", "DiskFull"}),
-    "engine.estimation.estimators": frozenset({"Figure"}),
+    "engine.estimation.estimators": frozenset({"Estimate", "Figure"}),
+    # the words of the recall floor: pure functions of an estimate's figures
+    "engine.estimation.floor_words": frozenset({"below_floor_words", "floor_hint"}),
     "engine.io": frozenset({"TablePreview"}),
     "engine.pair_metrics": frozenset({"ThresholdCurve"}),
     "engine.progress": frozenset({"Progress"}),
