@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from engine.encoding import backend_choice
+from engine.encoding import backend_choice, gate_rules, model_threshold
 from engine.encoding.backend_choice import default_backend
 from engine.encoding.backends import AUTO, split_fingerprint
 from engine.encoding.loading import load_encoder
@@ -64,9 +64,17 @@ def test_a_trained_version_is_converted_checked_and_serves_with_its_fast_form(
         assert check["torch_average_precision"] == pytest.approx(
             report.after.average_precision)
         assert check["torch_average_precision"] - check["average_precision"] <= 0.5
-        assert check["recall_at_10"] >= 0.98 and check["texts"] == 46
-
+        # Judged on the cut at the version's own threshold and on the held-out duplicates'
+        # partners (tests/engine/training/test_fast_form_rules.py has each rule failing).
         rows = model_rows(project)
+        assert check["threshold"] == model_threshold.for_row(rows[version], rows.get).value
+        assert check["cut_f1"] >= gate_rules.MIN_CUT_F1 and check["texts"] == 46
+        assert check["cut_pairs"] > 0 and check["torch_cut_pairs"] > 0
+        held_out_duplicates = sum(p.is_duplicate for p in report.split.held_out)
+        assert check["partner_pairs"] == held_out_duplicates > 0 and check["not_judged"] == []
+        assert check["torch_partner_top5"] - check["partner_top5"] <= gate_rules.PARTNER_LOSS
+        assert 0 < check["recall_at_10"] <= 1 and check["queries"] == 46   # reported only
+
         siblings = [r for r in rows.values() if (r["metrics"] or {}).get(SIBLING_KEY)]
         assert len(siblings) == 1
         sibling = siblings[0]
@@ -135,13 +143,13 @@ def test_a_trained_version_is_converted_checked_and_serves_with_its_fast_form(
 def test_a_fast_form_that_fails_its_check_leaves_the_version_with_torch(
         tmp_path, encoder, monkeypatch):
     # No form can lose less than nothing: every check fails, on the real figures.
-    monkeypatch.setattr(fast_form, "PAIR_AP_LOSS", -1.0)
+    monkeypatch.setattr(gate_rules, "PAIR_AP_LOSS", -1.0)
     project = make_project(tmp_path / "q.duplens", encoder, backend=None)
     try:
         report = project.versions.finetune(options=QUICK)
         check = report.fast_form
         assert not check["passed"] and check["backend"] == FAST
-        assert check["failed"][0].startswith("held-out average precision")
+        assert check["failed"][0].startswith("pair AP")
         assert check["average_precision"] is not None
         rows = model_rows(project)
         assert sorted(rows) == [1, report.version_id]            # no form's row
