@@ -5,7 +5,8 @@ embeddings against torch's, on the same texts, in the same run.
     python -m benchmarks.backends --gate-only    (the gate alone, no timing:
                                                   benchmarks/results/gate/backends_gate.json)
 
-A candidate passes when, against torch:
+A candidate passes when, against torch's float32 embeddings of the same texts
+(`engine.encoding.gate_rules`, which a fine-tuned version's fast form obeys too):
 
 - STS benchmark test split (1,379 pairs): Spearman x100 of cosine similarity at most
   `STSB_LOSS` lower;
@@ -13,13 +14,18 @@ A candidate passes when, against torch:
   benchmarks/finetune_quora.py's three-way split: no question of it is ever trained on, and
   the gate makes a choice, so it is measured on validation, never on the test part):
   average precision (engine/pair_metrics.py) at most `PAIR_AP_LOSS` points lower;
-- MRPC-style paraphrase pairs built from the shipped sample questions (`sample_pairs`):
-  average precision at most `PAIR_AP_LOSS` points lower;
-- search: recall@10 of the candidate's search against torch's exact 10 nearest neighbours
-  at least `MIN_RECALL`; the search is the product's (an `HnswIndex` with its default
-  parameters over the candidate's embeddings of the corpus, queried with the candidate's
-  embeddings of the queries), with exact search over the candidate's embeddings beside it
-  (what the backend alone changes) and torch's own HNSW search for reference.
+- MRPC-style paraphrase pairs built from the shipped sample questions (`sample_pairs`), the
+  second labelled set: average precision at most `PAIR_AP_LOSS` points lower;
+- the cut: over `CUT_QUESTIONS` distinct Quora questions, the pairs the product's clusters
+  hold at the bundled model's default threshold (each side's exact 10-nearest-neighbour
+  graph, cut by `engine.dedup.cut`), pair F1 against torch's cut at least `MIN_CUT_F1`;
+- Quora's labelled duplicates among those questions: the partner among the `PARTNER_K`
+  nearest at most `PARTNER_LOSS` points less often than with torch.
+
+Reported beside them, not gating: recall@10 of the product's search (an `HnswIndex` with its
+default parameters, 500 of the questions against 10,000 others) and of exact search against
+torch's exact neighbours, and top-1 agreement. Neighbours six to ten swapping places is not
+what an analyst sees; a pair leaving the cut or a duplicate falling out of the top five is.
 
 Losses only: a backend that scores higher than torch has lost nothing. The functions here
 take embeddings, not models, so the gate itself is tested on a small set
@@ -37,12 +43,19 @@ import numpy as np
 
 from engine.encoding.conversion import CALIBRATION_SAMPLES
 from engine.encoding.gate_rules import (  # noqa: F401 - the gate's rules, named here too
-    MIN_RECALL,
+    MIN_CUT_F1,
     PAIR_AP_LOSS,
+    PARTNER_K,
+    PARTNER_LOSS,
     STSB_LOSS,
     K,
+    cut_figures,
+    cut_pairs,
     exact_top,
+    failures,
     hnsw_top,
+    pair_f1,
+    partner_rate,
     recall,
 )
 
@@ -51,6 +64,11 @@ from engine.encoding.gate_rules import (  # noqa: F401 - the gate's rules, named
 # costs a first export and another runtime to install.
 MIN_SPEEDUP = 1.2
 QUORA_PAIRS = 4000
+CUT_QUESTIONS = 20_000     # the cut is judged over this many distinct Quora questions
+SEARCH_CORPUS, SEARCH_QUERIES = 10_000, 500   # of them, for the reported search recall
+# The gate's bar on search until 2026-11-29 (recall@10 against torch's exact neighbours):
+# benchmarks/int8_recipes.py measured its recipes against it, and its results keep it.
+MIN_RECALL = 0.98
 CALIBRATION_ROWS = CALIBRATION_SAMPLES  # the first sample questions, which the int8
                                         # quantiser measures (engine/encoding/conversion.py)
 
@@ -66,20 +84,40 @@ class GateData:
     sts_gold: np.ndarray
     quora: list          # LabelledPair
     sample: list         # LabelledPair
-    corpus: list[str]
-    queries: list[str]
+    questions: list[str]         # the cut's questions; the search's corpus and queries too
+    duplicates: np.ndarray       # (m, 2) positions in `questions` of Quora's duplicates
+    threshold: float             # the bundled model's default threshold: where it cuts
+
+    @property
+    def search_slices(self) -> tuple[slice, slice]:
+        """Where the reported search's corpus and queries lie in `questions`: 10,000 and
+        the 500 after them, fewer when the questions are fewer."""
+        n = len(self.questions)
+        queries = min(SEARCH_QUERIES, n // 20)
+        corpus = min(SEARCH_CORPUS, n - queries)
+        return slice(0, corpus), slice(corpus, corpus + queries)
+
+    @property
+    def corpus(self) -> list[str]:
+        return self.questions[self.search_slices[0]]
+
+    @property
+    def queries(self) -> list[str]:
+        return self.questions[self.search_slices[1]]
 
     def describe(self) -> dict:
         return {"stsb_pairs": len(self.sts_gold), "quora_pairs": len(self.quora),
                 "quora_duplicates": sum(p.is_duplicate for p in self.quora),
                 "sample_pairs": len(self.sample),
                 "sample_duplicates": sum(p.is_duplicate for p in self.sample),
+                "cut_questions": len(self.questions),
+                "cut_duplicates": len(self.duplicates), "threshold": self.threshold,
                 "search_corpus": len(self.corpus), "search_queries": len(self.queries)}
 
 
-def load_data(corpus_size: int = 10_000, n_queries: int = 500) -> GateData:
-    """The benchmark's gate data: STSb test, held-out Quora pairs, the sample pairs and a
-    search corpus of distinct Quora questions with other questions as queries."""
+def load_data(questions: int = CUT_QUESTIONS) -> GateData:
+    """The benchmark's gate data: STSb test, held-out Quora pairs, the sample pairs, and
+    `questions` distinct Quora questions with the labelled duplicates among them."""
     from benchmarks.data import STSB_TEST, quora_questions
     from benchmarks.finetune_quora import quora_splits
 
@@ -87,9 +125,34 @@ def load_data(corpus_size: int = 10_000, n_queries: int = 500) -> GateData:
         raise SystemExit(f"benchmark data not found: {STSB_TEST} (set DUPLENS_SHARED)")
     a, b, gold = read_sts(STSB_TEST)
     held = quora_splits(0, QUORA_PAIRS).validation
-    texts = quora_questions(corpus_size + n_queries)
-    return GateData(a, b, gold, held, sample_pairs(), texts[:corpus_size],
-                    texts[corpus_size:corpus_size + n_queries])
+    texts = quora_questions(questions)
+    return GateData(a, b, gold, held, sample_pairs(), texts, labelled_duplicates(texts),
+                    bundled_threshold())
+
+
+def labelled_duplicates(texts: list[str]) -> np.ndarray:
+    """(m, 2) positions in `texts` of the pairs Quora labels duplicates, both among them."""
+    import gzip
+
+    from benchmarks.data import QUORA
+
+    at = {t: i for i, t in enumerate(texts)}
+    found = set()
+    with gzip.open(QUORA, "rt", encoding="utf-8") as fh:
+        next(fh)
+        for line in fh:
+            _, _, q1, q2, label = line.rstrip("\n").split("\t")
+            if label == "1" and q1 in at and q2 in at and q1 != q2:
+                found.add(tuple(sorted((at[q1], at[q2]))))
+    return np.asarray(sorted(found), dtype=np.int64).reshape(-1, 2)
+
+
+def bundled_threshold() -> float:
+    """The bundled model's recorded default threshold (duplens_data/model_thresholds.json)."""
+    from engine.encoding.model_spec import DEFAULT_MODEL
+    from engine.encoding.model_threshold import recorded_by_name
+
+    return recorded_by_name(DEFAULT_MODEL).value
 
 
 def read_sts(path) -> tuple[list[str], list[str], np.ndarray]:
@@ -174,43 +237,41 @@ def top1_agreement(found: np.ndarray, reference: np.ndarray) -> float:
 
 
 def measure(encode: Encode, data: GateData) -> dict:
-    """The gate's figures for one encoder (plus its search corpus and query embeddings
-    under "_corpus" and "_queries", for comparing searches)."""
+    """The gate's figures for one encoder that need no other encoder, plus its embeddings
+    of the questions under "_questions" (for the cut and the searches, `compare`)."""
     from scipy.stats import spearmanr
 
     a, b = encode(data.sts_a), encode(data.sts_b)
+    questions = encode(data.questions)
     return {
         "stsb_spearman": 100 * float(spearmanr(np.sum(a * b, axis=1), data.sts_gold).statistic),
         "quora_ap": pair_ap(encode_pairs(encode, data.quora), data.quora),
         "sample_pairs_ap": pair_ap(encode_pairs(encode, data.sample), data.sample),
-        "_corpus": encode(data.corpus),
-        "_queries": encode(data.queries),
+        "partner_top5": partner_rate(questions, data.duplicates, PARTNER_K),
+        "_questions": questions,
     }
 
 
-def search_figures(candidate: dict, reference: dict) -> dict:
-    """Recall@10 of the candidate's searches against the reference's (torch's) exact
-    neighbours: the product's HNSW search, and exact search."""
-    truth = exact_top(reference["_corpus"], reference["_queries"])
-    exact = exact_top(candidate["_corpus"], candidate["_queries"])
-    hnsw = hnsw_top(candidate["_corpus"], candidate["_queries"])
-    return {"recall_at_10": recall(hnsw, truth), "exact_recall_at_10": recall(exact, truth),
+def compare(candidate: dict, reference: dict, data: GateData) -> dict:
+    """The figures judged against the reference's (torch's) embeddings: the cut's pair F1
+    and, reported only, recall@10 of the product's HNSW search and of exact search against
+    the reference's exact neighbours, and top-1 agreement."""
+    if "_cut" not in reference:
+        reference["_cut"] = cut_pairs(reference["_questions"], data.threshold)
+    found = cut_pairs(candidate["_questions"], data.threshold)
+    corpus, queries = data.search_slices
+    truth = exact_top(reference["_questions"][corpus], reference["_questions"][queries])
+    exact = exact_top(candidate["_questions"][corpus], candidate["_questions"][queries])
+    hnsw = hnsw_top(candidate["_questions"][corpus], candidate["_questions"][queries])
+    return {**cut_figures(found, reference["_cut"]), "cut_pairs": len(found),
+            "recall_at_10": recall(hnsw, truth), "exact_recall_at_10": recall(exact, truth),
             "top1_agreement": top1_agreement(exact, truth)}
 
 
 def verdict(candidate: dict, torch: dict) -> dict:
-    """Pass or fail against torch's figures, with every reason it failed."""
-    failed = []
-    loss = torch["stsb_spearman"] - candidate["stsb_spearman"]
-    if loss > STSB_LOSS:
-        failed.append(f"STSb Spearman {loss:.2f} lower than torch (at most {STSB_LOSS})")
-    for key, what in (("quora_ap", "held-out Quora AP"), ("sample_pairs_ap", "sample-pair AP")):
-        loss = torch[key] - candidate[key]
-        if loss > PAIR_AP_LOSS:
-            failed.append(f"{what} {loss:.2f} lower than torch (at most {PAIR_AP_LOSS})")
-    if candidate["recall_at_10"] < MIN_RECALL:
-        failed.append(f"search recall@10 {candidate['recall_at_10']:.4f} against torch's "
-                      f"exact neighbours (at least {MIN_RECALL})")
+    """Pass or fail against torch's figures, with every reason it failed
+    (`gate_rules.failures`: the same words wherever a gate is judged)."""
+    failed = failures(candidate, torch)
     return {"passed": not failed, "failed": failed}
 
 

@@ -49,11 +49,11 @@ from engine.encoding.encoder import SentenceEncoder
 from engine.encoding.gate_rules import (
     PARTNER_K,
     K,
+    cut_figures,
     cut_pairs,
     exact_top,
     failures,
     hnsw_top,
-    pair_f1,
     partner_rate,
     recall,
 )
@@ -160,7 +160,7 @@ def judge(backend: str, reference: np.ndarray, candidate: np.ndarray, duplicates
     precisions given: every figure the gate judges and recall@10, and `failures`' words
     for each rule broken."""
     found, truth = cut_pairs(candidate, threshold.value), cut_pairs(reference, threshold.value)
-    figures = {"pair_ap": average_precision, "cut_f1": pair_f1(found, truth)}
+    figures = {"pair_ap": average_precision, **cut_figures(found, truth)}
     against = {"pair_ap": torch_average_precision}
     duplicates = np.asarray(duplicates, dtype=np.int64).reshape(-1, 2)
     if len(duplicates):

@@ -74,11 +74,18 @@ def data() -> gate.GateData:
             pairs.append(LabelledPair(" ".join(x), " ".join(y), float(i % 2)))
         return pairs
 
-    # distinct word sets (a reordering would embed identically and tie)
+    # distinct word sets (a reordering would embed identically and tie), and near-copies
+    # of some (one word swapped): the pairs a cut at 0.75 holds, and the labelled duplicates
     texts = list({frozenset(t.split()): t for t in (sentence(rng, 5) for _ in range(600))}
-                 .values())
-    return gate.GateData(a, b, np.asarray(gold), labelled(100), labelled(60), texts[:300],
-                         texts[300:330])
+                 .values())[:300]
+    copies = []
+    for t in texts[:40]:
+        words = t.split()
+        copies.append(" ".join(words[:4] + [w for w in WORDS if w not in words][:1]))
+    questions = texts + copies
+    duplicates = np.asarray([(i, 300 + i) for i in range(40)])
+    return gate.GateData(a, b, np.asarray(gold), labelled(100), labelled(60), questions,
+                         duplicates, 0.75)
 
 
 def test_exact_top_orders_by_cosine() -> None:
@@ -107,10 +114,12 @@ def test_pair_ap_ranks_duplicates_first() -> None:
 
 def test_a_near_copy_of_torch_passes(data) -> None:
     torch = gate.measure(bag_of_words, data)
+    assert torch["partner_top5"] == 100.0
     candidate = gate.measure(noisy(0.002), data)
-    candidate.update(gate.search_figures(candidate, torch))
+    candidate.update(gate.compare(candidate, torch, data))
+    assert candidate["reference_cut_pairs"] >= 40    # the near-copies are cut
+    assert candidate["cut_f1"] == 1.0
     assert candidate["exact_recall_at_10"] >= 0.98
-    assert candidate["recall_at_10"] >= 0.98
     assert gate.verdict(candidate, torch) == {"passed": True, "failed": []}
 
 
@@ -118,27 +127,68 @@ def test_a_random_encoder_fails_every_figure(data) -> None:
     torch = gate.measure(bag_of_words, data)
     assert torch["stsb_spearman"] > 80 and torch["quora_ap"] > 90
     candidate = gate.measure(random_encoder, data)
-    candidate.update(gate.search_figures(candidate, torch))
+    candidate.update(gate.compare(candidate, torch, data))
     result = gate.verdict(candidate, torch)
     assert not result["passed"]
     assert [reason.split(" ")[0] for reason in result["failed"]] == [
-        "STSb", "held-out", "sample-pair", "search"]
+        "STSb", "Quora", "sample-pair", "the", "partner"]
 
 
-def figures(stsb=80.0, quora=70.0, sample=60.0, recall=1.0) -> dict:
+def test_a_backend_that_moves_pairs_across_the_threshold_fails_on_the_cut(data) -> None:
+    """Neighbours keep their order (search recall stays high), yet every similarity drops a
+    little: pairs just above the threshold leave the cut, which an analyst sees."""
+    torch = gate.measure(bag_of_words, data)
+    reference_cut = gate.cut_pairs(torch["_questions"], data.threshold)
+    sims = torch["_questions"] @ torch["_questions"].T
+    pair_sims = sorted(float(sims[a, b]) for a, b in reference_cut)
+    shifted = data.threshold + 0.5 * (pair_sims[len(pair_sims) // 2] - data.threshold)
+    squeezed = dict(torch, _questions=_squeeze(torch["_questions"],
+                                               data.threshold / shifted))
+    squeezed.update(gate.compare(squeezed, torch, data))
+    assert squeezed["exact_recall_at_10"] == 1.0       # the same neighbours, in order
+    assert squeezed["cut_f1"] < gate.MIN_CUT_F1
+    assert [r.split(" ")[0] for r in gate.verdict(squeezed, torch)["failed"]] == ["the"]
+
+
+def _squeeze(vectors: np.ndarray, factor: float) -> np.ndarray:
+    """Vectors whose cosines are scaled by `factor` (< 1) and order kept: each row mixed
+    with its own orthogonal direction in extra dimensions."""
+    extra = np.eye(len(vectors), dtype=np.float32) * np.sqrt(1 - factor)
+    return np.hstack([vectors * np.sqrt(factor), extra]).astype(np.float32)
+
+
+def test_the_partner_figure_counts_both_directions() -> None:
+    v = np.eye(8, dtype=np.float32)
+    v[1] = (v[0] + 0.2 * v[1]) / np.linalg.norm(v[0] + 0.2 * v[1])
+    assert gate.partner_rate(v, np.asarray([[0, 1]]), k=1) == 100.0
+    assert gate.partner_rate(v, np.asarray([[0, 1], [2, 3]]), k=1) < 100.0
+
+
+def test_pair_f1_of_cuts() -> None:
+    assert gate.pair_f1(set(), set()) == 1.0
+    assert gate.pair_f1({(0, 1)}, {(0, 1), (2, 3)}) == pytest.approx(2 / 3)
+
+
+def figures(stsb=80.0, quora=70.0, sample=60.0, cut=1.0, partner=90.0) -> dict:
     return {"stsb_spearman": stsb, "quora_ap": quora, "sample_pairs_ap": sample,
-            "recall_at_10": recall}
+            "cut_f1": cut, "partner_top5": partner, "recall_at_10": 0.5}
 
 
 @pytest.mark.parametrize(("candidate", "failed"), [
     (figures(stsb=80.0 - gate.STSB_LOSS), None),
     (figures(stsb=80.0 - gate.STSB_LOSS - 0.01), "STSb"),
     (figures(quora=70.0 - gate.PAIR_AP_LOSS), None),
-    (figures(quora=70.0 - gate.PAIR_AP_LOSS - 0.01), "held-out"),
+    (figures(quora=70.0 - gate.PAIR_AP_LOSS - 0.01), "Quora"),
     (figures(sample=60.0 - gate.PAIR_AP_LOSS - 0.01), "sample-pair"),
-    (figures(recall=gate.MIN_RECALL), None),
-    (figures(recall=gate.MIN_RECALL - 0.001), "search"),
-    (figures(stsb=90.0, quora=99.0, sample=99.0), None),  # better than torch loses nothing
+    (figures(cut=gate.MIN_CUT_F1), None),
+    (figures(cut=gate.MIN_CUT_F1 - 0.001), "the"),
+    (figures(partner=90.0 - gate.PARTNER_LOSS), None),
+    (figures(partner=90.0 - gate.PARTNER_LOSS - 0.01), "partner"),
+    (figures(stsb=90.0, quora=99.0, sample=99.0, partner=99.0), None),  # better loses nothing
+    # a small cut (under MIN_CUT_PAIRS): one pair across the threshold is allowed, not two
+    ({**figures(cut=0.974), "cut_differs": 1, "reference_cut_pairs": 20}, None),
+    ({**figures(cut=0.95), "cut_differs": 2, "reference_cut_pairs": 20}, "the"),
+    ({**figures(cut=0.97), "cut_differs": 3, "reference_cut_pairs": 60}, "the"),
 ])
 def test_verdict_at_and_beyond_each_tolerance(candidate, failed) -> None:
     result = gate.verdict(candidate, figures())
