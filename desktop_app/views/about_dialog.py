@@ -103,9 +103,13 @@ def about_html() -> str:
     from PySide6 import __version__ as pyside_version
 
     from engine import __version__
+    from engine.encoding.backend_choice import why_default
     from engine.encoding.model_threshold import recorded_by_name
 
     model = recorded_by_name(BUNDLED_MODEL)
+    backend = (f"<p>On this computer's processor a new project encodes with "
+               f"{escape(why_default('cpu'))} (measured per class of processor: "
+               f"docs/benchmarks.md, “The default backend of each CPU class”).</p>")
     threshold = (f"<p>The bundled model, {BUNDLED_MODEL}, calls two texts duplicates from a "
                  f"similarity of <b>{model.value:.2f}</b>: its default threshold, "
                  f"{escape(model.chosen_on)}. A project uses it until your verdicts "
@@ -119,7 +123,7 @@ def about_html() -> str:
         f"<td>{escape(c.licence)}</td><td>{escape(c.note)}</td></tr>" for c in COMPONENTS)
     return (
         f"<p>Duplens {escape(__version__)} finds duplicate questions and near-duplicate "
-        f"documents with Sentence-BERT, entirely on this computer.</p>{threshold}"
+        f"documents with Sentence-BERT, entirely on this computer.</p>{threshold}{backend}"
         f"<p>Licensed under the Apache License 2.0. Bundled components:</p>"
         f"<table cellspacing='0' cellpadding='3'><tr><th align='left'>Component</th>"
         f"<th align='left'>Version</th><th align='left'>Licence</th><th></th></tr>{rows}"

@@ -8,7 +8,7 @@ import os
 import sys
 from pathlib import Path
 
-from engine.encoding.backends import BACKENDS, CPU_DEFAULT_BACKEND
+from engine.encoding.backends import BACKENDS
 
 EXIT_OK, EXIT_BUG, EXIT_INPUT, EXIT_CANCELLED = 0, 1, 2, 130
 EXIT_BROKEN_PIPE = 141   # 128 + SIGPIPE: what a shell reports for a tool cut off by `head`
@@ -41,8 +41,8 @@ def backend_option(p: argparse.ArgumentParser) -> None:
                    "or on the CPU onnx / openvino (same embeddings) or their int8 and bf16 "
                    "forms (faster, different embeddings: the project is encoded again); "
                    "openvino-int8 needs duplens[openvino] (default: what the project uses; a "
-                   "new project the fastest that passed the quality gate against torch, "
-                   f"{CPU_DEFAULT_BACKEND} on a CPU that runs it, else torch)")
+                   "new project the fastest that passed the quality gate against torch on "
+                   "this class of CPU: openvino-bf16 with bf16 units, else torch)")
 
 
 PROJECT_HELP = ("the project: a .duplens file, or a team project's "

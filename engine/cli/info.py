@@ -40,8 +40,9 @@ def cmd_info(args, _cancel: CancelToken) -> int:
         print(json.dumps(info, ensure_ascii=False, indent=1))
     else:
         for key in ("project", "items", "texts", "encoded", "index_items", "model", "device",
-                    "truncated"):
+                    "backend", "truncated"):
             print(f"{key:12} {info[key]}")
+        print(f"{'new here':12} {info['new_project_backend']}")
         if info["truncated"]:
             say(f"{info['truncated']} long texts were read from their beginning only; "
                 f"'duplens encode --reread {args.project}' reads them whole")

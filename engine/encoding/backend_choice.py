@@ -14,29 +14,53 @@ options through `ActiveModel.choose`):
   valid (`backends.backend_for_row`).
 - `for_trained_version`: the fast form a version fine-tuned now is converted to.
 
-`default_backend` is the CPU-class rule itself (what each kind of processor gets).
+`default_backend` is the CPU-class rule itself (what each kind of processor gets:
+`backends.CPU_CLASS_DEFAULTS` by `cpu_features.cpu_class`).
 """
 
 from __future__ import annotations
 
 from engine.encoding import backends
-from engine.encoding.backends import DEFAULT_BACKEND, backend_for_row, is_auto
+from engine.encoding.backends import DEFAULT_BACKEND, is_auto
+from engine.encoding.cpu_features import cpu_class
 from engine.encoding.model_spec import DEFAULT_MODEL, pick_device
 
 
 def default_backend(device: str) -> str:
     """The backend a new project encodes with on `device` (a resolved one: "cpu", "cuda",
-    "cuda:1", "mps"): on the CPU `CPU_DEFAULT_BACKEND` when its packages are installed and
-    the CPU runs it (`unsupported_here`), else torch; on a GPU torch (in fp16 on CUDA,
-    `model_spec.load_model`). The CPU's classes (bf16 units or not) are told apart by
-    `backends.unsupported_here`."""
+    "cuda:1", "mps"): on the CPU its class's default (`cpu_class_default`); on a GPU torch
+    (in fp16 on CUDA, `model_spec.load_model`)."""
     if device != "cpu":
         return DEFAULT_BACKEND
-    # Read from the registry at each call: the gate's verdict (`CPU_DEFAULT_BACKEND`) and
-    # what is installed are the registry's facts; which of them applies is decided here.
-    chosen = backends.BACKENDS[backends.CPU_DEFAULT_BACKEND]
+    return cpu_class_default(cpu_class())
+
+
+def cpu_class_default(klass: str) -> str:
+    """The default of a CPU class (`backends.CPU_CLASS_DEFAULTS`) when its packages are
+    installed and this CPU runs it (`unsupported_here`), else torch."""
+    # Read from the registry at each call: the measured verdicts and what is installed are
+    # the registry's facts; which of them applies is decided here.
+    name = backends.CPU_CLASS_DEFAULTS.get(klass, DEFAULT_BACKEND)
+    chosen = backends.BACKENDS[name]
     usable = not backends.missing_modules(chosen) and backends.unsupported_here(chosen) is None
     return chosen.name if usable else DEFAULT_BACKEND
+
+
+def why_default(device: str) -> str:
+    """In words, which backend a new project gets here and why (About, `duplens info`)."""
+    if device != "cpu":
+        return f"{DEFAULT_BACKEND} on the GPU ({device})"
+    klass = cpu_class()
+    wanted = backends.CPU_CLASS_DEFAULTS.get(klass, DEFAULT_BACKEND)
+    chosen = cpu_class_default(klass)
+    what = {"bf16": "a CPU with bfloat16 units", "int8": "a CPU with int8 units (VNNI)",
+            "avx2": "an AVX2 CPU", "arm64": "an arm64 CPU",
+            "older": "a CPU Duplens has no measured default for"}.get(klass, klass)
+    if chosen == wanted:
+        return f"{chosen}: the measured default for {what}"
+    missing = backends.missing_modules(backends.BACKENDS[wanted])
+    return (f"{chosen}: {what} gets {wanted} by default, but "
+            + (f"{', '.join(missing)} is not installed" if missing else "this CPU cannot run it"))
 
 
 def for_new_model(model: str | None, preference: str | None, device: str | None) -> str:
@@ -49,10 +73,19 @@ def for_new_model(model: str | None, preference: str | None, device: str | None)
     return default_backend(pick_device(device or "auto"))
 
 
-def for_stored(fingerprint: str, preference: str | None) -> str:
+def for_stored(fingerprint: str, preference: str | None, device: str | None = None) -> str:
     """The backend that serves a model whose embeddings the project stores under
-    `fingerprint`, keeping them valid."""
-    return backend_for_row(fingerprint, None if is_auto(preference) else preference).name
+    `fingerprint`, keeping them valid. Left to Duplens ("auto"), torch's embeddings are
+    served by this CPU's default when that backend gives the same embeddings (an exact one:
+    openvino on a CPU without bf16 units), so an AVX2 laptop keeps its speed on every later
+    import, not only the first."""
+    backend = backends.backend_for_row(fingerprint, None if is_auto(preference) else preference)
+    if is_auto(preference) and backend.name == DEFAULT_BACKEND \
+            and backends.split_fingerprint(fingerprint)[1] is None:
+        fast = default_backend(pick_device(device or "auto"))
+        if backends.BACKENDS[fast].exact:
+            return fast
+    return backend.name
 
 
 def for_trained_version(preference: str | None, device: str | None) -> str | None:

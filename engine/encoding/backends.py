@@ -28,16 +28,24 @@ DEFAULT_BACKEND = "torch"
 # A preference for "the fastest backend that keeps quality here"
 # (`backend_choice.default_backend`): what the settings and the command line start with.
 AUTO = "auto"
-# The backend a new project encodes with on a CPU: the fastest one that passed the quality
-# gate, every candidate measured against torch in one run (benchmarks/backends.py: STSb
-# Spearman, held-out Quora and sample-question pair AP, recall@10 of search; see
-# docs/benchmarks.md). tests/engine/encoding/test_default_backend.py checks that it is the
-# verdict of the recorded run (benchmarks/results/backends.json).
-# openvino-bf16: it kept every gate figure (recall@10 0.996) at twice torch's speed.
-# openvino-int8 and onnx-int8 are faster still but found only 94.7% and 90.7% of torch's
-# ten nearest neighbours (the gate asks 98%). A CPU without bf16 units cannot run it
-# (`unsupported_here`), and there the default stays torch.
-CPU_DEFAULT_BACKEND = "openvino-bf16"
+# The backend a new project encodes with on a CPU, by the CPU's class
+# (`cpu_features.cpu_class`): the fastest whose whole import ran at least 1.2x plain
+# sentence-transformers and that passed the quality gate (engine/encoding/gate_rules.py:
+# STSb, pair AP, the cut at the default threshold, the partner in the top 5), each class
+# measured in one run with the kernels capped to it (benchmarks/cpu_classes.py;
+# docs/benchmarks.md, "The default backend of each CPU class").
+# tests/engine/encoding/test_default_backend.py checks that these are that run's verdicts.
+# Without bf16 units nothing passed at that speed: openvino-int8 loses the cut (pair F1
+# 0.955 with VNNI, 0.935 on AVX2's int8 kernels, which also lose 0.66 of sample-pair AP),
+# and exact OpenVINO imported at 1.00x (int8 class) and 1.11x (AVX2) Duplens' torch import.
+# arm64 and x86-64 CPUs without AVX2 were not measured: torch, which runs everywhere.
+CPU_CLASS_DEFAULTS: dict[str, str] = {
+    "bf16": "openvino-bf16",
+    "int8": "torch",
+    "avx2": "torch",
+    "arm64": "torch",
+    "older": "torch",
+}
 # Bump when the export steps change, so old exports are not loaded as if they were new ones.
 EXPORT_FORMAT = 1
 

@@ -1,5 +1,11 @@
-"""What this CPU can compute fast: the int8 kernel family for quantised exports, and whether
-it has bfloat16 units for the openvino-bf16 backend.
+"""What this CPU can compute fast: its class (`cpu_class`, which the default backend is
+chosen by), the int8 kernel family for quantised exports, and whether it has bfloat16 units
+for the openvino-bf16 backend.
+
+The flags are those the kernels may use: a cap on oneDNN's instruction set
+(`ONEDNN_MAX_CPU_ISA`, which OpenVINO's CPU plugin and torch's oneDNN obey too) takes away
+what it forbids, so a computer capped to AVX2 is an AVX2 computer to Duplens as it is to
+the kernels (and the benchmark of CPU classes measures each class that way).
 
 Read from Linux's /proc/cpuinfo, which costs nothing (the window asks while it fills its
 settings). Elsewhere no flags are known: int8 exports take the AVX2 kernels, which every
@@ -14,15 +20,40 @@ from __future__ import annotations
 
 import functools
 import importlib.util
+import os
 import platform
 
 # Flags of the units that compute bfloat16 matrix products natively: AVX512-BF16 (Intel
 # Cooper Lake and later Xeons, AMD Zen 4 and later) and AMX (Intel Sapphire Rapids and later).
 BF16_FLAGS = frozenset({"avx512_bf16", "amx_bf16"})
+# Flags of the units that compute int8 dot products natively (VNNI, AMX-INT8).
+INT8_FLAGS = frozenset({"avx512_vnni", "avx_vnni", "amx_int8"})
+_AVX512 = ("avx512", "amx")
+# What each oneDNN cap forbids (its names: docs of ONEDNN_MAX_CPU_ISA), as flag prefixes.
+_CAP_FORBIDS: dict[str, tuple[str, ...]] = {
+    "SSE41": (*_AVX512, "avx", "fma"),
+    "AVX": (*_AVX512, "avx2", "avx_vnni", "fma"),
+    "AVX2": (*_AVX512, "avx_vnni"),
+    "AVX2_VNNI": _AVX512,
+    "AVX2_VNNI_2": _AVX512,
+    "AVX512_CORE": ("avx512_vnni", "avx512_bf16", "avx512_fp16", "amx", "avx_vnni"),
+    "AVX512_CORE_VNNI": ("avx512_bf16", "avx512_fp16", "amx"),
+    "AVX512_CORE_BF16": ("avx512_fp16", "amx"),
+    "AVX512_CORE_FP16": ("amx",),
+}
+# The classes Duplens picks a default backend for (`backends.CPU_CLASS_DEFAULTS`).
+CPU_CLASSES = ("bf16", "int8", "avx2", "arm64", "older")
 
 
 def cpu_flags() -> set[str]:
-    """The CPU feature flags Linux reports (empty elsewhere)."""
+    """The CPU feature flags Linux reports (empty elsewhere), less those a cap on oneDNN's
+    instruction set forbids (`isa_cap`)."""
+    forbids = _CAP_FORBIDS.get(isa_cap() or "", ())
+    return {f for f in _linux_flags() if not f.startswith(forbids)}
+
+
+def _linux_flags() -> set[str]:
+    """/proc/cpuinfo's flags line (empty where there is none)."""
     try:
         with open("/proc/cpuinfo", encoding="ascii", errors="replace") as fh:
             for line in fh:
@@ -31,6 +62,33 @@ def cpu_flags() -> set[str]:
     except OSError:
         pass
     return set()
+
+
+def isa_cap() -> str | None:
+    """The cap set on oneDNN's instruction set (`ONEDNN_MAX_CPU_ISA`, or its older name
+    `DNNL_MAX_CPU_ISA`), upper-cased; None when none is set ("ALL" is none)."""
+    cap = (os.environ.get("ONEDNN_MAX_CPU_ISA") or os.environ.get("DNNL_MAX_CPU_ISA") or "")
+    cap = cap.strip().upper()
+    return cap if cap and cap != "ALL" else None
+
+
+def cpu_class() -> str:
+    """The class of this CPU that picks the default backend: "bf16" (bfloat16 units),
+    "int8" (int8 dot-product units, no bf16), "avx2" (neither), "arm64", or "older" (an
+    x86-64 CPU without AVX2, or one whose flags cannot be read and OpenVINO cannot say)."""
+    if platform.machine().lower() in ("arm64", "aarch64"):
+        return "arm64"
+    if has_bf16_units():
+        return "bf16"
+    flags = cpu_flags()
+    if flags:
+        if INT8_FLAGS & flags:
+            return "int8"
+        return "avx2" if "avx2" in flags else "older"
+    # No flags to read (Windows, macOS): OpenVINO says whether it has bf16 units (above),
+    # not whether it has VNNI, so such a CPU is taken for the class below it, "avx2",
+    # whose default every x86-64 CPU OpenVINO runs on computes exactly.
+    return "avx2" if openvino_capabilities() else "older"
 
 
 def cpu_isa() -> str:

@@ -97,7 +97,8 @@ class ActiveModel:
     def serving_backend(self, row: dict, preferred: str | None = None) -> str:
         """The backend that serves `row`'s stored embeddings (`backend_choice.for_stored`)."""
         return backend_choice.for_stored(row["fingerprint"],
-                                         preferred or self.preferences.backend)
+                                         preferred or self.preferences.backend,
+                                         self.preferences.device)
 
     def new_backend(self, model: str | None, device: str | None = None) -> str:
         """The backend a model chosen now is loaded with, by the preferences

@@ -41,6 +41,16 @@ def summarize_store(store: Store) -> dict:
     return summarize(store, active)
 
 
+def _backends(active: dict | None, device: str | None) -> dict:
+    """Which backend serves the project's embeddings here (None before any model), and the
+    backend a new project gets on this computer, with why (`backend_choice.why_default`)."""
+    from engine.encoding import backend_choice
+
+    where = "cpu" if device in (None, "", "auto", "cpu") else device
+    serving = backend_choice.for_stored(active["fingerprint"], None, where) if active else None
+    return {"backend": serving, "new_project_backend": backend_choice.why_default(where)}
+
+
 def describe(store: Store, active: dict | None) -> dict:
     """`summarize` without its `COUNTS`: a few one-row reads. The counts scan the rows and
     vectors: 4.8 s on a 1M-row project, where this takes milliseconds, so a window opening a
@@ -57,6 +67,7 @@ def describe(store: Store, active: dict | None) -> dict:
             "model_location": active["location"] if active else None,
             "index_items": index_row["count"] if index_row else 0,
             "device": store.get_meta("last_device"),
+            **_backends(active, store.get_meta("last_device")),
             # Each import is a batch, numbered by its source id (`first_seen` in exports).
             "sources": [
                 {"batch": s["id"], "file_name": s["file_name"],

@@ -115,3 +115,16 @@ def test_a_file_open_event_opens_the_project(qtbot, window, questions_project):
         QApplication.sendEvent(QApplication.instance(), QFileOpenEvent(str(questions_project)))
     qtbot.waitUntil(lambda: window.items_model.rowCount() == QUESTIONS_ITEMS,
                     timeout=SIGNAL_TIMEOUT_MS)
+
+
+def test_about_says_which_backend_a_new_project_gets_here_and_why(monkeypatch):
+    """The processor's class decides the default backend; About names it, in the words of
+    `backend_choice.why_default`, so an analyst on a laptop sees why it is not bf16."""
+    from engine.encoding import backend_choice, cpu_features
+
+    monkeypatch.setattr(cpu_features, "cpu_class", lambda: "avx2")
+    monkeypatch.setattr(backend_choice, "cpu_class", lambda: "avx2")
+    html = about_html()
+    chosen = backend_choice.default_backend("cpu")
+    assert f"a new project encodes with {chosen}" in html
+    assert "an AVX2 CPU" in html or "not installed" in html

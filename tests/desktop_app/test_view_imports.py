@@ -36,6 +36,9 @@ ALLOWED: dict[str, frozenset[str]] = {
                                             "CALIBRATED", "format_threshold"}),
     # the words of a model's default threshold (About): a JSON file read, nothing loaded
     "engine.encoding.model_threshold": frozenset({"recorded_by_name"}),
+    # which backend a new project gets here, in words (About): the CPU's flags read, the
+    # measured defaults looked up, nothing loaded
+    "engine.encoding.backend_choice": frozenset({"why_default"}),
     "engine.review.diff": frozenset({"Span", "word_diff"}),
     "engine.review.histogram": frozenset({"Histogram"}),
     "engine.review.layout": frozenset({"EmbeddingMap"}),

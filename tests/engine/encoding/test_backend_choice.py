@@ -62,3 +62,22 @@ def _save_changed_copy(folder) -> None:
     with torch.no_grad():
         next(p for n, p in model.named_parameters() if n.endswith("bias")).add_(1e-3)
     model.save(str(folder))
+
+
+def test_torch_embeddings_are_served_by_an_exact_class_default_and_kept_otherwise(
+        monkeypatch):
+    """On a CPU whose default gives torch's embeddings (openvino, exact), a project with
+    torch's embeddings is served by it under "auto"; a quantised default never serves them
+    (it would mix two models' vectors), and a named preference is obeyed."""
+    from engine.encoding import backend_choice, backends
+    from tests.required import unavailable
+
+    if backends.missing_modules(backends.BACKENDS["openvino"]):
+        unavailable("OPENVINO", "openvino is not installed: pip install 'duplens[openvino]'")
+    klass = backend_choice.cpu_class()
+    monkeypatch.setitem(backends.CPU_CLASS_DEFAULTS, klass, "openvino")
+    assert backend_choice.for_stored("sha256:abc", None, "cpu") == "openvino"
+    assert backend_choice.for_stored("sha256:abc", "torch", "cpu") == "torch"
+    assert backend_choice.for_stored("sha256:abc+openvino-int8", None, "cpu") == "openvino-int8"
+    monkeypatch.setitem(backends.CPU_CLASS_DEFAULTS, klass, "openvino-int8")
+    assert backend_choice.for_stored("sha256:abc", None, "cpu") == "torch"

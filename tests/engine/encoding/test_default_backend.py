@@ -1,10 +1,11 @@
-"""Fast by default where quality allows: a new project on a CPU encodes with the fastest
-backend that passed the quality gate (`CPU_DEFAULT_BACKEND`; torch while no candidate
-passes), the int8 form shipped with Duplens serves openvino-int8 without calibrating, and a
-project that already has embeddings keeps the backend they were made with.
+"""Fast by default where quality allows: a new project on a CPU encodes with its class's
+default (`CPU_CLASS_DEFAULTS`: the fastest backend that passed the quality gate there, torch
+where none did), the int8 form shipped with Duplens serves openvino-int8 without
+calibrating, and a project that already has embeddings keeps the backend they were made
+with.
 
 The gate's own functions are tested in tests/benchmarks/test_quality_gate.py; here, that the
-code's default is what the recorded gate run allows."""
+code's defaults are what the recorded run of every CPU class decided."""
 
 from __future__ import annotations
 
@@ -13,19 +14,19 @@ from pathlib import Path
 
 import pytest
 
-from engine.encoding import backends
-from engine.encoding.backend_choice import default_backend
+from engine.encoding import backends, cpu_features
+from engine.encoding.backend_choice import cpu_class_default, default_backend, why_default
 from engine.encoding.backends import (
     AUTO,
     BACKENDS,
-    CPU_DEFAULT_BACKEND,
+    CPU_CLASS_DEFAULTS,
     missing_modules,
 )
 from engine.project import Project
 from tests.required import unavailable
 
 ROOT = Path(__file__).resolve().parents[3]
-RESULT = ROOT / "benchmarks" / "results" / "backends.json"
+RESULT = ROOT / "benchmarks" / "results" / "cpu_classes.json"
 FAST = "openvino-int8"   # the backend whose int8 model ships with Duplens
 
 
@@ -36,48 +37,69 @@ def _needs_fast() -> None:
                                 f"pip install 'duplens[openvino]'")
 
 
-def test_the_code_default_is_what_the_recorded_quality_gate_allows():
-    """`CPU_DEFAULT_BACKEND` is the verdict of the recorded backends run
-    (benchmarks/results/backends.json, every backend gated and timed against torch in one
-    run): torch only while no candidate passed every gate figure at `MIN_SPEEDUP` times
-    torch's speed, and otherwise the fastest that did. A default that failed, was never
-    measured, or was passed over for a faster one fails here. (The `--gate-only` record
-    has no timing, so it cannot say which passing backend is fast enough.)"""
-    from benchmarks.quality_gate import MIN_SPEEDUP, choose_default
+def test_the_code_defaults_are_the_recorded_verdicts_of_every_cpu_class():
+    """`CPU_CLASS_DEFAULTS` holds the verdicts of the recorded full run of
+    benchmarks/cpu_classes.py (each class's gate and whole imports in one process, kernels
+    capped to it): a default that failed the gate, was never measured, or was passed over
+    for a faster passing one fails here; classes the run did not measure keep torch."""
+    from benchmarks.cpu_classes import decide
+    from benchmarks.quality_gate import MIN_SPEEDUP
 
-    record = json.loads(RESULT.read_text(encoding="utf-8"))
-    rows = {n: r for n, r in record["result"]["backends"].items() if "gate" in r}
-    assert "torch" in rows   # the reference ran in the same run
-    verdict, why = choose_default(rows)
-    assert verdict == CPU_DEFAULT_BACKEND, why
-    torch = rows["torch"]["sentences_per_s"]
-    passed = [name for name, row in rows.items() if name != "torch" and row["gate"]["passed"]
-              and row["sentences_per_s"] >= MIN_SPEEDUP * torch]
-    if CPU_DEFAULT_BACKEND == "torch":
-        assert not passed, f"{passed} passed the gate: make the fastest of them the default"
-    else:
-        assert CPU_DEFAULT_BACKEND in passed, f"the gate run did not pass {CPU_DEFAULT_BACKEND}"
+    record = json.loads(RESULT.read_text(encoding="utf-8"))["result"]
+    assert record["mode"] == "full"
+    for klass, measured in record["classes"].items():
+        verdict, why = decide(measured)
+        assert CPU_CLASS_DEFAULTS[klass] == verdict, f"{klass}: {why}"
+        if verdict != "torch":
+            assert measured["gate"][verdict]["gate"]["passed"]
+            assert measured["speed"]["imports"][verdict]["ratio"] >= MIN_SPEEDUP
+    for klass in set(cpu_features.CPU_CLASSES) - set(record["classes"]):
+        assert CPU_CLASS_DEFAULTS[klass] == "torch", f"{klass} was not measured"
 
 
-def test_the_default_is_the_gated_backend_on_a_cpu_and_torch_on_a_gpu():
-    chosen = BACKENDS[CPU_DEFAULT_BACKEND]
-    usable = not missing_modules(chosen) and backends.unsupported_here(chosen) is None
-    assert default_backend("cpu") == (CPU_DEFAULT_BACKEND if usable else "torch")
+def test_the_default_is_the_class_default_on_a_cpu_and_torch_on_a_gpu():
+    assert default_backend("cpu") == cpu_class_default(cpu_features.cpu_class())
+    assert default_backend("cpu") in why_default("cpu")
     for gpu in ("cuda", "cuda:1", "mps"):
         assert default_backend(gpu) == "torch"
 
 
-def test_a_gated_cpu_default_is_used_where_installed_and_torch_where_not(monkeypatch):
-    """The choice itself, whatever the gate decided: an installed default is taken on the
-    CPU only; one whose packages are missing leaves torch."""
-    monkeypatch.setattr(backends, "CPU_DEFAULT_BACKEND", "onnx")   # ships with Duplens
+def test_a_class_default_is_used_where_installed_and_torch_where_not(monkeypatch):
+    """The choice itself, whatever the run decided: an installed default is taken on the
+    CPU only; one whose packages are missing leaves torch, and says why."""
+    klass = cpu_features.cpu_class()
+    monkeypatch.setitem(CPU_CLASS_DEFAULTS, klass, "onnx")   # ships with Duplens
     assert default_backend("cpu") == "onnx" and default_backend("cuda") == "torch"
     absent = backends.Backend(FAST, "openvino", "OpenVINO, int8 quantised",
                               exact=False, quantization="static", extra="openvino",
                               modules=("duplens_no_such_runtime",))
     monkeypatch.setitem(BACKENDS, FAST, absent)
-    monkeypatch.setattr(backends, "CPU_DEFAULT_BACKEND", FAST)
+    monkeypatch.setitem(CPU_CLASS_DEFAULTS, klass, FAST)
     assert default_backend("cpu") == "torch"
+    assert "duplens_no_such_runtime is not installed" in why_default("cpu")
+
+
+@pytest.mark.parametrize(("flags", "cap", "klass"), [
+    ({"avx2", "avx512f", "avx512_vnni", "avx512_bf16", "amx_bf16", "amx_int8"}, None, "bf16"),
+    ({"avx2", "avx512f", "avx512_vnni", "avx512_bf16", "amx_bf16"}, "AVX512_CORE_VNNI", "int8"),
+    ({"avx2", "avx512f", "avx512_vnni", "avx512_bf16", "amx_bf16"}, "avx2", "avx2"),
+    ({"avx2", "avx512f", "avx512_vnni"}, None, "int8"),
+    ({"avx2", "avx_vnni"}, None, "int8"),                  # laptops since Alder Lake
+    ({"avx2", "fma"}, None, "avx2"),
+    ({"sse4_2"}, None, "older"),
+])
+def test_the_cpu_class_follows_the_flags_and_a_cap_on_the_kernels(monkeypatch, flags, cap,
+                                                                   klass):
+    """A cap on oneDNN's instruction set (which OpenVINO and torch obey) makes the CPU the
+    class of the cap, as the benchmark forced each class."""
+    monkeypatch.setattr(cpu_features, "_linux_flags", lambda: set(flags))
+    monkeypatch.setattr(cpu_features.platform, "machine", lambda: "x86_64")
+    monkeypatch.delenv("DNNL_MAX_CPU_ISA", raising=False)
+    if cap:
+        monkeypatch.setenv("ONEDNN_MAX_CPU_ISA", cap)
+    else:
+        monkeypatch.delenv("ONEDNN_MAX_CPU_ISA", raising=False)
+    assert cpu_features.cpu_class() == klass
 
 
 @pytest.fixture
@@ -147,7 +169,11 @@ def test_openvino_int8_is_served_from_the_model_shipped_with_duplens(
 @pytest.mark.slow
 def test_an_existing_project_keeps_its_torch_embeddings(new_project, data_dir, own_cache):
     """A project encoded by torch (before fast-by-default) opened with the default
-    preferences: served by torch, nothing re-encoded, the same model row."""
+    preferences: served by torch, or by this CPU's default where it gives torch's very
+    embeddings (openvino on a CPU without bf16 units), nothing re-encoded, the same model
+    row."""
+    fast = default_backend("cpu")
+    serving = fast if BACKENDS[fast].exact else "torch"
     project = new_project()   # the session's torch encoder attached
     project.rows.import_table(data_dir / "questions.csv", ["question"], id_column="qid")
     project.vectors.encode()
@@ -158,13 +184,13 @@ def test_an_existing_project_keeps_its_torch_embeddings(new_project, data_dir, o
 
     with Project.open(path) as reopened:
         reopened.model.configure(device="cpu")   # the backend preference left at "auto"
-        assert reopened.model.encoder().spec.backend == "torch"
+        assert reopened.model.encoder().spec.backend == serving
         report = reopened.vectors.encode()
         assert report.encoded == 0
         assert reopened.model.row()["id"] == before["id"]
         assert reopened.info()["encoded"] == encoded > 0
-        reopened.model.reload()   # "auto": the backend the embeddings were made with
-        assert reopened.model.loaded().spec.backend == "torch"
+        reopened.model.reload()   # "auto": a backend that keeps the embeddings valid
+        assert reopened.model.loaded().spec.backend == serving
         assert reopened.model.row()["id"] == before["id"]
 
 
