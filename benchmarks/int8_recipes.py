@@ -240,7 +240,7 @@ def present(result: dict, results: dict | None = None) -> dict:
     """Headline and table from the recipes measured (benchmarks/report.py). A recipe meets
     the goal when it reaches the gate's recall and runs faster than the CPU default's own
     row (the unquantised model in bfloat16; float32 on a CPU without it)."""
-    from engine.encoding.backends import CPU_DEFAULT_BACKEND
+    from engine.encoding.backends import CPU_CLASS_DEFAULTS
 
     rows, floor = result["rows"], result["min_recall"]
     tried = {n: r for n, r in rows.items() if "quantise_s" in r}
@@ -248,16 +248,17 @@ def present(result: dict, results: dict | None = None) -> dict:
     passing = [n for n, r in tried.items() if r["exact_recall_at_10"] >= floor]
     default_name = "openvino bf16" if "openvino bf16" in rows else "openvino fp32"
     default = rows[default_name]
+    code_default = CPU_CLASS_DEFAULTS["bf16" if default_name == "openvino bf16" else "avx2"]
     faster = [n for n in passing if tried[n]["sentences_per_s"] > default["sentences_per_s"]]
     if faster:
         verdict = f"At the gate's recall and faster than {default_name}: {', '.join(faster)}."
     elif passing:
         verdict = (f"At the gate's recall: {', '.join(passing)}; none faster than "
                    f"{default_name} ({default['sentences_per_s']} sentences/s), so the CPU "
-                   f"default stays {CPU_DEFAULT_BACKEND}.")
+                   f"default stays {code_default}.")
     else:
         verdict = (f"No recipe reached the gate's recall: the CPU default stays "
-                   f"{CPU_DEFAULT_BACKEND}.")
+                   f"{code_default}.")
     return {
         "headline": [{
             "figure": f"int8 search recall@{result['k']} against torch's exact neighbours, "

@@ -148,11 +148,16 @@ def labelled_duplicates(texts: list[str]) -> np.ndarray:
 
 
 def bundled_threshold() -> float:
-    """The bundled model's recorded default threshold (duplens_data/model_thresholds.json)."""
-    from engine.encoding.model_spec import DEFAULT_MODEL
-    from engine.encoding.model_threshold import recorded_by_name
+    """The bundled model's recorded default threshold (duplens_data/model_thresholds.json,
+    keyed by the weights' fingerprint); a model without one fails loudly, since a gate cut
+    at the fallback would judge another threshold than the product's."""
+    from engine.encoding.model_spec import resolve_model
+    from engine.encoding.model_threshold import for_fingerprint
 
-    return recorded_by_name(DEFAULT_MODEL).value
+    found = for_fingerprint(resolve_model(None).fingerprint)
+    if not found.recorded:
+        raise RuntimeError("no default threshold is recorded for the bundled model")
+    return found.value
 
 
 def read_sts(path) -> tuple[list[str], list[str], np.ndarray]:

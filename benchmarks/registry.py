@@ -23,6 +23,7 @@ REGISTRY = (
     Benchmark("import_memory", "Import memory (rows only, growing CSVs)"),
     Benchmark("export_rows", "Export of every row (1M rows)"),
     Benchmark("backends", "Fast CPU path (ONNX, OpenVINO) and the quality gate"),
+    Benchmark("cpu_classes", "The default backend of each CPU class", quick=False),
     Benchmark("int8_recipes", "Int8 recipes against the gate's search recall", quick=False),
     Benchmark("query_latency", "Live query latency"),
     Benchmark("cli_latency", "Command-line latency"),

@@ -8,7 +8,7 @@ import copy
 
 import pytest
 
-from benchmarks.backends import present
+from benchmarks.backends import class_of, present
 from engine.encoding import backends
 
 FAST = "openvino-int8"
@@ -48,7 +48,7 @@ RESULT = {
 def code_default(monkeypatch):
     """The code's CPU default as a test sets it (`present` reads it when called)."""
     def choose(name: str) -> None:
-        monkeypatch.setattr(backends, "CPU_DEFAULT_BACKEND", name)
+        monkeypatch.setitem(backends.CPU_CLASS_DEFAULTS, class_of(RESULT["cpu"]["flags"]), name)
     return choose
 
 

@@ -1,0 +1,410 @@
+"""The default backend of each CPU class, measured: the quality gate and the whole import
+command against plain sentence-transformers, on this CPU as it is and capped to the classes
+below it.
+
+    python -m benchmarks --only cpu_classes [--quick]
+
+Analysts' laptops mostly lack the bfloat16 units of server CPUs, so the backend a new project
+gets is chosen per class (`engine.encoding.cpu_features.cpu_class`,
+`backends.CPU_CLASS_DEFAULTS`):
+
+- **bf16**: bfloat16 units (AVX512-BF16 or AMX): this CPU as it is;
+- **int8**: int8 dot-product units (AVX512-VNNI), no bf16: the kernels capped to
+  `AVX512_CORE_VNNI` (Cascade Lake and Ice Lake Xeons, Zen 4 without its bf16 path);
+- **avx2**: neither: the kernels capped to `AVX2` (Haswell to Zen 3, most laptops before
+  2021).
+
+A class is forced by capping every library's kernels in a child process, and the cap is
+checked there, not assumed: `ONEDNN_MAX_CPU_ISA` and `OV_CPU_MAX_ISA` (OpenVINO's CPU plugin:
+its optimisation capabilities and the kernels its fully connected layers were compiled to,
+read from the runtime model after a batch), `ATEN_CPU_CAPABILITY` (torch's own kernels:
+`torch.backends.cpu.get_cpu_capability()`) and `MKL_ENABLE_INSTRUCTIONS` (the matrix products
+of torch's linear layers: oneMKL's verbose line names the instruction set it ran). ONNX
+Runtime's kernels cannot be capped (they pick by CPUID), so the onnx backends are not in
+this table; the backends table beside it measures them on this CPU.
+
+In each class's process, for each OpenVINO backend the class runs:
+
+- the quality gate (`benchmarks.quality_gate`, rules in `engine.encoding.gate_rules`)
+  against torch's float32 embeddings (made once, on this CPU as it is);
+- `duplens import --backend NAME` of `ROWS` distinct Quora questions as a whole command,
+  against plain sentence-transformers encoding the same texts in the same process at its own
+  best batch size, timed three times (before, between and after the imports; the median is
+  the baseline). Each backend's export is made before the timed imports.
+
+The verdict per class: the fastest backend by whole-command import that passes the gate and
+imports at least `quality_gate.MIN_SPEEDUP` times as fast as Duplens' own import with torch
+(the default it would replace); torch where none does. The goals (≥ 2× plain
+sentence-transformers, ≥ 2.5× with bf16 units) are judged against plain
+sentence-transformers. Classes not measured here (arm64, x86-64 without AVX2) keep torch,
+and the page says they were not measured.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections import Counter
+from pathlib import Path
+
+from benchmarks import quality_gate
+
+ROWS, QUICK_ROWS = 5000, 1000
+QUICK_QUESTIONS = 5000       # the quick run's cut (not a verdict: the gate asks 20,000)
+CANDIDATES = ("openvino", "openvino-bf16", "openvino-int8")
+BASELINE_ROUNDS = 3
+
+
+def _cap(isa: str, aten: str, mkl: str) -> dict[str, str]:
+    return {"ONEDNN_MAX_CPU_ISA": isa, "OV_CPU_MAX_ISA": isa, "ATEN_CPU_CAPABILITY": aten,
+            "MKL_ENABLE_INSTRUCTIONS": mkl}
+
+
+CLASSES: dict[str, dict] = {
+    "bf16": {"label": "bf16 units (AMX, AVX512-BF16): this CPU as it is", "env": {}},
+    "int8": {"label": "int8 units, no bf16 (capped to AVX512-VNNI)",
+             "env": _cap("AVX512_CORE_VNNI", "avx512", "AVX512_E1")},
+    "avx2": {"label": "AVX2 only (capped to AVX2)", "env": _cap("AVX2", "avx2", "AVX2")},
+}
+
+
+def _say(text: str) -> None:
+    print(text, file=sys.stderr, flush=True)
+
+
+# -- in the class's own process ----------------------------------------------------------------
+
+def check_cap(cache: Path) -> dict:
+    """What the kernels of this process really use: OpenVINO's capabilities and its fully
+    connected layers' kernels (shipped int8 model, and the float32 export), torch's own
+    capability, and oneMKL's instruction set for a linear layer."""
+    import numpy as np
+    import openvino as ov
+    import torch
+
+    import duplens_data
+    from engine.encoding import cpu_features
+
+    core = ov.Core()
+
+    def kernels(xml: Path, hint: str) -> dict[str, int]:
+        compiled = core.compile_model(core.read_model(xml), "CPU",
+                                      {"INFERENCE_PRECISION_HINT": hint})
+        compiled.create_infer_request().infer(
+            {i.get_any_name(): np.ones((2, 16), dtype=np.int64) for i in compiled.inputs})
+        found: Counter = Counter()
+        for op in compiled.get_runtime_model().get_ops():
+            info = op.get_rt_info()
+            if "layerType" in info and info["layerType"].astype(str) == "FullyConnected":
+                found[info["primitiveType"].astype(str)] += 1
+        return dict(found)
+
+    shipped = next((duplens_data.path("models") / "all-MiniLM-L6-v2-openvino-int8").glob("*.xml"))
+    fp32 = sorted(cache.rglob("openvino_model.xml"))
+    fp32 = [p for p in fp32 if "int8" not in str(p)]
+    mkl = subprocess.run([sys.executable, "-c", "import torch; torch.nn.Linear(384, 384)("
+                          "torch.randn(8, 384))"], env={**os.environ, "MKL_VERBOSE": "1"},
+                         capture_output=True, text=True, check=False).stdout
+    mkl_isa = next((line.split("architecture", 1)[-1].split(",")[0].strip()
+                    for line in mkl.splitlines() if "oneMKL" in line or "Intel(R) MKL" in line),
+                   "not said")
+    return {"openvino_capabilities": [str(c) for c in core.get_property(
+                "CPU", "OPTIMIZATION_CAPABILITIES")],
+            "openvino_int8_kernels": kernels(shipped, "f32"),
+            "openvino_fp32_kernels": kernels(fp32[0], "f32") if fp32 else None,
+            "torch_capability": torch.backends.cpu.get_cpu_capability(),
+            "mkl_isa": mkl_isa, "duplens_class": cpu_features.cpu_class(),
+            "env": {k: os.environ.get(k) for k in _cap("", "", "")}}
+
+
+def _gate(names: list[str], data, reference: dict, cache: Path) -> dict:
+    from benchmarks.backends import _load
+    from engine.encoding.backends import BACKENDS
+    from engine.encoding.model_spec import resolve_model
+
+    spec = resolve_model(None)
+    rows = {}
+    for name in names:
+        _say(f"  gate: {name}")
+        encoder, _ = _load(spec, BACKENDS[name], cache)
+        found = quality_gate.measure(encoder.encode, data)
+        found.update(quality_gate.compare(found, reference, data))
+        del encoder
+        rows[name] = {k: round(v, 4) for k, v in found.items() if not k.startswith("_")}
+        for key in ("stsb_spearman", "quora_ap", "sample_pairs_ap", "partner_top5"):
+            rows[name][f"{key}_loss"] = round(reference[key] - found[key], 4)
+        rows[name]["gate"] = quality_gate.verdict(found, reference)
+    return rows
+
+
+def _speed(names: list[str], n: int, cache: Path, work: Path) -> dict:
+    """Plain sentence-transformers (three timings, median) and `duplens import --backend`
+    for each backend, same texts, same process."""
+    from benchmarks.console import run_cli
+    from benchmarks.data import quora_questions, write_questions_csv
+    from benchmarks.plain_encode import best_encode
+    from engine.encoding.model_spec import load_model, resolve_model
+
+    texts = quora_questions(n)
+    csv = write_questions_csv(work / "questions.csv", texts)
+    warm = write_questions_csv(work / "warm.csv", texts[:256])
+    env = {"DUPLENS_CACHE_DIR": str(cache)}
+    for name in names:   # exports made (and a first import paid) before any timing
+        run_cli(["import", str(work / f"warm-{name}.duplens"), str(warm), "--column",
+                 "question", "--backend", name], env)
+    model = load_model(resolve_model(None), "cpu")
+    model.encode(texts[:256])
+    baselines, batch = [], None
+    commands: dict[str, float] = {}
+    order = ["torch", *names]
+    for round_ in range(BASELINE_ROUNDS):
+        seconds, chosen = best_encode(model, texts) if batch is None else _at(model, texts,
+                                                                              batch)
+        batch = batch or chosen
+        baselines.append(seconds)
+        _say(f"  plain sentence-transformers: {seconds:.1f} s (batch {batch})")
+        if round_ == 0:
+            for name in order[:len(order) // 2 + 1]:
+                commands[name] = _import(run_cli, work, csv, name, env)
+        elif round_ == 1:
+            for name in order[len(order) // 2 + 1:]:
+                commands[name] = _import(run_cli, work, csv, name, env)
+    baseline = statistics.median(baselines)
+    return {"rows": n, "baseline_s": [round(b, 2) for b in baselines],
+            "baseline_median_s": round(baseline, 2), "baseline_batch": batch,
+            "imports": {name: {"seconds": round(s, 2), "ratio": round(baseline / s, 3)}
+                        for name, s in commands.items()}}
+
+
+def _at(model, texts: list[str], batch: int) -> tuple[float, int]:
+    started = time.perf_counter()
+    model.encode(list(texts), batch_size=batch, normalize_embeddings=True,
+                 convert_to_numpy=True)
+    return time.perf_counter() - started, batch
+
+
+def _import(run_cli, work: Path, csv: Path, name: str, env: dict) -> float:
+    seconds = run_cli(["import", str(work / f"import-{name}.duplens"), str(csv), "--column",
+                       "question", "--backend", name], env)
+    _say(f"  duplens import --backend {name}: {seconds:.1f} s")
+    return seconds
+
+
+def child(klass: str, out: Path, rows: int, questions: int) -> None:
+    """One class's measurements, in a process whose kernels are capped by its environment."""
+    import numpy as np
+
+    from engine.encoding.backend_choice import default_backend
+    from engine.encoding.backends import BACKENDS, unsupported_here
+
+    cache = out / "cache"
+    out.mkdir(parents=True, exist_ok=True)
+    data = quality_gate.load_data(questions)
+    ref_path = out / "reference.npz"
+    if not ref_path.exists():   # torch's float32 figures, once, on the CPU as it is
+        from benchmarks.backends import _load
+        from engine.encoding.model_spec import resolve_model
+
+        _say("  gate: torch (the reference)")
+        encoder, _ = _load(resolve_model(None), BACKENDS["torch"], cache)
+        reference = quality_gate.measure(encoder.encode, data)
+        del encoder
+        np.savez(ref_path, questions=reference.pop("_questions"))
+        (out / "reference.json").write_text(json.dumps(reference), encoding="utf-8")
+    reference = json.loads((out / "reference.json").read_text(encoding="utf-8"))
+    reference["_questions"] = np.load(ref_path)["questions"]
+    skipped = {n: unsupported_here(BACKENDS[n]) for n in CANDIDATES}
+    runs = [n for n in CANDIDATES if skipped[n] is None]
+    gate = _gate(runs, data, reference, cache)
+    with tempfile.TemporaryDirectory(prefix="duplens-classes-") as work:
+        speed = _speed(runs, rows, cache, Path(work))
+    result = {"class": klass, "cap": check_cap(cache), "duplens_default": default_backend("cpu"),
+              "gate": gate, "speed": speed, "data": data.describe(),
+              "reference": {k: round(v, 4) for k, v in reference.items()
+                            if not k.startswith("_")},
+              "skipped": {n: why for n, why in skipped.items() if why}}
+    (out / f"{klass}.json").write_text(json.dumps(result, indent=1), encoding="utf-8")
+
+
+# -- the parent: one process per class -----------------------------------------------------
+
+def decide(measured: dict) -> tuple[str, str]:
+    """The class's default: the fastest backend that passed the gate and whose whole import
+    ran at least `MIN_SPEEDUP` times as fast as Duplens' own import with torch (what it
+    would replace), else torch; and why."""
+    imports = measured["speed"]["imports"]
+    torch = imports["torch"]["seconds"]
+    passed = [n for n, g in measured["gate"].items() if g["gate"]["passed"]]
+    fast = [n for n in passed if torch / imports[n]["seconds"] >= quality_gate.MIN_SPEEDUP]
+    failed = "; ".join(f"{n} fails: {', '.join(g['gate']['failed'])}"
+                       for n, g in measured["gate"].items() if not g["gate"]["passed"])
+    if not fast:
+        slow = ", ".join(f"{n} {torch / imports[n]['seconds']:.2f}×" for n in passed)
+        return "torch", (f"no backend that passed imported at {quality_gate.MIN_SPEEDUP:g}× "
+                         f"Duplens' torch import or more" + (f" (passed: {slow})" if slow
+                                                             else "")
+                         + (f"; {failed}" if failed else ""))
+    best = min(fast, key=lambda n: imports[n]["seconds"])
+    return best, (f"{best} passed the gate and its import was the fastest that did "
+                  f"({torch / imports[best]['seconds']:.2f}× Duplens' torch import)"
+                  + (f"; {failed}" if failed else ""))
+
+
+def run(quick: bool) -> dict:
+    from benchmarks.backends import cpu_summary
+
+    rows = QUICK_ROWS if quick else ROWS
+    questions = QUICK_QUESTIONS if quick else quality_gate.CUT_QUESTIONS
+    started = time.time()
+    classes = {}
+    with tempfile.TemporaryDirectory(prefix="duplens-cpu-classes-") as folder:
+        out = Path(folder)
+        for klass, spec in CLASSES.items():
+            _say(f"class {klass}: {spec['label']}")
+            env = {**os.environ, **spec["env"], "PYTHONPATH": str(Path(__file__).parents[1])}
+            done = subprocess.run([sys.executable, "-m", "benchmarks.cpu_classes", "--child",
+                                   klass, "--out", str(out), "--rows", str(rows),
+                                   "--questions", str(questions)], env=env, check=False)
+            if done.returncode:
+                raise RuntimeError(f"the {klass} class's process failed ({done.returncode})")
+            measured = json.loads((out / f"{klass}.json").read_text(encoding="utf-8"))
+            measured["label"] = spec["label"]
+            measured["verdict"], measured["why"] = decide(measured)
+            classes[klass] = measured
+    return {"mode": "quick" if quick else "full", "cpu": cpu_summary(), "classes": classes,
+            "min_speedup": quality_gate.MIN_SPEEDUP, "rows": rows,
+            "tolerances": {"stsb_spearman_loss": quality_gate.STSB_LOSS,
+                           "pair_ap_loss": quality_gate.PAIR_AP_LOSS,
+                           "min_cut_f1": quality_gate.MIN_CUT_F1,
+                           "partner_k": quality_gate.PARTNER_K,
+                           "partner_loss": quality_gate.PARTNER_LOSS},
+            "versions": _versions(), "seconds": round(time.time() - started, 1),
+            "load_average": [round(x, 2) for x in os.getloadavg()]}
+
+
+def _versions() -> dict:
+    from importlib.metadata import version
+
+    return {p: version(p) for p in ("openvino", "nncf", "torch", "sentence-transformers")}
+
+
+def present(result: dict, results: dict | None = None) -> dict:
+    """Headline, the class table and the gate table from the measured classes."""
+    from engine.encoding.backends import CPU_CLASS_DEFAULTS
+
+    tol = result["tolerances"]
+    headline, rows, gate_rows = [], [], []
+    for m in result["classes"].values():
+        m["verdict"], m["why"] = decide(m)   # the rule of this code, on the recorded figures
+    for klass, m in result["classes"].items():
+        verdict, speed = m["verdict"], m["speed"]
+        ratio = speed["imports"].get(verdict, {}).get("ratio", 1.0)
+        goal = 2.5 if klass == "bf16" else 2.0
+        headline.append({
+            "figure": f"whole import, {m['label']}: the class's default ({verdict})",
+            "duplens": f"{speed['rows'] / speed['imports'][verdict]['seconds']:.0f} rows/s"
+                       if verdict in speed["imports"] else "torch",
+            "baseline": f"{speed['rows'] / speed['baseline_median_s']:.0f} rows/s",
+            "baseline_is": "plain sentence-transformers encoding the same questions at its "
+                           "best batch size, same process (median of three)",
+            "ratio": f"{ratio:.2f}×", "goal": f"≥ {goal:g}×", "met": ratio >= goal})
+        for name, imp in speed["imports"].items():
+            g = m["gate"].get(name)
+            rows.append([klass, name, f"{imp['seconds']:.1f}", f"{imp['ratio']:.2f}",
+                         "reference" if g is None else ("passes" if g["gate"]["passed"]
+                                                        else "fails"),
+                         "default" if name == verdict else ""])
+        for name, why in m.get("skipped", {}).items():
+            rows.append([klass, name, "–", "–", f"not run: {why}", ""])
+        for name, g in m["gate"].items():
+            gate_rows.append([klass, name, f"{g['stsb_spearman']:.2f}",
+                              _delta(g["stsb_spearman_loss"]), f"{g['quora_ap']:.2f}",
+                              _delta(g["quora_ap_loss"]), f"{g['sample_pairs_ap']:.2f}",
+                              _delta(g["sample_pairs_ap_loss"]), f"{g['cut_f1']:.4f}",
+                              f"{g['cut_pairs']:,} / {g['reference_cut_pairs']:,}",
+                              f"{g['partner_top5']:.2f}", _delta(g["partner_top5_loss"]),
+                              f"{g['recall_at_10']:.4f}", f"{g['top1_agreement']:.3f}",
+                              "passes" if g["gate"]["passed"] else
+                              "fails: " + "; ".join(g["gate"]["failed"])])
+    first = next(iter(result["classes"].values()))
+    ref, data = first["reference"], first["data"]
+    agree = {k: (m["verdict"], CPU_CLASS_DEFAULTS.get(k)) for k, m in result["classes"].items()}
+    notes = [
+        f"Gate (against torch's float32 embeddings, made once on this CPU as it is): STSb "
+        f"Spearman loss ≤ {tol['stsb_spearman_loss']}, pair AP loss ≤ {tol['pair_ap_loss']} "
+        f"(held-out Quora and the sample pairs), the cut's pair F1 against float32's ≥ "
+        f"{tol['min_cut_f1']}, labelled duplicates' partner in the top {tol['partner_k']} "
+        f"within {tol['partner_loss']} points; recall@10 and top-1 agreement reported only. "
+        f"torch: STSb {ref['stsb_spearman']:.2f}, Quora AP {ref['quora_ap']:.2f}, sample AP "
+        f"{ref['sample_pairs_ap']:.2f}, partner in top {tol['partner_k']} "
+        f"{ref['partner_top5']:.2f}%.",
+        f"Gate data: STSb test ({data['stsb_pairs']:,} pairs); {data['quora_pairs']:,} "
+        f"held-out Quora pairs; {data['sample_pairs']:,} sample pairs; the cut over "
+        f"{data['cut_questions']:,} distinct Quora questions at the bundled model's default "
+        f"threshold {data['threshold']} (exact 10-nearest graphs, the product's cut), "
+        f"{data['cut_duplicates']:,} labelled duplicates among them; search recall over "
+        f"{data['search_queries']} queries against {data['search_corpus']:,}.",
+        "The verdict per class: " + "; ".join(
+            f"{k}: {m['verdict']} ({m['why']})" for k, m in result["classes"].items()) + ".",
+        "The code's defaults (`CPU_CLASS_DEFAULTS`): " + ", ".join(
+            f"{k} {code}" + ("" if v == code else f" (DISAGREES with this run's {v})")
+            for k, (v, code) in agree.items())
+        + f"; arm64 {CPU_CLASS_DEFAULTS.get('arm64')} and older x86-64 "
+          f"{CPU_CLASS_DEFAULTS.get('older')} are not measured (no such CPU here, and no cap "
+          "makes one).",
+        "How each class was forced, and what the kernels said: " + "; ".join(
+            f"{k}: OpenVINO {', '.join(m['cap']['openvino_capabilities'])}, int8 layers "
+            f"{', '.join(m['cap']['openvino_int8_kernels'])}, float32 layers "
+            f"{', '.join(m['cap']['openvino_fp32_kernels'] or ['not read'])}; torch "
+            f"{m['cap']['torch_capability']}, oneMKL {m['cap']['mkl_isa']}; Duplens reads "
+            f"class {m['cap']['duplens_class']}" for k, m in result["classes"].items()) + ".",
+        f"{result['rows']:,} distinct Quora questions per import; each backend's export made "
+        "and a first 256-row import run before the timed ones; imports and the baseline's "
+        "three timings interleaved. ONNX Runtime picks its kernels by CPUID and cannot be "
+        "capped, so onnx backends are measured in the backends table only.",
+        f"Versions: {', '.join(f'{k} {v}' for k, v in result['versions'].items())}; load "
+        f"average at the end {result['load_average']}.",
+    ]
+    if result["mode"] == "quick":
+        notes.insert(0, "A quick run: the cut is judged over fewer questions than the gate "
+                        "asks, so these verdicts do not set the code's defaults.")
+    return {"headline": headline, "tables": [
+        {"title": "Whole import per CPU class (ratio against plain sentence-transformers, "
+                  "same process)",
+         "columns": ["class", "backend", "import s", "× plain", "gate", ""], "rows": rows},
+        {"title": "The quality gate per class, against torch's float32 embeddings",
+         "columns": ["class", "backend", "STSb", "Δ", "Quora AP", "Δ", "sample AP", "Δ",
+                     "cut F1", "cut pairs (this / float32)", "partner top 5 %", "Δ",
+                     "recall@10", "top-1", "gate"], "rows": gate_rows}],
+        "notes": notes}
+
+
+def _delta(loss: float) -> str:
+    """A loss against float32 as the change it is, two decimals, no "-0.00"."""
+    change = round(-loss, 2)
+    return f"{change + 0.0:+.2f}"
+
+
+def main() -> None:
+    import argparse
+
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--child")
+    parser.add_argument("--out", type=Path)
+    parser.add_argument("--rows", type=int, default=ROWS)
+    parser.add_argument("--questions", type=int, default=quality_gate.CUT_QUESTIONS)
+    parser.add_argument("--quick", action="store_true")
+    args = parser.parse_args()
+    if args.child:
+        child(args.child, args.out, args.rows, args.questions)
+        return
+    print(json.dumps(run(args.quick), indent=1))
+
+
+if __name__ == "__main__":
+    main()
