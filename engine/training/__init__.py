@@ -4,7 +4,8 @@
 `options` says how to train, `objectives` turns pairs into a loss and dataset
 (`hard_negatives` finds hard negatives for them), `trainer` trains a copy of a model
 (`validation` keeps its best epoch), and `held_out` measures a model on held-out pairs (with
-`engine.pair_metrics`). torch, sentence-transformers and
+`engine.pair_metrics`). `cross_encoder` trains a second opinion on the verdicts and `silver`
+picks the unlabelled pairs it labels (Augmented SBERT). torch, sentence-transformers and
 datasets are imported only when a function needs them.
 
 The package's names are imported from their modules on first use (`__getattr__`): a command

@@ -40,7 +40,7 @@ from engine.training.pairs import LabelledPair
 from engine.training.validation import early_stopping, split_validation
 
 if TYPE_CHECKING:  # pragma: no cover
-    from sentence_transformers import SentenceTransformer
+    from sentence_transformers import CrossEncoder, SentenceTransformer
     from transformers import TrainerCallback
 
     ModelSource = str | os.PathLike[str] | ModelSpec | SentenceTransformer | SentenceEncoder | None
@@ -105,7 +105,7 @@ def finetune(model: ModelSource, train_pairs: Sequence[LabelledPair], objective:
     options = options or TrainingOptions()
     get_objective(objective)  # an unknown name fails before any slow work
     output_dir = Path(output_dir)
-    _check_output(output_dir)
+    check_output_folder(output_dir)
     cancel = cancel or CancelToken()
 
     from transformers import set_seed
@@ -128,7 +128,7 @@ def finetune(model: ModelSource, train_pairs: Sequence[LabelledPair], objective:
     if stopper is not None:
         stopper.restore()
         notes.append(_validation_note(stopper, len(parts.validation)))
-    _save(trainee, output_dir, cancel)
+    save_model_folder(trainee, output_dir, cancel)
     return TrainResult(output_dir, objective, history, steps, seconds, data.examples,
                        _examples_seen(steps, options.batch_size, data.sizes),
                        len(train_pairs), used_device, notes, len(parts.validation),
@@ -143,15 +143,18 @@ def _validation_note(stopper, pairs: int) -> str:
             f"after each epoch {scores}{stopped}; epoch {stopper.best_epoch} was kept")
 
 
-def _save(model: SentenceTransformer, output_dir: Path, cancel: CancelToken) -> None:
-    """Write beside `output_dir`, then rename: the folder appears complete or not at all."""
+def save_model_folder(model: SentenceTransformer | CrossEncoder, output_dir: Path,
+                      cancel: CancelToken) -> None:
+    """Write beside `output_dir`, then rename: the folder appears complete or not at all.
+    Safetensors weights and no model card, whichever kind of model (`cross_encoder` saves
+    its judge here too)."""
     output_dir.parent.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=f".{output_dir.name}.partial-",
                                     dir=output_dir.parent))
     try:
-        model.save(str(staging), create_model_card=False)
+        model.save(str(staging), create_model_card=False, safe_serialization=True)
         cancel.raise_if_cancelled()
-        _check_output(output_dir)  # still free after training?
+        check_output_folder(output_dir)  # still free after training?
         if output_dir.exists():
             output_dir.rmdir()  # empty; a rename cannot replace a folder
         staging.rename(output_dir)
@@ -172,7 +175,8 @@ def _examples_seen(steps: int, batch_size: int, sizes: Sequence[int]) -> int:
     return epochs * examples + min(rest * batch_size, examples)
 
 
-def _check_output(output_dir: Path) -> None:
+def check_output_folder(output_dir: Path) -> None:
+    """ModelError unless `output_dir` is free: missing, or an empty folder."""
     if output_dir.exists() and (not output_dir.is_dir() or any(output_dir.iterdir())):
         raise ModelError(f"{output_dir}: already exists and is not an empty folder; choose a "
                          f"new folder for the trained model")
@@ -258,7 +262,7 @@ def _train(model: SentenceTransformer, data: TrainingData, options: TrainingOpti
             """No card is written, so nothing is gathered for one (the library's way to opt
             out; its default also draws a tqdm bar on stderr while sampling examples)."""
 
-    relay = _progress_relay(progress, cancel)
+    relay = progress_relay(progress, cancel)
     trainer = Trainer(model=model, args=args, train_dataset=data.dataset, loss=data.loss,
                       callbacks=[relay] if stopper is None else [relay, stopper])
     # With tqdm off, transformers prints every log line to stdout instead.
@@ -270,9 +274,11 @@ def _train(model: SentenceTransformer, data: TrainingData, options: TrainingOpti
     return relay.history, int(trainer.state.global_step), seconds
 
 
-def _progress_relay(progress: ProgressCallback, cancel: CancelToken) -> TrainerCallback:
-    """A callback turning the trainer's step and log events into `Progress`, and stopping it
-    on cancel; made here because transformers is imported only when training.
+def progress_relay(progress: ProgressCallback, cancel: CancelToken, stage: str = "training"
+                   ) -> TrainerCallback:
+    """A callback turning the trainer's step and log events into `Progress` of `stage`, and
+    stopping it on cancel; made here because transformers is imported only when training.
+    Any transformers trainer takes it (`cross_encoder` trains its judge with it).
 
     The loss is logged every step (logging_steps=1) and is only known at log time, so progress
     is reported from `on_log`; the cancel check also runs at every step end in case logging
@@ -287,7 +293,7 @@ def _progress_relay(progress: ProgressCallback, cancel: CancelToken) -> TrainerC
 
         def on_train_begin(self, args, state, control, **kwargs):
             self.meter = RateMeter()
-            progress(Progress("training", 0, int(state.max_steps)))
+            progress(Progress(stage, 0, int(state.max_steps)))
             return stop_if_cancelled(control)
 
         def on_step_end(self, args, state, control, **kwargs):
@@ -297,7 +303,7 @@ def _progress_relay(progress: ProgressCallback, cancel: CancelToken) -> TrainerC
             if logs and "loss" in logs:
                 step, loss = int(state.global_step), float(logs["loss"])
                 self.history.append((step, loss))
-                progress(TrainingProgress("training", step, int(state.max_steps),
+                progress(TrainingProgress(stage, step, int(state.max_steps),
                                           self.meter.rate(step), f"loss {loss:.4f}",
                                           loss=loss))
             return stop_if_cancelled(control)

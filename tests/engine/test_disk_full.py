@@ -85,10 +85,10 @@ def test_encode_in_the_window_on_a_full_disk_raises_disk_full(disk, data_dir, en
 def test_a_fine_tuned_model_that_does_not_fit_leaves_nothing_behind(disk, encoder):
     """The model (~90 MB) cannot fit on the 20 MB disk: the real ENOSPC from the weights'
     writer becomes `DiskFull` naming the folder, and no half-written folder stays."""
-    from engine.training.trainer import _save
+    from engine.training.trainer import save_model_folder
 
     target = disk / "models" / "v2"
     with pytest.raises(DiskFull, match="the disk is full"):
-        _save(encoder.model, target, CancelToken())
+        save_model_folder(encoder.model, target, CancelToken())
     assert not target.exists()
     assert list((disk / "models").iterdir()) == []
