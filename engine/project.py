@@ -57,10 +57,10 @@ class Project:
         self.threshold = Threshold(store, self.model, self.verdicts)
         self.ids = ClusterIds(store, self._notice)
         self.clusters = Clusters(store, self.vectors, kept_rows, self.ids)
-        self.versions = ModelVersions(store, self.model, live, self.verdicts)
+        verdicts, threshold = self.verdicts, self.threshold
+        self.versions = ModelVersions(store, self.model, live, verdicts, self.clusters, threshold)
         self.documents = Documents(store, self.vectors, self.threshold)
         self.exports = Exports(store, self.documents)
-        verdicts, threshold = self.verdicts, self.threshold
         self.asking = Asking(store, self.vectors, self.clusters, verdicts, threshold)
         self.matching = Matching(store, self.model, self.vectors, threshold)
         self.measuring = Measuring(store, self.model, self.vectors, self.clusters, verdicts,

@@ -57,7 +57,15 @@ def register(sub) -> None:
                    "pairs set aside to keep the best epoch and stop early (0: none)")
     p.add_argument("--patience", type=positive, help="epochs without a better validation "
                    "score before training stops")
-    p.add_argument("--max-steps", type=positive, help="stop after this many steps")
+    p.add_argument("--max-steps", type=positive, help="stop after this many steps (the "
+                   "second opinion's training too)")
+    p.add_argument("--second-opinion", type=count, metavar="N", help="train a second "
+                   "opinion (a cross-encoder) on the training pairs, let it label at most N "
+                   "unlabelled pairs of the project near the model's threshold, never about "
+                   "a held-out question, and train on those too (0: none, the default)")
+    p.add_argument("--silver-band", type=band, metavar="B", help="how far from the model's "
+                   "threshold (in cosine similarity) the second opinion's pairs may lie "
+                   "(default 0.15)")
     p.add_argument("--held-out", type=fraction, default=0.5, metavar="F",
                    help="share of the pairs measured before and after, never trained on "
                         "(default 0.5)")
@@ -87,6 +95,13 @@ def share(text: str) -> float:
     return value
 
 
+def band(text: str) -> float:
+    value = float(text)
+    if not 0.0 < value < 1.0:
+        raise argparse.ArgumentTypeError(f"must be above 0 and below 1, not {value:g}")
+    return value
+
+
 def count(text: str) -> int:
     value = int(text)
     if value < 0:
@@ -100,7 +115,8 @@ def cmd_finetune(args, cancel: CancelToken) -> int:
     given = {"batch_size": args.batch_size, "epochs": args.epochs,
              "learning_rate": args.learning_rate, "warmup_ratio": args.warmup,
              "margin": args.margin, "hard_negatives": args.hard_negatives,
-             "validation": args.validation, "patience": args.patience}
+             "validation": args.validation, "patience": args.patience,
+             "second_opinion": args.second_opinion, "silver_band": args.silver_band}
     try:
         options = TrainingOptions(max_steps=args.max_steps, seed=args.seed,
                                   **{k: v for k, v in given.items() if v is not None})
@@ -146,6 +162,12 @@ def _print_finetune(project_arg: str, report, activation) -> None:
     print(f"{claim(report.ap_change)}: {evidence(report.ap_change)}")
     print(f"held-out verdicts changed: {report.changes_fixed} now right, "
           f"{report.changes_broken} now wrong")
+    opinion = report.second_opinion
+    if opinion is not None:
+        print(f"second opinion: AP {opinion.judge.average_precision:.2f} on the held-out "
+              f"pairs (the model before: {opinion.bi_encoder_ap:.2f}); "
+              f"{len(opinion.silver)} silver pairs trained on, {opinion.silver_duplicates} "
+              f"of them duplicates; the second opinion itself was not kept")
     own = held_out_threshold(report.after.as_dict())
     print(f"its default threshold: {own.value:.2f} ({own.chosen_on})" if own is not None else
           f"its default threshold: its parent's (fewer than {ENOUGH_OF_EACH} held-out pairs "

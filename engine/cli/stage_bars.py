@@ -13,7 +13,8 @@ class StageBars:
     """
 
     _UNITS = {"training": " steps", "loading model": " models", "saving": " models",
-              "converting": " steps"}
+              "converting": " steps", "training second opinion": " steps",
+              "measuring second opinion": " pairs", "labelling silver": " pairs"}
 
     def __init__(self) -> None:
         self._stage: str | None = None

@@ -35,10 +35,13 @@ from engine.store import items as items_store
 from engine.store.database import Store
 
 if TYPE_CHECKING:  # pragma: no cover
+    from engine.services.clusters import Clusters
+    from engine.services.project_threshold import Threshold
     from engine.training.activation import ActivationReport
     from engine.training.hard_negatives import NegativePool
     from engine.training.options import TrainingOptions
     from engine.training.pairs import LabelledPair
+    from engine.training.second_opinion import SilverSource
     from engine.training.session import FinetuneReport
 
 # Project texts hard negatives are mined from, at most: exact similarities of a few thousand
@@ -50,11 +53,16 @@ class ModelVersions:
     """Train, list, activate, copy out and delete the project's model versions."""
 
     def __init__(self, store: Store, model: ActiveModel, live: LiveIndex,
-                 verdicts: Verdicts) -> None:
+                 verdicts: Verdicts, clusters: Clusters | None = None,
+                 threshold: Threshold | None = None) -> None:
         self._store = store
         self._model = model
         self._live = live
         self._verdicts = verdicts
+        # The neighbour graph and the model's threshold a second opinion picks silver pairs
+        # from (`_silver_source`); without them a run cannot have one.
+        self._clusters = clusters
+        self._threshold = threshold
         self._activation_lock = threading.Lock()  # one activation at a time
 
     @property
@@ -121,6 +129,11 @@ class ModelVersions:
         encodes with it when it passed. Stopping is not heard there (the version is saved by
         then, and the step takes seconds); a conversion that fails leaves the version with
         torch, and the report's `fast_form` says why.
+
+        With `options.second_opinion` (silver pairs at most), a judge trained on the training
+        part labels pairs of the project's neighbour graph around the active model's
+        threshold (`engine.training.second_opinion`): the graph is built first if the
+        project has none for the active model.
         """
         from engine.training.collect import file_pairs, merge_pairs
         from engine.training.objectives import DEFAULT_OBJECTIVE
@@ -139,8 +152,33 @@ class ModelVersions:
         report, trained = run_finetune(
             self._store, encoder, self._parent(), pairs, objective,
             options=options, held_out=held_out, seed=seed, min_pairs=min_pairs,
-            progress=progress, cancel=cancel, pool=self._negative_pool(objective, options))
+            progress=progress, cancel=cancel, pool=self._negative_pool(objective, options),
+            silver=self._silver_source(options))
         return self._convert(report, trained, encoder, progress)
+
+    def _silver_source(self, options: TrainingOptions | None) -> SilverSource | None:
+        """The project's graph, the active model's own threshold and its texts, for a second
+        opinion; None when the run has none."""
+        from engine.training.second_opinion import SilverSource
+
+        if options is None or not options.second_opinion:
+            return None
+        if self._clusters is None or self._threshold is None:
+            raise InputError(f"{self._store.name}: a second opinion needs the project's "
+                             f"neighbour graph, which this project object cannot reach")
+        clusters, store = self._clusters, self._store
+
+        def texts(ids):
+            with store.read() as conn:
+                return items_store.texts_by_id(conn, list(ids))
+
+        def text_ids(keys):
+            with store.read() as conn:
+                return items_store.text_ids_for_keys(conn, keys)
+
+        return SilverSource(
+            lambda progress, cancel: clusters.graph(progress=progress, cancel=cancel),
+            float(self._threshold.model_default().value), texts, text_ids)
 
     def _parent(self) -> dict | None:
         """The row a version trained now comes from: the active model's, or when that is a

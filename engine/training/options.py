@@ -14,7 +14,7 @@ so they stay off by default and on the Advanced page / CLI.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 
 
 @dataclass(frozen=True)
@@ -29,6 +29,11 @@ class TrainingOptions:
     the training pairs aside (by question groups, like the held-out split) to measure after
     each epoch: the best epoch's weights are kept and training stops once `patience` epochs
     in a row did not improve on it; 0 trains every epoch and keeps the last.
+    `second_opinion` (0: off) trains a judge (a cross-encoder) on the training pairs, which
+    labels at most that many of the project's unlabelled pairs whose similarity lies within
+    `silver_band` of the model's threshold; those "silver" pairs are trained on too
+    (`engine.training.second_opinion`). Options stored by versions made before these were
+    added lack them: `from_stored` reads such a record's options with these defaults (off).
     """
 
     batch_size: int = 16
@@ -42,6 +47,8 @@ class TrainingOptions:
     hard_negatives: int = 0
     validation: float = 0.0
     patience: int = 1
+    second_opinion: int = 0
+    silver_band: float = 0.15  # `silver.DEFAULT_BAND`
 
     def __post_init__(self) -> None:
         if self.batch_size < 1 or self.epochs < 1:
@@ -60,3 +67,14 @@ class TrainingOptions:
             raise ValueError(f"validation must be in [0, 1), not {self.validation}")
         if self.patience < 1:
             raise ValueError("patience must be at least 1")
+        if self.second_opinion < 0:
+            raise ValueError("second_opinion must be 0 or more (silver pairs at most)")
+        if not 0.0 < self.silver_band < 1.0:
+            raise ValueError(f"silver_band must be above 0 and below 1, not {self.silver_band}")
+
+    @classmethod
+    def from_stored(cls, stored: dict) -> TrainingOptions:
+        """The options a version's record or row stored (`dataclasses.asdict`): those it
+        lacks (stored before they existed) take their defaults; unknown ones are ignored."""
+        known = {f.name for f in fields(cls)}
+        return cls(**{k: v for k, v in stored.items() if k in known})

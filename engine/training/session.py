@@ -5,6 +5,10 @@ The steps, each a progress stage a wizard can list (`FINETUNE_STAGES`):
 1. check the pairs (enough of them, both verdicts) and split them by question groups, so no
    question is both trained on and measured (`split_pairs`);
 2. "measuring before": the active model's metrics on the held-out part;
+   with a second opinion (`TrainingOptions.second_opinion`; `finetune_stages`),
+   "training second opinion", "measuring second opinion" and "labelling silver": a judge
+   trained on the training part labels pairs of the project's neighbour graph that touch no
+   held-out text, and they join the training part (`engine.training.second_opinion`);
 3. "mining negatives" (when the objective mines: `finetune_stages`) and "training": a copy of
    the active model is trained on the rest; the model the project searches with is never
    changed;
@@ -49,6 +53,13 @@ from engine.training.held_out import (
 )
 from engine.training.objectives import get_objective, mines_negatives
 from engine.training.pairs import MIN_PAIRS, LabelledPair, PairSummary, summarise
+from engine.training.second_opinion import (
+    SECOND_OPINION_STAGES,
+    SecondOpinion,
+    SilverSource,
+    check_training_side,
+    run_second_opinion,
+)
 from engine.training.split import DEFAULT_HELD_OUT, PairSplit, split_pairs
 from engine.training.trainer import TrainingOptions, TrainResult, finetune
 from engine.training.version_folders import (
@@ -67,6 +78,8 @@ STAGE_MINING = "mining negatives"  # only when the objective mines (`mines_negat
 STAGE_TRAINING = "training"
 STAGE_AFTER = "measuring after"
 STAGE_SAVING = "saving"
+# A run without a second opinion; with one, `SECOND_OPINION_STAGES` come after "measuring
+# before" (`finetune_stages`).
 FINETUNE_STAGES = (STAGE_BEFORE, STAGE_MINING, STAGE_TRAINING, STAGE_AFTER, STAGE_SAVING,
                    STAGE_CONVERTING)
 CHANGES_SHOWN = 20  # changed verdicts kept in the report, biggest change in score first
@@ -76,13 +89,18 @@ RECORD_FORMAT = 1  # of duplens_version.json
 def finetune_stages(objective: str, options: TrainingOptions | None = None, *,
                     converts: bool = False) -> tuple[str, ...]:
     """The stages a run of `objective` with `options` goes through, in order, for a wizard
-    to list: `FINETUNE_STAGES` without "mining negatives" when nothing is mined, and
-    without "converting" unless the version gets a fast form (`converts`:
+    to list: `FINETUNE_STAGES` with the second opinion's after "measuring before" when it
+    is asked for (`options.second_opinion`), without "mining negatives" when nothing is
+    mined, and without "converting" unless the version gets a fast form (`converts`:
     `backend_choice.for_trained_version` names one)."""
-    mines = mines_negatives(objective, options or TrainingOptions())
+    options = options or TrainingOptions()
+    mines = mines_negatives(objective, options)
     skipped = {s for s, kept in ((STAGE_MINING, mines), (STAGE_CONVERTING, converts))
                if not kept}
-    return tuple(s for s in FINETUNE_STAGES if s not in skipped)
+    stages = tuple(s for s in FINETUNE_STAGES if s not in skipped)
+    if not options.second_opinion:
+        return stages
+    return (stages[0], *SECOND_OPINION_STAGES, *stages[1:])
 
 
 @dataclass(frozen=True)
@@ -106,12 +124,21 @@ class FinetuneReport:
     changes_fixed: int  # held-out pairs the new version gets right and the parent did not
     changes_broken: int  # and the other way round
     train: TrainResult  # without its model
-    data_sha256: str  # of the training pairs
+    data_sha256: str  # of the pairs trained on (`training_pairs`: silver too)
     options: TrainingOptions
     notes: list[str] = field(default_factory=list)  # for the user: split, objective, warnings
     # The check of the version's fast form (`fast_form.FastFormCheck.as_dict`), None when
     # it gets none (a GPU, a backend the user named).
     fast_form: dict | None = None
+    # The judge and the silver pairs added to the training part (None without a second
+    # opinion): `split.train` holds the gold training pairs only.
+    second_opinion: SecondOpinion | None = None
+
+    @property
+    def training_pairs(self) -> list[LabelledPair]:
+        """The pairs the version trained on: the gold training part, then any silver."""
+        silver = self.second_opinion.silver if self.second_opinion is not None else []
+        return [*self.split.train, *silver]
 
     @property
     def improved(self) -> bool:
@@ -129,7 +156,9 @@ class FinetuneReport:
                       "not_duplicates": self.summary.negatives,
                       "train": len(self.split.train), "held_out": len(self.split.held_out),
                       "dropped": len(self.split.dropped),
-                      "held_out_fraction": round(self.split.held_out_fraction, 4)},
+                      "held_out_fraction": round(self.split.held_out_fraction, 4),
+                      "silver": len(self.second_opinion.silver) if self.second_opinion
+                      else 0},
             "before": self.before.as_dict(),
             "after": self.after.as_dict(),
             "ap_change": self.ap_change.as_dict(),
@@ -143,6 +172,7 @@ class FinetuneReport:
             "options": dataclasses.asdict(self.options),
             "notes": self.notes,
             "fast_form": self.fast_form,
+            "second_opinion": self.second_opinion.as_dict() if self.second_opinion else None,
         }
 
 
@@ -174,7 +204,8 @@ def run_finetune(store: Store, encoder: SentenceEncoder,
                  options: TrainingOptions | None = None,
                  held_out: float = DEFAULT_HELD_OUT, seed: int = 0,
                  min_pairs: int = MIN_PAIRS, progress: ProgressCallback = no_progress,
-                 cancel: CancelToken | None = None, pool: NegativePool | None = None
+                 cancel: CancelToken | None = None, pool: NegativePool | None = None,
+                 silver: SilverSource | None = None
                  ) -> tuple[FinetuneReport, SentenceTransformer]:
     """Train `encoder` (the active model, row `parent`) on `pairs`; see the module doc.
 
@@ -182,21 +213,39 @@ def run_finetune(store: Store, encoder: SentenceEncoder,
     negatives may be mined from besides the pairs' own; the held-out pairs' texts are taken
     out of it first, so no held-out question is trained on, even as a negative.
 
+    `silver`: the project's neighbour graph, threshold and texts, which a second opinion
+    (`options.second_opinion` > 0) labels silver pairs from; required then. The judge is
+    trained in the run's staging folder and deleted once silver is labelled.
+
     Returns the report and the trained model (float32, on the training device), which the
     caller may keep to activate the version without loading it again.
     """
     options = options or TrainingOptions()
     cancel = cancel or CancelToken()
     summary = check_pairs(pairs, objective, min_pairs)
+    if options.second_opinion and silver is None:
+        raise InputError("a second opinion labels pairs of the project's neighbour graph; "
+                         "this run was given none")
     split = split_pairs(pairs, held_out, seed)
     _check_held_out(split)
+    if options.second_opinion:
+        check_training_side(split.train)  # before any model is loaded
     before = held_out_metrics(encoder, split.held_out, progress=progress, cancel=cancel,
                               stage=STAGE_BEFORE)
     staging = new_staging_folder(store)
+    opinion = None
     try:
         if pool is not None:
             pool = pool.without([t for p in split.held_out for t in (p.text_a, p.text_b)])
-        result = finetune(encoder, split.train, objective, options, staging / "model",
+        train_pairs = list(split.train)
+        if options.second_opinion:
+            opinion = run_second_opinion(
+                split.train, split.held_out, pairs, silver, options, staging / "judge",
+                bi_encoder_ap=before.average_precision, device=encoder.device,
+                progress=progress, cancel=cancel)
+            shutil.rmtree(staging / "judge", ignore_errors=True)  # not kept in this version
+            train_pairs += opinion.silver  # the training side only, never the held-out one
+        result = finetune(encoder, train_pairs, objective, options, staging / "model",
                           progress=progress, cancel=cancel, pool=pool)
         trained = result.model
         after = held_out_metrics(trained, split.held_out, progress=progress, cancel=cancel,
@@ -208,7 +257,7 @@ def run_finetune(store: Store, encoder: SentenceEncoder,
                            held_out_share=split.held_out_fraction)
         progress(Progress(STAGE_SAVING, 0, 1))
         cancel.raise_if_cancelled()  # the last point at which stopping leaves nothing
-        digest = data_hash(split.train)
+        digest = data_hash(train_pairs)
         with store.read() as conn:
             name_root = root_name(conn, parent["id"] if parent else None)
         metrics = _row_metrics(before, after, split, result, options, digest, seed)
@@ -218,6 +267,9 @@ def run_finetune(store: Store, encoder: SentenceEncoder,
         record = _record(parent, objective, digest, summary, split, before, after, result,
                          options, seed)
         record["metrics"]["ap_change"] = change.as_dict()
+        if opinion is not None:
+            metrics["second_opinion"] = record["second_opinion"] = opinion.as_dict()
+            metrics["silver_pairs"] = record["pairs"]["silver"] = len(opinion.silver)
         version_id = register_version(
             store, staging / "model", name_root=name_root,
             parent_id=parent["id"] if parent else None, objective=objective,
@@ -230,13 +282,15 @@ def run_finetune(store: Store, encoder: SentenceEncoder,
     progress(Progress(STAGE_SAVING, 1, 1))
     with store.read() as conn:
         row = get_model_row(conn, version_id)
-    notes = [n for n in (split.note, *result.notes, *summary.warnings) if n]
+    notes = [n for n in (split.note, opinion.note if opinion else "", *result.notes,
+                         *summary.warnings) if n]
     report = FinetuneReport(
         version_id, row["name"], version_path(store, row), row["location"],
         row["parent_id"], objective, summary, split, before, after, change,
         changes[:CHANGES_SHOWN],
         sum(c.fixed for c in changes), sum(not c.fixed for c in changes),
-        dataclasses.replace(result, model=None), digest, options, notes)
+        dataclasses.replace(result, model=None), digest, options, notes,
+        second_opinion=opinion)
     return report, trained
 
 

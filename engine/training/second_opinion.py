@@ -1,0 +1,195 @@
+"""The second opinion inside a fine-tuning run: the analyst's answers used twice.
+
+Augmented SBERT (Thakur et al., NAACL 2021; `engine.training.cross_encoder`) in one run of
+`session.run_finetune`, once the pairs are split (so the held-out side is fixed first):
+
+1. "training second opinion": a judge (cross-encoder) learns from the TRAINING side's gold
+   pairs only; the held-out pairs stay unseen by it, as by the bi-encoder;
+2. "measuring second opinion": the judge scores the held-out pairs; its average precision
+   (`engine.pair_metrics`, through `held_out.metrics_from_scores`) stands beside the
+   bi-encoder's before-AP, so a user sees whether the judge reads pairs better than the
+   model it is to teach (when it does not, its silver teaches little);
+3. "labelling silver": the project's neighbour graph's pairs within `silver_band` of the
+   active model's threshold, closest first, at most `second_opinion` of them
+   (`silver.silver_candidates`), never touching a text of a held-out pair and never a pair
+   the analyst judged, labelled with the judge's probability (`silver.label_silver`).
+
+The silver pairs join the training pairs only. The judge lives in the run's staging folder
+and is discarded with it once silver is labelled: it is not stored as a version (yet).
+
+A held-out text is excluded by every text id it has in the project: the id its review key
+names ("text:<id>") and the id of its normalised text (a file's pair or a checked row keys
+its text otherwise, and the same question may sit in the project as a text).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from engine.errors import InputError
+from engine.progress import CancelToken, Progress, ProgressCallback
+from engine.text import norm_key
+from engine.training.held_out import PairMetrics, metrics_from_scores
+from engine.training.options import TrainingOptions
+from engine.training.pairs import LabelledPair
+
+if TYPE_CHECKING:  # pragma: no cover
+    from engine.dedup.graph import KnnGraph
+
+STAGE_JUDGE = "training second opinion"  # `cross_encoder.TRAINING_STAGE`
+STAGE_JUDGE_MEASURE = "measuring second opinion"
+STAGE_SILVER = "labelling silver"
+SECOND_OPINION_STAGES = (STAGE_JUDGE, STAGE_JUDGE_MEASURE, STAGE_SILVER)
+_TEXT_KEY = "text:"
+
+
+@dataclass(frozen=True)
+class SilverSource:
+    """What a project lends the second opinion: its neighbour graph under the active model
+    (built or updated when asked, with progress and cancel), the active model's threshold,
+    texts by id, and text ids by normalised text (`items.text_ids_for_keys`)."""
+
+    graph: Callable[[ProgressCallback, CancelToken], KnnGraph]
+    threshold: float
+    texts: Callable[[Sequence[int]], dict[int, str]]
+    text_ids: Callable[[Iterable[str]], dict[str, int]]
+
+
+@dataclass(frozen=True)
+class SecondOpinion:
+    """What the second opinion did in a run: the judge, measured, and the silver it made."""
+
+    judge: PairMetrics  # on the held-out pairs (its threshold is a probability)
+    bi_encoder_ap: float  # the active model's AP on the same pairs (the run's "before")
+    judge_pairs: int  # gold training pairs the judge learnt from
+    judge_steps: int
+    judge_seconds: float
+    device: str
+    threshold: float  # the active model's, around which silver was picked
+    band: float
+    limit: int  # silver pairs asked for at most
+    excluded_texts: int  # project texts of held-out pairs no silver pair touches
+    silver: list[LabelledPair] = field(default_factory=list, repr=False)
+
+    @property
+    def silver_duplicates(self) -> int:
+        """Silver pairs the judge calls duplicates (probability 0.5 or more)."""
+        return sum(p.is_duplicate for p in self.silver)
+
+    def as_dict(self) -> dict:
+        labels = [p.label for p in self.silver]
+        return {
+            "judge": {"average_precision": round(self.judge.average_precision, 4),
+                      "f1": round(self.judge.f1, 4), "threshold": round(self.judge.threshold, 4),
+                      "pairs": self.judge.pairs, "positives": self.judge.positives,
+                      "trained_on": self.judge_pairs, "steps": self.judge_steps,
+                      "seconds": round(self.judge_seconds, 3), "device": self.device,
+                      "kept": False},
+            "bi_encoder_average_precision": round(self.bi_encoder_ap, 4),
+            "silver": {"pairs": len(self.silver), "duplicates": self.silver_duplicates,
+                       "not_duplicates": len(self.silver) - self.silver_duplicates,
+                       "mean_label": round(sum(labels) / len(labels), 4) if labels else None,
+                       "asked": self.limit, "threshold": round(self.threshold, 4),
+                       "band": self.band, "excluded_texts": self.excluded_texts},
+        }
+
+    @property
+    def note(self) -> str:
+        """One line for the user: what the judge scored and what it added."""
+        return (f"second opinion: the judge's held-out AP {self.judge.average_precision:.2f} "
+                f"(the model's {self.bi_encoder_ap:.2f}); {len(self.silver)} silver pairs "
+                f"added to training ({self.silver_duplicates} duplicates); the judge was "
+                f"discarded after labelling")
+
+
+def check_training_side(train: Sequence[LabelledPair]) -> None:
+    """InputError unless the training side holds both verdicts: the judge learns from it."""
+    duplicates = sum(p.is_duplicate for p in train)
+    if duplicates in (0, len(train)):
+        have = "duplicate" if duplicates else "not duplicate"
+        raise InputError(f"a second opinion learns from the training pairs, and all "
+                         f"{len(train)} of them are labelled {have}; label more pairs of "
+                         f"both kinds, or train without a second opinion")
+
+
+def run_second_opinion(train: Sequence[LabelledPair], held_out: Sequence[LabelledPair],
+                       judged: Sequence[LabelledPair], source: SilverSource,
+                       options: TrainingOptions, folder: Path, *, bi_encoder_ap: float,
+                       device: str, progress: ProgressCallback, cancel: CancelToken
+                       ) -> SecondOpinion:
+    """Train a judge on `train` in `folder` (new), measure it on `held_out`, and label up to
+    `options.second_opinion` silver pairs; see the module doc. `judged`: every pair the
+    analyst gave (no silver pair repeats one). Raises `Cancelled` when asked to stop."""
+    from engine.training.cross_encoder import score_pairs, train_cross_encoder
+    from engine.training.silver import label_silver, silver_candidates
+
+    check_training_side(train)
+    cancel.raise_if_cancelled()
+    result = train_cross_encoder(train, folder, epochs=options.epochs,
+                                 batch_size=options.batch_size, seed=options.seed,
+                                 max_steps=options.max_steps, device=device,
+                                 progress=_as_stage(progress, STAGE_JUDGE), cancel=cancel)
+    judge_model = result.model
+    scores = score_pairs(judge_model, [(p.text_a, p.text_b) for p in held_out],
+                         progress=_as_stage(progress, STAGE_JUDGE_MEASURE), cancel=cancel)
+    judge = metrics_from_scores(scores, [p.is_duplicate for p in held_out])
+
+    silver_progress = _as_stage(progress, STAGE_SILVER)
+    silver_progress(Progress(STAGE_SILVER, 0, 0))  # the graph may be built first
+    cancel.raise_if_cancelled()
+    excluded = text_ids_of(held_out, source.text_ids)
+    labelled = judged_id_pairs(judged, source.text_ids)
+    candidates = silver_candidates(source.graph(silver_progress, cancel), source.threshold,
+                                   band=options.silver_band, limit=options.second_opinion,
+                                   exclude_keys=excluded, labelled=labelled)
+    cancel.raise_if_cancelled()
+    texts = source.texts(sorted({i for c in candidates for i in (c.id_a, c.id_b)}))
+    silver = label_silver(judge_model, candidates, texts.__getitem__,
+                          progress=silver_progress, cancel=cancel)
+    cancel.raise_if_cancelled()
+    return SecondOpinion(judge, bi_encoder_ap, result.pairs, result.steps, result.seconds,
+                         result.device, source.threshold, options.silver_band,
+                         options.second_opinion, len(excluded), silver)
+
+
+def text_ids_of(pairs: Sequence[LabelledPair],
+                text_ids: Callable[[Iterable[str]], dict[str, int]]) -> set[int]:
+    """Every project text id behind the pairs' texts: their "text:<id>" keys' and their
+    normalised texts' (see the module doc)."""
+    ids = {i for p in pairs for i in (_key_id(p.key_a), _key_id(p.key_b)) if i is not None}
+    found = text_ids(dict.fromkeys(norm_key(t) for p in pairs for t in (p.text_a, p.text_b)))
+    return ids | set(found.values())
+
+
+def judged_id_pairs(pairs: Sequence[LabelledPair],
+                    text_ids: Callable[[Iterable[str]], dict[str, int]]
+                    ) -> set[tuple[int, int]]:
+    """Each judged pair as the project's text ids of its two sides (every id either side
+    has, so a pair judged under a file's key and under a review key are both skipped)."""
+    by_text = text_ids(dict.fromkeys(norm_key(t) for p in pairs for t in (p.text_a, p.text_b)))
+    out: set[tuple[int, int]] = set()
+    for p in pairs:
+        side_a = {i for i in (_key_id(p.key_a), by_text.get(norm_key(p.text_a))) if i is not None}
+        side_b = {i for i in (_key_id(p.key_b), by_text.get(norm_key(p.text_b))) if i is not None}
+        out.update((a, b) for a in side_a for b in side_b if a != b)
+    return out
+
+
+def _key_id(key: str) -> int | None:
+    if not key.startswith(_TEXT_KEY):
+        return None
+    try:
+        return int(key[len(_TEXT_KEY):])
+    except ValueError:
+        return None
+
+
+def _as_stage(progress: ProgressCallback, stage: str) -> ProgressCallback:
+    """`progress` with every report under `stage` (the judge's scoring, the graph's build),
+    so a wizard lists the run's own stages only; a training step keeps its loss."""
+    def relay(p: Progress) -> None:
+        progress(p if p.stage == stage else replace(p, stage=stage))
+    return relay
