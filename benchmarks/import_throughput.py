@@ -11,8 +11,8 @@ the other on the same machine:
   beforehand and warmed up, normalised, torch's default threads: every core; the faster of
   batch 32 and 64, both timed, `benchmarks.plain_encode`; then twice more at the winning
   batch size, after the command and after the in-process stages, the median of the three
-  being the figure), timed around `encode` alone, so the baseline pays for no process start, model load,
-  parsing, storing or indexing;
+  being the figure), timed around `encode` alone, so the baseline pays for no process
+  start, model load, parsing, storing or indexing;
 - Duplens: `duplens import NEW.duplens FILE --column question` in a child process, as an
   analyst types it (`benchmarks.console`), timed from the start of the process to its exit
   (Python start, imports, model load, parsing, storing, encoding, indexing, saving).

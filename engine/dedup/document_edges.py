@@ -27,7 +27,8 @@ from collections.abc import Callable, Sequence
 import numpy as np
 
 from engine.dedup.graph import KnnGraph
-from engine.documents.window_match import pair_similarity, window_weights
+from engine.documents.pair_batch import pair_similarities
+from engine.documents.window_match import window_weights
 
 # {text id: (spans (n, 2), vectors (n, dim))} of the given texts read in several windows.
 WindowReader = Callable[[Sequence[int]], dict[int, tuple[np.ndarray, np.ndarray]]]
@@ -83,7 +84,8 @@ def _candidate_positions(ids: np.ndarray, candidates: Sequence[tuple[int, int]]
 def _pair_scores(ids: np.ndarray, pairs: np.ndarray, is_long: np.ndarray,
                  windows: WindowReader, vectors: VectorReader) -> np.ndarray:
     """The window similarity of each pair of positions: a text read in one window counts as
-    its own single window (its vector)."""
+    its own single window (its vector). Scored in one batch (`pair_batch`), grouped by
+    the pair's first text, not pair by pair."""
     used = np.unique(pairs)
     long_ids = [int(ids[p]) for p in used if is_long[p]]
     short_pos = np.array([p for p in used if not is_long[p]], dtype=np.int64)
@@ -95,12 +97,7 @@ def _pair_scores(ids: np.ndarray, pairs: np.ndarray, is_long: np.ndarray,
         for text_id, vec in zip(ids[short_pos].tolist(), vectors(ids[short_pos]),
                                 strict=True):
             sides[int(text_id)] = (vec.reshape(1, -1).astype(np.float32), None)
-    out = np.empty(len(pairs), dtype=np.float32)
-    for n, (a, b) in enumerate(pairs):
-        va, wa = sides[int(ids[a])]
-        vb, wb = sides[int(ids[b])]
-        out[n] = pair_similarity(va, vb, wa, wb)
-    return out
+    return pair_similarities(sides, ids[pairs])
 
 
 def _jaccards(ids: np.ndarray, pairs: np.ndarray, signatures: SignatureReader) -> np.ndarray:
