@@ -45,7 +45,12 @@ from engine.encoding.model_spec import pick_device, resolve_model
 from engine.errors import InputError, ModelError
 from engine.progress import CancelToken, Progress, ProgressCallback, RateMeter, no_progress
 from engine.training.pairs import LabelledPair
-from engine.training.trainer import check_output_folder, progress_relay, save_model_folder
+from engine.training.trainer import (
+    check_output_folder,
+    local_run_arguments,
+    progress_relay,
+    save_model_folder,
+)
 
 if TYPE_CHECKING:  # pragma: no cover
     from sentence_transformers import CrossEncoder
@@ -219,7 +224,6 @@ def _train(judge: CrossEncoder, pairs: Sequence[LabelledPair], epochs: int, batc
     from sentence_transformers.cross_encoder.losses import BinaryCrossEntropyLoss
     from transformers import PrinterCallback
 
-    on_cuda = device.startswith("cuda")
     args = CrossEncoderTrainingArguments(
         output_dir=scratch,  # nothing is saved there (save_strategy "no"); kept apart anyway
         per_device_train_batch_size=batch_size,
@@ -229,16 +233,7 @@ def _train(judge: CrossEncoder, pairs: Sequence[LabelledPair], epochs: int, batc
         max_steps=max_steps if max_steps is not None else -1,
         seed=seed,
         data_seed=seed,
-        use_cpu=device == "cpu",
-        fp16=on_cuda,
-        dataloader_pin_memory=on_cuda,
-        report_to="none",
-        push_to_hub=False,
-        save_strategy="no",
-        eval_strategy="no",
-        logging_strategy="steps",
-        logging_steps=1,
-        disable_tqdm=True,
+        **local_run_arguments(device),
     )
 
     class Trainer(CrossEncoderTrainer):

@@ -222,6 +222,18 @@ def _load_fresh(source: str | os.PathLike[str] | ModelSpec | None,
         raise ModelError(f"{spec.name}: cannot load the model: {detail}") from exc
 
 
+def local_run_arguments(device: str) -> dict:
+    """The training arguments every Duplens run shares, whatever it trains: the device
+    (fp16 mixed precision on CUDA), nothing reported, pushed, saved or evaluated by the
+    library (the caller saves the folder itself), a loss logged every step for the progress
+    relay, and no tqdm bar on stderr."""
+    on_cuda = device.startswith("cuda")
+    return {"use_cpu": device == "cpu", "fp16": on_cuda, "dataloader_pin_memory": on_cuda,
+            "report_to": "none", "push_to_hub": False, "save_strategy": "no",
+            "eval_strategy": "no", "logging_strategy": "steps", "logging_steps": 1,
+            "disable_tqdm": True}
+
+
 def _train(model: SentenceTransformer, data: TrainingData, options: TrainingOptions,
            device: str, scratch: str, progress: ProgressCallback, cancel: CancelToken,
            stopper: TrainerCallback | None = None) -> tuple[list[tuple[int, float]], int, float]:
@@ -233,7 +245,6 @@ def _train(model: SentenceTransformer, data: TrainingData, options: TrainingOpti
     )
     from transformers import PrinterCallback
 
-    on_cuda = device.startswith("cuda")
     args = SentenceTransformerTrainingArguments(
         output_dir=scratch,  # nothing is saved there (save_strategy "no"); kept apart anyway
         per_device_train_batch_size=options.batch_size,
@@ -246,16 +257,7 @@ def _train(model: SentenceTransformer, data: TrainingData, options: TrainingOpti
         data_seed=options.seed,
         batch_sampler=(BatchSamplers.NO_DUPLICATES if data.no_duplicates
                        else BatchSamplers.BATCH_SAMPLER),
-        use_cpu=device == "cpu",
-        fp16=on_cuda,
-        dataloader_pin_memory=on_cuda,
-        report_to="none",
-        push_to_hub=False,
-        save_strategy="no",
-        eval_strategy="no",
-        logging_strategy="steps",
-        logging_steps=1,
-        disable_tqdm=True,
+        **local_run_arguments(device),
     )
     class Trainer(SentenceTransformerTrainer):
         def add_model_card_callback(self, default_args_dict: dict) -> None:
