@@ -25,6 +25,9 @@ from engine.encoding.backends import DEFAULT_BACKEND, is_auto
 from engine.encoding.cpu_features import cpu_class
 from engine.encoding.model_spec import DEFAULT_MODEL, pick_device
 
+# The classes benchmarks/cpu_classes.py measured (the others keep torch unmeasured).
+MEASURED_CLASSES = frozenset({"bf16", "int8", "avx2"})
+
 
 def default_backend(device: str) -> str:
     """The backend a new project encodes with on `device` (a resolved one: "cpu", "cuda",
@@ -55,7 +58,10 @@ def why_default(device: str) -> str:
     chosen = cpu_class_default(klass)
     what = {"bf16": "a CPU with bfloat16 units", "int8": "a CPU with int8 units (VNNI)",
             "avx2": "an AVX2 CPU", "arm64": "an arm64 CPU",
-            "older": "a CPU Duplens has no measured default for"}.get(klass, klass)
+            "older": "an x86-64 CPU without AVX2"}.get(klass, klass)
+    if klass not in MEASURED_CLASSES:
+        return f"{chosen}: {what}; no default was measured for this class, and torch runs " \
+               "everywhere"
     if chosen == wanted:
         return f"{chosen}: the measured default for {what}"
     missing = backends.missing_modules(backends.BACKENDS[wanted])
@@ -82,7 +88,10 @@ def for_stored(fingerprint: str, preference: str | None, device: str | None = No
     backend = backends.backend_for_row(fingerprint, None if is_auto(preference) else preference)
     if is_auto(preference) and backend.name == DEFAULT_BACKEND \
             and backends.split_fingerprint(fingerprint)[1] is None:
-        fast = default_backend(pick_device(device or "auto"))
+        # A named device is taken as named: resolving one (a GPU) would import torch, and
+        # only the CPU has a default other than torch anyway.
+        where = device if device not in (None, "", "auto") else pick_device("auto")
+        fast = default_backend(where)
         if backends.BACKENDS[fast].exact:
             return fast
     return backend.name

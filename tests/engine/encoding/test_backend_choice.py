@@ -81,3 +81,26 @@ def test_torch_embeddings_are_served_by_an_exact_class_default_and_kept_otherwis
     assert backend_choice.for_stored("sha256:abc+openvino-int8", None, "cpu") == "openvino-int8"
     monkeypatch.setitem(backends.CPU_CLASS_DEFAULTS, klass, "openvino-int8")
     assert backend_choice.for_stored("sha256:abc", None, "cpu") == "torch"
+
+
+def test_an_unmeasured_class_is_not_called_measured(monkeypatch):
+    """arm64 and x86-64 without AVX2 keep torch, and the words say it was not measured."""
+    from engine.encoding import backend_choice
+
+    for klass in ("arm64", "older"):
+        monkeypatch.setattr(backend_choice, "cpu_class", lambda klass=klass: klass)
+        words = backend_choice.why_default("cpu")
+        assert words.startswith("torch:") and "no default was measured" in words
+    monkeypatch.setattr(backend_choice, "cpu_class", lambda: "avx2")
+    assert "the measured default for an AVX2 CPU" in backend_choice.why_default("cpu")
+
+
+def test_a_named_gpu_device_needs_no_torch_to_pick_the_stored_backend(monkeypatch):
+    """`duplens info` on a project last used on CUDA must not resolve the device (that
+    imports torch): a named device is taken as named."""
+    from engine.encoding import backend_choice
+
+    def resolve(_):
+        raise AssertionError("pick_device called for a named device")
+    monkeypatch.setattr(backend_choice, "pick_device", resolve)
+    assert backend_choice.for_stored("sha256:abc", None, "cuda") == "torch"
