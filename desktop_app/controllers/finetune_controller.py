@@ -1,12 +1,17 @@
 """`FinetuneController`: the fine-tuning wizard's state on the GUI side, fed by the engine.
 
 It holds what the run would learn from (the engine's `TrainingInput`), the run's state and
-its loss curve so far, and the report, and it runs the engine calls itself: what to learn
-from on the review pool (the verdicts are review data; only the newest request counts),
-training on the changes pool (after any import; every logged loss comes back as a partial
-result), and deleting a discarded version there too. The wizard's pages only render what it
-emits, so a page never decides whether training may start: the engine's own check does
-(`TrainingInput.problem`).
+its loss curves so far (the model's, and the second opinion's when the run trains one), and
+the report, and it runs the engine calls itself: what to learn from on the review pool (the
+verdicts are review data; only the newest request counts), training on the changes pool
+(after any import; every logged loss comes back as a partial result), and deleting a
+discarded version there too. The wizard's pages only render what it emits, so a page never
+decides whether training may start: the engine's own check does (`TrainingInput.problem`).
+
+With a second opinion the run also compares the judge with the model in use on the held-out
+pairs (`judge_change`: the same paired interval as the model's own change, so the results
+page says "better" of the judge only when the pairs show it), in the run's job, off the GUI
+thread.
 """
 
 from __future__ import annotations
@@ -23,14 +28,24 @@ from desktop_app.job_runner import Job, JobHandle, Pool
 
 if TYPE_CHECKING:  # the engine's training modules are imported off the GUI thread first
     from engine.progress import Progress
+    from engine.training.ap_change import APChange
     from engine.training.collect import TrainingInput
-    from engine.training.pairs import LabelledPair
+    from engine.training.pairs import LabelledPair, PairSummary
     from engine.training.session import FinetuneReport
     from engine.training.trainer import TrainingOptions
 
 log = logging.getLogger("duplens.gui")
 
 TRAINING_STAGE = "training"
+JUDGE_STAGE = "training second opinion"  # `engine.training.second_opinion.STAGE_JUDGE`
+# Silver pairs the wizard offers to let the judge label: enough to add to a few hundred
+# answers several times over, few enough that labelling them takes seconds on a CPU.
+SECOND_OPINION_PAIRS = 2_000
+# A judge learns from the training side only, so it needs some of each verdict there; ten of
+# each is the bar under which the project's calibration calls a best-F1 threshold a few
+# pairs' accident (`engine.review.calibration.ENOUGH_OF_EACH`). Below it the wizard leaves
+# the second opinion off by default (it may still be turned on).
+JUDGE_ENOUGH_OF_EACH = 10
 
 
 class RunState(Enum):
@@ -54,6 +69,13 @@ class TrainingRequest:
     seed: int
 
 
+def second_opinion_advised(summary: PairSummary, held_out: float) -> bool:
+    """Whether to offer the second opinion on by default: the training side (what is not
+    held out) holds about `JUDGE_ENOUGH_OF_EACH` pairs of each verdict."""
+    kept = 1.0 - held_out
+    return min(summary.positives, summary.negatives) * kept >= JUDGE_ENOUGH_OF_EACH
+
+
 def collect_input(extra_file: str | None, job: Job) -> TrainingInput:
     """The job: the review verdicts, the verdicts on checked files' rows not added yet, plus
     `extra_file`'s pairs, with the engine's counts."""
@@ -63,19 +85,38 @@ def collect_input(extra_file: str | None, job: Job) -> TrainingInput:
                           checked_rows=job.project.matching.pending_pairs())
 
 
-def train(pairs: list[LabelledPair], request: TrainingRequest, job: Job) -> FinetuneReport:
+def train(pairs: list[LabelledPair], request: TrainingRequest, job: Job
+          ) -> tuple[FinetuneReport, APChange | None]:
     """The job: train the active model on `pairs`; each logged loss is a partial result
-    `(step, loss)`, every step's progress goes to the throttle."""
+    `(stage, step, loss)` (the judge's and the model's are two curves), every step's
+    progress goes to the throttle. Returns the report and, with a second opinion, the
+    judge's AP against the model in use's on the held-out pairs with its interval."""
 
     def report(progress: Progress) -> None:
         loss = getattr(progress, "loss", None)  # a TrainingProgress of a logged step
         if loss is not None:
-            job.partial((progress.done, float(loss)))
+            job.partial((progress.stage, progress.done, float(loss)))
         job.progress(progress)
 
-    return job.project.versions.finetune(request.objective, pairs=pairs, options=request.options,
-                                held_out=request.held_out, seed=request.seed,
-                                progress=report, cancel=job.token)
+    made = job.project.versions.finetune(request.objective, pairs=pairs, options=request.options,
+                                         held_out=request.held_out, seed=request.seed,
+                                         progress=report, cancel=job.token)
+    return made, judge_change(made)
+
+
+def judge_change(report: FinetuneReport) -> APChange | None:
+    """The judge's held-out AP against the model in use's, as `ap_change` compares the new
+    model with it: the same pairs, a paired bootstrap interval (None without a judge).
+    The judge's scores are probabilities, the model's cosines; AP reads only their order."""
+    from engine.training.ap_change import ap_change
+
+    opinion = report.second_opinion
+    if opinion is None:
+        return None
+    held = report.split.held_out
+    return ap_change(report.before.scores, opinion.judge.scores,
+                     [p.is_duplicate for p in held], seed=report.ap_change.seed,
+                     held_out_share=report.split.held_out_fraction)
 
 
 class FinetuneController(QObject):
@@ -86,7 +127,8 @@ class FinetuneController(QObject):
     inputFailed = Signal(str)              # the labelled file could not be read
     stateChanged = Signal(object, str)     # RunState, message for the user ("" if none)
     progressed = Signal(object)            # engine.progress.Progress of this run, whole
-    lossChanged = Signal(list, list)       # steps, losses: the whole curve so far
+    lossChanged = Signal(list, list)       # steps, losses: the model's whole curve so far
+    judgeLossChanged = Signal(list, list)  # the same of the second opinion (judge)
     reportReady = Signal(object)           # engine.training.session.FinetuneReport
     discarded = Signal(str)                # the name of the version deleted by Discard
 
@@ -99,6 +141,9 @@ class FinetuneController(QObject):
         self.report: FinetuneReport | None = None
         self.steps: list[int] = []
         self.losses: list[float] = []
+        self.judge_steps: list[int] = []
+        self.judge_losses: list[float] = []
+        self.judge_change: APChange | None = None  # with a second opinion, once trained
         self._run: JobHandle | None = None
         self._input_key = f"training input {id(self)}"
 
@@ -129,8 +174,11 @@ class FinetuneController(QObject):
         if self.busy or self.input is None or not self.input.can_train:
             return
         self.report = None
+        self.judge_change = None
         self.steps, self.losses = [], []
+        self.judge_steps, self.judge_losses = [], []
         self.lossChanged.emit([], [])
+        self.judgeLossChanged.emit([], [])
         self._set_state(RunState.TRAINING)
         pairs = self.input.pairs
         self._run = self.bridge.run(
@@ -163,13 +211,22 @@ class FinetuneController(QObject):
         self.state = state
         self.stateChanged.emit(state, message)
 
-    def _losses(self, points: list[tuple[int, float]]) -> None:
-        for step, loss in points:
-            self.steps.append(step)
-            self.losses.append(loss)
-        self.lossChanged.emit(self.steps, self.losses)
+    def _losses(self, points: list[tuple[str, int, float]]) -> None:
+        stages = set()
+        for stage, step, loss in points:
+            judge = stage == JUDGE_STAGE
+            steps, losses = ((self.judge_steps, self.judge_losses) if judge
+                             else (self.steps, self.losses))
+            steps.append(step)
+            losses.append(loss)
+            stages.add(judge)
+        if True in stages:
+            self.judgeLossChanged.emit(self.judge_steps, self.judge_losses)
+        if False in stages:
+            self.lossChanged.emit(self.steps, self.losses)
 
-    def _trained(self, report: FinetuneReport) -> None:
+    def _trained(self, made: tuple[FinetuneReport, APChange | None]) -> None:
+        report, self.judge_change = made
         self.report = report
         self._set_state(RunState.TRAINED)
         self.reportReady.emit(report)

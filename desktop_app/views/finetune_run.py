@@ -1,6 +1,11 @@
 """The fine-tuning wizard's last two pages: the run (stages, progress, live loss, ETA) and
 its results (before and after on the held-out pairs, and the pairs whose verdict changed).
 
+With a second opinion the run lists the judge's three stages before the model's training,
+each with its progress (the judge's loss a second curve), and the results say what the judge
+scored on the held-out pairs beside the model in use, and what silver it labelled
+(`SecondOpinionSummary`).
+
 Both render what `FinetuneController` emits and the engine's `FinetuneReport`; no number
 here is computed by the window.
 """
@@ -27,12 +32,14 @@ from PySide6.QtWidgets import (
 
 from desktop_app.colors import ERROR_STYLE, GOOD_STYLE, NOTE_STYLE
 from desktop_app.controllers.finetune_controller import (
+    JUDGE_STAGE,
     TRAINING_STAGE,
     FinetuneController,
     RunState,
     TrainingRequest,
 )
 from desktop_app.views.job_status import format_eta
+from desktop_app.views.second_opinion_summary import SecondOpinionSummary
 from desktop_app.views.training_plots import LossPlot, PrecisionRecallPlot
 
 if TYPE_CHECKING:
@@ -41,19 +48,35 @@ if TYPE_CHECKING:
 
 STAGE_TEXT = {
     "measuring before": "Measure the current model on the held-out pairs",
+    JUDGE_STAGE: "Second opinion: train a judge on your answers",
+    "measuring second opinion": "Second opinion: measure the judge on the same held-out pairs",
+    "labelling silver": "Second opinion: let the judge label up to {silver:,} pairs near "
+                        "the threshold",
     "mining negatives": "Find a negative for each duplicate pair",
     "training": "Train a copy of the current model",
     "measuring after": "Measure the trained copy on the same pairs",
     "saving": "Save it as a new version",
     "converting": "Make and check its fast form for this computer",
 }
+# With a second opinion the model learns from the judge's pairs too.
+TRAINING_WITH_SILVER = "Train a copy of the current model on your answers and the judge's"
 STAGE_SHORT = {"measuring before": "Measuring the current model",
+               JUDGE_STAGE: "Training the judge",
+               "measuring second opinion": "Measuring the judge",
+               "labelling silver": "Labelling pairs near the threshold",
                "mining negatives": "Finding negatives", "training": "Training",
                "measuring after": "Measuring the trained copy", "saving": "Saving",
                "converting": "Making its fast form"}
-STAGE_UNITS = {"training": "steps"}
+STAGE_UNITS = {"training": "steps", JUDGE_STAGE: "steps", "measuring second opinion": "pairs",
+               "labelling silver": "pairs"}
 COUNTLESS = {"saving", "converting"}  # stages whose small counts say nothing
 DONE, CURRENT, PENDING = "✓", "▸", "·"
+SUBTITLE = ("The model in use is never changed: a copy is trained, and search keeps working "
+            "meanwhile. Stop training at any time; nothing is saved then.")
+SUBTITLE_WITH_JUDGE = ("First a judge (the second opinion) learns from your answers and "
+                       "labels more pairs; then a copy of the model learns from both. The "
+                       "model in use is never changed and search keeps working. Stop at any "
+                       "time, in either step; nothing is saved then.")
 CHANGES_TEXT_CHARS = 160
 
 
@@ -66,12 +89,11 @@ class TrainPage(QWizardPage):
         self.controller = controller
         self.request = request   # read when the page is shown: the options as chosen then
         self.setTitle("Training")
-        self.setSubTitle("The model in use is never changed: a copy is trained, and search "
-                         "keeps working meanwhile. Stop training at any time; nothing is "
-                         "saved then.")
+        self.setSubTitle(SUBTITLE)
         self.setCommitPage(True)  # the version exists once this page completes
         self.setButtonText(QWizard.WizardButton.CommitButton, "Show results")
         self.stage_labels: dict[str, QLabel] = {}
+        self.silver = 0  # pairs the judge may label: 0 without a second opinion
         self.stages_box = QVBoxLayout()
         self.bar = QProgressBar(self)
         self.detail = QLabel("", self)
@@ -87,12 +109,15 @@ class TrainPage(QWizardPage):
         self._stage = ""
         controller.progressed.connect(self.show_progress)
         controller.lossChanged.connect(self.loss_plot.set_points)
+        controller.judgeLossChanged.connect(self.loss_plot.set_judge_points)
         controller.stateChanged.connect(self.show_state)
 
     def initializePage(self) -> None:  # noqa: N802 - Qt's name
         from engine.training.session import finetune_stages
 
         request = self.request()
+        self.silver = request.options.second_opinion
+        self.setSubTitle(SUBTITLE_WITH_JUDGE if self.silver else SUBTITLE)
         # Without "converting": whether it runs is the engine's call (a fast default
         # backend here), so its line is added when it starts (`show_progress`).
         stages = finetune_stages(request.objective, request.options)
@@ -124,8 +149,13 @@ class TrainPage(QWizardPage):
         finished = self.controller.state is RunState.TRAINED
         for i, (stage, label) in enumerate(self.stage_labels.items()):
             mark = DONE if finished or i < current else CURRENT if i == current else PENDING
-            text = STAGE_TEXT.get(stage, stage.capitalize())
+            text = self._stage_text(stage)
             label.setText(f"<b>{mark} {text}</b>" if mark == CURRENT else f"{mark} {text}")
+
+    def _stage_text(self, stage: str) -> str:
+        if stage == TRAINING_STAGE and self.silver:
+            return TRAINING_WITH_SILVER
+        return STAGE_TEXT.get(stage, stage.capitalize()).format(silver=self.silver)
 
     def show_progress(self, progress: Progress) -> None:
         stage, done, total, rate = progress.stage, progress.done, progress.total, progress.rate
@@ -152,8 +182,10 @@ class TrainPage(QWizardPage):
             eta = format_eta(progress.eta_seconds)
             if eta:
                 parts.append(f"about {eta} left in this stage")
-        if stage == TRAINING_STAGE and self.controller.losses:
-            parts.append(f"loss {self.controller.losses[-1]:.4f}")
+        losses = {TRAINING_STAGE: self.controller.losses,
+                  JUDGE_STAGE: self.controller.judge_losses}.get(stage)
+        if losses:
+            parts.append(f"loss {losses[-1]:.4f}")
         self.detail.setText(" · ".join(parts))
 
     def show_state(self, state: RunState, message: str) -> None:
@@ -168,8 +200,8 @@ class TrainPage(QWizardPage):
             self.bar.setRange(0, 1)
             self.bar.setValue(0)
             self.detail.setText("Training did not finish.")
-            self._say(f"{message} Nothing was saved and the model in use is unchanged.",
-                      ERROR_STYLE)
+            self._say(f"{_sentence(message)} Nothing was saved and the model in use is "
+                      f"unchanged.", ERROR_STYLE)
         elif state is RunState.TRAINED:
             self._mark_stages()
             self._say("Done: the new version is saved, not in use yet.", GOOD_STYLE)
@@ -196,6 +228,7 @@ class ResultsPage(QWizardPage):
         self.setButtonText(QWizard.WizardButton.FinishButton, "Use this model")
         self.summary = QLabel("", self)
         self.summary.setWordWrap(True)
+        self.opinion = SecondOpinionSummary(self)
         self.metrics = QTableWidget(5, 3, self)
         self.metrics.setHorizontalHeaderLabels(["Before", "After", "Change"])
         self.metrics.setVerticalHeaderLabels(["Average precision", "Best F1",
@@ -234,6 +267,7 @@ class ResultsPage(QWizardPage):
         top.addWidget(self.pr_plot, 3)
         layout = QVBoxLayout(self)
         layout.addWidget(self.summary)
+        layout.addWidget(self.opinion)
         layout.addLayout(top, 3)
         layout.addWidget(self.changes_label)
         layout.addWidget(self.changes, 2)
@@ -263,10 +297,13 @@ class ResultsPage(QWizardPage):
 
         before, after = report.before, report.after
         title = get_objective(report.objective).title
+        opinion = report.second_opinion
+        silver = (f" and {len(opinion.silver):,} the judge labelled"
+                  if opinion is not None and opinion.silver else "")
         self.setSubTitle(f"{report.name}: the {title.lower()} objective on "
-                         f"{len(report.split.train):,} pairs. Both models were measured on the "
-                         f"same {len(report.split.held_out):,} held-out pairs, which share no "
-                         f"question with those it learned from.")
+                         f"{len(report.split.train):,} pairs{silver}. Both models were "
+                         f"measured on the same {len(report.split.held_out):,} held-out "
+                         f"pairs, which share no question with those it learned from.")
         rows = [(before.average_precision, after.average_precision, "{:.2f}"),
                 (before.f1, after.f1, "{:.2f}"),
                 (before.threshold, after.threshold, "{:.3f}"),
@@ -280,6 +317,9 @@ class ResultsPage(QWizardPage):
                                 (before.recall / 100, before.precision / 100),
                                 (after.recall / 100, after.precision / 100),
                                 ("before (in use)", f"after ({report.name})"))
+        judge = opinion.judge if opinion is not None else None
+        self.pr_plot.set_judge(judge.curve if judge else None,
+                               (judge.recall / 100, judge.precision / 100) if judge else None)
         self.metrics_note.setText(
             f"Before: the model in use. After: {report.name}. Percentages, except the "
             f"threshold, the cosine similarity at which pairs are called duplicates.")
@@ -287,9 +327,12 @@ class ResultsPage(QWizardPage):
         # Better or worse only when the held-out pairs show it (`engine.training.ap_change`).
         self.summary.setText(f"<b>{claim(report.ap_change)}</b>: {evidence(report.ap_change)}; "
                              f"best F1 {before.f1:.2f} → {after.f1:.2f}.")
+        self.opinion.show_report(report, self.controller.judge_change)
         self._show_changes(report)
-        self.notes.setText("\n".join(report.notes))
-        self.notes.setVisible(bool(report.notes))
+        # The second opinion's own note is the paragraph above, in more words.
+        notes = [n for n in report.notes if opinion is None or n != opinion.note]
+        self.notes.setText("\n".join(notes))
+        self.notes.setVisible(bool(notes))
         self.status.setStyleSheet("")
         self.status.setText(
             f"{report.name} is saved in {report.location}, not in use yet. <b>Use this "
@@ -331,6 +374,16 @@ class ResultsPage(QWizardPage):
                     item.setToolTip(f"{pair.text_a}\n↔\n{pair.text_b}")
                 self.changes.setItem(row, col, item)
         self.changes.resizeRowsToContents()
+
+
+def _sentence(message: str) -> str:
+    """The engine's message as a sentence: some start lower-case and end without a stop
+    (they read as a clause after "duplens finetune:" on the command line)."""
+    message = message.strip()
+    if not message:
+        return message
+    message = message[0].upper() + message[1:]
+    return message if message[-1] in ".!?)" else message + "."
 
 
 def _call(duplicate: bool) -> str:

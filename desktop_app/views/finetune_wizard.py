@@ -1,22 +1,26 @@
 """`FinetuneWizard`: "Improve the model…", from verdicts to a measured new version.
 
 Four pages: what it will learn from (review verdicts plus an optional labelled file, with
-counts, balance and the engine's advice), the objective and its options, training (progress,
-live loss, ETA, stop), and the results before and after with **Use this model** or
-**Discard**. The pages render what `FinetuneController` emits; the engine decides everything
-(whether there is enough to train on, the split, the metrics). Using the model is left to
-the main window (`useModel`), which shows the re-encoding in its status bar.
+counts, balance and the engine's advice), the objective, the second opinion and the options,
+training (the judge's stages, then the model's: progress, live loss, ETA, stop), and the
+results before and after (with the judge's AP beside the model in use's) with **Use this
+model** or **Discard**. The pages render what `FinetuneController` emits; the engine decides
+everything (whether there is enough to train on, the split, the metrics). Using the model is
+left to the main window (`useModel`), which shows the re-encoding in its status bar.
 """
 
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtGui import QDoubleValidator
 from PySide6.QtWidgets import (
     QButtonGroup,
+    QDoubleSpinBox,
     QFileDialog,
     QFormLayout,
     QHBoxLayout,
@@ -40,6 +44,10 @@ from desktop_app.controllers.finetune_controller import (
     TrainingRequest,
 )
 from desktop_app.views.finetune_run import ResultsPage, TrainPage
+from desktop_app.views.second_opinion_option import SecondOpinionOption
+
+if TYPE_CHECKING:
+    from engine.training.pairs import PairSummary
 
 LABELLED_FILTER = ("Labelled pairs (*.csv *.tsv *.txt *.xlsx *.xlsm *.parquet *.jsonl);;"
                    "All files (*)")
@@ -203,10 +211,13 @@ class DataPage(QWizardPage):
 
 
 class ObjectivePage(QWizardPage):
-    """The objectives, the recommended one preselected, and the training options."""
+    """The objectives, the recommended one preselected, the second opinion, and the training
+    options. `summary()`: the counts of the answers the first page showed (None before)."""
 
-    def __init__(self, parent: QWidget | None = None) -> None:
+    def __init__(self, summary: Callable[[], PairSummary | None],
+                 parent: QWidget | None = None) -> None:
         super().__init__(parent)
+        self.summary = summary
         self.setTitle("How it should learn")
         self.setSubTitle("Each objective turns the same pairs into a different "
                          "training signal. The recommended one gained the most on Quora test "
@@ -217,6 +228,9 @@ class ObjectivePage(QWizardPage):
     def initializePage(self) -> None:  # noqa: N802 - Qt's name
         if not self.buttons:
             self._build()
+        summary = self.summary()
+        if summary is not None:  # entered from the first page: its answers may have changed
+            self.second_opinion.set_input(summary, self.held_out_fraction())
 
     def _build(self) -> None:
         """Made on first view: the first page's work on the review thread has imported the
@@ -244,6 +258,9 @@ class ObjectivePage(QWizardPage):
             explanation.setContentsMargins(24, 0, 0, 4)
             layout.addWidget(button)
             layout.addWidget(explanation)
+        layout.addSpacing(8)
+        self.second_opinion = SecondOpinionOption(self)
+        layout.addWidget(self.second_opinion)
         layout.addSpacing(6)
         self.advanced_button = QToolButton(self)
         self.advanced_button.setText("Advanced")
@@ -254,6 +271,8 @@ class ObjectivePage(QWizardPage):
         self.advanced_button.toggled.connect(self._toggle_advanced)
         self.advanced = QWidget(self)
         self._build_advanced()
+        self.second_opinion.check.toggled.connect(self.silver_band.setEnabled)
+        self.silver_band.setEnabled(self.second_opinion.check.isChecked())
         self.advanced.hide()
         self.error_label = note_label("", self, ERROR_STYLE)
         self.error_label.hide()
@@ -282,10 +301,15 @@ class ObjectivePage(QWizardPage):
         self.held_out.setSuffix(" % of the pairs")
         self.seed = QSpinBox(self.advanced)
         self.seed.setRange(0, 2_147_483_647)
+        self.silver_band = QDoubleSpinBox(self.advanced)
+        self.silver_band.setRange(0.01, 0.99)
+        self.silver_band.setSingleStep(0.05)
+        self.silver_band.setPrefix("± ")
+        self.silver_band.setSuffix(" of the threshold (cosine)")
         reset = QPushButton("Defaults", self.advanced)
         reset.clicked.connect(self.reset_options)
         for field in (self.batch_size, self.learning_rate, self.warmup, self.epochs,
-                      self.max_steps, self.held_out, self.seed):
+                      self.max_steps, self.held_out, self.seed, self.silver_band):
             field.setMinimumWidth(180)
         form = QFormLayout(self.advanced)
         form.setFieldGrowthPolicy(QFormLayout.FieldGrowthPolicy.FieldsStayAtSizeHint)
@@ -297,6 +321,7 @@ class ObjectivePage(QWizardPage):
         form.addRow("Stop after (steps)", self.max_steps)
         form.addRow("Held out for measuring", self.held_out)
         form.addRow("Random seed (split and training)", self.seed)
+        form.addRow("Pairs the judge may label", self.silver_band)
         form.addRow("", reset)
         self.reset_options()
 
@@ -309,6 +334,7 @@ class ObjectivePage(QWizardPage):
         self.max_steps.setValue(d.max_steps or 0)
         self.held_out.setValue(round(self.default_held_out * 100))
         self.seed.setValue(d.seed)
+        self.silver_band.setValue(d.silver_band)
 
     def _toggle_advanced(self, shown: bool) -> None:
         self.advanced.setVisible(shown)
@@ -331,7 +357,8 @@ class ObjectivePage(QWizardPage):
         return dataclasses.replace(
             self.defaults, batch_size=self.batch_size.value(), learning_rate=rate,
             warmup_ratio=self.warmup.value() / 100, epochs=self.epochs.value(),
-            max_steps=self.max_steps.value() or None, seed=self.seed.value())
+            max_steps=self.max_steps.value() or None, seed=self.seed.value(),
+            second_opinion=self.second_opinion.pairs(), silver_band=self.silver_band.value())
 
     def held_out_fraction(self) -> float:
         return self.held_out.value() / 100
@@ -364,7 +391,8 @@ class FinetuneWizard(QWizard):
         self.setWindowTitle("Improve the model")
         self.controller = FinetuneController(bridge, self)
         self.data_page = DataPage(self.controller, self)
-        self.objective_page = ObjectivePage(self)
+        self.objective_page = ObjectivePage(
+            lambda: self.controller.input.summary if self.controller.input else None, self)
         self.train_page = TrainPage(self.controller, self.objective_page.request, self)
         self.results_page = ResultsPage(self.controller, self)
         for page in (self.data_page, self.objective_page, self.train_page, self.results_page):

@@ -1,5 +1,6 @@
 """The fine-tuning wizard's two plots: the live training loss, and precision against recall
-of the model before and after training on the held-out pairs.
+of the model before and after training on the held-out pairs (and, with a second opinion,
+the judge's loss and curve beside them).
 
 Each creates its plot items once and replaces their data in place (pyqtgraph's advice for
 live plots), and takes the window's colours, light or dark, as the review plots do.
@@ -15,6 +16,8 @@ from PySide6.QtGui import QFontMetrics, QPalette
 from PySide6.QtWidgets import QWidget
 
 LOSS_PEN = pg.mkPen("#d9480f", width=2)
+JUDGE_COLOUR = "#7048e8"
+JUDGE_PEN = pg.mkPen(JUDGE_COLOUR, width=2, style=Qt.PenStyle.DashLine)
 BEFORE_COLOUR = "#868e96"
 AFTER_COLOUR = "#1c7ed6"
 
@@ -52,7 +55,9 @@ class _ThemedPlot(pg.PlotWidget):
 
 
 class LossPlot(_ThemedPlot):
-    """Training loss against step, redrawn as each logged step arrives."""
+    """Training loss against step, redrawn as each logged step arrives; with a second
+    opinion, the judge's loss too (its own steps, a dashed curve, named in a legend that
+    appears only then: a run without one shows one curve and needs no key)."""
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -61,17 +66,60 @@ class LossPlot(_ThemedPlot):
         self.getAxis("left").enableAutoSIPrefix(False)
         self.curve = self.plot(pen=LOSS_PEN, symbol="o", symbolSize=4,
                                symbolBrush="#d9480f", symbolPen=None)
+        self.judge = self.plot(pen=JUDGE_PEN, symbol="t", symbolSize=5,
+                               symbolBrush=JUDGE_COLOUR, symbolPen=None)
+        self.legend = pg.LegendItem(offset=(-10, 10))
+        self.legend.setParentItem(self.getPlotItem().vb)
+        self.legend.hide()
+        self._tops = {"model": 0.0, "judge": 0.0}
+        self._apply_palette()
+
+    def _apply_palette(self) -> None:
+        """The legend in the palette's colours too, on a backing that keeps it readable
+        where a curve runs under it."""
+        super()._apply_palette()
+        legend = getattr(self, "legend", None)  # the base constructor calls this first
+        if legend is None:
+            return
+        palette = self.palette()
+        backing = palette.color(QPalette.ColorRole.Base)
+        backing.setAlpha(230)
+        legend.setBrush(pg.mkBrush(backing))
+        legend.setPen(pg.mkPen(palette.color(QPalette.ColorRole.Mid)))
+        legend.setLabelTextColor(palette.color(QPalette.ColorRole.Text))
 
     def set_points(self, steps: Sequence[int], losses: Sequence[float]) -> None:
         self.curve.setData(list(steps), list(losses))
+        self._tops["model"] = max(losses, default=0.0)
+        self._fit()
+
+    def set_judge_points(self, steps: Sequence[int], losses: Sequence[float]) -> None:
+        """The second opinion's loss (empty: none, and the legend goes)."""
+        self.judge.setData(list(steps), list(losses))
+        self._tops["judge"] = max(losses, default=0.0)
+        self.legend.clear()
+        if steps:
+            self.legend.addItem(self.judge, "second opinion (judge)")
+            self.legend.addItem(self.curve, "model")
+        self.legend.setVisible(bool(steps))
+        self._fit()
+
+    def _fit(self) -> None:
         # Every objective's loss is at least 0: keep 0 in view, so a flat curve reads as
-        # flat and not as noise blown up to fill the plot.
-        top = max(losses, default=0.0)
-        self.setYRange(0.0, top * 1.05 if top > 0 else 1.0, padding=0)
+        # flat and not as noise blown up to fill the plot. With the legend shown, room above
+        # the curves for it (its two lines are about a fifth of the plot's height).
+        top = max(self._tops.values())
+        room = 1.3 if self.legend.isVisible() else 1.05
+        self.setYRange(0.0, top * room if top > 0 else 1.0, padding=0)
 
     def points(self) -> int:
-        """How many points are drawn (for tests)."""
+        """How many points of the model's loss are drawn (for tests)."""
         xs, _ = self.curve.getData()
+        return 0 if xs is None else len(xs)
+
+    def judge_points(self) -> int:
+        """How many points of the judge's loss are drawn (for tests)."""
+        xs, _ = self.judge.getData()
         return 0 if xs is None else len(xs)
 
 
@@ -88,8 +136,11 @@ class PrecisionRecallPlot(_ThemedPlot):
         self.before = self.plot(pen=pg.mkPen(BEFORE_COLOUR, width=2,
                                              style=Qt.PenStyle.DashLine), name="before")
         self.after = self.plot(pen=pg.mkPen(AFTER_COLOUR, width=2), name="after")
+        self.judge = self.plot(pen=JUDGE_PEN)  # named in the legend only when it has data
         self.best = pg.ScatterPlotItem(size=9, pen=None)
         self.addItem(self.best)
+        self._judge_best: tuple[float, float] | None = None
+        self._bests: list[tuple[tuple[float, float], str]] = []
 
     def set_curves(self, before: Sequence, after: Sequence, before_best: tuple[float, float],
                    after_best: tuple[float, float], names: tuple[str, str]) -> None:
@@ -102,5 +153,25 @@ class PrecisionRecallPlot(_ThemedPlot):
             for item, name in zip((self.before, self.after), names, strict=True):
                 legend.removeItem(item)
                 legend.addItem(item, name)
-        self.best.setData(pos=[before_best, after_best],
-                          brush=[pg.mkBrush(BEFORE_COLOUR), pg.mkBrush(AFTER_COLOUR)])
+        self._bests = [(before_best, BEFORE_COLOUR), (after_best, AFTER_COLOUR)]
+        self._mark_bests()
+
+    def set_judge(self, curve: Sequence | None, best: tuple[float, float] | None = None,
+                  name: str = "second opinion (judge)") -> None:
+        """The second opinion's curve and best-F1 point beside the two models' (None: no
+        second opinion in this run, nothing drawn)."""
+        legend = self.getPlotItem().legend
+        if legend is not None:
+            legend.removeItem(self.judge)
+        points = list(curve or ())
+        self.judge.setData([p.recall for p in points], [p.precision for p in points])
+        self._judge_best = best if points else None
+        if points and legend is not None:
+            legend.addItem(self.judge, name)
+        self._mark_bests()
+
+    def _mark_bests(self) -> None:
+        bests = list(self._bests)
+        if self._judge_best is not None:
+            bests.append((self._judge_best, JUDGE_COLOUR))
+        self.best.setData(pos=[p for p, _ in bests], brush=[pg.mkBrush(c) for _, c in bests])

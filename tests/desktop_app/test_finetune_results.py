@@ -1,6 +1,7 @@
 """The fine-tuning wizard's results page says "better" only when the held-out pairs show
-it (`engine.training.ap_change`), else how many more pairs to label. A made-up report: no
-model, no training, so this runs in the quick suite."""
+it (`engine.training.ap_change`), else how many more pairs to label; with a second opinion
+it shows the judge's AP beside the model in use's, with the same interval. A made-up report:
+no model, no training, so this runs in the quick suite."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ from engine.training.ap_change import ap_change
 from engine.training.held_out import metrics_from_scores
 from engine.training.options import TrainingOptions
 from engine.training.pairs import LabelledPair, PairSummary
+from engine.training.second_opinion import SecondOpinion
 from engine.training.session import FinetuneReport
 from engine.training.split import PairSplit
 from engine.training.trainer import TrainResult
@@ -29,9 +31,11 @@ class Controller(QObject):
         super().__init__()
         self.state = RunState.TRAINED
         self.report = None
+        self.judge_change = None
 
 
-def report(before: np.ndarray, after: np.ndarray, labels: np.ndarray) -> FinetuneReport:
+def report(before: np.ndarray, after: np.ndarray, labels: np.ndarray,
+           opinion: SecondOpinion | None = None) -> FinetuneReport:
     held = [LabelledPair(f"question {i}", f"other question {i}", float(label))
             for i, label in enumerate(labels)]
     split = PairSplit(train=list(held), held_out=held, requested=0.5, held_out_fraction=0.5,
@@ -45,7 +49,7 @@ def report(before: np.ndarray, after: np.ndarray, labels: np.ndarray) -> Finetun
         2, "all-MiniLM-L6-v2 v2", Path("v2"), "q.duplens.models/v2", 1, "cosine", summary,
         split, metrics_from_scores(before, labels), metrics_from_scores(after, labels),
         ap_change(before, after, labels, held_out_share=0.5), [], 0, 0, train, "0" * 64,
-        TrainingOptions(), [])
+        TrainingOptions(), [], second_opinion=opinion)
 
 
 def shown(qtbot, finetune_report: FinetuneReport) -> str:
@@ -53,6 +57,46 @@ def shown(qtbot, finetune_report: FinetuneReport) -> str:
     qtbot.addWidget(page)
     page.show_report(finetune_report)
     return page.summary.text()
+
+
+def test_the_judge_is_shown_beside_the_model_in_use_with_its_interval(qtbot):
+    rng = np.random.default_rng(5)
+    labels = rng.random(400) < 0.4
+    before = rng.random(400) + 0.3 * labels
+    after = before + 0.1 * labels
+    judge_scores = 1 / (1 + np.exp(-(rng.normal(0, 1, 400) + 3 * labels)))  # probabilities
+    silver = [LabelledPair(f"a {i}", f"b {i}", p, key_a=f"text:{i}", key_b=f"text:{i + 50}")
+              for i, p in enumerate([0.9, 0.8, 0.1, 0.3, 0.6])]
+    made = report(before, after, labels)
+    opinion = SecondOpinion(metrics_from_scores(judge_scores, labels),
+                            made.before.average_precision, 400, 25, 3.0, "cpu", 0.81, 0.15,
+                            2000, 12, silver)
+    made = report(before, after, labels, opinion)
+    controller = Controller()
+    controller.judge_change = ap_change(before, judge_scores, labels, held_out_share=0.5)
+    page = ResultsPage(controller)
+    qtbot.addWidget(page)
+    page.show_report(made)
+    change = controller.judge_change
+    assert change.low > 0  # the judge ranks these pairs clearly better
+    text = page.opinion.text()
+    assert text == (
+        f"<b>Second opinion</b>: the judge, trained on your 400 training answers, ranks the "
+        f"held-out pairs <b>better</b> than the model in use: average precision "
+        f"<b>{opinion.judge.average_precision:.2f}</b> for the judge, "
+        f"{made.before.average_precision:.2f} for the model in use ({change.change:+.2f} "
+        f"points, 95% interval {change.low:+.2f} to {change.high:+.2f}). It labelled "
+        f"<b>5 pairs</b> within ±0.15 of the model in use's threshold (0.81), of 2,000 asked "
+        f"for: 3 duplicate, 2 not duplicate (none touches a held-out question). The model "
+        f"learned from them and your 400 answers. The judge itself was not kept.")
+    assert "and 5 the judge labelled" in page.subTitle()
+    xs, _ = page.pr_plot.judge.getData()
+    assert len(xs) == len(opinion.judge.curve)
+
+    # Without a second opinion the paragraph and the judge's curve are gone.
+    page.show_report(report(before, after, labels))
+    xs, _ = page.pr_plot.judge.getData()
+    assert page.opinion.isHidden() and (xs is None or len(xs) == 0)
 
 
 def test_a_small_change_on_few_held_out_pairs_is_not_called_better(qtbot):

@@ -50,9 +50,12 @@ ALLOWED: dict[str, frozenset[str]] = {
     "engine.services.exports": frozenset({"ALL", "DEDUPLICATED", "ONLY_CLUSTERS"}),
     "engine.services.measuring": frozenset({"DrawnPair", "Measurement"}),
     # the words of a fine-tuning result: pure functions of its AP change
-    "engine.training.ap_change": frozenset({"claim", "evidence"}),
+    "engine.training.ap_change": frozenset({"APChange", "BETTER", "NO_CHANGE", "WORSE",
+                                            "claim", "evidence"}),
     "engine.training": frozenset({"fast_form"}),        # for fast_form.describe (words)
     "engine.training.fast_form": frozenset({"describe"}),
+    "engine.training.pairs": frozenset({"PairSummary"}),
+    "engine.training.second_opinion": frozenset({"SecondOpinion"}),
     "engine.training.objectives": frozenset({"DEFAULT_OBJECTIVE", "OBJECTIVES",
                                              "get_objective"}),
     "engine.training.session": frozenset({"FinetuneReport", "finetune_stages"}),
