@@ -51,7 +51,10 @@ def render(m, project_name: str) -> str:
                      "report. Open the review's <b>Measure quality</b> mode, or run "
                      "<code>duplens estimate --next</code>, and judge the pairs it draws.</p>")
     else:
-        parts += [_summary(e), _table(e, m), _curve_section(m), _verdicts_section(m), _method(m, e),
+        scope = getattr(m, "scope", None)
+        parts += [_summary(e)
+                  + (f"<p class='whole'>{_h(scope.words())}</p>" if scope is not None else ""),
+                  _table(e, m), _curve_section(m), _verdicts_section(m), _method(m, e),
                   _strata(e)]
     body = "\n".join(parts)
     return (f"<!DOCTYPE html>\n<html lang='en'><head><meta charset='utf-8'>"

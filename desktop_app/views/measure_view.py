@@ -81,6 +81,11 @@ class MeasureView(PairWaiting, QWidget):
         self.below_floor.setWordWrap(True)
         self.below_floor.setTextFormat(Qt.TextFormat.PlainText)
         grid.addWidget(self.below_floor, len(FIGURES), 0, 1, 3)
+        # Which clusters the figures describe: the model's cut, not the export's.
+        self.scope = QLabel("", box)
+        self.scope.setWordWrap(True)
+        self.scope.setTextFormat(Qt.TextFormat.PlainText)
+        grid.addWidget(self.scope, len(FIGURES) + 1, 0, 1, 3)
         self._show_floor(None)
         self.rests_on = QLabel("No verdicts yet.", self)
         self.rests_on.setWordWrap(True)
@@ -135,6 +140,8 @@ class MeasureView(PairWaiting, QWidget):
     def show_measurement(self, m: Measurement) -> None:
         e = m.estimate
         self._show_floor(e)
+        self.scope.setText("" if m.scope is None else m.scope.words())
+        self.scope.setVisible(m.scope is not None)
         for key, _name, _what, pct in FIGURES:
             self.values[key].setText(_figure(_shown(e, key), pct))
         if e is None:

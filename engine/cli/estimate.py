@@ -159,6 +159,8 @@ def _print_measurement(args, m) -> None:
         print(f"{'rows with a duplicate':30} {_fmt(e.rows, False)}")
     if e.floored is not None:
         print(below_floor_words(e.floored))
+    if m.scope is not None:
+        print(m.scope.words())
     who = ", ".join(f"{n} {name}" for name, n in sorted(m.analysts.items()))
     print(f"from {m.verdicts} verdicts ({who}); {m.pending} drawn pairs wait for a verdict")
     if not e.ready:

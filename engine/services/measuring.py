@@ -31,8 +31,14 @@ import numpy as np
 
 from engine.errors import InputError, ProjectError
 from engine.estimation.carried_draws import carried_draws
+from engine.estimation.cut_scope import CutScope, cut_scope
 from engine.estimation.estimators import Estimate, RowsInput
-from engine.estimation.graph_population import GraphPopulation, graph_population, graph_signature
+from engine.estimation.graph_population import (
+    GraphPopulation,
+    cluster_labels,
+    graph_population,
+    graph_signature,
+)
 from engine.estimation.judged_draws import FIGURE_INDEX, JudgedDraws
 from engine.estimation.next_draws import design_flagged_share, next_draws
 from engine.estimation.strata import Strata
@@ -86,6 +92,7 @@ class Measurement:
     started: float | None          # when the sample was drawn
     changed: bool = False          # the project changed since: a new sample is due
     curve: list[Estimate] = field(default_factory=list)
+    scope: CutScope | None = None  # the cut the figures describe; the export's verdicts
 
     @property
     def enough(self) -> bool:
@@ -120,7 +127,8 @@ class Measurement:
                 "widest": self.widest, "more_answers_to_halve_widest": self.more_to_halve,
                 "enough": self.enough,
                 "estimate": self.estimate.as_json() if self.estimate else None,
-                "curve": [c.as_json() for c in self.curve]}
+                "curve": [c.as_json() for c in self.curve],
+                "describes": self.scope.as_json() if self.scope else None}
 
 
 @dataclass(frozen=True)
@@ -376,6 +384,8 @@ class Measuring:
             draws = sample_store.draws(conn, sample["id"])
             who = sample_store.verdicts_by_analyst(conn, sample["id"])
             copies, copied = rows_with_copies(conn, population.graph.ids.tolist())
+            given = [(r["text_id_a"], r["text_id_b"], r["label"])
+                     for r in verdict_store.all_verdicts(conn)]
         judged = [d for d in draws if d["verdict"] is not None]
         pending = len(draws) - len(judged)
         if not judged:
@@ -396,8 +406,9 @@ class Measuring:
                 progress(Progress("curve", i, len(CURVE_THRESHOLDS)))
                 band.append(inputs.estimate_at(population, float(step), draws=1000))
             progress(Progress("curve", len(CURVE_THRESHOLDS), len(CURVE_THRESHOLDS)))
+        scope = cut_scope(t, given, population.graph.ids, cluster_labels(population.graph, t))
         return Measurement(result, t, len(judged), pending, who, widest, more, model,
-                           sample["created_at"], changed, band)
+                           sample["created_at"], changed, band, scope)
 
 
 def _waiting(draws: list[dict], who: str) -> list[dict]:

@@ -224,3 +224,48 @@ def test_pairs_still_on_screen_during_an_import_count_when_judged(open_questions
     assert project.measuring.measure().verdicts == 10
     texts = {_pair_texts(project, p) for p in queued}
     assert not {_pair_texts(project, p) for p in project.measuring.next_pairs(20)} & texts
+
+
+def test_the_estimate_says_it_is_the_cuts_and_counts_the_verdicts_the_export_obeys(
+        open_questions):
+    """The figures are the model's cut; the export obeys the verdicts. The counts of verdicts
+    the export applies against the cut are exact, and the export really does what the
+    sentence says: a pair called not duplicate that the cut holds is apart there, one called
+    duplicate that the cut leaves apart is together."""
+    project = open_questions
+    t = 0.8
+    _answer_all(project, limit=20)
+    cut = project.clusters.cut(t, verdicts=False)
+    cluster_of = {m.item_id: i for i, c in enumerate(cut) for m in c.members}
+    held = next(c for c in cut if len({m.text_id for m in c.members}) >= 2)
+    a, b = next((x, y) for x in held.members for y in held.members if x.text_id < y.text_id)
+    # Rows no verdict touches yet, so that no "not duplicate" verdict can forbid the join.
+    touched = {x for v in project.verdicts.pairs() for x in (v["item_a"], v["item_b"])}
+    apart = [m for c in cut for m in c.members[:1] if m.item_id not in touched]
+    loner = next(r["item_id"] for r in project.rows.page(0, 1000)
+                 if r["item_id"] not in cluster_of and r["item_id"] not in touched)
+    c = next(m for m in apart if m.text_id != _text_id(project, loner))
+    project.verdicts.set_verdict(a.item_id, b.item_id, 0)
+    project.verdicts.set_verdict(c.item_id, loner, 1)
+
+    scope = project.measuring.measure(t).scope
+    expected_split = expected_joined = 0
+    given = project.verdicts.pairs()
+    text_cluster = {m.text_id: i for i, cl in enumerate(cut) for m in cl.members}
+    for v in given:
+        if v["text_id_a"] == v["text_id_b"]:
+            continue
+        ca, cb = text_cluster.get(v["text_id_a"]), text_cluster.get(v["text_id_b"])
+        together = ca is not None and ca == cb
+        expected_split += together and v["label"] == 0
+        expected_joined += (not together) and v["label"] == 1
+    assert scope.verdicts == sum(v["text_id_a"] != v["text_id_b"] for v in given) >= 20
+    assert (scope.split, scope.joined) == (expected_split, expected_joined)
+    assert scope.split >= 1 and scope.joined >= 1
+    words = scope.words()
+    assert "model's own cut at 0.80" in words and f"{scope.verdicts:,} verdicts" in words
+
+    export = project.clusters.cut(t)
+    where = {m.item_id: i for i, cl in enumerate(export) for m in cl.members}
+    assert where.get(a.item_id) is None or where.get(a.item_id) != where.get(b.item_id)
+    assert where.get(c.item_id) is not None and where.get(c.item_id) == where.get(loner)
