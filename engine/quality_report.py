@@ -130,9 +130,7 @@ def _table(e: Estimate, m) -> str:
                    f"<td class='num'>{_range(f, pct)}</td></tr>" for name, f, pct in rows)
     stop = ("Every interval is within ±3 points: more verdicts would change little."
             if m.enough else
-            (f"The widest interval ({_h(m.widest or '')}) would take about "
-             f"{m.more_to_halve:,} more verdicts to halve." if m.more_to_halve is not None
-             else "The widest interval would take more than a million more verdicts to halve."))
+            _h(_sentence(m.halving_words())) if m.widest is not None else "")
     why = m.why_wide()
     why_html = f" {_h(why)}" if why else ""
     return (f"<h2>The figures</h2><table><thead><tr><th>figure</th><th>estimate</th>"
@@ -283,6 +281,10 @@ def _range(f: Figure, pct: bool) -> str:
 
 def _pct(x: float) -> str:
     return f"{x * 100:.0f}%" if x * 100 >= 10 or x == 0 else f"{x * 100:.1f}%"
+
+
+def _sentence(words: str) -> str:
+    return f"{words[0].upper()}{words[1:]}."
 
 
 def _h(text: str) -> str:

@@ -158,12 +158,10 @@ class MeasureView(PairWaiting, QWidget):
             self.advice.setText("<b>Every interval is within ±3 points: you can stop.</b> "
                                 "More verdicts would change little.")
         elif m.widest is not None:
-            more = (f"about {m.more_to_halve:,} more verdicts" if m.more_to_halve is not None
-                    else "very many more verdicts")
             why = m.why_wide()
-            self.advice.setText(f"The widest interval ({m.widest}) would take {more} to "
-                                "halve; stop when every interval is within ±3 points."
-                                + (f" {why}" if why else ""))
+            halving = m.halving_words()
+            self.advice.setText(f"{halving[0].upper()}{halving[1:]}; stop when every "
+                                "interval is within ±3 points." + (f" {why}" if why else ""))
 
     def _show_floor(self, e: Estimate | None) -> None:
         """Recall and the duplicate pairs down to the floor, the whole file's rows and the

@@ -168,9 +168,7 @@ def _print_measurement(args, m) -> None:
     if m.enough:
         print("every interval is within ±3 points: more verdicts would add little")
     elif m.widest is not None:
-        more = (f"about {m.more_to_halve:,} more verdicts" if m.more_to_halve is not None
-                else "more than a million more verdicts")
-        print(f"the widest interval ({m.widest}) would take {more} to halve")
+        print(m.halving_words())
         why = m.why_wide()
         if why:
             print(why)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from engine.estimation.allocation import shares, verdicts_to_halve
+from engine.estimation.allocation import shares, verdicts_to_halve, width_left_at_caps
 from engine.estimation.estimators import Estimate, RowsInput, estimate, stratum_shares
 from engine.estimation.graph_population import GraphPopulation, cluster_labels, flagged_pairs
 from engine.estimation.strata import prior_share
@@ -59,6 +59,17 @@ class JudgedDraws:
         return verdicts_to_halve(strata.sizes, self.done, share, strata.per_pair(flagged),
                                  FIGURE_INDEX[figure], caps=strata.caps(),
                                  below=strata.below_floor())
+
+    def width_left_at_caps(self, population: GraphPopulation, result: Estimate,
+                           figure: str) -> float:
+        """The share of `figure`'s interval width left were every pair the design can
+        draw judged (`allocation.width_left_at_caps`)."""
+        strata = population.strata
+        flagged = np.asarray([s["flagged"] for s in result.strata], dtype=np.float64)
+        share = shares(self.found, self.done, prior_share(strata), strata.middle(),
+                       strata.outside_count)
+        return width_left_at_caps(strata.sizes, self.done, share, strata.per_pair(flagged),
+                                  FIGURE_INDEX[figure], strata.caps(), strata.below_floor())
 
     def row_weights(self, population: GraphPopulation, copied: set[int]) -> np.ndarray:
         """For each judged draw: 0 unless a duplicate; then, for each of its texts held

@@ -25,21 +25,22 @@ another stratum's order) is left out of the figures until a draw reaches it.
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 
 from engine.errors import InputError, ProjectError
 from engine.estimation.carried_draws import carried_draws
-from engine.estimation.cut_scope import CutScope, cut_scope
-from engine.estimation.estimators import Estimate, RowsInput
+from engine.estimation.cut_scope import cut_scope
+from engine.estimation.estimators import RowsInput
 from engine.estimation.graph_population import (
     GraphPopulation,
     cluster_labels,
     graph_population,
     graph_signature,
 )
-from engine.estimation.judged_draws import FIGURE_INDEX, JudgedDraws
+from engine.estimation.judged_draws import JudgedDraws
+from engine.estimation.measurement import STOP_HALF_WIDTH, Measurement  # noqa: F401 - named here
 from engine.estimation.next_draws import design_flagged_share, next_draws
 from engine.estimation.strata import Strata
 from engine.progress import CancelToken, Progress, ProgressCallback, no_progress
@@ -57,7 +58,6 @@ from engine.store.database import Store
 
 MEASURED = "measured"          # the origin of a verdict given to a drawn pair
 OFFER_HOLD_S = 30 * 60         # pairs on another analyst's screen are skipped this long
-STOP_HALF_WIDTH = 0.03         # every ratio within ±3 points: enough verdicts
 CURVE_THRESHOLDS = np.round(np.arange(0.50, 1.0001, 0.02), 2)
 
 
@@ -75,60 +75,6 @@ class DrawnPair:
         return {"a": {"id": self.a.public_id, "text": self.a.text},
                 "b": {"id": self.b.public_id, "text": self.b.text},
                 "score": round(self.similarity, 4), "stratum": self.stratum}
-
-
-@dataclass(frozen=True)
-class Measurement:
-    """The estimate at one threshold and what it rests on."""
-
-    estimate: Estimate | None      # None before the first verdict
-    threshold: float
-    verdicts: int
-    pending: int                   # drawn, no verdict yet
-    analysts: dict[str, int]       # verdicts by analyst ("earlier verdicts": reused)
-    widest: str | None             # the ratio with the widest interval
-    more_to_halve: int | None      # verdicts expected to halve it (None: very many)
-    model: str
-    started: float | None          # when the sample was drawn
-    changed: bool = False          # the project changed since: a new sample is due
-    curve: list[Estimate] = field(default_factory=list)
-    scope: CutScope | None = None  # the cut the figures describe; the export's verdicts
-
-    @property
-    def enough(self) -> bool:
-        """Every ratio's interval is within ±3 points: more verdicts add little."""
-        e = self.estimate
-        return e is not None and e.ready and all(
-            np.isfinite(e.quoted(n).half_width) and e.quoted(n).half_width <= STOP_HALF_WIDTH
-            for n in FIGURE_INDEX)
-
-    def why_wide(self) -> str | None:
-        """Where most of the doubt about recall lies, in words (None when there is little)."""
-        e = self.estimate
-        if e is None or self.enough:
-            return None
-        s = e.uncertain_stratum()
-        if not s or s["missed_could_be"] < 1:
-            return None
-        label = s["stratum"]
-        if label.startswith("outside the graph"):
-            span = label.partition(", ")[2]
-            where = "pairs the index never returned" + (f" (similarity {span})" if span else "")
-        else:
-            where = f"pairs of similarity {label}"
-        return (f"Most of the doubt about recall is in the {s['pairs']:,} {where}: "
-                f"{s['duplicates_found']} duplicates among the {s['answered']} drawn there so "
-                f"far still allows up to {s['missed_could_be']:,} missed duplicates there.")
-
-    def as_json(self) -> dict:
-        return {"threshold": round(self.threshold, 4), "answers": self.verdicts,
-                "pending": self.pending, "answerers": self.analysts, "model": self.model,
-                "sample_started": self.started, "project_changed": self.changed,
-                "widest": self.widest, "more_answers_to_halve_widest": self.more_to_halve,
-                "enough": self.enough,
-                "estimate": self.estimate.as_json() if self.estimate else None,
-                "curve": [c.as_json() for c in self.curve],
-                "describes": self.scope.as_json() if self.scope else None}
 
 
 @dataclass(frozen=True)
@@ -398,6 +344,7 @@ class Measuring:
         result = inputs.estimate_at(population, t, rows=rows)
         widest, _ = result.widest()
         more = inputs.more_to_halve(population, result, widest)
+        left = inputs.width_left_at_caps(population, result, widest) if more is None else None
         band = []
         if curve:
             for i, step in enumerate(CURVE_THRESHOLDS):
@@ -408,7 +355,7 @@ class Measuring:
             progress(Progress("curve", len(CURVE_THRESHOLDS), len(CURVE_THRESHOLDS)))
         scope = cut_scope(t, given, population.graph.ids, cluster_labels(population.graph, t))
         return Measurement(result, t, len(judged), pending, who, widest, more, model,
-                           sample["created_at"], changed, band, scope)
+                           sample["created_at"], changed, band, scope, left)
 
 
 def _waiting(draws: list[dict], who: str) -> list[dict]:

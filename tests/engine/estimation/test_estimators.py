@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from engine.estimation.allocation import verdicts_to_halve
+from engine.estimation.allocation import verdicts_to_halve, width_left_at_caps
 from engine.estimation.estimators import RowsInput, estimate
 from engine.estimation.simulation import PairPopulation, run_design
 from engine.estimation.strata import make_strata
@@ -148,6 +148,31 @@ def test_verdicts_to_halve_one_stratum_needs_three_times_as_many_again():
     flagged_share = np.array([0.0, 1.0])
     more = verdicts_to_halve(sizes, drawn, share, flagged_share, figure=0)
     assert more is not None and 290 <= more <= 310
+
+
+def test_a_stratum_capped_by_its_first_phase_can_make_halving_impossible_and_says_so():
+    """An outside stratum of a billion pairs can give only its 300 first-phase pairs: with
+    100 judged, recall's width can shrink to sqrt(100/300) = 58% at most, so it cannot be
+    halved, and the words say why instead of "more than a million more verdicts"."""
+    from engine.estimation.measurement import Measurement
+
+    sizes = np.array([10**9, 2000])
+    drawn = np.array([100, 200])
+    share = np.array([1e-6, 0.5])
+    flagged_share = np.array([0.0, 0.5])
+    caps = np.array([300, 2000])
+    assert verdicts_to_halve(sizes, drawn, share, flagged_share, figure=1, caps=caps) is None
+    left = width_left_at_caps(sizes, drawn, share, flagged_share, 1, caps)
+    assert left == pytest.approx(np.sqrt(100 / 300), abs=1e-3)
+    # without the cap the same doubt halves with verdicts
+    assert verdicts_to_halve(sizes, drawn, share, flagged_share, figure=1) is not None
+    assert width_left_at_caps(sizes, drawn, share, flagged_share, 1, sizes) < 0.1
+    m = Measurement(None, 0.8, 300, 0, {}, "recall", None, "m", None, width_left=left)
+    assert m.halving_words().startswith("the widest interval (recall) cannot be halved by "
+                                        "verdicts alone: with every pair the sample can draw "
+                                        f"judged, about {left:.0%} of its width would be left")
+    assert "about 42 more verdicts" in Measurement(None, 0.8, 300, 0, {}, "recall", 42, "m",
+                                                   None).halving_words()
 
 
 def test_rows_with_a_duplicate_never_exceed_the_rows_of_the_file():
