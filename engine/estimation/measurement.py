@@ -75,7 +75,8 @@ class Measurement:
         else:
             where = f"pairs of similarity {label}"
         return (f"Most of the doubt about recall is in the {s['pairs']:,} {where}: "
-                f"{s['duplicates_found']} duplicates among the {s['answered']} drawn there so "
+                f"{s['duplicates_found']} duplicate{'' if s['duplicates_found'] == 1 else 's'} "
+                f"among the {s['answered']} drawn there so "
                 f"far still allows up to {s['missed_could_be']:,} missed duplicates there.")
 
     def as_json(self) -> dict:
