@@ -167,7 +167,7 @@ def _print_finetune(project_arg: str, report, activation) -> None:
         print(f"second opinion: AP {opinion.judge.average_precision:.2f} on the held-out "
               f"pairs (the model before: {opinion.bi_encoder_ap:.2f}); "
               f"{len(opinion.silver)} silver pairs trained on, {opinion.silver_duplicates} "
-              f"of them duplicates; the second opinion itself was not kept")
+              f"of them duplicates; {_judge_kept(opinion, report.after.average_precision)}")
     own = held_out_threshold(report.after.as_dict())
     print(f"its default threshold: {own.value:.2f} ({own.chosen_on})" if own is not None else
           f"its default threshold: its parent's (fewer than {ENOUGH_OF_EACH} held-out pairs "
@@ -179,3 +179,16 @@ def _print_finetune(project_arg: str, report, activation) -> None:
     else:
         print(f"saved in {report.location}; not active: run 'duplens models {project_arg} "
               f"--activate {report.version_id}' to use it")
+
+
+def _judge_kept(opinion, version_ap: float) -> str:
+    """Where the judge is kept, and whether its AP beats the new version's (then it is
+    offered beside it), or why it was not kept."""
+    from engine.training.judge_versions import judge_metrics, offered
+
+    if opinion.kept_as is None:
+        return f"the second opinion itself was not kept ({opinion.not_kept or 'no folder'})"
+    better = offered(judge_metrics(opinion, version_ap))
+    return (f"kept as version {opinion.kept_as}, "
+            f"{'above' if better else 'not above'} the new version's AP {version_ap:.2f}"
+            f"{'' if better else ', so not offered'}")

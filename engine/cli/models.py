@@ -29,11 +29,13 @@ def register(sub) -> None:
     p.add_argument("--activate", type=int, metavar="VERSION",
                    help="serve search with this version (encodes what it has not yet)")
     p.add_argument("--copy-out", nargs=2, metavar=("VERSION", "FOLDER"),
-                   help="copy a version out to a new folder sentence-transformers loads")
+                   help="copy a version (or a version's second opinion) out to a new folder "
+                   "sentence-transformers loads")
     # The flag's earlier name, still accepted (not shown) so that existing scripts work.
     p.add_argument("--export", dest="copy_out", nargs=2, help=argparse.SUPPRESS)
     p.add_argument("--delete", type=int, metavar="VERSION", help="delete a fine-tuned version "
-                   "that is not active and no other version was trained from")
+                   "that is not active and no other version was trained from (its second "
+                   "opinion goes with it)")
     device_option(p)
     json_option(p, "the versions")
     trust_option(p)
@@ -96,10 +98,23 @@ def _print_versions(versions: list[dict]) -> None:
         print(f"{mark} {v['id']:>3}  {one_line(v['name'], 28):28}  "
               f"{v['objective'] or '-':11}  {ap:17}  {_threshold(v['threshold']):9}  "
               f"{v['encoded']:>6}/{v['texts']:<6}  {v['backend']:13}  {created}{missing}")
+        if v.get("second_opinion"):
+            print(_second_opinion(v["id"], v["second_opinion"]))
     for v in versions:
         t = v["threshold"]
         print(f"  {v['id']:>3}: default threshold {format_threshold(t['value'])} "
               f"({t['chosen_on']})")
+
+
+def _second_opinion(version_id: int, judge: dict) -> str:
+    """The line under a version for the judge its run kept (`judge_versions.judge_entry`):
+    its id, its held-out AP beside the version's, and whether it is offered."""
+    offered = "offered" if judge["offered"] else "not offered: not above the version's"
+    missing = "" if judge["available"] else "  (folder missing)"
+    return (f"  {judge['id']:>3}  second opinion of v{version_id}: held-out AP "
+            f"{judge['average_precision']:.1f} beside the version's "
+            f"{judge['version_average_precision']:.1f} ({offered}); cannot be activated"
+            f"{missing}")
 
 
 def _threshold(found: dict) -> str:

@@ -215,6 +215,7 @@ class ActiveModel:
     def attach(self, encoder: SentenceEncoder, *, is_default: bool) -> int:
         """Make an already loaded encoder the active model (tests and the window share one
         loaded model between projects); returns its model id."""
+        from engine.training.judge_versions import refuse_as_encoder
         from engine.training.version_blobs import location_of
         from engine.training.version_folders import location_for
 
@@ -229,6 +230,9 @@ class ActiveModel:
         # this choice, nothing is written, so a read-only file or a full disk still opens.
         with self._store.read() as conn:
             model_id = embedding_store.find_model(conn, spec.fingerprint)
+            found = None if model_id is None else embedding_store.get_model_row(conn, model_id)
+        if found is not None:
+            refuse_as_encoder(found)   # a version's second opinion loaded as a model
         noted = (self._store.get_meta("active_model_id"), self._store.get_meta("last_device"))
         if model_id is None or noted != (str(model_id), encoder.device):
             with self._store.write() as conn:

@@ -5,7 +5,9 @@ A version is a plain sentence-transformers folder beside the project with its `m
 computer a checked copy (`engine.training.version_blobs`). Training never touches the
 active model; activating encodes and indexes every text with the version while search
 keeps using the active one, and only then switches, in one step, under the live index's
-lock.
+lock. A run with a second opinion keeps its judge as a version beside the new one
+(`engine.training.judge_versions`), which scores pairs when it read the held-out pairs
+better than its version did.
 """
 
 from __future__ import annotations
@@ -50,7 +52,8 @@ NEGATIVE_POOL_TEXTS = 200_000
 
 
 class ModelVersions:
-    """Train, list, activate, copy out and delete the project's model versions."""
+    """Train, list, activate, copy out and delete the project's model versions, and ask the
+    active version's second opinion (the judge its run kept) about pairs."""
 
     def __init__(self, store: Store, model: ActiveModel, live: LiveIndex,
                  verdicts: Verdicts, clusters: Clusters | None = None,
@@ -64,6 +67,9 @@ class ModelVersions:
         self._clusters = clusters
         self._threshold = threshold
         self._activation_lock = threading.Lock()  # one activation at a time
+        # The active version's second opinion, once loaded: (judge id, CrossEncoder).
+        self._judge: tuple[int, object] | None = None
+        self._judge_lock = threading.Lock()  # one load, and one scoring, at a time
 
     @property
     def _path(self) -> Path | None:
@@ -250,9 +256,10 @@ class ModelVersions:
     def list(self) -> list[dict]:
         """Every model the project has used, oldest first: id, name, location, folder,
         available, parent_id, objective, metrics (before/after for trained versions),
-        created_at, active, encoded (live texts embedded with it), texts, indexed. Cheap:
-        loads no model."""
-        from engine.training.version_folders import list_versions
+        created_at, active, encoded (live texts embedded with it), texts, indexed, and
+        second_opinion (the judge its run kept, `judge_versions.judge_entry`, or None).
+        Cheap: loads no model."""
+        from engine.training.version_list import list_versions
 
         active = self._model.row()
         return list_versions(self._store, active["id"] if active else None)
@@ -275,8 +282,10 @@ class ModelVersions:
         """
         from engine.training.activation import ActivationReport, prepare_model_index
         from engine.training.fast_form import serving_row
+        from engine.training.judge_versions import refuse_as_encoder
 
         self._writable()
+        refuse_as_encoder(self._row(version_id))   # a second opinion encodes nothing
         with self._activation_lock:
             started = time.perf_counter()
             prefs = self._model.preferences
@@ -330,18 +339,25 @@ class ModelVersions:
         """Copy a version's model folder out to `folder` (new or empty), loadable with plain
         `SentenceTransformer(folder)`; the bundled default model is copied from its package,
         a server project's version from this computer's checked copy of its stored folder."""
-        from engine.training.version_blobs import version_folder
-        from engine.training.version_folders import copy_out_folder, model_folder
+        from engine.training.version_folders import copy_out_folder
 
         row = self._row(version_id)
-        if self._store.is_file or row["parent_id"] is None:
-            source = model_folder(self._path, row["location"])
-        else:
-            source = version_folder(self._store, row)
+        source = self._folder(row)
         if source is None:
             raise ModelError(f"{row['name']}: is a Hugging Face Hub model, not stored on this "
                              f"computer; there is no folder to copy out")
         return copy_out_folder(source, Path(folder))
+
+    def _folder(self, row: dict) -> Path | None:
+        """Where a model row's folder is on this computer: beside a file, the bundled
+        model's package, or a server version's checked copy (unpacked if need be); None
+        for a Hub model."""
+        from engine.training.version_blobs import version_folder
+        from engine.training.version_folders import model_folder
+
+        if self._store.is_file or row["parent_id"] is None:
+            return model_folder(self._path, row["location"])
+        return version_folder(self._store, row)
 
     def delete(self, version_id: int) -> str:
         """Delete a trained version that is not active and no other version came from (the
@@ -352,4 +368,50 @@ class ModelVersions:
         with self._activation_lock:  # never while that version is being activated
             name = delete_version(self._store, int(version_id))
             self._model.forget_spare(int(version_id))
+        with self._judge_lock:
+            self._judge = None   # it may have been the deleted version's
         return name
+
+    # -- second opinions --------------------------------------------------------------------
+    def judge_for(self, version_id: int) -> Path | None:
+        """The folder of the second opinion (judge) kept with version `version_id` on this
+        computer (a server project's unpacked and checked), None when the run that made the
+        version had none (`engine.training.judge_versions`). `list` says whether it is
+        offered (its held-out AP above the version's)."""
+        from engine.store.version_rows import judge_ids
+
+        self._row(version_id)
+        with self._store.read() as conn:
+            found = judge_ids(conn, int(version_id))
+        return self._folder(self._row(found[0])) if found else None
+
+    def second_opinion(self) -> dict | None:
+        """The active version's second opinion as `list` shows it (`judge_entry`) when it is
+        offered, else None: what the window asks before showing a judge's column."""
+        from engine.training.version_list import listed_judge
+
+        active = self._parent()
+        judge = listed_judge(self._store, active["id"]) if active is not None else None
+        return judge if judge is not None and judge["offered"] else None
+
+    def second_opinion_scores(self, pairs: Sequence[tuple[str, str]], *,
+                              progress: ProgressCallback = no_progress,
+                              cancel: CancelToken | None = None) -> list[float]:
+        """The active version's judge's probability (0..1) that each pair of texts is a
+        duplicate, in order. InputError when it has none that is offered (`second_opinion`):
+        a judge no better than the model on the held-out pairs is not asked. Loaded once,
+        from safetensors, offline (`judge_versions.load_judge`); progress stage
+        `cross_encoder.SCORING_STAGE`, `cancel` heard between chunks of pairs."""
+        from engine.training.cross_encoder import score_pairs
+        from engine.training.judge_versions import load_judge
+
+        judge = self.second_opinion()
+        if judge is None:
+            raise InputError(f"{self._store.name}: the active model has no second opinion that "
+                             f"read its held-out pairs better than it did")
+        with self._judge_lock:
+            if self._judge is None or self._judge[0] != judge["id"]:
+                folder = self._folder(self._row(judge["id"]))
+                self._judge = (judge["id"], load_judge(folder, self._model.preferences.device))
+            scores = score_pairs(self._judge[1], list(pairs), progress=progress, cancel=cancel)
+        return [float(x) for x in scores]

@@ -68,6 +68,16 @@ def _v8_text_windows(conn: Connection) -> None:
     schema.text_signatures.create(conn, checkfirst=True)
 
 
+def _v9_judges(conn: Connection) -> None:
+    # A version's second opinion (judge) kept as a `models` row that names its version. A
+    # project made by this version already has the column (`_v1_initial` creates today's
+    # `models`); NULL, the value every older row gets, is an encoder.
+    have = {c["name"] for c in inspect(conn).get_columns("models")}
+    if "judge_of" not in have:
+        conn.execute(text("ALTER TABLE models ADD COLUMN judge_of INTEGER "
+                          "REFERENCES models (id)"))
+
+
 _ADDED_LATER = {"canonical_items", "offered_pairs", "pending_verdicts", "cluster_ids",
                 "item_clusters", "cluster_history", "quality_samples", "quality_draws",
                 "canonical_history", "text_windows", "text_signatures"}
@@ -78,7 +88,7 @@ MIGRATIONS: list[Callable[[Connection], None]] = [_v1_initial, _v2_canonical_ite
                                                   _v5_batches_and_cluster_ids,
                                                   _v6_quality_samples,
                                                   _v7_canonical_history,
-                                                  _v8_text_windows]
+                                                  _v8_text_windows, _v9_judges]
 SCHEMA_VERSION = len(MIGRATIONS)
 
 

@@ -99,6 +99,9 @@ models = Table(
     Column("objective", Text),
     Column("metrics", JSON, nullable=False, default=dict),
     Column("created_at", Float, nullable=False),
+    # Schema v9: a second opinion's row (a cross-encoder judge, `engine.training.
+    # judge_versions`) names the version it was trained with; NULL for every encoder.
+    Column("judge_of", Integer, ForeignKey("models.id")),
 )
 
 embeddings = Table(

@@ -42,9 +42,16 @@ def active_model_id(conn: Connection) -> str | None:
 
 
 def child_names(conn: Connection, model_id: int) -> list[str]:
-    """Names of the versions trained from `model_id`."""
-    return list(conn.execute(select(models.c.name).where(models.c.parent_id == model_id)
-                             ).scalars())
+    """Names of the versions trained from `model_id` (a judge, whose parent is its run's,
+    goes with its version: `judge_ids`)."""
+    return list(conn.execute(select(models.c.name).where(
+        models.c.parent_id == model_id, models.c.judge_of.is_(None))).scalars())
+
+
+def judge_ids(conn: Connection, model_id: int) -> list[int]:
+    """The second opinions (judges, schema v9) kept with version `model_id`."""
+    return list(conn.execute(select(models.c.id).where(models.c.judge_of == model_id)
+                             .order_by(models.c.id)).scalars())
 
 
 def delete_model(conn: Connection, model_id: int, *, blob_names: list[str],

@@ -14,8 +14,10 @@ Augmented SBERT (Thakur et al., NAACL 2021; `engine.training.cross_encoder`) in 
    (`silver.silver_candidates`), never touching a text of a held-out pair and never a pair
    the analyst judged, labelled with the judge's probability (`silver.label_silver`).
 
-The silver pairs join the training pairs only. The judge lives in the run's staging folder
-and is discarded with it once silver is labelled: it is not stored as a version (yet).
+The silver pairs join the training pairs only. The judge is saved in the run's staging
+folder (`SecondOpinion.folder`); the run keeps it as a version beside the new one
+(`engine.training.judge_versions`), or discards it with the staging folder when it fails,
+is cancelled, or the judge's weights are a kept judge's already.
 
 A held-out text is excluded by every text id it has in the project: the id its review key
 names ("text:<id>") and the id of its normalised text (a file's pair or a checked row keys
@@ -73,6 +75,11 @@ class SecondOpinion:
     limit: int  # silver pairs asked for at most
     excluded_texts: int  # project texts of held-out pairs no silver pair touches
     silver: list[LabelledPair] = field(default_factory=list, repr=False)
+    folder: Path | None = None  # where the judge was saved (the run's staging folder)
+    max_length: int = 0  # the judge's longest input, in tokens (its row's max_seq_length)
+    kept: bool = False  # the run keeps the judge as a version (`judge_versions`)
+    kept_as: int | None = None  # that version's id, once registered
+    not_kept: str = ""  # why the run does not keep it
 
     @property
     def silver_duplicates(self) -> int:
@@ -87,7 +94,7 @@ class SecondOpinion:
                       "pairs": self.judge.pairs, "positives": self.judge.positives,
                       "trained_on": self.judge_pairs, "steps": self.judge_steps,
                       "seconds": round(self.judge_seconds, 3), "device": self.device,
-                      "kept": False},
+                      "kept": self.kept},
             "bi_encoder_average_precision": round(self.bi_encoder_ap, 4),
             "silver": {"pairs": len(self.silver), "duplicates": self.silver_duplicates,
                        "not_duplicates": len(self.silver) - self.silver_duplicates,
@@ -98,11 +105,15 @@ class SecondOpinion:
 
     @property
     def note(self) -> str:
-        """One line for the user: what the judge scored and what it added."""
+        """One line for the user: what the judge scored, what it added, where it is kept."""
+        if self.kept_as is not None:
+            kept = (f"the judge is kept as version {self.kept_as}, the new version's second "
+                    f"opinion")
+        else:
+            kept = "the judge was not kept" + (f": {self.not_kept}" if self.not_kept else "")
         return (f"second opinion: the judge's held-out AP {self.judge.average_precision:.2f} "
                 f"(the model's {self.bi_encoder_ap:.2f}); {len(self.silver)} silver pairs "
-                f"added to training ({self.silver_duplicates} duplicates); the judge was "
-                f"discarded after labelling")
+                f"added to training ({self.silver_duplicates} duplicates); {kept}")
 
 
 def check_training_side(train: Sequence[LabelledPair]) -> None:
@@ -152,7 +163,8 @@ def run_second_opinion(train: Sequence[LabelledPair], held_out: Sequence[Labelle
     cancel.raise_if_cancelled()
     return SecondOpinion(judge, bi_encoder_ap, result.pairs, result.steps, result.seconds,
                          result.device, source.threshold, options.silver_band,
-                         options.second_opinion, len(excluded), silver)
+                         options.second_opinion, len(excluded), silver, result.folder,
+                         int(getattr(judge_model, "max_seq_length", 0) or 0))
 
 
 def text_ids_of(pairs: Sequence[LabelledPair],

@@ -15,7 +15,8 @@ The steps, each a progress stage a wizard can list (`FINETUNE_STAGES`):
 4. "measuring after": the trained model on the same held-out pairs, the pairs whose
    verdict changed, and whether the held-out pairs show it better or worse than before
    (`engine.training.ap_change`: a bootstrap interval on the change in AP);
-5. "saving": the folder becomes version N with its row (`versions.register_version`);
+5. "saving": the folder becomes version N with its row (`versions.register_version`), and
+   a second opinion's judge version N + 1 beside it (`engine.training.judge_versions`);
 6. "converting" (on a CPU whose default backend is a fast one: `finetune_stages`): the
    version's fast form is made and checked (`engine.training.fast_form`), by the caller
    (`engine.services.versions`), once the version is saved.
@@ -42,6 +43,7 @@ from engine.errors import InputError
 from engine.progress import CancelToken, Progress, ProgressCallback, no_progress
 from engine.store.database import Store
 from engine.store.embeddings import get_model_row
+from engine.store.version_rows import judge_ids
 from engine.training.ap_change import BETTER, APChange, ap_change
 from engine.training.fast_form import STAGE_CONVERTING
 from engine.training.hard_negatives import NegativePool
@@ -51,6 +53,7 @@ from engine.training.held_out import (
     changed_verdicts,
     held_out_metrics,
 )
+from engine.training.judge_versions import judge_to_keep
 from engine.training.objectives import get_objective, mines_negatives
 from engine.training.pairs import MIN_PAIRS, LabelledPair, PairSummary, summarise
 from engine.training.second_opinion import (
@@ -215,7 +218,8 @@ def run_finetune(store: Store, encoder: SentenceEncoder,
 
     `silver`: the project's neighbour graph, threshold and texts, which a second opinion
     (`options.second_opinion` > 0) labels silver pairs from; required then. The judge is
-    trained in the run's staging folder and deleted once silver is labelled.
+    trained in the run's staging folder and kept as a version beside the new one when it is
+    saved (`judge_versions`); failing or cancelled, the run deletes it with the folder.
 
     Returns the report and the trained model (float32, on the training device), which the
     caller may keep to activate the version without loading it again.
@@ -243,7 +247,6 @@ def run_finetune(store: Store, encoder: SentenceEncoder,
                 split.train, split.held_out, pairs, silver, options, staging / "judge",
                 bi_encoder_ap=before.average_precision, device=encoder.device,
                 progress=progress, cancel=cancel)
-            shutil.rmtree(staging / "judge", ignore_errors=True)  # not kept in this version
             train_pairs += opinion.silver  # the training side only, never the held-out one
         result = finetune(encoder, train_pairs, objective, options, staging / "model",
                           progress=progress, cancel=cancel, pool=pool)
@@ -267,14 +270,16 @@ def run_finetune(store: Store, encoder: SentenceEncoder,
         record = _record(parent, objective, digest, summary, split, before, after, result,
                          options, seed)
         record["metrics"]["ap_change"] = change.as_dict()
+        judge = None
         if opinion is not None:
+            opinion, judge = judge_to_keep(store, opinion, after.average_precision)
             metrics["second_opinion"] = record["second_opinion"] = opinion.as_dict()
             metrics["silver_pairs"] = record["pairs"]["silver"] = len(opinion.silver)
         version_id = register_version(
             store, staging / "model", name_root=name_root,
             parent_id=parent["id"] if parent else None, objective=objective,
             metrics=metrics, record=record, dim=int(trained.get_embedding_dimension()),
-            max_seq_length=int(trained.max_seq_length))
+            max_seq_length=int(trained.max_seq_length), judge=judge)
     finally:
         shutil.rmtree(staging, ignore_errors=True)
         with contextlib.suppress(OSError):  # a first run that saved nothing leaves no folder
@@ -282,6 +287,8 @@ def run_finetune(store: Store, encoder: SentenceEncoder,
     progress(Progress(STAGE_SAVING, 1, 1))
     with store.read() as conn:
         row = get_model_row(conn, version_id)
+        if judge is not None:
+            opinion = dataclasses.replace(opinion, kept_as=judge_ids(conn, version_id)[0])
     notes = [n for n in (split.note, opinion.note if opinion else "", *result.notes,
                          *summary.warnings) if n]
     report = FinetuneReport(

@@ -1,5 +1,5 @@
 """Model versions of a project: where their folders live, how they are recorded, copying
-one out.
+one out (`engine.training.version_list` lists them).
 
 A fine-tuned model is a plain sentence-transformers folder kept beside the project file, in
 `<project file name>.models/v<N>/`, where N is the version's id (its row in `models`), so the
@@ -35,18 +35,17 @@ from typing import TYPE_CHECKING
 from sqlalchemy import Connection
 
 from engine import model_trust
-from engine.encoding import model_threshold
 from engine.encoding.backends import split_fingerprint
 from engine.encoding.model_spec import DEFAULT_MODEL, default_model_path, resolve_model
 from engine.errors import InputError, ModelError, UntrustedModelLocation
 from engine.index import side_file
 from engine.index.persist import blob_name
 from engine.store import embeddings as embedding_store
-from engine.store import items as item_store
 from engine.store import version_rows as version_store
 from engine.store.database import Store
-from engine.store.folder_blobs import folder_blob_name, put_folder, stored_folder_ids
+from engine.store.folder_blobs import folder_blob_name, put_folder
 from engine.training import version_blobs
+from engine.training.judge_versions import JUDGE_DIM, KeptJudge
 
 if TYPE_CHECKING:  # pragma: no cover - pairs imports pandas, which finding a folder needs not
     from engine.training.pairs import LabelledPair
@@ -226,19 +225,19 @@ def version_path(store: Store, row: dict) -> Path:
 
 def register_version(store: Store, trained: Path, *, name_root: str,
                      parent_id: int | None, objective: str, metrics: dict, record: dict,
-                     dim: int, max_seq_length: int) -> int:
+                     dim: int, max_seq_length: int, judge: KeptJudge | None = None) -> int:
     """Move the finished folder `trained` into place as `v<N>` and add its row; returns N.
 
     `record` is written into the folder as `duplens_version.json`, with the version number
-    added. Either both the folder and the row exist afterwards, or neither does. On a server
-    the folder goes into the database as its tar blob in the row's transaction, and then
-    into this computer's cache.
+    added. `judge`: the run's second opinion, kept as `v<N+1>` with a row naming N
+    (`engine.training.judge_versions`). Either every folder and row exists afterwards, or
+    none does. On a server each folder goes into the database as its tar blob in the rows'
+    transaction, and then into this computer's cache.
     """
-    project_path = store.path
     fingerprint = resolve_model(str(trained)).fingerprint
     if not fingerprint.startswith("sha256:"):
         raise ModelError(f"{trained.name}: the trained model has no weights file")
-    renamed: Path | None = None
+    placed: list[Path] = []
     try:
         with store.write() as conn:
             version_store.lock_numbering(conn)   # one new version at a time
@@ -246,48 +245,70 @@ def register_version(store: Store, trained: Path, *, name_root: str,
             if clash is not None:
                 raise ModelError(f"training left the weights exactly as they were (the same as "
                                  f"version {clash}); train for more steps")
-            if store.is_file:
-                number = _next_number(conn, project_path)
-                folder = models_folder(project_path) / f"v{number}"
-                location = stored_location(project_path, folder)
-            else:
-                number = version_store.highest_model_id(conn) + 1
-                location = version_blobs.server_location(store, number)
-            (trained / VERSION_FILE).write_text(
-                json.dumps({"version": number, **record}, indent=1, ensure_ascii=False),
-                encoding="utf-8")
-            if store.is_file:
-                trained.rename(folder)
-                renamed = folder
-            else:
-                put_folder(conn, number, trained)
+            clash = judge and version_store.model_with_fingerprint(conn, judge.fingerprint)
+            if clash:   # `judge_to_keep` looked before: another run kept the same one since
+                raise ModelError(f"the second opinion's weights are version {clash}'s; run "
+                                 f"again to keep the new version without it")
+            number = _next_number(conn, store.path) if store.is_file else \
+                version_store.highest_model_id(conn) + 1
             version_store.add_model_version(
                 conn, number, name=f"{name_root} v{number}",
-                location=location, fingerprint=fingerprint,
-                dim=dim, max_seq_length=max_seq_length, parent_id=parent_id,
-                objective=objective, metrics=metrics, created_at=time.time())
+                location=_place(store, conn, number, trained, record, placed),
+                fingerprint=fingerprint, dim=dim, max_seq_length=max_seq_length,
+                parent_id=parent_id, objective=objective, metrics=metrics,
+                created_at=time.time())
+            if judge is not None:
+                version_store.add_model_version(
+                    conn, number + 1, name=f"{name_root} v{number} second opinion",
+                    location=_place(store, conn, number + 1, judge.folder,
+                                    {"second_opinion_of": number, **judge.record}, placed),
+                    fingerprint=judge.fingerprint, dim=JUDGE_DIM,
+                    max_seq_length=judge.max_seq_length, parent_id=parent_id,
+                    objective=None, metrics=judge.metrics, created_at=time.time(),
+                    judge_of=number)
     except BaseException:
-        if renamed is not None:
-            shutil.rmtree(renamed, ignore_errors=True)
+        for folder in placed:
+            shutil.rmtree(folder, ignore_errors=True)
         raise
     if not store.is_file:
         version_blobs.keep_trained(store, {"id": number, "fingerprint": fingerprint},
-                                     trained)
+                                   trained)
+        if judge is not None:
+            version_blobs.keep_trained(
+                store, {"id": number + 1, "fingerprint": judge.fingerprint}, judge.folder)
     return number
+
+
+def _place(store: Store, conn: Connection, number: int, folder: Path, record: dict,
+           placed: list[Path]) -> str:
+    """Write `record` (with `number`) into `folder` and put the folder where version
+    `number` lives: renamed to `v<number>` beside a file (added to `placed`), or into the
+    database as its blob; returns the location its row records."""
+    (folder / VERSION_FILE).write_text(json.dumps({"version": number, **record}, indent=1,
+                                                  ensure_ascii=False), encoding="utf-8")
+    if not store.is_file:
+        put_folder(conn, number, folder)
+        return version_blobs.server_location(store, number)
+    target = models_folder(store.path) / f"v{number}"
+    folder.rename(target)
+    placed.append(target)
+    return stored_location(store.path, target)
 
 
 def delete_version(store: Store, model_id: int) -> str:
     """Remove a trained version nobody uses: its row, embeddings, index, cached neighbour
-    graphs and folder; returns its name. What "Discard" in the wizard does.
+    graphs and folder, and its second opinion's (`judge_versions`); returns its name. What
+    "Discard" in the wizard does.
 
     Only the project's own versions (folders in `<project>.models/`) can go, never the active
     one, one that other versions were trained from (their record names it), or a model the
-    user pointed at (that folder is theirs). The folder is moved aside inside the transaction
-    and deleted after it commits, so a failure leaves the version whole. On a server its
-    folder blob goes in the same transaction, and this computer's cached copy after it.
+    user pointed at (that folder is theirs). The folders are moved aside inside the
+    transaction and deleted after it commits, so a failure leaves the version and its judge
+    whole. On a server their folder blobs go in the same transaction, and this computer's
+    cached copies after it.
     """
-    project_path = store.path
-    moved: tuple[Path, Path] | None = None
+    moved: list[Path] = []
+    aside: Path | None = None
     try:
         with store.write() as conn:
             row = embedding_store.get_model_row(conn, model_id)
@@ -296,6 +317,8 @@ def delete_version(store: Store, model_id: int) -> str:
             active = version_store.active_model_id(conn)
             fast = [r["id"] for r in embedding_store.list_models(conn)
                     if sibling_of(r) == model_id]   # a version's fast form goes with it
+            judges = [embedding_store.get_model_row(conn, i)   # and its second opinion
+                      for i in version_store.judge_ids(conn, model_id)]
             if active in {str(i) for i in (model_id, *fast)}:
                 raise InputError(f"{row['name']}: is the active model; make another version "
                                  f"active before deleting it")
@@ -309,25 +332,27 @@ def delete_version(store: Store, model_id: int) -> str:
             if children:
                 raise InputError(f"{row['name']}: {', '.join(children)} was trained from it; "
                                  f"it is kept as their parent")
-            for gone in (model_id, *fast):
+            for gone in (*(j["id"] for j in judges), model_id, *fast):   # judges name it
                 version_store.delete_model(
                     conn, gone, blob_names=[blob_name(gone), folder_blob_name(gone)],
                     prefix=f"knn/{gone}/")
                 side_file.forget(conn, gone)   # its index's copy beside the project
-            folder = model_folder(project_path, row["location"]) if store.is_file else None
-            if folder is not None and folder.exists():
-                aside = Path(tempfile.mkdtemp(prefix=STAGING_PREFIX, dir=folder.parent))
-                folder.rename(aside / folder.name)
-                moved = (folder, aside)
+            for gone in (row, *judges) if store.is_file else ():
+                folder = model_folder(store.path, gone["location"])
+                if folder is not None and folder.exists():
+                    aside = aside or Path(tempfile.mkdtemp(prefix=STAGING_PREFIX,
+                                                           dir=folder.parent))
+                    folder.rename(aside / folder.name)
+                    moved.append(folder)
     except BaseException:
-        if moved is not None:
-            (moved[1] / moved[0].name).rename(moved[0])
-            shutil.rmtree(moved[1], ignore_errors=True)
+        for folder in moved:
+            (aside / folder.name).rename(folder)
         raise
-    if moved is not None:
-        shutil.rmtree(moved[1], ignore_errors=True)
-    if not store.is_file:
-        version_blobs.forget(store, model_id)
+    finally:
+        if aside is not None:
+            shutil.rmtree(aside, ignore_errors=True)
+    for gone in (row, *judges) if not store.is_file else ():
+        version_blobs.forget(store, gone["id"])
     return row["name"]
 
 
@@ -348,53 +373,6 @@ def root_name(conn: Connection, model_id: int | None) -> str:
             break
         model_id = row["parent_id"]
     return re.sub(r" v\d+$", "", name)
-
-
-def list_versions(store: Store, active_id: int | None) -> list[dict]:
-    """Every model the project has used, oldest first, for a versions table.
-
-    Each: id, name, location, folder (absolute, None for Hub models), available (its folder
-    is there), parent_id, objective, metrics, created_at, active, encoded (live texts it has
-    embedded), texts (live texts in all), indexed (a saved index exists) and backend (what
-    encodes with it), threshold (its default threshold and what it was chosen on,
-    `engine.encoding.model_threshold`). A server project's version is available when the
-    database holds its folder; `folder` is where this computer unpacks it.
-
-    A version's fast form (`sibling_of`) is not listed apart: its version is active when it
-    is, and shows its backend and encoded texts, which activating the version would use.
-    """
-    with store.read() as conn:
-        rows = embedding_store.list_models(conn)
-        texts = item_store.count_texts(conn)
-        indexed = version_store.indexed_model_ids(conn)
-        stored = set() if store.is_file else stored_folder_ids(conn)
-        fast = {sibling_of(r): r for r in rows if sibling_of(r) is not None}
-        by_id = {r["id"]: r for r in rows}
-        out = []
-        for row in rows:
-            if sibling_of(row) is not None:
-                continue
-            serving = row if row["id"] == active_id else fast.get(row["id"], row)
-            if store.is_file or row["location"] == DEFAULT_MODEL:
-                folder = model_folder(store.path, row["location"])
-                available = folder is None or folder.is_dir()
-            else:
-                folder = version_blobs.cached_path(store, row) if row["id"] in stored \
-                    else None
-                available = row["id"] in stored
-            out.append({
-                "id": row["id"], "name": row["name"], "location": row["location"],
-                "folder": str(folder) if folder is not None else None,
-                "available": available,
-                "parent_id": row["parent_id"], "objective": row["objective"],
-                "metrics": row["metrics"] or {}, "created_at": row["created_at"],
-                "active": active_id in (row["id"], serving["id"]),
-                "encoded": embedding_store.count_embeddings(conn, serving["id"]),
-                "texts": texts, "indexed": serving["id"] in indexed,
-                "backend": split_fingerprint(serving["fingerprint"])[1] or "torch",
-                "threshold": model_threshold.for_row(row, by_id.get).as_dict(),
-            })
-    return out
 
 
 def copy_out_folder(source: Path, destination: Path) -> Path:

@@ -74,4 +74,43 @@ def test_finetune_with_a_second_opinion_prints_the_judges_ap_and_the_silver(tmp_
     assert f"AP {opinion['judge']['average_precision']:.2f} on the held-out pairs" in line
     assert f"(the model before: {opinion['bi_encoder_average_precision']:.2f})" in line
     assert f"{silver['pairs']} silver pairs trained on, {silver['duplicates']} of them" in line
+    assert "kept as version 3" in line and opinion["judge"]["kept"] is True
+    assert (tmp_path / "q.duplens.models" / "v3" / "model.safetensors").is_file()
     assert "training second opinion" in proc.stderr and "labelling silver" in proc.stderr
+
+
+def test_models_lists_copies_out_deletes_and_will_not_activate_a_judge(tmp_path):
+    """`duplens models`: the judge a run kept is its version's second opinion (its AP beside
+    the version's, in text and --json); it is copied out by its id, refused as the active
+    model (exit 2, one line), and goes when its version is deleted."""
+    from tests.engine.training.test_judge_versions import add_version
+
+    path = tmp_path / "q.duplens"
+    with Project.open(path, create=True) as project:
+        add_version(project, judge_ap=91.25, version_ap=88.5)
+    listed = json.loads(run("models", str(path), "--json").stdout)
+    assert [v["id"] for v in listed] == [1]
+    judge = listed[0]["second_opinion"]
+    assert judge["id"] == 2 and judge["offered"] is True
+    assert (judge["average_precision"], judge["version_average_precision"]) == (91.25, 88.5)
+
+    text = run("models", str(path)).stdout.splitlines()
+    line = next(x for x in text if "second opinion of v1" in x)
+    assert line.split()[0] == "2" and "held-out AP 91.2 beside the version's 88.5" in line
+    assert "(offered)" in line
+
+    refused = run("models", str(path), "--activate", "2", check_code=2)
+    lines = refused.stderr.strip().splitlines()
+    assert len(lines) == 1 and "is the second opinion of version 1" in lines[0]
+    assert "Traceback" not in refused.stderr
+
+    run("models", str(path), "--copy-out", "2", str(tmp_path / "judge"))
+    assert (tmp_path / "judge" / "model.safetensors").is_file()
+    config = json.loads((tmp_path / "judge" / "config_sentence_transformers.json")
+                        .read_text(encoding="utf-8"))
+    assert config["model_type"] == "CrossEncoder"
+
+    out = run("models", str(path), "--delete", "1", "--json")
+    assert "deleted base v1" in out.stderr + out.stdout
+    assert json.loads(out.stdout[out.stdout.index("["):]) == []
+    assert list((tmp_path / "q.duplens.models").iterdir()) == []

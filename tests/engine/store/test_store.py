@@ -230,3 +230,47 @@ def test_a_schema_6_project_gains_the_canonical_rows_of_its_cluster_ids(store_lo
         assert (row["id"], row["anchor_item"], row["canonical_item"]) == (7, 1, None)
     finally:
         store.close()
+
+
+def test_a_schema_8_project_gains_judges_and_lists_its_versions(store_location):
+    """Before schema 9 `models` had no `judge_of`: opening adds it, every model kept as an
+    encoder (NULL), and its versions list as before, with no second opinion."""
+    from sqlalchemy import MetaData, Table, inspect, text
+
+    from engine.store.dialects import backend
+    from engine.store.location import parse_location
+    from engine.store.migrations import MIGRATIONS
+    from engine.store.schema import models
+    from engine.training.version_list import list_versions
+
+    where = parse_location(store_location)
+    engine = backend(where.dialect).make_engine(where)
+    with engine.begin() as conn:
+        for step in MIGRATIONS[:8]:
+            step(conn)
+        if where.dialect == "sqlite":   # SQLite drops no column a foreign key names
+            conn.execute(text("DROP TABLE models"))   # (empty: nothing refers to a row)
+            before = MetaData()
+            Table("models", before, *(c._copy() for c in models.columns if c.name != "judge_of"))
+            before.create_all(conn)
+        else:
+            conn.execute(text("ALTER TABLE models DROP COLUMN judge_of"))
+        conn.execute(text(
+            "INSERT INTO models (id, name, location, fingerprint, dim, max_seq_length, "
+            "parent_id, objective, metrics, created_at) VALUES (1, 'base', 'default', "
+            "'sha256:aa', 384, 256, NULL, NULL, '{}', 1.0), (2, 'base v2', "
+            "'p.models/v2', 'sha256:bb', 384, 256, 1, 'contrastive', '{}', 2.0)"))
+        conn.execute(meta.insert(), [{"key": "app", "value": "duplens"},
+                                     {"key": "schema_version", "value": "8"}])
+    engine.dispose()
+    store = Store.open(store_location)
+    try:
+        assert store.get_meta("schema_version") == str(SCHEMA_VERSION)
+        with store.read() as conn:
+            assert "judge_of" in {c["name"] for c in inspect(conn).get_columns("models")}
+            rows = conn.execute(models.select().order_by(models.c.id)).mappings().all()
+        assert [(r["id"], r["judge_of"]) for r in rows] == [(1, None), (2, None)]
+        listed = list_versions(store, 1)
+        assert [(v["id"], v["second_opinion"]) for v in listed] == [(1, None), (2, None)]
+    finally:
+        store.close()

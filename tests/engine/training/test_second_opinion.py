@@ -9,16 +9,18 @@ from __future__ import annotations
 
 import itertools
 import json
+import os
 
 import numpy as np
 import pytest
 
 from engine.dedup.graph import KnnGraph
+from engine.encoding.model_safety import PICKLED_WEIGHTS
 from engine.errors import Cancelled, InputError
 from engine.progress import CancelToken
 from engine.text import norm_key
 from engine.training import cross_encoder
-from engine.training.cross_encoder import CrossEncoderResult
+from engine.training.cross_encoder import CrossEncoderResult, score_pairs
 from engine.training.options import TrainingOptions
 from engine.training.pairs import LabelledPair
 from engine.training.second_opinion import (
@@ -41,6 +43,7 @@ from engine.training.session import (
     finetune_stages,
 )
 from engine.training.silver import DEFAULT_BAND
+from engine.training.version_folders import VERSION_FILE, data_hash
 
 IDS = np.arange(1, 13, dtype=np.int64)
 TEXTS = {int(i): f"Question number {i}?" for i in IDS}
@@ -234,9 +237,8 @@ def test_the_options_check_their_values_and_old_stored_options_read_as_off():
 
 @pytest.mark.slow
 def test_a_run_with_a_second_opinion_trains_on_silver_that_avoids_held_out_texts(
-        tmp_path, encoder):
+        tmp_path, encoder, monkeypatch):
     from engine.training.silver import silver_candidates
-    from engine.training.version_folders import VERSION_FILE, data_hash
     from tests.engine.training.test_project_versions import make_project
 
     project = make_project(tmp_path / "q.duplens", encoder)
@@ -299,7 +301,59 @@ def test_a_run_with_a_second_opinion_trains_on_silver_that_avoids_held_out_texts
         record = json.loads((report.folder / VERSION_FILE).read_text(encoding="utf-8"))
         assert record["second_opinion"] == found["second_opinion"]
         assert record["pairs"]["silver"] == len(opinion.silver)
-        # The judge was discarded with the staging folder: only the version is left.
-        assert sorted(p.name for p in report.folder.parent.iterdir()) == ["v2"]
+        # The judge is kept as version 3, v2's second opinion, and nothing else is left.
+        assert sorted(p.name for p in report.folder.parent.iterdir()) == ["v2", "v3"]
+        assert opinion.kept and opinion.kept_as == 3 and found["second_opinion"]["judge"]["kept"]
+        assert "the judge is kept as version 3" in opinion.note
+        check_kept_judge(project, report, monkeypatch)
     finally:
         project.close()
+
+
+def check_kept_judge(project, report, monkeypatch) -> None:
+    """The judge a real run kept: safetensors only, listed beside its version with both APs,
+    loaded offline and scoring pairs once its version is active and it is offered."""
+    import socket
+
+    from engine.store import version_rows
+    from engine.training.judge_versions import load_judge
+
+    folder = project.versions.judge_for(report.version_id)
+    assert folder == report.folder.parent / "v3"
+    files = [p.relative_to(folder).as_posix() for p in folder.rglob("*") if p.is_file()]
+    assert "model.safetensors" in files
+    assert not [f for f in files if f.endswith(PICKLED_WEIGHTS)], files
+    record = json.loads((folder / VERSION_FILE).read_text(encoding="utf-8"))
+    assert record["second_opinion_of"] == report.version_id and record["version"] == 3
+
+    listed = {v["id"]: v for v in project.versions.list()}
+    assert 3 not in listed
+    judge = listed[report.version_id]["second_opinion"]
+    assert judge["id"] == 3 and judge["available"]
+    assert judge["average_precision"] == pytest.approx(
+        report.second_opinion.judge.average_precision, abs=1e-4)
+    assert judge["version_average_precision"] == pytest.approx(
+        report.after.average_precision, abs=1e-4)
+
+    def no_network(*args, **kwargs):
+        raise AssertionError(f"a connection was attempted: {args}")
+
+    assert os.environ.get("HF_HUB_OFFLINE") == "1"
+    monkeypatch.setattr(socket.socket, "connect", no_network)
+    pairs = [("How do I learn Python?", "How do I learn Python?"),
+             ("How do I learn Python?", "Why is the sky blue?")]
+    loaded = score_pairs(load_judge(folder, "cpu"), pairs)
+    assert loaded.shape == (2,) and all(0.0 <= x <= 1.0 for x in loaded)
+
+    with pytest.raises(InputError, match="no second opinion"):   # v1 is active: no judge
+        project.versions.second_opinion_scores(pairs)
+    assert project.versions.activate(report.version_id).activated
+    if not judge["offered"]:   # 46 questions, two steps: the model may rank them all right
+        with project.store.write() as conn:   # (AP 100); say the judge did better
+            version_rows.set_metrics(conn, 3, {**judge["metrics"], "average_precision": 99.0,
+                                               "version_average_precision": 98.0})
+    assert project.versions.second_opinion()["id"] == 3
+    scores = project.versions.second_opinion_scores(pairs)
+    assert scores == pytest.approx(loaded.tolist(), abs=1e-5)
+    with pytest.raises(InputError, match="second opinion of version"):
+        project.versions.activate(3)
