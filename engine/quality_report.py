@@ -87,7 +87,10 @@ def _summary(e: Estimate) -> str:
         fd = f.duplicates
         lines.append(f"The pairs {floor_hint(f)} hold about <b>{fd.value:,.0f}</b> duplicate "
                      f"pairs (between {fd.low:,.0f} and {fd.high:,.0f}).")
-    if e.rows is not None:
+    if f is not None and f.rows is not None:
+        lines.append(f"About <b>{f.rows.value:,.0f}</b> rows have at least one duplicate "
+                     f"{floor_hint(f)} (between {f.rows.low:,.0f} and {f.rows.high:,.0f}).")
+    elif e.rows is not None:
         lines.append(f"About <b>{e.rows.value:,.0f}</b> rows have at least one duplicate "
                      f"(between {e.rows.low:,.0f} and {e.rows.high:,.0f}).")
     note = "" if e.ready else (" <span class='warn'>Some groups of pairs have no verdict yet: "
@@ -124,7 +127,12 @@ def _table(e: Estimate, m) -> str:
                 ("F1, whole file", e.f1, True),
                 (f"Duplicate pairs {at}", e.floored.duplicates, False),
                 ("Duplicate pairs in the whole file", e.duplicates, False)]
-    if e.rows is not None:
+    if e.floored is not None and e.floored.rows is not None:
+        rows.append((f"Rows with at least one duplicate {floor_hint(e.floored)}",
+                     e.floored.rows, False))
+        if e.rows is not None:
+            rows.append(("Rows with at least one duplicate in the whole file", e.rows, False))
+    elif e.rows is not None:
         rows.append(("Rows with at least one duplicate", e.rows, False))
     body = "".join(f"<tr><td>{_h(name)}</td><td class='num'>{_value(f, pct)}</td>"
                    f"<td class='num'>{_range(f, pct)}</td></tr>" for name, f, pct in rows)

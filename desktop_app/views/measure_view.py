@@ -175,7 +175,10 @@ class MeasureView(PairWaiting, QWidget):
             hints["recall"] = f"of the duplicate pairs {floor_hint(floored)} are flagged"
             hints["duplicates"] = floor_hint(floored)
             hints["f1"] = f"precision and recall {floor_hint(floored)} in one"
-        for key in ("recall", "duplicates", "f1"):
+            if floored.rows is not None and e.rows is not None:
+                hints["rows"] = (f"with a duplicate {floor_hint(floored)}; counting every "
+                                 f"duplicate, {e.rows.low:,.0f} to {e.rows.high:,.0f}")
+        for key in ("recall", "duplicates", "f1", "rows"):
             self.hints[key].setText(hints[key])
         self.below_floor.setText("" if floored is None else below_floor_words(floored))
         self.below_floor.setVisible(floored is not None)
@@ -187,7 +190,7 @@ def _shown(e: Estimate | None, key: str) -> Figure | None:
     if e is None:
         return None
     if key == "rows":
-        return e.rows
+        return e.floored.rows if e.floored is not None and e.floored.rows else e.rows
     if key in WHOLE_FILE_ROWS:
         return e.figure(key.removesuffix("_all"))
     if key == "duplicates" and e.floored is not None:

@@ -155,7 +155,12 @@ def _print_measurement(args, m) -> None:
     print(f"threshold {e.threshold:.3f}: {e.flagged:,} pairs of texts flagged as duplicates")
     for label, f, percent in _lines(e):
         print(f"{label:30} {_fmt(f, percent)}")
-    if e.rows is not None:
+    if e.floored is not None and e.floored.rows is not None:
+        print(f"{f'rows with a duplicate (>= {e.floored.floor:.2f})':30} "
+              f"{_fmt(e.floored.rows, False)}")
+        if e.rows is not None:
+            print(f"{'rows with a duplicate (whole)':30} {_fmt(e.rows, False)}")
+    elif e.rows is not None:
         print(f"{'rows with a duplicate':30} {_fmt(e.rows, False)}")
     if e.floored is not None:
         print(below_floor_words(e.floored))

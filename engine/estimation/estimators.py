@@ -29,7 +29,7 @@ by simulation (tests/engine/estimation, benchmarks/estimate.py).
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
@@ -80,6 +80,9 @@ class RowsInput:
     copies: int
     weight: np.ndarray
     rows: int | None = None
+    # The same weights counting only duplicates at or above the recall floor
+    # (`JudgedDraws.row_weights(below=...)`): "rows with a duplicate" down to the floor.
+    floor_weight: np.ndarray | None = None
 
 
 @dataclass(frozen=True)
@@ -94,12 +97,16 @@ class Floored:
     duplicates: Figure
     below: dict
     f1: Figure | None = None
+    rows: Figure | None = None    # rows with a duplicate scoring at least the floor
 
     def as_json(self) -> dict:
         return {"recall_down_to": {"floor": self.floor, **self.recall.as_json()},
                 "duplicates_down_to": {"floor": self.floor, **self.duplicates.as_json()},
                 **({"f1_down_to": {"floor": self.floor, **self.f1.as_json()}}
                    if self.f1 is not None else {}),
+                **({"rows_with_duplicates_down_to": {"floor": self.floor,
+                                                     **self.rows.as_json()}}
+                   if self.rows is not None else {}),
                 "below_floor": {"floor": self.floor, **self.below}}
 
 
@@ -225,6 +232,14 @@ def estimate(sizes: np.ndarray, flagged_sizes: np.ndarray, stratum: np.ndarray,
     rows_figure = None
     if rows is not None:
         rows_figure = _rows(rows, sizes, stratum, dup, n_h, y_h, rng, draws)
+        if floored is not None and rows.floor_weight is not None:
+            # The strata below the floor hold no pair of this figure: no size, no weight.
+            keep = ~np.asarray(floor[1], dtype=bool)
+            floor_rows = RowsInput(rows.copies, np.where(keep[stratum], rows.floor_weight, 0.0),
+                                   rows.rows)
+            floored = replace(floored, rows=_rows(floor_rows, sizes * keep, stratum,
+                                                  dup & keep[stratum], n_h * keep, y_h * keep,
+                                                  rng, draws))
 
     # How many more missed duplicates each stratum could hold at its interval's upper end:
     # where the width of recall (and of the number of duplicates) comes from.

@@ -71,15 +71,22 @@ class JudgedDraws:
         return width_left_at_caps(strata.sizes, self.done, share, strata.per_pair(flagged),
                                   FIGURE_INDEX[figure], strata.caps(), strata.below_floor())
 
-    def row_weights(self, population: GraphPopulation, copied: set[int]) -> np.ndarray:
+    def row_weights(self, population: GraphPopulation, copied: set[int], *,
+                    below: np.ndarray | None = None) -> np.ndarray:
         """For each judged draw: 0 unless a duplicate; then, for each of its texts held
         by a single row (not in `copied`), 1 / that text's estimated number of duplicate
         texts: this pair, its other judged duplicate pairs, and its unjudged pairs times
         their stratum's duplicate share (candidates by stratum, every other pair of the
         project at the outside stratum's). Summed over a text's duplicate pairs this counts
-        it once (exactly so when every pair is judged)."""
+        it once (exactly so when every pair is judged).
+
+        With `below` (the strata under the recall floor, `Strata.below_floor`), only
+        duplicates in the other strata count, both the pair's own and the partners
+        expected: the weights of "rows with a duplicate scoring at least the floor"."""
         share = stratum_shares(population.strata.sizes, self.stratum, self.dup)
         strata = population.strata
+        counted = np.ones(strata.count, bool) if below is None else ~np.asarray(below, bool)
+        share = share * counted
         g = strata.outside_count
         # A text's pairs outside the graph are spread over the outside strata as all are.
         outside_share = float(share[:g] @ (strata.sizes[:g] / max(strata.sizes[:g].sum(), 1)))
@@ -91,7 +98,7 @@ class JudgedDraws:
                 answered_pairs.setdefault(text, []).append(
                     (partner, bool(self.dup[i]), int(self.stratum[i])))
         weights = np.zeros(len(self.a))
-        for i in np.flatnonzero(self.dup):
+        for i in np.flatnonzero(self.dup & counted[self.stratum]):
             total = 0.0
             for text, other in ((int(self.a[i]), int(self.b[i])),
                                 (int(self.b[i]), int(self.a[i]))):
@@ -108,7 +115,7 @@ class JudgedDraws:
                     else:
                         per_stratum[h] -= 1
                     if partner != other:
-                        known += is_dup
+                        known += is_dup and bool(counted[h])
                 expected = (float(np.maximum(per_stratum[g:], 0) @ share[g:])
                             + max(outside, 0.0) * outside_share)
                 total += 1 / (1 + known + expected)

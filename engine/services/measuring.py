@@ -340,7 +340,10 @@ class Measuring:
         inputs = JudgedDraws(population, judged)
         # every text of the graph is one row, or several (its copies)
         total = copies + len(population.graph.ids) - len(copied)
-        rows = RowsInput(copies, inputs.row_weights(population, copied), total)
+        below = population.strata.below_floor()
+        rows = RowsInput(copies, inputs.row_weights(population, copied), total,
+                         inputs.row_weights(population, copied, below=below)
+                         if below.any() else None)
         result = inputs.estimate_at(population, t, rows=rows)
         widest, _ = result.widest()
         more = inputs.more_to_halve(population, result, widest)

@@ -61,3 +61,36 @@ def test_row_weights_count_each_text_with_a_duplicate_once(judged):
     one = int(inputs.a[np.flatnonzero(inputs.dup)[0]])
     fewer = inputs.row_weights(population, copied={one}).sum()
     assert fewer == pytest.approx(with_duplicate - 1)
+
+
+def test_row_weights_down_to_the_floor_count_only_texts_with_a_duplicate_above_it():
+    """Two unrelated texts (similarity far below 0.5) called duplicates: the whole file's
+    weights count them, the floored weights do not; on a census both are exact, and the
+    estimate's floored "rows with a duplicate" is that count with no width."""
+    from engine.estimation.estimators import RowsInput
+
+    population, group_of = small_population(seed=2)
+    ids = population.graph.ids.tolist()
+    group_of = {**group_of, ids[30]: 99, ids[31]: 99}
+    share = design_flagged_share(population, THRESHOLD)
+    drawn: list[dict] = []
+    while rows := next_draws(population, 11, share, drawn, 100):
+        drawn += [{**r, "verdict": int(group_of[r["text_a"]] >= 0
+                                       and group_of[r["text_a"]] == group_of[r["text_b"]])}
+                  for r in rows]
+    below = population.strata.below_floor()
+    assert below.any()
+    above_texts = {t for d in drawn if d["verdict"] and not below[d["stratum"]]
+                   for t in (d["text_a"], d["text_b"])}
+    assert ids[30] not in above_texts and len(above_texts) == 30
+    inputs = JudgedDraws(population, drawn)
+    whole = inputs.row_weights(population, copied=set())
+    floored = inputs.row_weights(population, copied=set(), below=below)
+    assert whole.sum() == pytest.approx(32)
+    assert floored.sum() == pytest.approx(30)
+    got = inputs.estimate_at(population, THRESHOLD, draws=200,
+                             rows=RowsInput(0, whole, 50, floored))
+    assert (got.rows.value, got.rows.low, got.rows.high) == pytest.approx((32, 32, 32))
+    f = got.floored.rows
+    assert (f.value, f.low, f.high) == pytest.approx((30, 30, 30))
+    assert got.as_json()["rows_with_duplicates_down_to"]["value"] == pytest.approx(30)
