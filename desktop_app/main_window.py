@@ -12,6 +12,7 @@ and model-consent boxes.
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from pathlib import Path
 
 from PySide6.QtCore import QSettings, Qt, QUrl
@@ -37,6 +38,7 @@ from desktop_app.controllers.model_controller import (
     activation_summary,
 )
 from desktop_app.controllers.review_controller import ReviewController
+from desktop_app.controllers.second_opinion_controller import SecondOpinionController
 from desktop_app.job_runner import JobHandle
 from desktop_app.recent import RecentProjects
 from desktop_app.resources import sample_questions_path, user_data_dir
@@ -83,9 +85,12 @@ class MainWindow(QMainWindow):
         self.error_box: QMessageBox | None = None
         self.imports = ImportController(bridge, self)
         self.models = ModelController(bridge, self)
+        # The active model's second opinion, asked by Review, Ask me and Check a file.
+        self.opinion = SecondOpinionController(bridge, self)
         # A check uses the window's threshold once the analyst moved it, else the project's.
         self.matches = MatchController(bridge, self, threshold=lambda: (
-            self.review.threshold if self.review.threshold_chosen else None))
+            self.review.threshold if self.review.threshold_chosen else None),
+            opinion=self.opinion)
         self.counts = CountsController(bridge, self)
         self.match_dialog: MatchResultsDialog | None = None
 
@@ -101,7 +106,7 @@ class MainWindow(QMainWindow):
         splitter.setStretchFactor(1, 3)
         splitter.setContentsMargins(8, 8, 8, 0)
         self.search_page = splitter
-        self.review = ReviewController(bridge, self)
+        self.review = ReviewController(bridge, self, opinion=self.opinion)
         self.review_view = ClusterReviewView(self.review, self, self.settings)
         self.plots_view = PlotsView(self.review, self)
         self.tabs = QTabWidget(self)
@@ -157,6 +162,12 @@ class MainWindow(QMainWindow):
         self.matches.added.connect(self._checked_rows_added)
         self.matches.failed.connect(self._match_failed)
         self.matches.exported.connect(lambda path: self.status.say(f"Exported to {path}"))
+        self.matches.opinionReady.connect(
+            lambda row, p: self._to_match_dialog(lambda d: d.show_opinion(row, p)))
+        self.matches.opinionFailed.connect(
+            lambda row, why: self._to_match_dialog(lambda d: d.opinion.failed_for(row, why)))
+        self.opinion.offeredChanged.connect(
+            lambda judge: self._to_match_dialog(lambda d: d.set_offered(judge is not None)))
         self.models.changed.connect(self._model_changed)
         self.models.activated.connect(self._activated)
         self.models.activationFailed.connect(self._job_failed)
@@ -457,10 +468,17 @@ class MainWindow(QMainWindow):
         dialog.addRequested.connect(
             lambda: self._follow(ImportController.title(self.matches.choices),
                                  self.matches.add()))
+        dialog.opinionWanted.connect(self.matches.ask_opinion)
+        dialog.set_offered(self.opinion.offered is not None)
         dialog.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
         self.match_dialog = dialog
         dialog.destroyed.connect(lambda: setattr(self, "match_dialog", None))
         dialog.show()
+
+    def _to_match_dialog(self, say: Callable[[MatchResultsDialog], object]) -> None:
+        """Pass the second opinion's news to the check's results, while they are open."""
+        if self.match_dialog is not None:
+            say(self.match_dialog)
 
     @guarded
     def _match_failed(self, message: str, details: str) -> None:

@@ -61,7 +61,7 @@ class Project:
         self.versions = ModelVersions(store, self.model, live, verdicts, self.clusters, threshold)
         self.documents = Documents(store, self.vectors, self.threshold)
         self.exports = Exports(store, self.documents)
-        self.asking = Asking(store, self.vectors, self.clusters, verdicts, threshold)
+        self.asking = Asking(store, self.vectors, self.clusters, verdicts, threshold, self.versions)
         self.matching = Matching(store, self.model, self.vectors, threshold)
         self.measuring = Measuring(store, self.model, self.vectors, self.clusters, verdicts,
                                    threshold)

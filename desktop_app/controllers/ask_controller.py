@@ -8,6 +8,11 @@ Undo takes back this session's verdicts, last first: the pair comes back on scre
 verdict is cleared, unless another analyst has changed it since (then it stays theirs).
 The queue's state is `engine.review.pair_queue.PairQueue`'s; this controller runs its
 engine calls as jobs and emits the signals.
+
+Once the active model's second opinion is offered (`SecondOpinionController`), the pair on
+screen comes with its suggestion (`opinionReady`), and the queue can be ordered by where the
+model and the judge disagree (`set_by_disagreement`; `Asking.pairs(by_disagreement=True)`):
+turning that on or off drops the queued pairs and fetches a batch in the new order.
 """
 
 from __future__ import annotations
@@ -17,6 +22,7 @@ from collections.abc import Callable
 from PySide6.QtCore import QObject, Signal
 
 from desktop_app.bridge import EngineBridge
+from desktop_app.controllers.second_opinion_controller import SecondOpinionController
 from desktop_app.job_runner import Job, Pool
 from engine.review.pair_queue import PairQueue
 from engine.services.asking import AskedPair
@@ -34,15 +40,21 @@ class AskController(QObject):
     busy = Signal(str)
     waiting = Signal(str)            # no pair on screen until the batch on its way comes
     undoChanged = Signal(bool, str)  # whether a verdict can be taken back, and which
+    opinionReady = Signal(object, float)   # an AskedPair, the second opinion's probability
+    opinionFailed = Signal(object, str)    # an AskedPair, why it has no second opinion
 
     def __init__(self, bridge: EngineBridge, parent: QObject | None = None, *,
-                 threshold: Callable[[], float | None] = lambda: None) -> None:
+                 threshold: Callable[[], float | None] = lambda: None,
+                 opinion: SecondOpinionController | None = None) -> None:
         super().__init__(parent)
         self.bridge = bridge
         # The threshold pairs are picked around: the review's (None: the project's).
         self._threshold = threshold
         self.pair_queue: PairQueue[AskedPair] = PairQueue(_key, batch=BATCH,
                                                           refill_at=REFILL_AT)
+        self.opinion = opinion or SecondOpinionController(bridge, self)
+        self.by_disagreement = False   # the queue's order: where the judge disagrees first
+        self.opinion.offeredChanged.connect(self._offered_changed)
 
     @property
     def current(self) -> AskedPair | None:
@@ -57,7 +69,38 @@ class AskController(QObject):
     def reset(self) -> None:
         """A new project: forget the queue."""
         self.pair_queue.reset()
+        self.by_disagreement = False
         self._emit_undo()
+
+    def set_by_disagreement(self, on: bool) -> None:
+        """Order the queue by where the model and its second opinion disagree (or, off, by
+        the model's doubt alone): the queued pairs go, a batch in that order comes."""
+        on = bool(on) and self.opinion.offered is not None
+        if on == self.by_disagreement:
+            return
+        self.by_disagreement = on
+        if self.current is None and not self.pair_queue.fetching:
+            return   # not started: the first batch will be in this order
+        self.pair_queue.reorder()
+        self._advance()
+
+    def _offered_changed(self, judge: dict | None) -> None:
+        if judge is None:
+            self.set_by_disagreement(False)
+        elif self.current is not None:
+            self._ask_opinion(self.current)
+
+    def _show(self, pair: AskedPair) -> None:
+        """`pair` on screen, its second opinion asked for (when one is offered)."""
+        self.pairChanged.emit(pair)
+        self._ask_opinion(pair)
+
+    def _ask_opinion(self, pair: AskedPair) -> None:
+        if pair.opinion is not None:
+            self.opinion.remember(pair.a.text, pair.b.text, pair.opinion)
+        self.opinion.ask("ask", pair.a.text, pair.b.text,
+                         lambda p: self.opinionReady.emit(pair, p),
+                         lambda message: self.opinionFailed.emit(pair, message))
 
     def judge(self, verdict: int | None) -> None:
         """1 duplicate, 0 not, None skip; the next pair follows at once."""
@@ -90,7 +133,7 @@ class AskController(QObject):
 
         self.bridge.run(lambda job: job.project.verdicts.replace_verdict(a, b, verdict, None),
                         pool=Pool.REVIEW, on_done=done)
-        self.pairChanged.emit(pair)
+        self._show(pair)
         self._emit_undo()
 
     def _emit_undo(self) -> None:
@@ -106,7 +149,7 @@ class AskController(QObject):
         screen with keys that do nothing)."""
         shown = self.pair_queue.advance()
         if shown is not None:
-            self.pairChanged.emit(shown)
+            self._show(shown)
         if self.pair_queue.running_low():
             self._fetch()
         if shown is None and self.pair_queue.fetching:
@@ -121,9 +164,11 @@ class AskController(QObject):
         if wanted is None:       # a batch is on its way already
             return
         threshold = self._threshold()
+        by_disagreement = self.by_disagreement
 
         def work(job: Job) -> list[AskedPair]:
-            return job.project.asking.pairs(wanted, threshold=threshold)
+            return job.project.asking.pairs(wanted, threshold=threshold,
+                                            by_disagreement=by_disagreement)
 
         def done(pairs: list[AskedPair]) -> None:
             self.pair_queue.fetched(pairs)
@@ -137,7 +182,9 @@ class AskController(QObject):
             self.pair_queue.fetch_failed()
             self.busy.emit(message)
 
-        self.bridge.run(work, pool=Pool.REVIEW, on_done=done, on_failed=failed)
+        # A batch in an order given up since (`set_by_disagreement`) is never delivered.
+        self.bridge.run(work, pool=Pool.REVIEW, on_done=done, on_failed=failed,
+                        latest="ask batch")
 
 
 def _key(pair: AskedPair) -> frozenset[int]:

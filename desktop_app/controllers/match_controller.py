@@ -7,6 +7,10 @@ thread), so closing the results loses nothing and a later check of the same file
 again; "Add the new rows" imports the file as an import does, and the import turns every
 verdict into a verdict on a pair of project rows, since a row of the file only becomes a
 project row, one a pair can name, once it is added.
+
+Once the active model's second opinion is offered, the row on screen can be shown with its
+suggestion on the row and its best match (`ask_opinion`, `opinionReady`), scored off the
+GUI thread by the `SecondOpinionController`; accepting it is a verdict like any other.
 """
 
 from __future__ import annotations
@@ -18,6 +22,7 @@ from typing import TYPE_CHECKING
 from PySide6.QtCore import QObject, Signal
 
 from desktop_app.controllers.import_controller import import_and_encode
+from desktop_app.controllers.second_opinion_controller import SecondOpinionController
 from desktop_app.job_runner import Job, JobHandle, Pool
 from engine.add_file import ImportChoices
 
@@ -37,11 +42,15 @@ class MatchController(QObject):
     exported = Signal(str)          # the file written
     added = Signal(object)          # {"import", "encode", ..., "verdicts_stored"}
     failed = Signal(str, str)       # message, details
+    opinionReady = Signal(int, float)   # file row, the second opinion's probability
+    opinionFailed = Signal(int, str)    # file row, why it has no second opinion
 
     def __init__(self, bridge: EngineBridge, parent: QObject | None = None, *,
-                 threshold: Callable[[], float | None] = lambda: None) -> None:
+                 threshold: Callable[[], float | None] = lambda: None,
+                 opinion: SecondOpinionController | None = None) -> None:
         super().__init__(parent)
         self.bridge = bridge
+        self.opinion = opinion or SecondOpinionController(bridge, self)
         self.encode_on = "local"
         self.choices: ImportChoices | None = None
         self.result: MatchResult | None = None
@@ -86,6 +95,16 @@ class MatchController(QObject):
         if kept and result is not None and result.can_keep:
             self.bridge.run(lambda job: job.project.matching.keep_verdicts(
                 result.sha256, result.file_name, kept), pool=Pool.REVIEW)
+
+    def ask_opinion(self, row: int) -> None:
+        """The second opinion on file row `row` and its best match, to `opinionReady`
+        (nothing when none is offered or the row matched nothing)."""
+        r = self._rows.get(row)
+        if r is None or not r.matches:
+            return
+        self.opinion.ask("match", r.text, r.matches[0].text,
+                         lambda p: self.opinionReady.emit(row, p),
+                         lambda message: self.opinionFailed.emit(row, message))
 
     def _pending(self, verdicts: list[tuple[int, int | None]]) -> list[PendingVerdict]:
         """Verdicts on each row's best match (rows with no match are left out)."""

@@ -15,7 +15,9 @@ check use it. Moving the slider sets it by hand for the project (saved once the 
 so the command line cuts where the window does); `hand_back` forgets that. Without a
 threshold set by hand, the slider follows the calibration as verdicts come in: a window
 showing one threshold while the project uses another is what this replaces. It also owns the
-"Ask me" mode's controller (`AskController`), whose verdicts are the review's too.
+"Ask me" mode's controller (`AskController`), whose verdicts are the review's too, and the
+second opinion's (`SecondOpinionController`), asked again whenever the project opens or its
+model may have changed.
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ from PySide6.QtCore import QObject, QTimer, Signal
 from desktop_app.bridge import EngineBridge
 from desktop_app.controllers.ask_controller import AskController
 from desktop_app.controllers.measure_controller import MeasureController
+from desktop_app.controllers.second_opinion_controller import SecondOpinionController
 from desktop_app.job_runner import Job, Pool
 from engine.dedup.row_clusters import Cluster
 from engine.review.calibration import (
@@ -65,9 +68,11 @@ class ReviewController(QObject):
     # None for two questions
     documentsCompared = Signal(int, int, object)
 
-    def __init__(self, bridge: EngineBridge, parent: QObject | None = None) -> None:
+    def __init__(self, bridge: EngineBridge, parent: QObject | None = None, *,
+                 opinion: SecondOpinionController | None = None) -> None:
         super().__init__(parent)
         self.bridge = bridge
+        self.opinion = opinion or SecondOpinionController(bridge, self)
         self.threshold = DEFAULT_THRESHOLD
         self.sort_key = "size"
         self.raw: dict[str, Cluster] = {}        # cluster id -> as cut
@@ -94,7 +99,8 @@ class ReviewController(QObject):
         self._save.setSingleShot(True)
         self._save.setInterval(SAVE_DELAY_MS)
         self._save.timeout.connect(self._save_threshold)
-        self.ask = AskController(bridge, self, threshold=lambda: self.threshold)
+        self.ask = AskController(bridge, self, threshold=lambda: self.threshold,
+                                 opinion=self.opinion)
         self.ask.judged.connect(self._judged_one_by_one)
         self.measure = MeasureController(bridge, lambda: self.threshold, self)
         self.measure.judged.connect(self._judged_one_by_one)
@@ -118,6 +124,7 @@ class ReviewController(QObject):
         self.project_threshold = None
         self.ask.reset()
         self.measure.reset()
+        self.opinion.reset()
         self.index_changed()
         self.clustersChanged.emit([])
         self.sinceChanged.emit(None)
@@ -126,8 +133,10 @@ class ReviewController(QObject):
         self.load_calibration()   # the status bar shows the project threshold at once
 
     def index_changed(self) -> None:
-        """Rows were added or the model changed: clusters and plots are out of date."""
+        """Rows were added or the model changed: clusters and plots are out of date, and
+        the active model's second opinion may be another."""
         self._clusters_current = self._plots_current = False
+        self.opinion.refresh()
 
     def show_clusters(self) -> None:
         """The review is on screen: cut clusters unless done since the last change.

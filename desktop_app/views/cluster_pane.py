@@ -4,14 +4,16 @@ action buttons.
 
 The pair under review is the canonical and the selected member, or any two selected members.
 The pane knows which members are selected and which still wait for a verdict; what a
-verdict does is the `ClusterReviewView`'s (through the controller).
+verdict does is the `ClusterReviewView`'s (through the controller). Each pair it shows is
+announced (`pairShown`), so the view can ask the second opinion about it; its suggestion
+shows in the pane's `SecondOpinionLine`, only while one is offered.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 
-from PySide6.QtCore import QItemSelectionModel, Qt
+from PySide6.QtCore import QItemSelectionModel, Qt, Signal
 from PySide6.QtGui import QColor
 from PySide6.QtWidgets import (
     QAbstractItemView,
@@ -29,6 +31,7 @@ from PySide6.QtWidgets import (
 
 from desktop_app.views.compare_panel import ComparePanel, Row
 from desktop_app.views.score_delegate import ITEM_ID_ROLE, SCORE_ROLE, ScoreDelegate
+from desktop_app.views.second_opinion_line import SecondOpinionLine
 from engine.dedup.row_clusters import CANONICAL, Cluster, Member
 from engine.review.overlap import overlap
 
@@ -48,6 +51,8 @@ KEYS = {
 
 class ClusterPane(QWidget):
     """Members, comparison and action buttons of the cluster on screen."""
+
+    pairShown = Signal(object)   # the pair under review, (Member, Member), or None
 
     def __init__(self, threshold: Callable[[], float], parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -87,6 +92,7 @@ class ClusterPane(QWidget):
         pair_row = QHBoxLayout()
         pair_row.addWidget(self.pair_label, 1)
         pair_row.addWidget(self.next_when_done)
+        self.opinion = SecondOpinionLine(self)
 
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
@@ -97,6 +103,7 @@ class ClusterPane(QWidget):
         split.setStretchFactor(1, 2)
         layout.addWidget(split, 1)
         layout.addLayout(pair_row)
+        layout.addWidget(self.opinion)
         layout.addLayout(buttons)
         self.members.itemSelectionChanged.connect(self.show_comparison)
 
@@ -118,6 +125,7 @@ class ClusterPane(QWidget):
             self.members.blockSignals(False)
             self.compare.clear()
             self.pair_label.setText("No clusters at this threshold.")
+            self._announce(None)
             return
         rows = [(m, m.verdict or ("canonical (auto)" if i == 0 else ""))
                 for i, m in enumerate(cluster.members)]
@@ -170,6 +178,7 @@ class ClusterPane(QWidget):
             done = self.cluster is not None and self.cluster.reviewed and several
             self.pair_label.setText("Every member has a verdict: J for the next cluster."
                                     if done else "")
+            self._announce(None)
             return
         a, b = pair
         self.compare.show_pair(f"{a.id}  (canonical)" if self.is_head(a) else a.id, a.text,
@@ -181,6 +190,12 @@ class ClusterPane(QWidget):
         # meaning flips (a number, negation, an opposite, a name differs) be marked.
         mark = "⚠ " if self.is_head(a) and found.marked(b.score, self._threshold()) else ""
         self.pair_label.setText(f"{mark}Reviewing {a.id} ↔ {b.id} · {found.note()}")
+        self._announce(pair)
+
+    def _announce(self, pair: tuple[Member, Member] | None) -> None:
+        """The second opinion's line waits for this pair (None: none is under review)."""
+        self.opinion.expect(opinion_key(pair) if pair is not None else None)
+        self.pairShown.emit(pair)
 
     # -- selection -------------------------------------------------------------------------
     def select_member_row(self, row: int) -> None:
@@ -235,3 +250,8 @@ class ClusterPane(QWidget):
             if not members[r].verdict:
                 return r
         return None
+
+
+def opinion_key(pair: tuple[Member, Member]) -> tuple[int, int]:
+    """Which pair a second opinion is about: its two rows, in the order compared."""
+    return pair[0].item_id, pair[1].item_id

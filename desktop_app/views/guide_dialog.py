@@ -11,6 +11,7 @@ from html import escape
 from PySide6.QtWidgets import QDialog, QDialogButtonBox, QTextBrowser, QVBoxLayout, QWidget
 
 from desktop_app.views.cluster_pane import KEYS
+from desktop_app.views.second_opinion_line import ACCEPT_KEY
 
 WORKFLOW = (
     ("Import", "File → New project from spreadsheet… (or drop a file on the window): pick the "
@@ -48,7 +49,9 @@ def guide_html() -> str:
     keys = "".join(f"<tr><td><b>{escape(key)}</b></td><td>{escape(label)}</td></tr>"
                    for key, label in KEYS.values())
     keys += ("<tr><td><b>Ctrl+Z</b> / <b>Ctrl+Shift+Z</b></td><td>Undo / redo</td></tr>"
-             "<tr><td><b>Esc</b></td><td>Leave Ask me</td></tr>")
+             "<tr><td><b>Esc</b></td><td>Leave Ask me</td></tr>"
+             f"<tr><td><b>{ACCEPT_KEY}</b></td><td>Accept the second opinion (once a "
+             "fine-tuned version's judge is offered; also in a file's check)</td></tr>")
     return (f"<h3>The workflow</h3><ol>{steps}</ol><p>{escape(THRESHOLD)}</p>"
             f"<h3>Keys in Review</h3><table cellspacing='4'>{keys}</table>"
             "<p>In a file's check: <b>D</b> duplicate of the best match, <b>N</b> new.</p>")

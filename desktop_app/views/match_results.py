@@ -7,6 +7,9 @@ matches and a `verdict` column; "Add the new rows" imports it (and its verdicts 
 verdicts on pairs of project rows). Verdicts are kept in the project as they are given (the
 controller's job), so a later check of the same file shows them again; closing with verdicts
 whose rows are not added yet asks first, and says where they are kept (`ask_on_close`).
+Once the active model's second opinion is offered, the selected row's suggestion shows under
+the table (`SecondOpinionLine`, asked for through `opinionWanted`); A accepts it on that row,
+as D or N would.
 """
 
 from __future__ import annotations
@@ -27,6 +30,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from desktop_app.views.second_opinion_line import ACCEPT_KEY, SecondOpinionLine
 from engine.review.calibration import format_threshold
 
 COLUMNS = ("Row", "Id", "New row", "Best match", "Score", "Overlap", "Repeats row", "Verdict")
@@ -35,6 +39,7 @@ VERDICT_TEXT = {1: "Duplicate", 0: "New", None: ""}
 EXPORT_FILTER = "Spreadsheets (*.csv *.xlsx)"
 SORT_ROLE = Qt.ItemDataRole.UserRole + 1
 ADD, KEEP, CANCEL = "add", "keep", "cancel"   # what `ask_on_close` answers
+OPINION_WORDS = {1: "duplicate of this", 0: "new"}   # the second opinion, in this table's words
 
 
 class MatchResultsDialog(QDialog):
@@ -43,6 +48,7 @@ class MatchResultsDialog(QDialog):
     verdictGiven = Signal(int, object)    # file row number, 1 / 0 / None
     exportRequested = Signal(str)         # the path chosen
     addRequested = Signal()
+    opinionWanted = Signal(int)           # the file row on screen, for its second opinion
 
     def __init__(self, result, parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -95,6 +101,11 @@ class MatchResultsDialog(QDialog):
         self.shortcuts = [QShortcut(QKeySequence(key), self,
                                     lambda verdict=verdict: self._judge(verdict))
                           for key, verdict in (("D", 1), ("N", 0))]
+        self.opinion = SecondOpinionLine(self, verdicts=OPINION_WORDS)
+        self.opinion.accepted.connect(self.accept_opinion)
+        self.accept_shortcut = QShortcut(QKeySequence(ACCEPT_KEY), self, self.accept_opinion)
+        self.accept_shortcut.setEnabled(False)
+        self._best = {r.row: r.matches[0].score for r in result.rows if r.matches}
         buttons = QHBoxLayout()
         for button in (self.duplicate_button, self.new_button):
             buttons.addWidget(button)
@@ -104,7 +115,10 @@ class MatchResultsDialog(QDialog):
         layout = QVBoxLayout(self)
         layout.addWidget(self.summary)
         layout.addWidget(self.table, 1)
+        layout.addWidget(self.opinion)
         layout.addLayout(buttons)
+        self.table.selectionModel().currentRowChanged.connect(
+            lambda current, _previous: self._want_opinion(current.row()))
         if self.model.rowCount():
             self.table.selectRow(0)
 
@@ -157,9 +171,42 @@ class MatchResultsDialog(QDialog):
                 return self.model.item(i, VERDICT).text()
         raise KeyError(file_row)
 
-    def _judge(self, verdict: int) -> None:
-        """The verdict on every selected row, then move to the row after the last one."""
-        rows = sorted({index.row() for index in self.table.selectionModel().selectedRows()})
+    # -- the second opinion ----------------------------------------------------------------
+    def set_offered(self, offered: bool) -> None:
+        """Whether the active model's second opinion is offered: only then its line shows,
+        A works, and the row on screen is asked about."""
+        offered = offered and not self._added
+        self.opinion.set_offered(offered)
+        self.accept_shortcut.setEnabled(offered)
+        if offered:
+            self._want_opinion(self.table.currentIndex().row())
+
+    def _want_opinion(self, table_row: int) -> None:
+        file_row = self.file_row(table_row) if 0 <= table_row < self.model.rowCount() \
+            else None
+        matched = file_row is not None and file_row in self._best
+        self.opinion.expect(file_row if matched else None)
+        if matched and self.opinion.offered:
+            self.opinionWanted.emit(file_row)
+
+    def show_opinion(self, file_row: int, probability: float) -> None:
+        """The second opinion on `file_row` and its best match (shown if still on screen);
+        the model's verdict beside it is its score against the check's threshold."""
+        model = 1 if self._best.get(file_row, 0.0) >= self.result.threshold else 0
+        self.opinion.show_for(file_row, probability, model)
+
+    def accept_opinion(self) -> None:
+        """A: the suggested verdict on the row on screen (only that row), then the next."""
+        verdict, row = self.opinion.suggestion, self.table.currentIndex().row()
+        if verdict is None or self._added or row < 0:
+            return
+        self._judge(verdict, [row])
+
+    def _judge(self, verdict: int, rows: list[int] | None = None) -> None:
+        """The verdict on every selected row (or `rows`), then move to the row after the
+        last one."""
+        if rows is None:
+            rows = sorted({index.row() for index in self.table.selectionModel().selectedRows()})
         for i in rows:
             if self.model.item(i, MATCH).text():
                 self.model.item(i, VERDICT).setText(VERDICT_TEXT[verdict])
@@ -193,8 +240,10 @@ class MatchResultsDialog(QDialog):
         self.summary.setText(f"{self._checked} Added to the project: {said}.")
         self.add_button.setEnabled(False)
         self.add_button.setText("Added to the project")
-        for widget in (self.duplicate_button, self.new_button, *self.shortcuts):
+        for widget in (self.duplicate_button, self.new_button, *self.shortcuts,
+                       self.accept_shortcut):
             widget.setEnabled(False)
+        self.opinion.set_offered(False)   # nothing left to accept here
 
     def add_failed(self) -> None:
         self._adding = False

@@ -11,7 +11,9 @@ the verdicts (precision, recall, how many verdicts it rests on), and "Ask me", w
 clusters for one pair at a time that the model is unsure of (`AskView`; D, N and S judge
 it, Ctrl+Z takes a verdict back, Esc or "Back to clusters" leaves it), and "Measure quality",
 one pair drawn at random at a time under the estimates (`MeasureView`, the same keys; Esc
-leaves it too).
+leaves it too). Once the active model's second opinion is offered, the pair under review and
+Ask me's pair show its suggestion, and A accepts it (the verdict D or N would give); never
+in Measure quality, whose estimate must rest on the analyst's own verdicts.
 Everything it shows comes from the `ReviewController`. The parts are widgets of their own:
 `ThresholdBar` (the top rows), the cluster list, `ClusterPane` (members, comparison,
 buttons) and `AskView`; this view lays them out, owns the keys and sends each key to the
@@ -29,6 +31,7 @@ from desktop_app.table_models.clusters_model import ClustersModel
 from desktop_app.views.ask_view import AskView
 from desktop_app.views.cluster_pane import KEYS, MOVED_OUT, ClusterPane
 from desktop_app.views.measure_view import MeasureView
+from desktop_app.views.second_opinion_line import ACCEPT_KEY
 from desktop_app.views.since_filter import SinceFilter
 from desktop_app.views.threshold_bar import SLIDER_MIN, SLIDER_STEPS, ThresholdBar
 from engine.dedup.row_clusters import Cluster, Member
@@ -121,6 +124,7 @@ class ClusterReviewView(QWidget):
             "undo": self.undo,
             "redo": self.redo,
             "leave_ask": lambda: self.set_asking(False),
+            "accept_opinion": self.accept_opinion,
         }
         keys = {name: [QKeySequence(key)] for name, (key, _) in KEYS.items()}
         # Spelled out: the platform's standard Redo is Ctrl+Y on some desktops, Ctrl+Shift+Z
@@ -128,6 +132,7 @@ class ClusterReviewView(QWidget):
         keys["undo"] = [QKeySequence("Ctrl+Z")]
         keys["redo"] = [QKeySequence("Ctrl+Shift+Z"), QKeySequence("Ctrl+Y")]
         keys["leave_ask"] = [QKeySequence(Qt.Key.Key_Escape)]
+        keys["accept_opinion"] = [QKeySequence(ACCEPT_KEY)]
         for name, handler in handlers.items():
             action = QAction(name.replace("_", " "), self)
             action.setShortcuts(keys[name])
@@ -136,6 +141,8 @@ class ClusterReviewView(QWidget):
             self.addAction(action)
             self.actions_by_name[name] = action
         self.actions_by_name["leave_ask"].setEnabled(False)   # Esc: only in a pair mode
+        self.actions_by_name["accept_opinion"].setEnabled(False)   # A: once one is offered
+        self.pane.opinion.accepted.connect(self.actions_by_name["accept_opinion"].trigger)
         for name, button in self.action_buttons.items():
             button.clicked.connect(self.actions_by_name[name].trigger)
         self.undo_button.clicked.connect(self.actions_by_name["undo"].trigger)
@@ -170,6 +177,8 @@ class ClusterReviewView(QWidget):
             compare.documentsWanted.connect(
                 lambda a, b, mode=mode: c.compare_documents(a, b, mode))
             c.documentsCompared.connect(compare.show_documents)
+        c.opinion.offeredChanged.connect(self._opinion_offered)
+        self.pane.pairShown.connect(self._ask_opinion)
         self.cluster_list.selectionModel().currentChanged.connect(
             lambda current, _prev: self.show_cluster(self.clusters_model.cluster(current.row())))
 
@@ -213,6 +222,7 @@ class ClusterReviewView(QWidget):
             if name in self.action_buttons:
                 self.action_buttons[name].setEnabled(not on)
         self.actions_by_name["leave_ask"].setEnabled(on)
+        self._enable_accept()
         self._show_undo()
         if view is self.ask_view:
             self.controller.ask.start()
@@ -320,6 +330,43 @@ class ClusterReviewView(QWidget):
 
     def show_comparison(self) -> None:
         self.pane.show_comparison()
+
+    # -- the second opinion ----------------------------------------------------------------
+    def _opinion_offered(self, judge: dict | None) -> None:
+        self.pane.opinion.set_offered(judge is not None)
+        self._enable_accept()
+        if judge is not None:
+            self._ask_opinion(self.current_pair())
+
+    def _enable_accept(self) -> None:
+        """A accepts a suggestion while one is offered, except in Measure quality."""
+        self.actions_by_name["accept_opinion"].setEnabled(
+            self.controller.opinion.offered is not None and not self.measuring)
+
+    def _ask_opinion(self, pair: tuple[Member, Member] | None) -> None:
+        """Ask the second opinion about the pair under review (when one is offered)."""
+        if pair is None or self.controller.opinion.offered is None:
+            return
+        key, line = (pair[0].item_id, pair[1].item_id), self.pane.opinion
+        # The model's side is known for the canonical and a member: its similarity to it.
+        model = int(pair[1].score >= self.controller.threshold) \
+            if self.pane.is_head(pair[0]) else None
+        line.expect(key)
+        self.controller.opinion.ask("clusters", pair[0].text, pair[1].text,
+                                    lambda p: line.show_for(key, p, model),
+                                    lambda message: line.failed_for(key, message))
+
+    def accept_opinion(self) -> None:
+        """A: the verdict the second opinion suggests on the pair on screen, given exactly
+        as D or N gives it; nothing while no suggestion for that pair has come."""
+        if self.measuring:
+            return
+        if self.asking:
+            self.ask_view.accept_opinion()
+            return
+        verdict = self.pane.opinion.suggestion
+        if verdict is not None:
+            self.mark_pair(verdict)
 
     # -- selection (the pane's) ------------------------------------------------------------
     def select_member_row(self, row: int) -> None:

@@ -74,6 +74,15 @@ class PairQueue(Generic[P]):
         """Few enough pairs are queued that the next batch should be fetched now."""
         return len(self.queue) <= self.refill_at
 
+    def reorder(self) -> None:
+        """The pairs are to come in another order (Ask me's second-opinion order turned on
+        or off): the queued ones are dropped and the one on screen, not judged, no longer
+        counts as shown, so the next batch, in the new order, may offer it again. A batch
+        on its way is the old order's; the caller drops it and `start_fetch` asks again."""
+        if self.current is not None:
+            self._seen.discard(self._key(self.current))
+        self.current, self.queue, self.fetching = None, [], False
+
     # -- fetching --------------------------------------------------------------------------
     def start_fetch(self) -> int | None:
         """How many pairs the next batch should ask for, now that one is on its way (None:

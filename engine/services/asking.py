@@ -7,18 +7,26 @@ else 0.8), spread out so that one question or one topic does not fill the list
 (`engine.review.picking`). A pair already judged is never offered again. Offers are
 remembered (schema v3), and a verdict on an offered pair is stored with origin "asked",
 however it comes in, so fine-tuning can say how many of its verdicts were asked for.
+
+With `by_disagreement`, the pairs come where the model and the active version's second
+opinion (its judge, `ModelVersions.second_opinion_scores`) disagree, surest disagreement
+first (`engine.review.disagreement`), each carrying the judge's probability so the window
+shows it without scoring the pair again.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Protocol
 
 import numpy as np
 
 from engine.dedup.graph import KnnGraph
 from engine.errors import InputError
 from engine.progress import CancelToken, ProgressCallback, no_progress
-from engine.review.picking import pair_vectors, pick_uncertain
+from engine.review.disagreement import disagreement_cost, shortlist
+from engine.review.picking import pair_vectors, pick_spread, pick_uncertain
 from engine.services.clusters import DEFAULT_NEIGHBOURS, Clusters
 from engine.services.project_threshold import Threshold
 from engine.services.vectors import Vectors
@@ -43,29 +51,46 @@ class AskedPair:
     b: AskedRow
     score: float       # the active model's cosine similarity
     threshold: float = 0.0   # the threshold the pair was picked around
+    # The second opinion's probability that the pair is a duplicate, when it was asked
+    # (pairs picked `by_disagreement`); None otherwise.
+    opinion: float | None = None
 
     def as_json(self) -> dict:
-        return {"a": {"id": self.a.public_id, "text": self.a.text},
-                "b": {"id": self.b.public_id, "text": self.b.text},
-                "score": round(self.score, 4)}
+        out = {"a": {"id": self.a.public_id, "text": self.a.text},
+               "b": {"id": self.b.public_id, "text": self.b.text},
+               "score": round(self.score, 4)}
+        if self.opinion is not None:
+            out["second_opinion"] = round(self.opinion, 4)
+        return out
+
+
+class Opinions(Protocol):
+    """What asking needs of the model versions: the second opinion's scores of text pairs,
+    in order (`ModelVersions.second_opinion_scores`; InputError when none is offered)."""
+
+    def second_opinion_scores(self, pairs: Sequence[tuple[str, str]]) -> list[float]: ...
 
 
 class Asking:
     """Offer uncertain pairs, take the verdicts on them."""
 
     def __init__(self, store: Store, vectors: Vectors, clusters: Clusters,
-                 verdicts: Verdicts, threshold: Threshold) -> None:
+                 verdicts: Verdicts, threshold: Threshold,
+                 opinions: Opinions | None = None) -> None:
         self._store = store
+        self._opinions = opinions
         self._vectors = vectors
         self._clusters = clusters
         self._verdicts = verdicts
         self._threshold = threshold
 
     def pairs(self, n: int = 20, *, neighbours: int = DEFAULT_NEIGHBOURS,
-              threshold: float | None = None, progress: ProgressCallback = no_progress,
+              threshold: float | None = None, by_disagreement: bool = False,
+              progress: ProgressCallback = no_progress,
               cancel: CancelToken | None = None) -> list[AskedPair]:
         """Up to n unjudged pairs near `threshold` (default: the project threshold), spread
-        out, most uncertain first."""
+        out, most uncertain first; with `by_disagreement`, those the model and its second
+        opinion disagree on first (InputError when the active model has none offered)."""
         if n < 1:
             raise InputError(f"ask for at least one pair, not {n}")
         graph = self._clusters.graph(neighbours, progress=progress, cancel=cancel)
@@ -81,7 +106,11 @@ class Asking:
         vectors = pair_vectors(index.vectors(a), index.vectors(b))
         if threshold is None:
             threshold = self._threshold.current().value
-        chosen = pick_uncertain(scores, a, b, threshold, n, vectors=vectors)
+        opinions: dict[int, float] = {}
+        if by_disagreement:
+            chosen, opinions = self._by_disagreement(scores, a, b, threshold, n, vectors)
+        else:
+            chosen = pick_uncertain(scores, a, b, threshold, n, vectors=vectors)
         wanted = sorted({int(t) for i in chosen for t in (a[i], b[i])})
         with self._store.read() as conn:
             rows = item_store.items_for_texts(conn, wanted)
@@ -90,11 +119,30 @@ class Asking:
             row_a, row_b = rows.get(int(a[i])), rows.get(int(b[i]))
             if row_a and row_b:   # a row deleted since the graph was built is skipped
                 out.append(AskedPair(asked_row(row_a[0]), asked_row(row_b[0]),
-                                     float(scores[i]), float(threshold)))
+                                     float(scores[i]), float(threshold), opinions.get(i)))
         if out and not self._store.read_only:   # a shared read-only file can still be asked
             with self._store.write() as conn:
                 verdict_store.record_offers(conn, [(p.a.item_id, p.b.item_id) for p in out])
         return out
+
+    def _by_disagreement(self, scores: np.ndarray, a: np.ndarray, b: np.ndarray,
+                         threshold: float, n: int, vectors: np.ndarray
+                         ) -> tuple[list[int], dict[int, float]]:
+        """Positions of the pairs to ask, disagreements first, and the judge's probability
+        of each one scored: the shortlist nearest the threshold is scored, then picked
+        spread out as the usual order is (`pick_spread`)."""
+        if self._opinions is None:
+            raise InputError("this project object cannot reach the model's second opinion")
+        short = shortlist(scores, threshold, n)
+        ids = sorted({int(t) for i in short for t in (a[i], b[i])})
+        with self._store.read() as conn:
+            texts = item_store.texts_by_id(conn, ids)
+        judged = np.asarray(self._opinions.second_opinion_scores(
+            [(texts[int(a[i])], texts[int(b[i])]) for i in short]), dtype=np.float64)
+        cost = disagreement_cost(scores[short], threshold, judged)
+        picked = pick_spread(cost, a[short], b[short], n, vectors=vectors[short])
+        return ([int(short[k]) for k in picked],
+                {int(short[k]): float(judged[k]) for k in picked})
 
     def judge(self, item_a: int, item_b: int, verdict: int | None) -> None:
         """Store the verdict on a pair (1 duplicate, 0 not, None forget): with origin

@@ -115,3 +115,20 @@ def test_reset_forgets_the_session() -> None:
     assert q.undo_text() is None
     q.fetched([_pair(1)])                               # shown before the reset: shown again
     assert q.advance() == _pair(1)
+
+
+def test_reorder_drops_the_queue_and_may_show_the_unjudged_pair_again() -> None:
+    queue = _queue()
+    queue.start_fetch()
+    queue.fetched([_pair(1), _pair(2), _pair(3)])
+    queue.advance()
+    queue.judge(1)
+    queue.advance()                      # pair 2 on screen, not judged
+    queue.start_fetch()                  # a batch in the old order on its way
+    queue.reorder()
+    assert queue.current is None and queue.queue == [] and not queue.fetching
+    assert queue.start_fetch() is not None
+    queue.fetched([_pair(3), _pair(2), _pair(1)])   # the new order
+    assert queue.advance() == _pair(3) and queue.advance() == _pair(2)
+    assert queue.advance() is None       # pair 1 was judged: never again
+    assert queue.undo_text() == "r1a / r1b: duplicate"
