@@ -3,6 +3,7 @@
     python -m benchmarks.ask_vs_random --on validation|test [--strategies uncertain ...]
         [--asked 1000] [--round 250] [--measure-at 1000] [--random-sizes 1000 4000]
         [--held-out-limit 4000] [--seed 0] [--train-seeds 0 1 2] [--merge]
+        [--second-opinion 2000 4000] [--silver-band 0.15] [--second-opinion-arms ask random]
 
 A simulated analyst on the Quora pairs: the three-way group split of
 `benchmarks.finetune_quora` (same seed, same measured validation and test samples), the
@@ -29,6 +30,17 @@ the threshold), `expected-loss` (the contrastive loss a verdict would give, its 
 hardest). A `+weak` suffix also trains on the pool's
 unlabelled mutual nearest neighbours (`WEAK_MIN` or more similar under the default model) as
 weak duplicates, at most as many as asked pairs.
+
+`--second-opinion N ...` adds the arms of issue 45 (Augmented SBERT): the same gold pairs
+(the `--asked` asked ones, and as many random ones) plus N silver pairs, labelled by a judge
+(a cross-encoder) trained on that arm's gold pairs, through the product's own
+`run_second_opinion`; the judge is measured on the measured split beside the bi-encoder.
+The silver pairs come from the neighbour graph of the training part's questions under the
+model in use (never a validation or test question), within `--silver-band` of the threshold
+calibrated on the arm's verdicts (`benchmarks.second_opinion_arms`). One judge per arm and
+seed labels the largest N; a smaller N takes the closest-first prefix of that list, which is
+what the product would label for it. Each step's seconds are recorded (judge training,
+measuring it, the graph, labelling silver, the bi-encoder's training).
 
 `--merge` keeps the runs already in the results file (same split and measured samples) and
 skips what they hold, so a stopped run resumes by running the same command again. A second,
@@ -61,6 +73,7 @@ from benchmarks.finetune_quora import (
     f1_at,
     quora_splits,
 )
+from engine.training.silver import DEFAULT_BAND
 
 RESULTS = Path(__file__).resolve().parent / "results" / "ask_vs_random.json"
 CALIBRATION_SIZES = (10, 20, 30, 50, 100, 200, 500, 1000)
@@ -180,11 +193,22 @@ def main(argv: list[str] | None = None) -> None:
                     help="training seeds, both arms once each (default: --seed)")
     ap.add_argument("--device", default="cpu")
     ap.add_argument("--out", type=Path, default=RESULTS)
+    ap.add_argument("--second-opinion", nargs="+", type=int, default=[], metavar="N",
+                    help="silver pairs a second opinion adds, one arm each (issue 45)")
+    ap.add_argument("--silver-band", type=float, default=DEFAULT_BAND,
+                    help="silver pairs within this of the calibrated threshold")
+    ap.add_argument("--second-opinion-arms", nargs="+", choices=("ask", "random"),
+                    default=["ask", "random"],
+                    help="which gold pairs get a second opinion: the asked ones, as many "
+                         "random ones, or both")
+    ap.add_argument("--judge-epochs", type=int, default=1,
+                    help="the judge's epochs (TrainingOptions.epochs of its run)")
     ap.add_argument("--merge", action="store_true",
                     help="keep the runs already in --out (same split and samples) and skip "
                          "the ones it holds")
     args = ap.parse_args(argv)
     measure_at = sorted(set(args.measure_at or [args.asked]))
+    silver_counts = sorted({n for n in args.second_opinion if n > 0})
     if max(measure_at) > args.asked:
         raise SystemExit(f"--measure-at {max(measure_at)} is more than --asked {args.asked}")
 
@@ -266,6 +290,15 @@ def main(argv: list[str] | None = None) -> None:
 
     trainer = _Trainer(base, objective, options, args.device, data, args.on, pool,
                        pool_labels, measured_labels)
+    second = None
+    if silver_counts:
+        from benchmarks.second_opinion_arms import held_out_texts, silver_project
+
+        project, where = silver_project(pool, held_out_texts(data.pairs, data.train))
+        second = _SecondOpinionArms(args, silver_counts, project, where, pool, pool_labels,
+                                    measured, before[args.on].average_precision, trainer)
+        _say(f"second opinion: {len(project.texts)} training questions in the graph "
+             f"({project.left_out} left out as held-out questions)")
     for seed in args.train_seeds or [args.seed]:
         for size in args.random_sizes:
             if size <= 0:
@@ -278,13 +311,32 @@ def main(argv: list[str] | None = None) -> None:
             entry["command"] = command
             runs.append(entry)
             write()
+        if second is not None and "random" in args.second_opinion_arms:
+            head = {"kind": "random", "strategy": None, "pairs": args.asked, "seed": seed,
+                    "measured_on": args.on}
+            counts = [n for n in silver_counts if _key(second.entry(head, n)) not in done]
+            if counts:
+                chosen = list(range(args.asked))
+                scores = np.einsum("ij,ij->i", *base_vectors)
+                for entry in second.run(head, chosen, counts, base_vectors,
+                                        _calibrated_default(scores[chosen],
+                                                            pool_labels[chosen]),
+                                        "default"):
+                    entry["command"] = command
+                    runs.append(entry)
+                    write()
         for strategy in args.strategies:
             wanted = [{"kind": "ask", "strategy": strategy, "pairs": n, "seed": seed,
                        "measured_on": args.on, "round": args.round} for n in measure_at]
-            if all(_key(w) in done for w in wanted):
+            counts = []
+            if second is not None and "ask" in args.second_opinion_arms:
+                head = {**wanted[-1], "pairs": args.asked}
+                counts = [n for n in silver_counts if _key(second.entry(head, n)) not in done]
+            if all(_key(w) in done for w in wanted) and not counts:
                 continue
             for entry in _ask_chain(strategy, seed, args, measure_at, trainer, base,
-                                    base_vectors, pool, pool_labels, key_a, key_b, spec.name):
+                                    base_vectors, pool, pool_labels, key_a, key_b, spec.name,
+                                    done=done, second=second, silver_counts=counts):
                 entry["command"] = command
                 runs.append(entry)
                 write()
@@ -302,14 +354,15 @@ class _Trainer:
         self.data, self.on, self.pool = data, on, pool
         self.pool_labels, self.measured_labels = pool_labels, measured_labels
 
-    def run(self, chosen: list[int], seed: int, weak: list, *, measure: bool = True
-            ) -> tuple[dict, object]:
-        """(what it measured, the model) for training on pool[chosen] plus `weak` pairs."""
+    def run(self, chosen: list[int], seed: int, weak: list, *, measure: bool = True,
+            silver: list | tuple = ()) -> tuple[dict, object]:
+        """(what it measured, the model) for training on pool[chosen] plus `weak` pairs
+        plus `silver` pairs (a second opinion's)."""
         import dataclasses
 
         from engine.training import finetune, metrics_from_scores
 
-        train = [self.pool[i] for i in chosen] + list(weak)
+        train = [self.pool[i] for i in chosen] + list(weak) + list(silver)
         options = dataclasses.replace(self.options, seed=seed)
         load_before = _load()
         with tempfile.TemporaryDirectory(prefix="duplens-ask-") as tmp:
@@ -331,7 +384,8 @@ class _Trainer:
             "f1_at_calibrated": None if calibrated is None else round(
                 f1_at(scores, self.measured_labels, calibrated), 2),
             "date": datetime.now(UTC).isoformat(timespec="seconds")})
-        _say(f"  {len(chosen)} pairs (+{len(weak)} weak) seed {seed}: {self.on} AP "
+        _say(f"  {len(chosen)} pairs (+{len(weak)} weak, +{len(silver)} silver) seed {seed}: "
+             f"{self.on} AP "
              f"{entry['average_precision']:.2f}, {result.seconds:.0f} s training, load "
              f"{load_before} -> {entry['load_after']}")
         return entry, result.model
@@ -339,9 +393,12 @@ class _Trainer:
 
 def _ask_chain(strategy: str, seed: int, args, measure_at: list[int], trainer: _Trainer,
                base, base_vectors, pool: list, pool_labels: np.ndarray, key_a: np.ndarray,
-               key_b: np.ndarray, model_name: str):
+               key_b: np.ndarray, model_name: str, *, done: set | frozenset = frozenset(),
+               second: _SecondOpinionArms | None = None, silver_counts: list[int] = ()):
     """Rounds of asking with `strategy` up to --asked verdicts, yielding a measured run at
-    each count of `measure_at`."""
+    each count of `measure_at` (not yet `done`), and at --asked a run with a second opinion
+    for each of `silver_counts` (its graph and threshold under the model that picked the
+    last round: the one in use when the analyst trains)."""
     from engine.review.calibration import default_threshold
     from engine.review.picking import pair_vectors, pick_spread
 
@@ -374,15 +431,26 @@ def _ask_chain(strategy: str, seed: int, args, measure_at: list[int], trainer: _
         picked_thresholds[picked] = threshold
         asked += picked
         thresholds.append(round(float(threshold), 4))
-        measure = len(asked) in measure_at
+        head = {"kind": "ask", "strategy": strategy, "pairs": len(asked), "seed": seed,
+                "measured_on": args.on, "round": args.round}
+        measure = len(asked) in measure_at and _key(head) not in done
+        last = len(asked) >= args.asked
         chosen_weak = _without(weak, [pool[i] for i in asked])[:len(asked)]
+        digest = _digest(asked)
+        if last and second is not None and silver_counts:
+            in_use = _calibrated_default(scores[asked], pool_labels[asked])
+            for entry in second.run(head, list(asked), silver_counts,
+                                    (vectors_a, vectors_b), in_use,
+                                    "default" if model is base else "the last round's",
+                                    weak=chosen_weak):
+                yield {**entry, "asked_digest": digest, "asked_at": list(thresholds)}
+        if last and not measure:
+            break
         entry, trained = trainer.run(list(asked), seed, chosen_weak, measure=measure)
         previous, previous_threshold = scores, threshold
         model = trained
         if measure:
-            yield {"kind": "ask", "strategy": strategy, "pairs": len(asked), "seed": seed,
-                   "measured_on": args.on, "round": args.round, **entry,
-                   "asked_at": list(thresholds)}
+            yield {**head, **entry, "asked_digest": digest, "asked_at": list(thresholds)}
 
 
 def _without(weak: list, asked: list) -> list:
@@ -429,8 +497,81 @@ def _weak_pairs(base_vectors, pool: list, model_name: str) -> list:
 
 
 def _key(run: dict) -> tuple:
+    second = run.get("second_opinion") or 0
     return (run["kind"], run.get("strategy"), run["pairs"], run["seed"], run["measured_on"],
-            run.get("round") if run["kind"] == "ask" else None)
+            run.get("round") if run["kind"] == "ask" else None, second,
+            run.get("silver_band") if second else None,
+            run.get("judge_epochs") if second else None)
+
+
+def _digest(chosen: list[int]) -> str:
+    """A short fingerprint of which pool pairs an arm labelled (runs of the same chain that
+    asked the same pairs share it)."""
+    return hashlib.sha1(np.asarray(sorted(chosen), dtype=np.int64).tobytes()).hexdigest()[:12]
+
+
+def _calibrated_default(scores: np.ndarray, labels: np.ndarray) -> float:
+    """The threshold the product calibrates on these verdicts (its default until they are
+    enough)."""
+    from engine.review.calibration import default_threshold
+
+    return _default(scores, labels, default_threshold)
+
+
+class _SecondOpinionArms:
+    """The issue-45 arms: the product's second opinion on an arm's gold pairs, then the
+    bi-encoder trained on gold plus each count of silver (`benchmarks.second_opinion_arms`)."""
+
+    def __init__(self, args, counts: list[int], project, where: np.ndarray, pool: list,
+                 pool_labels: np.ndarray, measured: list, default_ap: float,
+                 trainer: _Trainer) -> None:
+        self.args, self.counts, self.project, self.where = args, counts, project, where
+        self.pool, self.pool_labels, self.measured = pool, pool_labels, measured
+        self.default_ap, self.trainer = default_ap, trainer
+
+    def entry(self, head: dict, count: int) -> dict:
+        return {**head, "second_opinion": count, "silver_band": self.args.silver_band,
+                "judge_epochs": self.args.judge_epochs}
+
+    def run(self, head: dict, chosen: list[int], counts: list[int], vectors, threshold: float,
+            graph_model: str, weak: list | tuple = ()):
+        """One judge on pool[chosen] labelling max(counts) silver pairs, then one measured
+        bi-encoder per count, yielded as runs."""
+        from benchmarks.second_opinion_arms import project_vectors, quora_agreement, run_judge
+
+        gold = [self.pool[i] for i in chosen]
+        seed = head["seed"]
+        load_before = _load()
+        _say(f"second opinion on {len(gold)} {head['kind']} pairs, seed {seed}: silver "
+             f"{counts} within {self.args.silver_band} of {threshold:.3f} ({graph_model} "
+             f"model's graph)")
+        with tempfile.TemporaryDirectory(prefix="duplens-judge-") as tmp:
+            judge = run_judge(gold, self.measured, self.project,
+                              project_vectors(self.where, *vectors), threshold,
+                              silver=max(counts), band=self.args.silver_band,
+                              epochs=self.args.judge_epochs, seed=seed,
+                              default_ap=self.default_ap, device=self.args.device,
+                              folder=Path(tmp) / "judge")
+        opinion = judge.opinion
+        _say(f"  judge: {self.args.on} AP {opinion.judge.average_precision:.2f}, "
+             f"{len(opinion.silver)} silver labelled; {judge.seconds}")
+        for count in counts:
+            silver = opinion.silver[:count]
+            labels = [p.label for p in silver]
+            entry, _ = self.trainer.run(chosen, seed, list(weak), silver=silver)
+            entry["load_before_judge"] = load_before
+            yield {**self.entry(head, count), **entry,
+                   "silver_pairs": len(silver),
+                   "silver_duplicates": int(sum(p.is_duplicate for p in silver)),
+                   "silver_mean_label": round(float(np.mean(labels)), 4) if labels else None,
+                   "silver_quora": quora_agreement(silver, self.pool),
+                   "silver_threshold": round(float(threshold), 4),
+                   "silver_labelled": len(opinion.silver),
+                   "graph_model": graph_model, "graph_left_out": self.project.left_out,
+                   "judge": {"average_precision": round(opinion.judge.average_precision, 4),
+                             "f1": round(opinion.judge.f1, 2), "trained_on": opinion.judge_pairs,
+                             "steps": opinion.judge_steps, "device": opinion.device},
+                   **judge.seconds}
 
 
 def _options_dict(options) -> dict:
@@ -526,26 +667,38 @@ def _calibration_study(pool_scores: np.ndarray, pool_labels: np.ndarray,
 
 
 def means(runs: list[dict], base_ap: float) -> list[dict]:
-    """AP gain per (kind, strategy, N) over the training seeds: mean, sample sd, range."""
+    """AP gain per arm (kind, strategy, N, round, second opinion) over the training seeds:
+    mean, sample sd, range."""
     groups: dict[tuple, list[dict]] = {}
     for r in runs:
         key = (r["kind"], r.get("strategy") or "", r["pairs"],
-               r.get("round") if r["kind"] == "ask" else None)
+               r.get("round") if r["kind"] == "ask" else None, _second(r))
         groups.setdefault(key, []).append(r)
     out = []
-    for (kind, strategy, pairs, round_), group in sorted(
-            groups.items(), key=lambda kv: (kv[0][2], kv[0][0], kv[0][1], kv[0][3] or 0)):
+    for (kind, strategy, pairs, round_, second), group in sorted(
+            groups.items(), key=lambda kv: (kv[0][2], kv[0][0], kv[0][1], kv[0][3] or 0,
+                                            kv[0][4])):
         gains = np.asarray([r["average_precision"] - base_ap for r in group])
         f1s = [r.get("f1_at_calibrated") for r in group]
         f1s = [f for f in f1s if f is not None]
         out.append({"kind": kind, "strategy": strategy, "pairs": pairs, "round": round_,
-                    "seeds": len(group),
+                    "second_opinion": second[0], "silver_band": second[1],
+                    "judge_epochs": second[2], "seeds": len(group),
                     "seed_list": sorted(r["seed"] for r in group),
                     "gain": float(gains.mean()),
                     "sd": float(gains.std(ddof=1)) if len(gains) > 1 else 0.0,
                     "low": float(gains.min()), "high": float(gains.max()),
-                    "f1": round(float(np.mean(f1s)), 2) if f1s else None})
+                    "f1": round(float(np.mean(f1s)), 2) if f1s else None,
+                    "runs": group})
     return out
+
+
+def _second(run: dict) -> tuple:
+    """(silver pairs, band, judge epochs) of a run with a second opinion; (0, 0.0, 0) else
+    (comparable, so arms sort)."""
+    if not run.get("second_opinion"):
+        return (0, 0.0, 0)
+    return (run["second_opinion"], run.get("silver_band") or 0.0, run.get("judge_epochs") or 0)
 
 
 # -- what the report shows (benchmarks/report.py calls `present`) -----------------------------
@@ -583,10 +736,11 @@ def present(result: dict, results: dict | None = None) -> dict:
         tables.append(_each_run_table(these, base_ap, reported, product))
         got = means(these, base_ap)
         asked = [m for m in got if m["kind"] == "ask" and (m["strategy"] or "uncertain")
-                 == product]
+                 == product and not m["second_opinion"]]
+        random = {m["pairs"]: m for m in got if m["kind"] == "random"
+                  and not m["second_opinion"]}
         if asked:
             a = max(asked, key=lambda m: m["pairs"])
-            random = {m["pairs"]: m for m in got if m["kind"] == "random"}
             for factor in (GOAL_FACTOR, 1):
                 r = random.get(factor * a["pairs"])
                 same = r is not None and r["seed_list"] == a["seed_list"]
@@ -607,6 +761,13 @@ def present(result: dict, results: dict | None = None) -> dict:
                              else ""),
                     "met": (a["gain"] >= r["gain"] if r and same else None) if goal
                     else None})
+        headline += _second_opinion_headline(got, random, product, reported,
+                                             _command_of(result, top, reported))
+    for on in splits:
+        these = [r for r in runs if _on(r) == on]
+        table = _second_opinion_table(means(these, _base_ap(result, on)), on, product)
+        if table:
+            tables.append(table)
     calibration = result.get("calibration") or []
     if calibration:
         tables.append({
@@ -657,19 +818,113 @@ def _what(on: str) -> str:
 
 
 def _label(m: dict, product: str) -> str:
+    second = ""
+    if m.get("second_opinion"):
+        second = (f" + second opinion ({m['second_opinion']:,} silver, band "
+                  f"{m.get('silver_band'):g}"
+                  + (f", judge {m['judge_epochs']} epochs" if (m.get("judge_epochs") or 1) != 1
+                     else "") + ")")
     if m["kind"] == "random":
-        return "random"
+        return "random" + second
     strategy = m["strategy"] or "uncertain"
     rounds = f", rounds of {m['round']:,}" if m.get("round") else ""
-    return f"ask: {strategy}{rounds}" + (" (the product's)" if strategy == product else "")
+    return (f"ask: {strategy}{rounds}" + (" (the product's)" if strategy == product else "")
+            + second)
+
+
+def _second_opinion_headline(got: list[dict], random: dict, product: str, on: str,
+                             command: str | None) -> list[dict]:
+    """Issue 45's goal: N asked pairs with a second opinion gain at least as much as
+    GOAL_FACTOR·N random pairs without, with the same training seeds."""
+    out = []
+    for a in got:
+        if not (a["second_opinion"] and a["kind"] == "ask"
+                and (a["strategy"] or "uncertain") == product):
+            continue
+        r = random.get(GOAL_FACTOR * a["pairs"])
+        same = r is not None and r["seed_list"] == a["seed_list"]
+        out.append({
+            "command": command,
+            "figure": f"{on} Quora AP gain, {a['pairs']:,} asked pairs ({product}) with a "
+                      f"second opinion ({a['second_opinion']:,} silver, band "
+                      f"{a['silver_band']:g}; mean of {a['seeds']} training seeds)",
+            "duplens": f"{a['gain']:+.2f} points (sd {a['sd']:.2f})",
+            "baseline": (f"{r['gain']:+.2f} points (sd {r['sd']:.2f})" if r
+                         else "not measured"),
+            "baseline_is": (f"{GOAL_FACTOR * a['pairs']:,} random pairs, no second opinion, "
+                            "same recipe and split"
+                            + (", same seeds" if same else ": other training seeds")),
+            "ratio": f"{a['gain'] - r['gain']:+.2f} points" if r else "—",
+            "goal": f"≥ the gain of {GOAL_FACTOR:,}× as many random pairs",
+            "met": a["gain"] >= r["gain"] if r and same else None})
+    return out
+
+
+def _second_opinion_table(got: list[dict], on: str, product: str) -> dict | None:
+    """Each second-opinion arm beside the same gold pairs without one: the judge's AP on the
+    measured split, the bi-encoder's with and without silver, and each step's seconds (means
+    over the seeds; the plain arm over the same seeds only)."""
+    rows = []
+    for m in got:
+        if not m["second_opinion"]:
+            continue
+        runs = m["runs"]
+        seeds = set(m["seed_list"])
+        plain = next((p for p in got if not p["second_opinion"] and p["kind"] == m["kind"]
+                      and p["strategy"] == m["strategy"] and p["pairs"] == m["pairs"]
+                      and p["round"] == m["round"]), None)
+        plain_runs = [r for r in (plain or {}).get("runs", []) if r["seed"] in seeds]
+        plain_ap = (f"{np.mean([r['average_precision'] for r in plain_runs]):.2f}"
+                    + (f" ({len(plain_runs)} of the seeds)" if len(plain_runs) < len(seeds)
+                       else "")
+                    if plain_runs else "—")
+
+        def mean(field: str, of: list[dict] = runs) -> float | None:
+            values = [r[field] for r in of if r.get(field) is not None]
+            return float(np.mean(values)) if values else None
+
+        def seconds(field: str) -> str:
+            value = mean(field)
+            return "—" if value is None else f"{value:.0f}"
+
+        per_thousand = [1000 * r["silver_labelling_seconds"] / r["silver_labelled"]
+                        for r in runs if r.get("silver_labelled")]
+        agree = [r["silver_quora"]["agreement"] for r in runs
+                 if (r.get("silver_quora") or {}).get("agreement") is not None]
+        rows.append([
+            _label(m, product), f"{m['pairs']:,}", m["seeds"],
+            f"{np.mean([r['judge']['average_precision'] for r in runs]):.2f}",
+            plain_ap, f"{np.mean([r['average_precision'] for r in runs]):.2f}",
+            f"{mean('silver_pairs'):,.0f} ({mean('silver_duplicates'):,.0f} dup.)",
+            f"{np.mean(agree):.0f}%" if agree else "—",
+            seconds("judge_training_seconds"), seconds("judge_measuring_seconds"),
+            seconds("graph_seconds"),
+            f"{np.mean(per_thousand):.0f}" if per_thousand else "—",
+            seconds("training_seconds"),
+            ", ".join(sorted({str(r.get("load_before_judge")) for r in runs}))])
+    if not rows:
+        return None
+    return {"title": f"Second opinion (issue 45), {on}: the judge (a cross-encoder trained on "
+                     "the arm's gold pairs) against the bi-encoder, and each step's seconds "
+                     "on this machine's 2 cores; means over the training seeds",
+            "columns": ["arm", "gold pairs", "seeds", f"judge's {on} AP",
+                        f"bi-encoder {on} AP, gold only (same seeds)",
+                        f"bi-encoder {on} AP, gold + silver", "silver pairs",
+                        "silver agreeing with Quora's label (pairs Quora labels)",
+                        "judge training s", f"judge measuring s ({on} pairs)", "graph s",
+                        "silver labelling s per 1,000", "bi-encoder training s (gold + silver)",
+                        "load before the judge"],
+            "rows": rows}
 
 
 def _each_run_table(runs: list[dict], base_ap: float, on: str, product: str) -> dict:
     rows = []
     for r in sorted(runs, key=lambda r: (r["pairs"], r["kind"], r.get("strategy") or "",
-                                         r["seed"])):
+                                         _second(r), r["seed"])):
         rows.append([_label({"kind": r["kind"], "strategy": r.get("strategy"),
-                             "round": r.get("round")}, product),
+                             "round": r.get("round"), "second_opinion": r.get("second_opinion"),
+                             "silver_band": r.get("silver_band"),
+                             "judge_epochs": r.get("judge_epochs")}, product),
                      f"{r['pairs']:,}", r["seed"], r["duplicates"],
                      f"{r['average_precision']:.2f} ({r['average_precision'] - base_ap:+.2f})",
                      r.get("f1_at_calibrated"), r.get("best_threshold"),

@@ -640,7 +640,8 @@ def _with_borrowed(data: dict, results: dict) -> dict:
                                   *ask_file.get("earlier_commands", [])]
                       if c and "--on test" in c), None)}
                 for r in ask.get("runs", [])
-                if r["kind"] == "random" and r.get("measured_on") == "test"]
+                if r["kind"] == "random" and r.get("measured_on") == "test"
+                and not r.get("second_opinion")]  # silver is not the default recipe
     return {**data, "runs": [*data.get("runs", []), *borrowed]} if borrowed else data
 
 
