@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
-from engine.dedup.document_edges import rescored
+from engine.dedup.document_edges import Bounds, rescored
 from engine.dedup.graph import KnnGraph
 from engine.documents.window_match import match_windows, window_weights
 
@@ -139,3 +140,162 @@ def test_a_pair_with_signatures_scores_the_larger_of_windows_and_jaccard():
                             signatures=lambda t: {i: signatures[i] for i in t})
     assert low < 0.5 and _sim(with_jaccard, 1, 4) == np.float32(230 / 256)
     assert _sim(with_jaccard, 1, 2) == _sim(plain, 1, 2) > 0.99   # the windows' score stays
+
+
+def _generated(seed: int, n: int = 70):
+    """A dense graph of `n` texts, most of them documents of 2 to 8 windows (float16, as
+    stored), some questions; a few edges one-way, ties among the old scores; MinHash
+    signatures for most documents, candidate pairs some of which are edges already."""
+    rng = np.random.default_rng(seed)
+    ids = np.sort(rng.choice(10 * n, n, replace=False)).astype(np.int64)
+    long = ids[rng.random(n) < 0.8]
+    windows = {}
+    for t in long.tolist():
+        count = int(rng.integers(2, 9))
+        spans = np.array([(i * 60, i * 60 + 120) for i in range(count)])
+        windows[t] = (spans, _unit(rng, count).astype(np.float16))
+    vectors = {t: _unit(rng, 1)[0] for t in ids.tolist()}
+    rows, cols = rng.integers(0, n, n * n // 3), rng.integers(0, n, n * n // 3)
+    one_way = rng.random(len(rows)) < 0.05
+    rows, cols = np.concatenate((rows, cols[~one_way])), np.concatenate((cols, rows[~one_way]))
+    sims = np.round(rng.random(len(rows)), 1).astype(np.float32)
+    graph = KnnGraph.from_rows(ids, rows, cols, sims, k=5, floor=0.75)
+    candidates = [tuple(int(x) for x in rng.choice(ids, 2)) for _ in range(15)]
+    signatures = {t: rng.integers(0, 4, 64).astype(np.uint64) for t in long.tolist()
+                  if rng.random() < 0.7}
+    return graph, long, windows, vectors, candidates, signatures
+
+
+def _scored_whole(graph, windowed, windows, vectors, candidates, signatures):
+    """The graph scored as before the chunks: every pair at once, every text's windows read
+    at once, the graph rebuilt by `from_rows` (the specification the chunks must meet)."""
+    from engine.documents.minhash import with_jaccard
+    from engine.documents.pair_batch import pair_similarities
+
+    ids, n = graph.ids, len(graph.ids)
+    is_long = np.isin(ids, windowed)
+    rows, cols = graph.row_of_entries().astype(np.int64), graph.indices.astype(np.int64)
+    sims = graph.sims.copy()
+    at = np.searchsorted(ids, np.asarray(candidates, dtype=np.int64))
+    at = np.clip(at, 0, n - 1)
+    keep = (ids[at] == np.asarray(candidates)).all(axis=1) & (at[:, 0] != at[:, 1])
+    extra = at[keep]
+    rows = np.concatenate((rows, extra[:, 0], extra[:, 1]))
+    cols = np.concatenate((cols, extra[:, 1], extra[:, 0]))
+    sims = np.concatenate((sims, np.full(2 * len(extra), np.nan, dtype=np.float32)))
+    touched = is_long[rows] | is_long[cols] | np.isnan(sims)
+    pairs, back = np.unique(np.stack((np.minimum(rows, cols)[touched],
+                                      np.maximum(rows, cols)[touched]), axis=1),
+                            axis=0, return_inverse=True)
+    sides = {t: (np.asarray(v, dtype=np.float32), window_weights(s))
+             for t, (s, v) in windows.items()}
+    for t in ids[~is_long].tolist():
+        sides[t] = (vectors[t].reshape(1, -1).astype(np.float32), None)
+    scores = pair_similarities(sides, ids[pairs])
+    scores = np.maximum(scores, np.array(
+        [with_jaccard(0.0, signatures.get(a), signatures.get(b)) for a, b in ids[pairs]],
+        dtype=np.float32))
+    sims[touched] = scores[back.ravel()]
+    return KnnGraph.from_rows(ids, rows, cols, sims, graph.k, graph.floor)
+
+
+def _counting(windows):
+    """A reader of the windows that records how many texts and windows each call read."""
+    calls: list[tuple[int, int]] = []
+
+    def read(text_ids):
+        found = {int(t): windows[int(t)] for t in text_ids if int(t) in windows}
+        calls.append((len(list(text_ids)), sum(len(v[1]) for v in found.values())))
+        return found
+
+    return read, calls
+
+
+def _same(a: KnnGraph, b: KnnGraph) -> bool:
+    return all(np.array_equal(getattr(a, f), getattr(b, f)) and
+               getattr(a, f).dtype == getattr(b, f).dtype
+               for f in ("ids", "indptr", "indices", "sims")) and (a.k, a.floor) == (b.k, b.floor)
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_scoring_in_chunks_gives_every_score_of_scoring_at_once_to_the_bit(seed):
+    graph, long, windows, vectors, candidates, signatures = _generated(seed)
+    _, read_vectors = _readers(windows, vectors)
+    whole = _scored_whole(graph, long, windows, vectors, candidates, signatures)
+    assert np.isnan(whole.sims).sum() == 0 and len(whole.sims) > len(graph.sims)
+    for bounds in (Bounds(), Bounds(pairs_at_once=1, read_at_once=1, cache_windows=0,
+                                    entries_at_once=1),
+                   Bounds(pairs_at_once=40, read_at_once=5, cache_windows=30,
+                          entries_at_once=100)):
+        read_windows, _ = _counting(windows)
+        chunked = rescored(graph, long, read_windows, read_vectors, candidates,
+                           lambda t: {i: signatures[i] for i in t if i in signatures},
+                           bounds=bounds)
+        assert _same(chunked, whole), bounds
+
+
+def test_windows_are_read_a_chunk_at_a_time_and_kept_within_the_cache():
+    """About 320 documents: the reader is never asked for more than `read_at_once` texts (so at
+    most that many texts' windows are read at once); a cache that holds them all reads each
+    text once, and one that holds few reads some again and scores the same."""
+    graph, long, windows, vectors, _, _ = _generated(5, n=400)
+    _, read_vectors = _readers(windows, vectors)
+    read_all, calls_all = _counting(windows)
+    roomy = rescored(graph, long, read_all, read_vectors)
+    assert max(texts for texts, _ in calls_all) <= Bounds().read_at_once < len(long)
+    assert sum(texts for texts, _ in calls_all) == len(long)      # each text read once
+    small = Bounds(pairs_at_once=500, read_at_once=8, cache_windows=100)
+    read_few, calls_few = _counting(windows)
+    tight = rescored(graph, long, read_few, read_vectors, bounds=small)
+    assert max(texts for texts, _ in calls_few) <= 8
+    assert max(w for _, w in calls_few) <= 8 * max(len(v[1]) for v in windows.values())
+    assert sum(texts for texts, _ in calls_few) > len(long)       # read again, not kept
+    assert _same(tight, roomy)
+
+
+def test_a_projects_stored_windows_score_the_same_in_chunks(new_project, tmp_path):
+    """Long texts imported and encoded for real, their windows read from the store through
+    a counting reader: small chunks and a small cache give the default's graph exactly."""
+    import csv
+    import random
+
+    from engine.store.text_windows import read_windows, windowed_text_ids
+
+    rng = random.Random(11)
+    vocabulary = ["river", "stone", "paper", "light", "garden", "window", "music", "letter",
+                  "market", "winter", "travel", "school", "bridge", "forest", "engine"]
+    texts = [" ".join(rng.choice(vocabulary) for _ in range(rng.randint(300, 600)))
+             for _ in range(8)]
+    texts += [t.replace("river", "lake") for t in texts[:3]] + ["a short question?"]
+    src = tmp_path / "docs.csv"
+    with src.open("w", newline="", encoding="utf-8") as fh:
+        writer = csv.writer(fh)
+        writer.writerow(["text"])
+        writer.writerows([t] for t in texts)
+    project = new_project()
+    project.rows.import_table(src, ["text"])
+    project.vectors.encode()
+    index = project.vectors.index()
+    model_id, dim = project.vectors.model_id(), index.dim
+    graph = project.clusters.graph()
+    with project.store.read() as conn:
+        windowed = np.asarray(windowed_text_ids(conn, model_id), dtype=np.int64)
+    assert len(windowed) == 11
+    asked: list[int] = []
+
+    def stored(text_ids):
+        asked.append(len(text_ids))
+        with project.store.read() as conn:
+            return read_windows(conn, model_id, dim, text_ids)
+
+    with project.vectors.bulk_reader(model_id, dim) as vectors:
+        plain = rescored(graph, windowed, stored, vectors)
+        once = len(asked)
+        tiny = rescored(graph, windowed, stored, vectors,
+                        bounds=Bounds(pairs_at_once=2, read_at_once=2, cache_windows=4,
+                                      entries_at_once=3))
+        chunked_asked = asked[once:]
+        again = rescored(plain, windowed, stored, vectors)
+    assert max(chunked_asked) <= 2 < max(asked[:once])
+    assert _same(tiny, plain)
+    assert _same(again, plain)                 # idempotent: scored from windows alone
