@@ -14,16 +14,21 @@ from engine.estimation.next_draws import design_flagged_share, next_draws
 from tests.engine.estimation.small_population import THRESHOLD, small_population
 
 
-@pytest.fixture(scope="module")
-def judged():
-    population, group_of = small_population(seed=2)
+def _judge_every_pair(population, group_of: dict[int, int]) -> list[dict]:
+    """Draw until every pair is drawn, each judged by the groups."""
     share = design_flagged_share(population, THRESHOLD)
     drawn: list[dict] = []
     while rows := next_draws(population, 11, share, drawn, 100):
         drawn += [{**r, "verdict": int(group_of[r["text_a"]] >= 0
                                        and group_of[r["text_a"]] == group_of[r["text_b"]])}
                   for r in rows]
-    return population, group_of, drawn
+    return drawn
+
+
+@pytest.fixture(scope="module")
+def judged():
+    population, group_of = small_population(seed=2)
+    return population, group_of, _judge_every_pair(population, group_of)
 
 
 def test_every_pair_judged_gives_the_exact_figures(judged):
@@ -72,12 +77,7 @@ def test_row_weights_down_to_the_floor_count_only_texts_with_a_duplicate_above_i
     population, group_of = small_population(seed=2)
     ids = population.graph.ids.tolist()
     group_of = {**group_of, ids[30]: 99, ids[31]: 99}
-    share = design_flagged_share(population, THRESHOLD)
-    drawn: list[dict] = []
-    while rows := next_draws(population, 11, share, drawn, 100):
-        drawn += [{**r, "verdict": int(group_of[r["text_a"]] >= 0
-                                       and group_of[r["text_a"]] == group_of[r["text_b"]])}
-                  for r in rows]
+    drawn = _judge_every_pair(population, group_of)
     below = population.strata.below_floor()
     assert below.any()
     above_texts = {t for d in drawn if d["verdict"] and not below[d["stratum"]]
