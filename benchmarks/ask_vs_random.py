@@ -246,9 +246,11 @@ def main(argv: list[str] | None = None) -> None:
                                   for on, m in before.items()}}
     earlier = (json.loads(args.out.read_text(encoding="utf-8"))
                if args.merge and args.out.exists() else None)
-    if earlier is not None and earlier["result"].get("setup") != setup:
+    if earlier is not None and not same_setup(earlier["result"].get("setup"), setup):
         _say("the earlier results were measured on other pairs; not merged")
         earlier = None
+    if earlier is not None:
+        setup = earlier["result"]["setup"]  # as first measured (see `same_setup`)
     old_runs = earlier["result"]["runs"] if earlier else []
     done = {_key(r) for r in old_runs}
     runs: list[dict] = []
@@ -504,6 +506,23 @@ def _key(run: dict) -> tuple:
             run.get("judge_epochs") if second else None)
 
 
+AP_TOLERANCE = 0.01   # points: the default model's AP as torch versions round it
+
+
+def same_setup(old: dict | None, new: dict) -> bool:
+    """Whether runs measured under `old` can be merged with runs under `new`: the same split,
+    samples, pool, objective and model, and the default model's AP on each split within
+    AP_TOLERANCE (the same pairs scored by another torch build differ in the 4th decimal)."""
+    if not old:
+        return False
+    plain = {k: v for k, v in old.items() if k != "default_model_ap"}
+    if plain != {k: v for k, v in new.items() if k != "default_model_ap"}:
+        return False
+    was, now = old.get("default_model_ap") or {}, new.get("default_model_ap") or {}
+    return (isinstance(was, dict) and isinstance(now, dict) and was.keys() == now.keys()
+            and all(abs(was[k] - now[k]) <= AP_TOLERANCE for k in was))
+
+
 def _digest(chosen: list[int]) -> str:
     """A short fingerprint of which pool pairs an arm labelled (runs of the same chain that
     asked the same pairs share it)."""
@@ -757,6 +776,7 @@ def present(result: dict, results: dict | None = None) -> dict:
                                     + (", same run" if same else
                                        ": not measured with these seeds in this run")),
                     "ratio": f"{a['gain'] - r['gain']:+.2f} points" if r else "—",
+                    "date": _last_date(a, r),
                     "goal": (f"≥ the gain of {GOAL_FACTOR:,}× as many random pairs" if goal
                              else ""),
                     "met": (a["gain"] >= r["gain"] if r and same else None) if goal
@@ -783,6 +803,7 @@ def present(result: dict, results: dict | None = None) -> dict:
         notes.append("Measured before the three-way split, on the held-out half that the "
                      "learning rate was also chosen on; the random baseline at 4,000 pairs "
                      "was not measured in this run.")
+    notes += _second_opinion_notes(runs, result)
     notes += [f"Earlier runs kept by `--merge` were made by `{c}`."
               for c in top.get("earlier_commands", [])]
     return {"headline": headline, "tables": tables, "notes": notes}
@@ -832,6 +853,12 @@ def _label(m: dict, product: str) -> str:
             + second)
 
 
+def _last_date(*arms: dict | None) -> str | None:
+    """When the figure's runs were last measured (not when the file was last written)."""
+    dates = [r["date"] for m in arms if m for r in m["runs"] if r.get("date")]
+    return max(dates) if dates else None
+
+
 def _second_opinion_headline(got: list[dict], random: dict, product: str, on: str,
                              command: str | None) -> list[dict]:
     """Issue 45's goal: N asked pairs with a second opinion gain at least as much as
@@ -855,8 +882,28 @@ def _second_opinion_headline(got: list[dict], random: dict, product: str, on: st
                             "same recipe and split"
                             + (", same seeds" if same else ": other training seeds")),
             "ratio": f"{a['gain'] - r['gain']:+.2f} points" if r else "—",
+            "date": _last_date(a, r),
             "goal": f"≥ the gain of {GOAL_FACTOR:,}× as many random pairs",
             "met": a["gain"] >= r["gain"] if r and same else None})
+    return out
+
+
+def _second_opinion_notes(runs: list[dict], result: dict) -> list[str]:
+    """A line for each split where the judges read the measured pairs worse than the
+    default model (their silver then carries the worse reading into training)."""
+    out = []
+    for on in ("validation", "test"):
+        judged = [r for r in runs if _on(r) == on and r.get("second_opinion")]
+        if not judged:
+            continue
+        base_ap = _base_ap(result, on)
+        aps = [r["judge"]["average_precision"] for r in judged]
+        duplicates = sum(r.get("silver_duplicates") or 0 for r in judged)
+        silver = sum(r.get("silver_pairs") or 0 for r in judged)
+        if max(aps) < base_ap:
+            out.append(f"On {on} every judge read the pairs worse than the default model "
+                       f"(judge AP {min(aps):.2f}–{max(aps):.2f} against {base_ap:.2f}); its "
+                       f"silver called {duplicates:,} of {silver:,} pairs duplicates.")
     return out
 
 

@@ -114,3 +114,26 @@ def test_a_second_opinion_is_its_own_arm_beside_the_plain_one():
     assert asked[3:6] == ["85.00", "81.00", "83.50"]
     assert asked[11] == "20"                                   # s per 1,000 silver
     assert len(table["rows"]) == 2
+
+
+def test_runs_merge_across_a_rounding_of_the_default_models_ap_only():
+    from benchmarks.ask_vs_random import same_setup
+
+    old = {"split_seed": 0, "pool_pairs": 11749,
+           "default_model_ap": {"validation": 76.4148, "test": 76.8267}}
+    assert same_setup(old, {**old, "default_model_ap": {"validation": 76.4148,
+                                                        "test": 76.8266}})
+    assert not same_setup(old, {**old, "default_model_ap": {"validation": 76.4148,
+                                                            "test": 77.0}})
+    assert not same_setup(old, {**old, "pool_pairs": 600})
+    assert not same_setup(None, old)
+
+
+def test_a_judge_worse_than_the_default_model_is_said_so():
+    runs = [_run("random", 0, 80.0), _run("random", 0, 76.5, second=2000)]
+    runs[1]["judge"] = {"average_precision": 56.0}
+    result = {"product_strategy": "uncertain", "runs": runs,
+              "before": {"test": {"average_precision": 77.0}}}
+    notes = present(result, {"ask_vs_random": {"command": "c", "result": result}})["notes"]
+    assert any("worse than the default model (judge AP 56.00–56.00 against 77.00)" in n
+               and "500 of 2,000 pairs duplicates" in n for n in notes)
