@@ -34,10 +34,13 @@ class JudgedDraws:
         self.pos_b = np.searchsorted(ids, self.b)
 
     def estimate_at(self, population: GraphPopulation, threshold: float, *,
-                    rows: RowsInput | None = None, draws: int = 4000) -> Estimate:
+                    rows: RowsInput | None = None, draws: int = 4000,
+                    labels: np.ndarray | None = None) -> Estimate:
         """The figures for the cut at `threshold`: which judged pairs it flags, and how
-        many pairs of each stratum it flags."""
-        labels = cluster_labels(population.graph, threshold)
+        many pairs of each stratum it flags. `labels`: that cut's `cluster_labels`, when the
+        caller has them already."""
+        if labels is None:
+            labels = cluster_labels(population.graph, threshold)
         flagged = (labels[self.pos_a] >= 0) & (labels[self.pos_a] == labels[self.pos_b])
         sizes = population.flagged_sizes(flagged_pairs(population.graph, labels))
         strata = population.strata

@@ -330,8 +330,7 @@ class Measuring:
             draws = sample_store.draws(conn, sample["id"])
             who = sample_store.verdicts_by_analyst(conn, sample["id"])
             copies, copied = rows_with_copies(conn, population.graph.ids.tolist())
-            given = [(r["text_id_a"], r["text_id_b"], r["label"])
-                     for r in verdict_store.all_verdicts(conn)]
+            given = verdict_store.text_verdicts(conn)
         judged = [d for d in draws if d["verdict"] is not None]
         pending = len(draws) - len(judged)
         if not judged:
@@ -344,7 +343,8 @@ class Measuring:
         rows = RowsInput(copies, inputs.row_weights(population, copied), total,
                          inputs.row_weights(population, copied, below=below)
                          if below.any() else None)
-        result = inputs.estimate_at(population, t, rows=rows)
+        labels = cluster_labels(population.graph, t)  # the cut, once for both uses
+        result = inputs.estimate_at(population, t, rows=rows, labels=labels)
         widest, _ = result.widest()
         more = inputs.more_to_halve(population, result, widest)
         left = inputs.width_left_at_caps(population, result, widest) if more is None else None
@@ -356,7 +356,7 @@ class Measuring:
                 progress(Progress("curve", i, len(CURVE_THRESHOLDS)))
                 band.append(inputs.estimate_at(population, float(step), draws=1000))
             progress(Progress("curve", len(CURVE_THRESHOLDS), len(CURVE_THRESHOLDS)))
-        scope = cut_scope(t, given, population.graph.ids, cluster_labels(population.graph, t))
+        scope = cut_scope(t, given, population.graph.ids, labels)
         return Measurement(result, t, len(judged), pending, who, widest, more, model,
                            sample["created_at"], changed, band, scope, left)
 

@@ -188,13 +188,28 @@ def duplicate_pairs(conn: Connection) -> list[tuple[int, int, int, int]]:
     """Every pair of live items judged duplicate, as (item_a, item_b, text_a, text_b): the
     verdicts that join clusters after a cut (`engine.review.verdict_joins`), wherever the
     cut put their rows."""
+    return [(a, b, ta, tb) for a, b, ta, tb, _ in _live_verdicts(conn, only=1)]
+
+
+def text_verdicts(conn: Connection) -> list[tuple[int, int, int]]:
+    """Every verdict on two live items as (text_a, text_b, verdict), without the texts: what
+    the quality estimate counts against the cut (`engine.estimation.cut_scope`) each time it
+    is measured, so it reads ids only."""
+    return [(ta, tb, v) for _, _, ta, tb, v in _live_verdicts(conn)]
+
+
+def _live_verdicts(conn: Connection, only: int | None = None
+                   ) -> list[tuple[int, int, int, int, int]]:
+    """(item_a, item_b, text_a, text_b, verdict) of every verdict on two live items (of one
+    verdict where `only` says which), in item order."""
     a_items = items.alias("a")
     b_items = items.alias("b")
+    live = and_(~a_items.c.deleted, ~b_items.c.deleted)
     rows = conn.execute(
         select(pair_labels.c.item_a, pair_labels.c.item_b, a_items.c.text_id,
-               b_items.c.text_id)
+               b_items.c.text_id, pair_labels.c.label)
         .join(a_items, a_items.c.id == pair_labels.c.item_a)
         .join(b_items, b_items.c.id == pair_labels.c.item_b)
-        .where(and_(pair_labels.c.label == 1, ~a_items.c.deleted, ~b_items.c.deleted))
+        .where(live if only is None else and_(live, pair_labels.c.label == only))
         .order_by(pair_labels.c.item_a, pair_labels.c.item_b)).all()
-    return [(int(a), int(b), int(ta), int(tb)) for a, b, ta, tb in rows]
+    return [(int(a), int(b), int(ta), int(tb), int(v)) for a, b, ta, tb, v in rows]
