@@ -29,6 +29,7 @@ SAMPLE_GROUPS = ROOT / "duplens_data" / "sample_questions_groups.csv"
 C_GROUPED_TEXTS = 2_300
 C_SINGLE_TEXTS = 1_100
 SEED = 0
+STS_DUPLICATE = 4.0
 
 
 def graph_edges(vectors: np.ndarray) -> np.ndarray:
@@ -83,11 +84,19 @@ def closure_groups(n: int, a: np.ndarray, b: np.ndarray, dup: np.ndarray) -> np.
     return np.where(sizes[roots] > 1, roots, -1)
 
 
-def population_c(quora: dict) -> tuple[dict, dict]:
-    """Population C from the Quora pairs (`estimate._quora()`), and what it is made of."""
+def population_c(quora: dict, *, seed: int = SEED, exclude: np.ndarray | None = None
+                 ) -> tuple[dict, dict]:
+    """Population C from the Quora pairs (`estimate._quora()`), and what it is made of.
+    `seed` and `exclude` (question positions no text of it may be, nor share a group with)
+    make the validation population of the same recipe (`benchmarks/estimate_choice.py`)."""
     groups = closure_groups(quora["n"], quora["a"], quora["b"], quora["dup"])
-    rng = np.random.default_rng(SEED)
-    grouped = np.flatnonzero(groups >= 0)
+    rng = np.random.default_rng(seed)
+    banned = np.zeros(quora["n"], dtype=bool)
+    if exclude is not None:
+        banned[np.asarray(exclude)] = True
+        taken = np.unique(groups[np.asarray(exclude)])
+        banned |= np.isin(groups, taken[taken >= 0])
+    grouped = np.flatnonzero((groups >= 0) & ~banned)
     order = grouped[np.argsort(groups[grouped], kind="stable")]
     roots, starts = np.unique(groups[order], return_index=True)
     ends = np.r_[starts[1:], len(order)]
@@ -101,13 +110,13 @@ def population_c(quora: dict) -> tuple[dict, dict]:
             break
     labelled = np.zeros(quora["n"], dtype=bool)
     labelled[quora["a"]] = labelled[quora["b"]] = True
-    singles = np.flatnonzero(labelled & (groups < 0))
+    singles = np.flatnonzero(labelled & (groups < 0) & ~banned)
     chosen.extend(rng.choice(singles, C_SINGLE_TEXTS, replace=False).tolist())
     chosen_arr = np.asarray(chosen)
     pop = complete(quora["vectors"][chosen_arr], groups[chosen_arr])
     pop.update(positions=chosen_arr, group=groups[chosen_arr])
     return pop, {"texts": len(chosen_arr), "grouped_texts": C_GROUPED_TEXTS,
-                 "single_texts": C_SINGLE_TEXTS}
+                 "single_texts": C_SINGLE_TEXTS, "seed": seed}
 
 
 def sample_texts() -> tuple[list[str], np.ndarray, dict]:
@@ -143,3 +152,34 @@ def population_sample() -> tuple[dict, dict]:
 
     texts, group, counts = sample_texts()
     return complete(corpus.embed(texts), group), counts
+
+
+def population_sts() -> tuple[dict, dict]:
+    """The STS benchmark's training pairs as a labelled pair population (as A is of Quora's):
+    a pair is a duplicate when its gold similarity is at least `STS_DUPLICATE` (4: "mostly
+    equivalent"). A candidate when the graph over the distinct sentences of those pairs holds
+    it, or both sentences are the same. Only `benchmarks/estimate_choice.py` uses it: the
+    reported populations never are its data."""
+    from benchmarks import corpus
+    from benchmarks.data import STSB_TRAIN
+
+    first, second, gold = [], [], []
+    with STSB_TRAIN.open(encoding="utf-8") as fh:
+        next(fh)
+        for line in fh:
+            score, s1, s2 = line.rstrip("\n").split("\t")
+            first.append(s1)
+            second.append(s2)
+            gold.append(float(score))
+    texts = sorted(set(first) | set(second))
+    position = {t: i for i, t in enumerate(texts)}
+    vectors = corpus.embed(texts)
+    a = np.asarray([position[t] for t in first])
+    b = np.asarray([position[t] for t in second])
+    n = len(texts)
+    score = np.einsum("ij,ij->i", vectors[a], vectors[b]).astype(np.float64)
+    key = np.minimum(a, b).astype(np.int64) * n + np.maximum(a, b)
+    candidate = np.isin(key, graph_edges(vectors)) | (a == b)
+    dup = np.asarray(gold) >= STS_DUPLICATE
+    return ({"score": score, "dup": dup, "candidate": candidate},
+            {"texts": n, "duplicate_at_gold": STS_DUPLICATE})

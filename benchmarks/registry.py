@@ -44,6 +44,8 @@ REGISTRY = (
     Benchmark("window_latency", "The window", quick=False, runner="benchmarks.external:window"),
     Benchmark("ask_vs_random", "Asked pairs against random pairs", quick=False,
               runner="benchmarks.ask_vs_random:suite"),
+    Benchmark("estimate_choice", "The estimate's interval ends, chosen on validation populations",
+              quick=False),
     Benchmark("estimate", "Quality estimate: intervals from a few hundred answers"),
     Benchmark("default_threshold", "The default threshold, chosen on data"),
     Benchmark("meaning_flags", "The ⚠ beside a close pair: non-duplicates against duplicates"),

@@ -18,7 +18,7 @@ Intervals. With about 150 verdicts and duplicates a few percent of the pairs, no
 variance estimate of 0. Each domain's duplicate share instead gets its Jeffreys posterior,
 Beta(y + 1/2, n - y + 1/2), whose intervals have close to nominal frequentist coverage for a
 binomial even at 0 successes (Brown, Cai & DasGupta 2001), its ends shifted half a count
-outwards (`LOWER`); the duplicates among the pairs
+outwards (`END_SHIFT`); the duplicates among the pairs
 not yet judged are a binomial count of the rest of the domain at that share (the
 Beta-binomial predictive: with every pair judged the interval is a point, and with most of a
 domain judged its width is the finite-population one, `unjudged_duplicates`). Each figure's
@@ -36,18 +36,17 @@ import numpy as np
 
 DRAWS = 4000
 LEVEL = 0.95
-# The two ends of an interval draw each share from a Beta posterior, `beta_parameters`: the
-# lower end from Beta(y, n - y + 1/2), the upper from Beta(y + 1/2, n - y), Jeffreys' moved
-# half a count towards each end, and exact at the edges as Clopper-Pearson's are: no
-# duplicate among the verdicts gives the lower end a share of exactly 0, all duplicates the
-# upper end exactly 1. Summed over strata a share drawn from the plain Jeffreys posterior is
-# not enough: five strata with no duplicate found would give their sum a lower end above 0,
-# and a truth of 0 would never be covered (measured: recall covered 58% of the time on a
-# synthetic population; with these ends 99%, Clopper-Pearson's own ends 99% but 20% wider).
-# Jeffreys' in the middle with exact edges only (modified Jeffreys) was tried: narrower
-# (precision on the imbalanced Quora population at 300 answers ±6.4 points against ±7.3)
-# but it covered precision on the balanced Quora pairs at 600 answers 92.4% of 500 times
-# and on the sample questions at 300 answers 92.7% (goal 93%), so the ends stay shifted.
+# The two ends of an interval draw each share from a Beta posterior, `beta_parameters`:
+# Jeffreys' Beta(y + 1/2, n - y + 1/2) moved `END_SHIFT` counts towards each end (the lower
+# end's a and the upper end's b less the shift), and exact at the edges as Clopper-Pearson's
+# are: no duplicate among the verdicts gives the lower end a share of exactly 0, all
+# duplicates the upper end exactly 1. Summed over strata a share drawn from the plain
+# Jeffreys posterior is not enough: five strata with no duplicate found would give their sum
+# a lower end above 0, and a truth of 0 would never be covered (measured: recall covered 58%
+# of the time on a synthetic population; with exact edges 99%). How far the ends move
+# between the edges is chosen on validation populations only (`benchmarks/estimate_choice.py`,
+# which runs every candidate on the same samples and says the rule).
+END_SHIFT = 0.5
 LOWER = "low"
 UPPER = "high"
 FIGURES = ("precision", "recall", "f1", "duplicates")
@@ -167,7 +166,8 @@ def estimate(sizes: np.ndarray, flagged_sizes: np.ndarray, stratum: np.ndarray,
              rows: RowsInput | None = None, draws: int = DRAWS, seed: int = 0,
              labels: list[str] | None = None,
              phase_one: tuple[np.ndarray, int] | None = None,
-             floor: tuple[float, np.ndarray] | None = None) -> Estimate:
+             floor: tuple[float, np.ndarray] | None = None,
+             shift: float = END_SHIFT) -> Estimate:
     """The figures at one threshold.
 
     `sizes[h]` pairs in stratum h, `flagged_sizes[h]` of them flagged at the threshold;
@@ -178,7 +178,8 @@ def estimate(sizes: np.ndarray, flagged_sizes: np.ndarray, stratum: np.ndarray,
     the intervals then draw those sizes too (N0 times a Dirichlet(m + 1/2) share).
     `floor` = (s, below): recall and the number of duplicates are also quoted over the
     strata not `below` (those scoring s or more), with the pairs below reported apart
-    (`Floored`).
+    (`Floored`). `shift`: how far the interval ends move (`END_SHIFT`; only the benchmark
+    that chooses it passes another).
     """
     stratum = np.asarray(stratum, dtype=np.int64)
     dup = np.asarray(duplicate, dtype=bool)
@@ -216,10 +217,10 @@ def estimate(sizes: np.ndarray, flagged_sizes: np.ndarray, stratum: np.ndarray,
     # Each bound from the side of every share that pushes the figure that way: the upper
     # bound of recall takes flagged duplicates from their upper ends and missed ones from
     # their lower ends.
-    tp_lo = _domain_totals(rng, draws, n_f_pop, n_f, y_f, n_h, y_h, LOWER)
-    tp_hi = _domain_totals(rng, draws, n_f_pop, n_f, y_f, n_h, y_h, UPPER)
-    miss_lo = _domain_totals(rng, draws, unflagged_sizes, n_u, y_u, n_h, y_h, LOWER)
-    miss_hi = _domain_totals(rng, draws, unflagged_sizes, n_u, y_u, n_h, y_h, UPPER)
+    tp_lo = _domain_totals(rng, draws, n_f_pop, n_f, y_f, n_h, y_h, LOWER, shift)
+    tp_hi = _domain_totals(rng, draws, n_f_pop, n_f, y_f, n_h, y_h, UPPER, shift)
+    miss_lo = _domain_totals(rng, draws, unflagged_sizes, n_u, y_u, n_h, y_h, LOWER, shift)
+    miss_hi = _domain_totals(rng, draws, unflagged_sizes, n_u, y_u, n_h, y_h, UPPER, shift)
     low = _figures(tp_lo, tp_lo + miss_hi, flagged_total)
     high = _figures(tp_hi, tp_hi + miss_lo, flagged_total)
     low["duplicates"] = tp_lo + miss_lo
@@ -230,11 +231,11 @@ def estimate(sizes: np.ndarray, flagged_sizes: np.ndarray, stratum: np.ndarray,
         below = np.asarray(floor[1], dtype=bool)
         domains = (n_f_pop, n_f, y_f, unflagged_sizes, n_u, y_u, n_h, y_h)
         floored = _floored(float(floor[0]), below, domains, (n_f_pop * p_f, n_u_pop * p_u),
-                           sizes, rng, draws)
+                           sizes, rng, draws, shift)
 
     rows_figure = None
     if rows is not None:
-        rows_figure = _rows(rows, sizes, stratum, dup, n_h, y_h, rng, draws)
+        rows_figure = _rows(rows, sizes, stratum, dup, n_h, y_h, rng, draws, shift)
         if floored is not None and rows.floor_weight is not None:
             # The strata below the floor hold no pair of this figure: no size, no weight.
             keep = ~np.asarray(floor[1], dtype=bool)
@@ -242,14 +243,15 @@ def estimate(sizes: np.ndarray, flagged_sizes: np.ndarray, stratum: np.ndarray,
                                    rows.rows)
             floored = replace(floored, rows=_rows(floor_rows, sizes * keep, stratum,
                                                   dup & keep[stratum], n_h * keep, y_h * keep,
-                                                  rng, draws))
+                                                  rng, draws, shift))
 
     # How many more missed duplicates each stratum could hold at its interval's upper end:
     # where the width of recall (and of the number of duplicates) comes from.
     from scipy.stats import beta as beta_dist
 
     own = n_u > 0
-    a_u, b_u = beta_parameters(np.where(own, y_u, y_h), np.where(own, n_u, n_h), UPPER)
+    a_u, b_u = beta_parameters(np.where(own, y_u, y_h), np.where(own, n_u, n_h), UPPER,
+                                shift)
     upper = np.where(b_u > 0, beta_dist.ppf(1 - (1 - LEVEL) / 2, a_u, np.maximum(b_u, 1e-9)),
                      1.0)
     room = np.maximum(n_u_pop - n_u, 0.0) * np.maximum(upper - p_u, 0.0)
@@ -264,7 +266,8 @@ def estimate(sizes: np.ndarray, flagged_sizes: np.ndarray, stratum: np.ndarray,
 
 
 def _floored(floor: float, below: np.ndarray, domains: tuple, point: tuple[np.ndarray, ...],
-             sizes: np.ndarray, rng: np.random.Generator, draws: int) -> Floored:
+             sizes: np.ndarray, rng: np.random.Generator, draws: int,
+             shift: float = END_SHIFT) -> Floored:
     """Recall and duplicates over the strata not `below`, and the duplicates the strata
     `below` could hold: the same domain totals as the whole file's, each restricted to its
     strata (a stratum left out has no pairs, no verdicts). `domains`: the flagged and
@@ -276,7 +279,8 @@ def _floored(floor: float, below: np.ndarray, domains: tuple, point: tuple[np.nd
 
     def totals(keep: np.ndarray, size: np.ndarray, n: np.ndarray, y: np.ndarray,
                prior: str) -> np.ndarray:
-        return _domain_totals(rng, draws, size * keep, n * keep, y * keep, n_h, y_h, prior)
+        return _domain_totals(rng, draws, size * keep, n * keep, y * keep, n_h, y_h, prior,
+                              shift)
 
     above = ~below
     tp_lo, tp_hi = (totals(above, n_f_pop, n_f, y_f, p) for p in (LOWER, UPPER))
@@ -312,27 +316,28 @@ def stratum_shares(sizes: np.ndarray, stratum: np.ndarray, duplicate: np.ndarray
     return np.divide(y_h, n_h, out=np.zeros(count), where=n_h > 0)
 
 
-def beta_parameters(y: np.ndarray, n: np.ndarray, end: str) -> tuple[np.ndarray, np.ndarray]:
+def beta_parameters(y: np.ndarray, n: np.ndarray, end: str, shift: float = END_SHIFT
+                    ) -> tuple[np.ndarray, np.ndarray]:
     """The Beta(a, b) a share is drawn from for interval end `end` (`LOWER` or `UPPER`), given
-    y duplicates among n verdicts (see `LOWER`). With no verdict at all the lower end's share
-    is 0 and the upper end's 1: an unjudged domain could be anything."""
+    y duplicates among n verdicts (see `END_SHIFT`). With no verdict at all the lower end's
+    share is 0 and the upper end's 1: an unjudged domain could be anything."""
     y = np.asarray(y, dtype=np.float64)
     n = np.asarray(n, dtype=np.float64)
     if end == LOWER:
-        return y, n - y + 0.5
-    return y + 0.5, n - y
+        return np.where(y > 0, y + 0.5 - shift, 0.0), n - y + 0.5
+    return y + 0.5, np.where(n > y, n - y + 0.5 - shift, 0.0)
 
 
 def _domain_totals(rng: np.random.Generator, draws: int, size: np.ndarray, n: np.ndarray,
                    y: np.ndarray, n_h: np.ndarray, y_h: np.ndarray,
-                   prior: str) -> np.ndarray:
+                   prior: str, shift: float = END_SHIFT) -> np.ndarray:
     """(draws,) joint draws of a domain family's duplicates summed over strata: the judged
     duplicates plus a binomial count of the rest of each domain at a share drawn from
     `beta_parameters` for interval end `prior` (the stratum's counts when the domain has no
     verdict of its own).
     `size`: each domain's size, or (draws, strata) sizes drawn with the shares."""
     own = n > 0
-    a, b = beta_parameters(np.where(own, y, y_h), np.where(own, n, n_h), prior)
+    a, b = beta_parameters(np.where(own, y, y_h), np.where(own, n, n_h), prior, shift)
     rest = np.maximum(np.asarray(size, dtype=np.float64) - n, 0.0)
     live = ((rest > 0).any(axis=0) if rest.ndim == 2 else rest > 0) & (a > 0)
     total = np.full(draws, float(y.sum()))
@@ -377,7 +382,8 @@ def _interval(value: float, low_draws: np.ndarray, high_draws: np.ndarray) -> Fi
 
 
 def _rows(rows: RowsInput, sizes: np.ndarray, stratum: np.ndarray, dup: np.ndarray,
-          n_h: np.ndarray, y_h: np.ndarray, rng: np.random.Generator, draws: int) -> Figure:
+          n_h: np.ndarray, y_h: np.ndarray, rng: np.random.Generator, draws: int,
+          shift: float = END_SHIFT) -> Figure:
     """Rows with a duplicate: the rows with copies, plus the stratified estimate of
     single-row texts with a duplicate text (sum of `weight` over duplicate pairs). Its
     interval draws each stratum's duplicate share (Jeffreys) and the mean weight of its
@@ -402,7 +408,7 @@ def _rows(rows: RowsInput, sizes: np.ndarray, stratum: np.ndarray, dup: np.ndarr
     ends = []
     for end in (LOWER, UPPER):
         shares = np.zeros((draws, count))
-        a, b = beta_parameters(y_h, n_h, end)
+        a, b = beta_parameters(y_h, n_h, end, shift)
         live = a > 0
         if live.any():
             shares[:, live] = rng.beta(a[live], np.maximum(b[live], 1e-9),

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from engine.estimation.allocation import next_strata, shares
-from engine.estimation.estimators import Estimate, estimate
+from engine.estimation.estimators import END_SHIFT, Estimate, estimate
 from engine.estimation.strata import PHASE_ONE, Strata, make_strata, prior_share
 
 
@@ -57,15 +57,16 @@ class Sample:
 
     def estimate(self, population: PairPopulation, flagged: np.ndarray, *,
                  threshold: float = float("nan"), draws: int = 4000,
-                 seed: int = 0) -> Estimate:
-        """The figures for pairs `flagged` (a boolean per pair of the population)."""
+                 seed: int = 0, shift: float = END_SHIFT) -> Estimate:
+        """The figures for pairs `flagged` (a boolean per pair of the population); `shift`
+        as `estimators.estimate` takes it."""
         flagged = np.asarray(flagged, dtype=bool)
         flagged_sizes = np.bincount(self.stratum_of[flagged], minlength=self.strata.count)
         return estimate(self.strata.sizes, flagged_sizes, self.stratum,
                         population.duplicate[self.drawn], flagged[self.drawn],
                         threshold=threshold, draws=draws, seed=seed,
                         phase_one=self.strata.phase_one_uncertainty(),
-                        floor=self.strata.floor_split())
+                        floor=self.strata.floor_split(), shift=shift)
 
 
 def run_design(population: PairPopulation, design_flagged: np.ndarray, threshold: float,
