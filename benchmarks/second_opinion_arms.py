@@ -139,8 +139,11 @@ def run_judge(gold: Sequence, measured: Sequence, project: SilverProject, vector
         run_second_opinion,
     )
 
+    # silver_always: the arms measure what silver does, whatever the judge's AP. The
+    # product's guard compares the judge with the model on the run's held-out pairs, which
+    # here are the measured split: deciding on them would choose on the split reported.
     options = TrainingOptions(epochs=epochs, seed=seed, second_opinion=silver,
-                              silver_band=band)
+                              silver_band=band, silver_always=True)
     timings: dict = {}
     first: dict[str, float] = {}
 

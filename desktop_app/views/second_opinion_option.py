@@ -37,7 +37,8 @@ MAX_SILVER = 1_000_000
 MEASURED_OFF = ("Off by default: measured on Quora, a judge trained on 1,000 answers read "
                 "pairs worse than the model, and its labels took the fine-tuning gain away. "
                 "Try it on your answers: the results show whether the judge read your "
-                "held-out pairs better than the model.")
+                "held-out pairs better than the model, and only a judge that does labels "
+                "pairs for the model to learn from.")
 
 
 class SecondOpinionOption(QWidget):

@@ -76,6 +76,10 @@ def silver_words(report: FinetuneReport) -> str:
     silver = len(opinion.silver)
     around = (f"within ±{opinion.band:.2f} of the model in use's threshold "
               f"({opinion.threshold:.2f})")
+    if getattr(opinion, "withheld", ""):
+        return (f"It labelled no pairs: it read your held-out pairs no better than the model "
+                f"in use, so it had nothing to teach it, and the model learned from your "
+                f"answers alone. {kept_words(opinion)}")
     if not silver:
         return (f"It found no pair you had not judged {around} to label (none may touch a "
                 f"held-out question), so the model learned from your answers alone. "

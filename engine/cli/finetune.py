@@ -166,8 +166,10 @@ def _print_finetune(project_arg: str, report, activation) -> None:
     if opinion is not None:
         print(f"second opinion: AP {opinion.judge.average_precision:.2f} on the held-out "
               f"pairs (the model before: {opinion.bi_encoder_ap:.2f}); "
-              f"{len(opinion.silver)} silver pairs trained on, {opinion.silver_duplicates} "
-              f"of them duplicates; {_judge_kept(opinion, report.after.average_precision)}")
+              + (f"no silver pairs: {opinion.withheld}; " if getattr(opinion, "withheld", "")
+                 else f"{len(opinion.silver)} silver pairs trained on, "
+                      f"{opinion.silver_duplicates} of them duplicates; ")
+              + _judge_kept(opinion, report.after.average_precision))
     own = held_out_threshold(report.after.as_dict())
     print(f"its default threshold: {own.value:.2f} ({own.chosen_on})" if own is not None else
           f"its default threshold: its parent's (fewer than {ENOUGH_OF_EACH} held-out pairs "

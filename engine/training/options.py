@@ -32,8 +32,11 @@ class TrainingOptions:
     `second_opinion` (0: off) trains a judge (a cross-encoder) on the training pairs, which
     labels at most that many of the project's unlabelled pairs whose similarity lies within
     `silver_band` of the model's threshold; those "silver" pairs are trained on too
-    (`engine.training.second_opinion`). Options stored by versions made before these were
-    added lack them: `from_stored` reads such a record's options with these defaults (off).
+    (`engine.training.second_opinion`), but only when the judge read the held-out pairs
+    better than the model (higher AP): `silver_always` labels silver even from a weaker
+    judge, for the benchmark that measures what silver itself does; no window or command
+    sets it. Options stored by versions made before these were added lack them:
+    `from_stored` reads such a record's options with these defaults (off).
     """
 
     batch_size: int = 16
@@ -49,6 +52,7 @@ class TrainingOptions:
     patience: int = 1
     second_opinion: int = 0
     silver_band: float = 0.15  # `silver.DEFAULT_BAND`
+    silver_always: bool = False
 
     def __post_init__(self) -> None:
         if self.batch_size < 1 or self.epochs < 1:

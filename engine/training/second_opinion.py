@@ -14,6 +14,13 @@ Augmented SBERT (Thakur et al., NAACL 2021; `engine.training.cross_encoder`) in 
    (`silver.silver_candidates`), never touching a text of a held-out pair and never a pair
    the analyst judged, labelled with the judge's probability (`silver.label_silver`).
 
+Step 3 runs only when the judge's held-out AP is above the model's: a judge that reads the
+held-out pairs no better than the model it is to teach has nothing to teach it, and on Quora
+validation the silver of such a judge (AP 56 against the model's 76, from 1,000 answers)
+took the whole fine-tuning gain away (+0.00 AP against +2.93 from the answers alone;
+`benchmarks/second_opinion_arms.py`). The run then trains on the answers alone and says why
+(`SecondOpinion.withheld`). `TrainingOptions.silver_always` lifts the guard for that benchmark.
+
 The silver pairs join the training pairs only. The judge is saved in the run's staging
 folder (`SecondOpinion.folder`); the run keeps it as a version beside the new one
 (`engine.training.judge_versions`), or discards it with the staging folder when it fails,
@@ -80,6 +87,7 @@ class SecondOpinion:
     kept: bool = False  # the run keeps the judge as a version (`judge_versions`)
     kept_as: int | None = None  # that version's id, once registered
     not_kept: str = ""  # why the run does not keep it
+    withheld: str = ""  # why no silver was labelled (the judge is no better than the model)
 
     @property
     def silver_duplicates(self) -> int:
@@ -100,7 +108,8 @@ class SecondOpinion:
                        "not_duplicates": len(self.silver) - self.silver_duplicates,
                        "mean_label": round(sum(labels) / len(labels), 4) if labels else None,
                        "asked": self.limit, "threshold": round(self.threshold, 4),
-                       "band": self.band, "excluded_texts": self.excluded_texts},
+                       "band": self.band, "excluded_texts": self.excluded_texts,
+                       "withheld": self.withheld or None},
         }
 
     @property
@@ -111,9 +120,11 @@ class SecondOpinion:
                     f"opinion")
         else:
             kept = "the judge was not kept" + (f": {self.not_kept}" if self.not_kept else "")
+        silver = (f"no silver pairs: {self.withheld}" if self.withheld else
+                  f"{len(self.silver)} silver pairs added to training "
+                  f"({self.silver_duplicates} duplicates)")
         return (f"second opinion: the judge's held-out AP {self.judge.average_precision:.2f} "
-                f"(the model's {self.bi_encoder_ap:.2f}); {len(self.silver)} silver pairs "
-                f"added to training ({self.silver_duplicates} duplicates); {kept}")
+                f"(the model's {self.bi_encoder_ap:.2f}); {silver}; {kept}")
 
 
 def check_training_side(train: Sequence[LabelledPair]) -> None:
@@ -152,6 +163,14 @@ def run_second_opinion(train: Sequence[LabelledPair], held_out: Sequence[Labelle
     silver_progress(Progress(STAGE_SILVER, 0, 0))  # the graph may be built first
     cancel.raise_if_cancelled()
     excluded = text_ids_of(held_out, source.text_ids)
+    if judge.average_precision <= bi_encoder_ap and not options.silver_always:
+        return SecondOpinion(judge, bi_encoder_ap, result.pairs, result.steps, result.seconds,
+                             result.device, source.threshold, options.silver_band,
+                             options.second_opinion, len(excluded), [], result.folder,
+                             int(getattr(judge_model, "max_seq_length", 0) or 0),
+                             withheld=(f"the judge read the held-out pairs no better than "
+                                       f"the model (AP {judge.average_precision:.2f} against "
+                                       f"{bi_encoder_ap:.2f})"))
     labelled = judged_id_pairs(judged, source.text_ids)
     candidates = silver_candidates(source.graph(silver_progress, cancel), source.threshold,
                                    band=options.silver_band, limit=options.second_opinion,

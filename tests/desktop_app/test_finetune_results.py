@@ -99,6 +99,29 @@ def test_the_judge_is_shown_beside_the_model_in_use_with_its_interval(qtbot):
     assert page.opinion.isHidden() and (xs is None or len(xs) == 0)
 
 
+def test_a_judge_no_better_than_the_model_is_said_to_have_labelled_nothing(qtbot):
+    """A judge that ranks the held-out pairs worse than the model labels no silver (the
+    engine's guard): the paragraph says so and why, not "found no pair"."""
+    rng = np.random.default_rng(6)
+    labels = rng.random(300) < 0.4
+    before = rng.random(300) + 0.5 * labels
+    after = before + 0.05 * labels
+    judge_scores = rng.random(300)                       # reads nothing
+    made = report(before, after, labels)
+    judge = metrics_from_scores(judge_scores, labels)
+    assert judge.average_precision < made.before.average_precision
+    opinion = SecondOpinion(judge, made.before.average_precision, 300, 20, 2.0, "cpu", 0.8,
+                            0.15, 2000, 10, [], withheld="the judge read the held-out pairs "
+                            "no better than the model")
+    page = ResultsPage(Controller())
+    qtbot.addWidget(page)
+    page.show_report(report(before, after, labels, opinion))
+    text = page.opinion.text()
+    assert "It labelled no pairs: it read your held-out pairs no better than the model in " \
+           "use" in text and "learned from your answers alone" in text
+    assert "found no pair" not in text
+
+
 def test_a_small_change_on_few_held_out_pairs_is_not_called_better(qtbot):
     rng = np.random.default_rng(3)
     labels = rng.random(38) < 0.4

@@ -117,10 +117,12 @@ def source(graph: KnnGraph | None = None, on_graph=None) -> SilverSource:
 
 
 def run(_judge, tmp_path, *, limit=100, band=0.1, cancel=None, silver=None,
-        events=None):
-    options = TrainingOptions(second_opinion=limit, silver_band=band, max_steps=3)
+        events=None, model_ap=61.5, always=False):
+    options = TrainingOptions(second_opinion=limit, silver_band=band, max_steps=3,
+                              silver_always=always)
     return run_second_opinion(TRAIN, HELD_OUT, [*TRAIN, *HELD_OUT], silver or source(),
-                              options, tmp_path / "judge", bi_encoder_ap=61.5, device="cpu",
+                              options, tmp_path / "judge", bi_encoder_ap=model_ap,
+                              device="cpu",
                               progress=(events.append if events is not None else
                                         lambda _: None),
                               cancel=cancel or CancelToken())
@@ -169,6 +171,28 @@ def test_the_judge_is_measured_beside_the_model_and_the_silver_labels_counted(ju
     assert silver["band"] == 0.1 and silver["threshold"] == 0.8
     assert "100.00" in opinion.note and "61.50" in opinion.note and "5 silver" in opinion.note
     json.dumps(found)  # stored as the version's metrics
+
+
+@pytest.mark.parametrize("model_ap", [100.0, 100.5])
+def test_a_judge_no_better_than_the_model_labels_no_silver_and_says_why(judge, tmp_path,
+                                                                       model_ap):
+    """The fixed judge reads the held-out pairs at AP 100: against a model as good or
+    better it teaches nothing, so no pair is labelled and the run says why."""
+    opinion = run(judge, tmp_path, model_ap=model_ap)
+    assert opinion.judge.average_precision == pytest.approx(100.0)
+    assert opinion.silver == []
+    assert judge.scored == [(p.text_a, p.text_b) for p in HELD_OUT]   # nothing else scored
+    assert "no better than the model" in opinion.withheld
+    assert f"{model_ap:.2f}" in opinion.withheld
+    assert "no silver pairs: the judge read" in opinion.note
+    assert opinion.as_dict()["silver"]["withheld"] == opinion.withheld
+    assert opinion.as_dict()["silver"]["pairs"] == 0
+
+
+def test_silver_always_labels_silver_even_from_a_judge_no_better(judge, tmp_path):
+    opinion = run(judge, tmp_path, model_ap=100.0, always=True, limit=5)
+    assert len(opinion.silver) == 5 and opinion.withheld == ""
+    assert opinion.as_dict()["silver"]["withheld"] is None
 
 
 def test_only_pairs_within_the_band_are_labelled(judge, tmp_path):
@@ -247,8 +271,10 @@ def test_a_run_with_a_second_opinion_trains_on_silver_that_avoids_held_out_texts
         # A wide band: on these 46 questions the pairs near the threshold that touch a
         # held-out text are pairs the analyst judged, which are skipped anyway; from 0.30 up
         # some are not (measured: 8 pairs, 5 of them about held-out texts).
+        # silver_always: two steps make a weak judge, whose silver the guard would withhold
+        # (tested above with a fixed judge); here the silver's path through a run is tested.
         options = TrainingOptions(batch_size=4, max_steps=2, second_opinion=30,
-                                  silver_band=0.45)
+                                  silver_band=0.45, silver_always=True)
         report = project.versions.finetune(options=options, progress=events.append)
         stages = list(dict.fromkeys(e.stage for e in events))
         assert stages == ["measuring before", "training second opinion",
