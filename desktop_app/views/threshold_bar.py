@@ -149,8 +149,11 @@ class ThresholdBar(QWidget):
                           f"recall{which} {r.value:.0%} ({r.low:.0%}–{r.high:.0%}) from "
                           f"{self._estimated.verdicts:,} random pairs")
             else:
+                # Among the verdicts, which are not a random sample of the file (most come
+                # from pairs the model ranked close): not the estimate Measure quality shows.
                 scores = (f"precision {calibration.precision:.0%} · recall "
-                          f"{calibration.recall:.0%}")
+                          f"{calibration.recall:.0%} among your verdicts (Measure quality "
+                          f"estimates the whole file's)")
             text = (f"{project} · Calibrated threshold {calibration.threshold:.3f} · {scores} "
                     f"· on {calibration.verdicts:,} verdicts ({calibration.positives:,} "
                     f"duplicate, {calibration.negatives:,} not)")

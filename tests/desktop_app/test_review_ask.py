@@ -48,6 +48,7 @@ def test_calibrated_threshold_is_shown_is_the_slider_default_and_follows_verdict
     assert f"Calibrated threshold {calibration.threshold:.3f}" in text
     assert f"on {len(labelled)} verdicts" in text
     assert f"precision {calibration.precision:.0%}" in text
+    assert "among your verdicts (Measure quality estimates the whole file's)" in text
     assert f"Project threshold {format_threshold(round(calibration.threshold, 4))} " \
            f"(calibrated on {len(labelled)} verdicts" in text
     assert not view.use_calibrated_button.isEnabled()   # nothing set by hand to reset
