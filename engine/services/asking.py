@@ -65,8 +65,11 @@ class AskedPair:
 
 
 class Opinions(Protocol):
-    """What asking needs of the model versions: the second opinion's scores of text pairs,
-    in order (`ModelVersions.second_opinion_scores`; InputError when none is offered)."""
+    """What asking needs of the model versions: whether the active model's second opinion is
+    offered (`ModelVersions.second_opinion`, None when not), and its scores of text pairs, in
+    order (`ModelVersions.second_opinion_scores`; InputError when none is offered)."""
+
+    def second_opinion(self) -> dict | None: ...
 
     def second_opinion_scores(self, pairs: Sequence[tuple[str, str]]) -> list[float]: ...
 
@@ -93,6 +96,11 @@ class Asking:
         opinion disagree on first (InputError when the active model has none offered)."""
         if n < 1:
             raise InputError(f"ask for at least one pair, not {n}")
+        if by_disagreement and (self._opinions is None or self._opinions.second_opinion() is None):
+            # Before the graph, which can take minutes on a large project.
+            raise InputError("the active model has no second opinion that read its held-out "
+                             "pairs better than it did: fine-tune it with a second opinion "
+                             "first (see 'duplens models')")
         graph = self._clusters.graph(neighbours, progress=progress, cancel=cancel)
         a, b, scores = _edges(graph)
         judged = {tuple(sorted((p["text_id_a"], p["text_id_b"]))) for p in self._verdicts.pairs()}

@@ -11,8 +11,6 @@ window must show exactly that, and write exactly that when asked to."""
 
 from __future__ import annotations
 
-import shutil
-import time
 from pathlib import Path
 
 import pytest
@@ -21,11 +19,11 @@ from PySide6.QtCore import Qt
 from desktop_app.main_window import MainWindow
 from desktop_app.views.match_results import OPINION_WORDS, VERDICT_TEXT
 from desktop_app.views.second_opinion_line import ACCEPT_KEY, opinion_words
-from engine.project import Project
 from engine.review.disagreement import disagrees
 from tests.desktop_app.conftest import SIGNAL_TIMEOUT_MS
 from tests.desktop_app.test_match_window import _check
 from tests.desktop_app.test_review import open_review, press
+from tests.judges import keep_judge, make_judge_folder
 
 pytestmark = pytest.mark.slow   # a judge is made and loaded: tens of seconds on a laptop
 
@@ -34,44 +32,7 @@ A_KEY = getattr(Qt.Key, f"Key_{ACCEPT_KEY}")
 
 @pytest.fixture(scope="module")
 def judge_folder(tmp_path_factory) -> Path:
-    """A one-logit cross-encoder saved as a run saves its judge (safetensors only)."""
-    import torch
-    from sentence_transformers import CrossEncoder
-
-    from engine.encoding.model_spec import resolve_model
-
-    folder = tmp_path_factory.mktemp("judge") / "judge"
-    torch.manual_seed(0)
-    judge = CrossEncoder(resolve_model(None).location, num_labels=1, device="cpu",
-                         local_files_only=True)
-    with torch.no_grad():
-        judge.model.classifier.weight.mul_(60.0)   # answers spread out, not all near 0.5
-    judge.save(str(folder))
-    return folder
-
-
-def keep_judge(path: Path, folder: Path, *, offered: bool) -> int:
-    """Keep `folder` as the active model's second opinion, offered (its held-out AP above
-    the model's) or not; its model id."""
-    from engine.encoding.model_spec import resolve_model
-    from engine.store import version_rows
-    from engine.training.version_folders import models_folder, stored_location
-
-    with Project.open(path) as project:
-        active = project.model.row()
-        with project.store.write() as conn:
-            number = version_rows.highest_model_id(conn) + 1
-            target = models_folder(path) / f"v{number}"
-            shutil.copytree(folder, target)
-            version_rows.add_model_version(
-                conn, number, name=f"{active['name']} second opinion",
-                location=stored_location(path, target),
-                fingerprint=resolve_model(str(target)).fingerprint, dim=1, max_seq_length=128,
-                parent_id=active["id"], objective=None, created_at=time.time(),
-                metrics={"average_precision": 99.0 if offered else 70.0,
-                         "version_average_precision": 98.0 if offered else 80.0},
-                judge_of=active["id"])
-    return number
+    return make_judge_folder(tmp_path_factory.mktemp("judge") / "judge")
 
 
 def stored_verdicts(window: MainWindow) -> dict[frozenset[int], tuple[int, str]]:

@@ -181,3 +181,36 @@ def test_search_says_why_each_hit_matches(project):
     assert top["id"] == "q7"                      # "Which city is the capital of Australia?"
     assert top["overlap"] == 0.75                 # 6 of the 8 distinct words shared
     assert top["differing"] == ["austria", "australia"]
+
+
+@pytest.mark.slow
+def test_ask_by_disagreement_puts_the_judges_disagreements_first(tmp_path):
+    """`duplens ask --by-disagreement`: with an offered judge the pairs come with the judge's
+    chance of a duplicate (exactly what the judge says of those texts), those it and the
+    model disagree on first; without one, exit 2 and one line (a judge kept but not offered
+is the window's test's, tests/desktop_app/test_second_opinion_review.py)."""
+    from engine.project import Project
+    from engine.review.disagreement import disagrees
+    from tests.judges import keep_judge, make_judge_folder
+
+    path = tmp_path / "questions.duplens"
+    run("import", str(path), str(DATA), "--column", "question", "--id-column", "qid")
+    refused = run("ask", str(path), "--by-disagreement", check_code=2)
+    lines = refused.stderr.strip().splitlines()    # said before any graph is built
+    assert len(lines) == 1 and "no second opinion that read its held-out" in lines[0]
+    assert "Traceback" not in refused.stderr
+
+    keep_judge(path, make_judge_folder(tmp_path / "judge"), offered=True)
+    pairs = json.loads(run("ask", str(path), "-n", "8", "--by-disagreement",
+                           "--json").stdout)
+    assert len(pairs) == 8 and all(0.0 <= p["second_opinion"] <= 1.0 for p in pairs)
+    with Project.open(path) as project:
+        said = project.versions.second_opinion_scores(
+            [(p["a"]["text"], p["b"]["text"]) for p in pairs])
+        threshold = project.threshold.current().value
+    assert [p["second_opinion"] for p in pairs] == pytest.approx(said, abs=1e-4)
+    split = [disagrees(p["score"], threshold, p["second_opinion"]) for p in pairs]
+    assert split == sorted(split, reverse=True)   # every disagreement before any agreement
+    text = run("ask", str(path), "-n", "3", "--by-disagreement")
+    assert "where the model and its second opinion disagree first" in text.stderr
+    assert all(" judge " in line for line in text.stdout.splitlines())

@@ -48,6 +48,7 @@ def test_by_disagreement_the_pairs_the_judge_disagrees_on_come_first(open_questi
         return [0.9 if a.split()[0] != b.split()[0] else 0.1 for a, b in pairs]
 
     monkeypatch.setattr(project.versions, "second_opinion_scores", judge)
+    monkeypatch.setattr(project.versions, "second_opinion", lambda: {"id": 2, "offered": True})
     asked = project.asking.pairs(8, by_disagreement=True)
     assert len(scored) == 1 and scored[0] <= 8 * SCORED_PER_PAIR   # the shortlist only
     assert len(asked) == 8 and all(p.opinion in (0.9, 0.1) for p in asked)
