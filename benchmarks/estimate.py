@@ -125,9 +125,11 @@ def run(quick: bool) -> dict:
                                                                    truth[figure])
     loops = {"C": _cli_loop_groups("C", *_c_texts(quora, populations["C"][0]), quick),
              "S": _cli_loop_groups("S", *_sample_texts(), quick)}
+    from engine.estimation.estimators import END_SHIFT
+
     return {"populations": described, "reps": repetitions,
             "cells": {"|".join(map(str, k)): v for k, v in cells.items()},
-            "cli_loops": loops, "oasis": _oasis_version()}
+            "cli_loops": loops, "oasis": _oasis_version(), "end_shift": END_SHIFT}
 
 
 # -- the data ----------------------------------------------------------------------------------
@@ -562,6 +564,9 @@ def present(result: dict, results: dict | None = None) -> dict:
         "sampling gets them from its sampled pairs above the floor; OASIS estimates only the "
         "whole file's figures. Rows without a point estimate are left out.",
         f"OASIS: oasis {result.get('oasis', '?')} from PyPI.",
+        *([f"Interval ends moved {result['end_shift']:g} counts (`END_SHIFT`, chosen on "
+           "validation populations: \"The estimate's interval ends, chosen on validation "
+           "populations\")."] if "end_shift" in result else []),
         *[_loop_note(loop) for loop in result["cli_loops"].values()],
     ]
     return {"headline": _headline(cells),
