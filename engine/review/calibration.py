@@ -81,7 +81,7 @@ class ProjectThreshold:
 
     value: float
     source: str         # BY_HAND, CALIBRATED or MODEL_DEFAULT
-    reason: str         # "calibrated on 40 verdicts (precision 91%, recall 84%)"
+    reason: str         # "calibrated on 40 verdicts (among them precision 91%, recall 84%)"
     verdicts: int = 0   # what a calibrated one rests on
 
     def short(self) -> str:
@@ -108,7 +108,9 @@ def project_threshold(calibration: Calibration | None, model: ModelThreshold = U
     if calibration is not None and calibration.enough:
         return ProjectThreshold(
             round(calibration.threshold, 4), CALIBRATED,
-            f"calibrated on {calibration.verdicts:,} verdicts (precision "
+            # "Among them": the verdicts are no random sample of the file, so these are not
+            # the file's precision and recall that Measure quality estimates beside it.
+            f"calibrated on {calibration.verdicts:,} verdicts (among them precision "
             f"{calibration.precision:.0%}, recall {calibration.recall:.0%})",
             calibration.verdicts)
     reason = (f"the model's default, {model.chosen_on}" if model.recorded else

@@ -27,7 +27,7 @@ def test_the_rule_set_by_hand_then_calibrated_then_the_model_s_default():
     assert project_threshold(few, model).value == 0.77          # too few of one kind
     calibrated = project_threshold(enough, model)
     assert (calibrated.source, calibrated.value) == (CALIBRATED, 0.7123)
-    assert calibrated.reason.startswith("calibrated on 27 verdicts")
+    assert calibrated.reason.startswith("calibrated on 27 verdicts (among them precision ")
     by_hand = project_threshold(enough, model, by_hand=0.66)
     assert (by_hand.source, by_hand.value) == (BY_HAND, 0.66)
     assert by_hand.describe() == "threshold 0.66 (set by hand)"
