@@ -17,8 +17,8 @@ Intervals. With about 150 verdicts and duplicates a few percent of the pairs, no
 (delta-method) intervals under-cover: a stratum with 0 duplicates in 10 verdicts has a
 variance estimate of 0. Each domain's duplicate share instead gets its Jeffreys posterior,
 Beta(y + 1/2, n - y + 1/2), whose intervals have close to nominal frequentist coverage for a
-binomial even at 0 successes (Brown, Cai & DasGupta 2001), its ends shifted half a count
-outwards (`END_SHIFT`); the duplicates among the pairs
+binomial even at 0 successes (Brown, Cai & DasGupta 2001), its ends shifted `END_SHIFT`
+counts outwards; the duplicates among the pairs
 not yet judged are a binomial count of the rest of the domain at that share (the
 Beta-binomial predictive: with every pair judged the interval is a point, and with most of a
 domain judged its width is the finite-population one, `unjudged_duplicates`). Each figure's
