@@ -106,7 +106,7 @@ def run(quick: bool) -> dict:
                    "C": ep.population_c(quora), "S": ep.population_sample()}
     cells, described, repetitions = {}, {}, {}
     for name, (pop, made_of) in populations.items():
-        truth, threshold = _truth(pop)
+        truth, threshold = truth_of(pop)
         reps = ((QUICK_REPS if quick else REPS) if name in ("A", "B")
                 else (QUICK_COMPLETE_REPS if quick else COMPLETE_REPS))
         repetitions[name] = reps
@@ -200,7 +200,8 @@ def _population_b(quora: dict) -> dict:
     return _pairs(quora, a, b, np.r_[quora["dup"], np.zeros(len(keys), bool)])
 
 
-def _truth(pop: dict) -> tuple[dict, float]:
+def truth_of(pop: dict) -> tuple[dict, float]:
+    """Every figure's true value at the population's best-F1 threshold, and that threshold."""
     from engine.pair_metrics import threshold_curve
 
     curve = threshold_curve(pop["score"], pop["dup"])
@@ -272,14 +273,19 @@ def _simulate(pop: dict, threshold: float, reps: int) -> dict:
 
 
 def _record(into: dict, estimate) -> None:
-    floored = estimate.floored
     for figure in FIGURES:
-        if figure.endswith("_floor"):
-            name = figure.removesuffix("_floor")
-            f = getattr(floored, name) if floored is not None else estimate.figure(name)
-        else:
-            f = estimate.figure(figure)
+        f = figure_of(estimate, figure)
         into[figure].append((f.value, f.low, f.high))
+
+
+def figure_of(estimate, figure: str):
+    """One of `FIGURES` of an `Estimate`: a `_floor` figure from its floored part (the
+    whole file's where there is no floor)."""
+    if figure.endswith("_floor"):
+        name = figure.removesuffix("_floor")
+        floored = estimate.floored
+        return getattr(floored, name) if floored is not None else estimate.figure(name)
+    return estimate.figure(figure)
 
 
 def _proportional(strata, which: np.ndarray, budget: int, rng: np.random.Generator

@@ -166,7 +166,7 @@ def _print_finetune(project_arg: str, report, activation) -> None:
     if opinion is not None:
         print(f"second opinion: AP {opinion.judge.average_precision:.2f} on the held-out "
               f"pairs (the model before: {opinion.bi_encoder_ap:.2f}); "
-              + (f"no silver pairs: {opinion.withheld}; " if getattr(opinion, "withheld", "")
+              + (f"no silver pairs: {opinion.withheld}; " if opinion.withheld
                  else f"{len(opinion.silver)} silver pairs trained on, "
                       f"{opinion.silver_duplicates} of them duplicates; ")
               + _judge_kept(opinion, report.after.average_precision))

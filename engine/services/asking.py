@@ -139,8 +139,7 @@ class Asking:
         """Positions of the pairs to ask, disagreements first, and the judge's probability
         of each one scored: the shortlist nearest the threshold is scored, then picked
         spread out as the usual order is (`pick_spread`)."""
-        if self._opinions is None:
-            raise InputError("this project object cannot reach the model's second opinion")
+        assert self._opinions is not None   # `pairs` refused by_disagreement without one
         short = shortlist(scores, threshold, n)
         ids = sorted({int(t) for i in short for t in (a[i], b[i])})
         with self._store.read() as conn:
