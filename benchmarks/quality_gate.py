@@ -115,9 +115,11 @@ class GateData:
                 "search_corpus": len(self.corpus), "search_queries": len(self.queries)}
 
 
-def load_data(questions: int = CUT_QUESTIONS) -> GateData:
+def load_data(questions: int = CUT_QUESTIONS, *, with_threshold: bool = True) -> GateData:
     """The benchmark's gate data: STSb test, held-out Quora pairs, the sample pairs, and
-    `questions` distinct Quora questions with the labelled duplicates among them."""
+    `questions` distinct Quora questions with the labelled duplicates among them.
+    `with_threshold` False leaves the threshold NaN, for a machine that only encodes the
+    texts (benchmarks/gpu_gate.py) with a copy of the weights whose digest is not recorded."""
     from benchmarks.data import STSB_TEST, quora_questions
     from benchmarks.finetune_quora import quora_splits
 
@@ -127,7 +129,7 @@ def load_data(questions: int = CUT_QUESTIONS) -> GateData:
     held = quora_splits(0, QUORA_PAIRS).validation
     texts = quora_questions(questions)
     return GateData(a, b, gold, held, sample_pairs(), texts, labelled_duplicates(texts),
-                    bundled_threshold())
+                    bundled_threshold() if with_threshold else float("nan"))
 
 
 def labelled_duplicates(texts: list[str]) -> np.ndarray:

@@ -200,6 +200,12 @@ def _postgres():
     from devtools.postgres_server import NoServer, PostgresServer
 
     try:
+        import psycopg  # noqa: F401 - the server's client, needed before one is started
+    except ImportError:
+        print("ray_encode: no PostgreSQL rows: psycopg is not installed", flush=True)
+        yield None
+        return
+    try:
         server = PostgresServer().start()
     except NoServer as exc:
         print(f"ray_encode: no PostgreSQL rows: {exc}", flush=True)

@@ -34,6 +34,7 @@ REGISTRY = (
     Benchmark("index_check", "Checking a saved index before hnswlib loads it"),
     Benchmark("gui_stalls", "The window on a slow team server: GUI-thread stalls"),
     Benchmark("gpu_import", "GPU import"),
+    Benchmark("gpu_gate", "fp16 on CUDA against the quality gate"),
     Benchmark("ray_encode", "Encoding on Ray"),
     Benchmark("match_throughput", "Checking a file against a project"),
     Benchmark("match_default", "Checking a file at the default settings"),
