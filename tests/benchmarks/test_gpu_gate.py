@@ -4,6 +4,8 @@ texts is refused, and the weight digest tells the halved model from the float32 
 
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import pytest
 
@@ -55,9 +57,9 @@ def test_a_dump_of_other_texts_is_refused(tmp_path):
     data = _data()
     texts = gpu_gate.gate_texts(data)
     (tmp_path / "gate_vectors_0.npy").write_bytes(b"")
-    (tmp_path / "gate_meta.json").write_text(
-        '{"texts_sha256": "%s", "texts": %d, "files": ["gate_vectors_0.npy"]}'
-        % (gpu_gate.texts_digest(texts[1:]), len(texts) - 1), encoding="utf-8")
+    meta = {"texts_sha256": gpu_gate.texts_digest(texts[1:]), "texts": len(texts) - 1,
+            "files": ["gate_vectors_0.npy"]}
+    (tmp_path / "gate_meta.json").write_text(json.dumps(meta), encoding="utf-8")
     with pytest.raises(SystemExit, match="other texts"):
         gpu_gate.load_dump(tmp_path, texts)
 
