@@ -56,25 +56,36 @@ class KnnGraph:
                   sims: np.ndarray, k: int, floor: float = math.inf) -> KnnGraph:
         """The graph of the directed edges rows[e] -> cols[e] (positions), as given: an edge
         listed twice keeps its first similarity; no edge is mirrored here."""
-        n = len(ids)
-        rows = np.asarray(rows, dtype=np.int64)
-        cols = np.asarray(cols, dtype=np.int64)
-        sims = np.asarray(sims, dtype=np.float32)
+        n, width = len(ids), max(len(ids), 1)
+        rows, cols = np.asarray(rows), np.asarray(cols)
         keep = rows != cols
-        rows, cols, sims = rows[keep], cols[keep], sims[keep]
         # Two sorts on int64 keys (a lexsort of three keys took seconds at 100k texts): by
         # (row, col) to drop repeats, keeping the first; then, stably, by (row, similarity
-        # descending), so equal similarities stay in column order.
-        key = rows * max(n, 1) + cols
+        # descending), so equal similarities stay in column order. Rows and columns live
+        # only in the key meanwhile, and each step's arrays go as soon as the next has
+        # them: a dense graph of documents has millions of entries, and holding every
+        # step's copies made this the peak of `duplicates` (737 MiB over its start for
+        # 8.4 million entries).
+        key = rows[keep].astype(np.int64) * width
+        key += cols[keep].astype(np.int64)
+        sims = np.asarray(sims, dtype=np.float32)[keep]
+        del keep, rows, cols
         order = np.argsort(key, kind="stable")
         key = key[order]
-        order = order[np.r_[True, key[1:] != key[:-1]]] if len(key) else order
-        rows, cols, sims = rows[order], cols[order], sims[order]
+        if len(key):
+            first = np.r_[True, key[1:] != key[:-1]]
+            order, key = order[first], key[first]
+            del first
+        sims = sims[order]
+        del order
+        rows = key // width
+        cols = (key - rows * width).astype(np.int32)
+        del key
         order = np.argsort((rows << 32) | descending_keys(sims), kind="stable")
         indptr = np.zeros(n + 1, dtype=np.int64)
         np.cumsum(np.bincount(rows, minlength=n), out=indptr[1:])
-        return cls(np.asarray(ids, dtype=np.int64), indptr, cols[order].astype(np.int32),
-                   sims[order], int(k), float(floor))
+        return cls(np.asarray(ids, dtype=np.int64), indptr, cols[order], sims[order], int(k),
+                   float(floor))
 
     @classmethod
     def from_dense(cls, ids: np.ndarray, nbr: np.ndarray, sim: np.ndarray,
@@ -199,6 +210,7 @@ def build_knn_graph(index: HnswIndex, k: int, ids: np.ndarray | None = None, *,
     all_rows = np.concatenate([extra_rows, extra_cols, rows, cols])
     all_cols = np.concatenate([extra_cols, extra_rows, cols, rows])
     all_sims = np.concatenate([extra_sims, extra_sims, sims, sims])
+    del extra_rows, extra_cols, extra_sims   # from_rows holds its own copies
     return KnnGraph.from_rows(ids, all_rows, all_cols, all_sims, k,
                               floor if math.isfinite(floor) and floor <= 1 else math.inf)
 
