@@ -18,6 +18,9 @@
 #                imports (RLlib, Serve, Tune, Train, Data, the dashboard's web page).
 # Both install into .devstage/site, which the machine keeps between calls while it stays
 # warm, so "ray" runs on what "gpu" installed. Results go to $OUT (the device tool's).
+# For a dry run on a CPU with another Python: PYTHON, DUPLENS_BENCH_DEVICE=cpu, and
+# DUPLENS_BENCH_WHEELS / _WHEELS2 / _RAY naming that Python's wheels and Ray bundle
+# (DUPLENS_BENCH_QUICK=1 runs ray_encode's quick size).
 set -euo pipefail
 step=${1:?usage: gpu_machine.sh gpu|ray}
 root=$PWD
@@ -58,7 +61,7 @@ half.unlink()
 print(f"model widened to float32: {len(tensors)} tensors")
 EOF
     # At most 8 files come back: gpu.log, the gate's meta and vectors (3 files for its
-    # ~25,000 texts), gpu_import's log and results.
+    # 28,027 texts), gpu_import's log and results.
     { nvidia-smi || true; lscpu | head -20; nproc; "$py" --version; } > "$out/gpu.log" 2>&1
     # The gate's embeddings first (short); gpu_import runs whatever became of them.
     "$py" -m benchmarks.gpu_gate --dump "$out/gate" --device "$device" >> "$out/gpu.log" 2>&1 \
