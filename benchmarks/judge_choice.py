@@ -16,15 +16,16 @@ model's cosine) in the same run:
   the mean of both orders. A cross-encoder reads "A [SEP] B" and "B [SEP] A" differently
   though a duplicate is symmetric, so swapping doubles the examples at no labelling cost;
 - `soft`: the judge also learns unlabelled pairs labelled by the bi-encoder (its cosine made
-  a probability by a logistic fit on the gold pairs), so it starts from what the bi-encoder
-  knows instead of from a random head. Here they are training-part pairs past both gold
-  slices, their labels never read (Quora's pairs are candidate pairs, as a neighbour graph's
-  are); in a project they would be pairs of its neighbour graph.
+  a probability by a logistic fit on the gold pairs), so beside the gold pairs it learns
+  what the bi-encoder already knows instead of only what 1,000 answers show. Here they are
+  training-part pairs past both gold slices, their labels never read (Quora's pairs are
+  candidate pairs, as a neighbour graph's are); in a project they would be pairs of its
+  neighbour graph.
 
 Gold pairs: disjoint slices of 1,000 from the training part's seeded order (split seed 0,
 as the arms use), one slice per `--seeds` value. The measured pairs: the 4,000 validation
 pairs of `quora_splits(0, 4000)`, never the test part. The chosen recipe is the one with the
-highest mean validation AP; the arms then report it once on test.
+highest mean validation AP; the arms are to report the product's recipe once on test.
 """
 
 from __future__ import annotations
