@@ -64,8 +64,8 @@ class KnnGraph:
         # descending), so equal similarities stay in column order. Rows and columns live
         # only in the key meanwhile, and each step's arrays go as soon as the next has
         # them: a dense graph of documents has millions of entries, and holding every
-        # step's copies made this the peak of `duplicates` (737 MiB over its start for
-        # 8.4 million entries).
+        # step's copies made this the peak of `duplicates` (739 MiB over the graph build's
+        # start for 8.4 million entries; devtools/graph_peak.py).
         key = rows[keep].astype(np.int64) * width
         key += cols[keep].astype(np.int64)
         sims = np.asarray(sims, dtype=np.float32)[keep]

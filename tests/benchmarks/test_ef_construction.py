@@ -24,8 +24,8 @@ def test_exact_top_is_numpys_argsort_in_any_chunking():
 
 def test_recall_counts_shared_neighbours():
     truth = np.array([[1, 2], [3, 4]])
-    assert ef.recall_at(truth, truth) == 1.0
-    assert ef.recall_at(np.array([[2, 9], [8, 9]]), truth) == 0.25
+    assert ef.recall(truth, truth) == 1.0
+    assert ef.recall(np.array([[2, 9], [8, 9]]), truth) == 0.25
 
 
 def test_pairs_at_leave_out_self_and_count_a_pair_once():
