@@ -20,9 +20,15 @@ The learning rate, 1e-4, was chosen on Quora validation (`benchmarks/judge_choic
 a judge of 1,000 answers read the validation pairs at AP 64.4 with it, against 56.2 with
 sentence-transformers' own default for cross-encoders (2e-5, made for tens of thousands of
 steps; a new head gets 63 steps from 1,000 answers). The other settings are the library's (10%
-warm-up, batch size 16). No recipe tried there read the pairs better than the bi-encoder
-itself (AP 76.4), which is why the second opinion labels silver only when its judge does
-(`engine.training.second_opinion`).
+warm-up, batch size 16). No judge with a new head read the pairs better than the
+bi-encoder itself (AP 76.4), which is why the second opinion labels silver only when its
+judge does (`engine.training.second_opinion`).
+
+A residual judge (`prior`: its logit added to the calibrated bi-encoder's, its head
+zeroed, `prior_loss`) did, by 0.17 AP (one epoch at 1e-4, the same study). A fine-tuning
+run does not train one yet: a kept judge would need its bi-encoder's cosine and
+calibration wherever it scores a pair, and what its silver does to the fine-tuned model is
+still to be measured.
 
 As with the bi-encoder (`engine.training.trainer`): loading runs no code from a folder
 (safetensors only, no trust_remote_code, checked by `model_safety` first), nothing goes to
@@ -86,6 +92,7 @@ def train_cross_encoder(pairs: Sequence[LabelledPair], output_dir: str | os.Path
                         base: str | None = None, epochs: int = 1, batch_size: int = 16,
                         learning_rate: float = LEARNING_RATE, seed: int = 0,
                         max_steps: int | None = None, device: str | None = None,
+                        prior: Sequence[float] | None = None,
                         progress: ProgressCallback = no_progress,
                         cancel: CancelToken | None = None) -> CrossEncoderResult:
     """Train a judge on `pairs` (labels 0..1, the analyst's verdicts) and save it in
@@ -95,6 +102,9 @@ def train_cross_encoder(pairs: Sequence[LabelledPair], output_dir: str | os.Path
     encoder's transformer gets a new head, a one-logit cross-encoder keeps its own.
     `max_steps` cuts training short (tests, quick trials).
     `device`: where to train (None: the best one here, as for the bi-encoder).
+    `prior`: a logit per pair (the calibrated bi-encoder's) that the judge's own logit is
+    added to: a residual judge (`prior_loss`), whose head starts at zero. Score it with the
+    same kind of prior (`score_pairs`).
 
     Progress goes to `progress` as stage `TRAINING_STAGE`, steps done of total with the
     loss, as `finetune` reports its own. Setting `cancel` stops after the current step and
@@ -106,6 +116,8 @@ def train_cross_encoder(pairs: Sequence[LabelledPair], output_dir: str | os.Path
     if max_steps is not None and max_steps < 1:
         raise ValueError("max_steps must be at least 1 (or None)")
     _check_verdicts(pairs)
+    if prior is not None and len(prior) != len(pairs):
+        raise ValueError(f"{len(prior)} prior logits for {len(pairs)} pairs")
     output_dir = Path(output_dir)
     check_output_folder(output_dir)
     cancel = cancel or CancelToken()
@@ -115,12 +127,14 @@ def train_cross_encoder(pairs: Sequence[LabelledPair], output_dir: str | os.Path
 
     set_seed(seed)  # before loading: the new head's weights are drawn there
     judge = _new_judge(base, pick_device(device or "auto"))
+    if prior is not None:
+        _zero_head(judge)
     used_device = str(judge.device)
     cancel.raise_if_cancelled()
     with tempfile.TemporaryDirectory(prefix="duplens-judge-") as scratch:
         history, steps, seconds = _train(judge, pairs, epochs, batch_size, learning_rate,
                                          seed, max_steps, used_device, scratch, progress,
-                                         cancel)
+                                         cancel, prior)
     save_model_folder(judge, output_dir, cancel)
     return CrossEncoderResult(output_dir, len(pairs), seconds, steps, used_device, history,
                               judge)
@@ -153,7 +167,8 @@ def load_cross_encoder(folder: str | os.PathLike[str], device: str = "cpu") -> C
 
 
 def score_pairs(model: CrossEncoder, pairs: Sequence[tuple[str, str]], batch_size: int = 64,
-                *, progress: ProgressCallback = no_progress,
+                *, prior: Sequence[float] | None = None,
+                progress: ProgressCallback = no_progress,
                 cancel: CancelToken | None = None) -> np.ndarray:
     """The judge's probability that each pair is a duplicate, float32 in [0, 1], in order.
 
@@ -161,20 +176,28 @@ def score_pairs(model: CrossEncoder, pairs: Sequence[tuple[str, str]], batch_siz
     probabilities for any one-logit judge. Scored in chunks of `_SCORE_CHUNK` pairs, with
     progress (stage `SCORING_STAGE`, pairs done of total) and a cancel check after each:
     labelling thousands of silver pairs on a CPU takes minutes.
+    `prior`: for a residual judge, the logit per pair its own is added to before the sigmoid.
     """
     import torch
 
     cancel = cancel or CancelToken()
     total = len(pairs)
+    if prior is not None and len(prior) != total:
+        raise ValueError(f"{len(prior)} prior logits for {total} pairs")
+    activation = torch.nn.Identity() if prior is not None else torch.nn.Sigmoid()
     scores = np.zeros(total, dtype=np.float32)
     meter = RateMeter()
     progress(Progress(SCORING_STAGE, 0, total))
     for start in range(0, total, _SCORE_CHUNK):
         cancel.raise_if_cancelled()
         chunk = [(a, b) for a, b in pairs[start:start + _SCORE_CHUNK]]
-        got = model.predict(chunk, batch_size=batch_size, show_progress_bar=False,
-                            activation_fn=torch.nn.Sigmoid(), convert_to_numpy=True)
-        scores[start:start + len(chunk)] = np.asarray(got, dtype=np.float32).reshape(-1)
+        got = np.asarray(model.predict(chunk, batch_size=batch_size, show_progress_bar=False,
+                                       activation_fn=activation, convert_to_numpy=True),
+                         dtype=np.float64).reshape(-1)
+        if prior is not None:
+            got = 1.0 / (1.0 + np.exp(-(got + np.asarray(prior[start:start + len(chunk)],
+                                                         dtype=np.float64))))
+        scores[start:start + len(chunk)] = got
         done = start + len(chunk)
         progress(Progress(SCORING_STAGE, done, total, meter.rate(done)))
     return np.clip(scores, 0.0, 1.0)
@@ -214,10 +237,24 @@ def _new_judge(base: str | None, device: str) -> CrossEncoder:
     return judge
 
 
+def _zero_head(judge: CrossEncoder) -> None:
+    """Zero the one-logit head, so a residual judge starts as exactly its prior."""
+    import torch
+
+    heads = [m for m in judge.modules()
+             if isinstance(m, torch.nn.Linear) and m.out_features == 1]
+    if not heads:
+        raise ModelError("the second opinion's model has no one-logit head to start at zero")
+    with torch.no_grad():
+        heads[-1].weight.zero_()
+        if heads[-1].bias is not None:
+            heads[-1].bias.zero_()
+
+
 def _train(judge: CrossEncoder, pairs: Sequence[LabelledPair], epochs: int, batch_size: int,
            learning_rate: float, seed: int, max_steps: int | None, device: str, scratch: str,
-           progress: ProgressCallback, cancel: CancelToken
-           ) -> tuple[list[tuple[int, float]], int, float]:
+           progress: ProgressCallback, cancel: CancelToken,
+           prior: Sequence[float] | None = None) -> tuple[list[tuple[int, float]], int, float]:
     """Run the library's trainer; (loss history, steps, seconds). Raises Cancelled when
     asked to stop."""
     from datasets import Dataset
@@ -249,8 +286,15 @@ def _train(judge: CrossEncoder, pairs: Sequence[LabelledPair], epochs: int, batc
                                  "text_b": [p.text_b for p in pairs],
                                  "label": [float(p.label) for p in pairs]})
     relay = progress_relay(progress, cancel, TRAINING_STAGE)
-    trainer = Trainer(model=judge, args=args, train_dataset=dataset,
-                      loss=BinaryCrossEntropyLoss(judge), callbacks=[relay])
+    if prior is None:
+        loss = BinaryCrossEntropyLoss(judge)
+    else:
+        from engine.training.prior_loss import PriorBinaryCrossEntropyLoss
+
+        loss = PriorBinaryCrossEntropyLoss(judge, {(p.text_a, p.text_b): float(x)
+                                                   for p, x in zip(pairs, prior, strict=True)})
+    trainer = Trainer(model=judge, args=args, train_dataset=dataset, loss=loss,
+                      callbacks=[relay])
     trainer.remove_callback(PrinterCallback)  # with tqdm off it prints every log line
     started = time.perf_counter()
     trainer.train()

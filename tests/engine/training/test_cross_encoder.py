@@ -12,6 +12,7 @@ import shutil
 
 import numpy as np
 import pytest
+import torch
 
 from engine.encoding.model_safety import PICKLED_WEIGHTS
 from engine.encoding.model_spec import default_model_path
@@ -167,3 +168,39 @@ def test_a_sentence_encoder_folder_is_not_taken_for_a_judge(tmp_path):
         load_cross_encoder(default_model_path())
     with pytest.raises(ModelError, match="no such"):
         load_cross_encoder(tmp_path / "missing")
+
+
+# -- a residual judge: its logit adds to a prior (`prior_loss`) ----------------------------
+
+
+def _bce(logits: np.ndarray, labels: np.ndarray) -> float:
+    """Binary cross-entropy with logits, the mean over pairs, computed here by hand."""
+    return float(np.mean(np.logaddexp(0.0, logits) - labels * logits))
+
+
+@pytest.mark.slow
+def test_a_residual_judge_starts_as_its_prior_and_learns_a_correction(tmp_path):
+    pairs = separable_pairs(TRAIN)
+    labels = np.array([p.label for p in pairs])
+    # A prior that leans the right way for some pairs and the wrong way for others.
+    prior = np.where(np.arange(len(pairs)) % 3 == 0, 1.5, -0.5)
+    result = train_cross_encoder(pairs, tmp_path / "judge", epochs=4, batch_size=len(pairs),
+                                 learning_rate=LEARNING_RATE, device="cpu",
+                                 prior=prior.tolist())
+    # One batch of every pair: the first step's loss is read before any update, when a
+    # zeroed head adds nothing, so it is the prior's own loss.
+    assert result.loss_history[0][1] == pytest.approx(_bce(prior, labels), rel=1e-3)
+    assert result.loss_history[-1][1] < result.loss_history[0][1]
+    texts = [(p.text_a, p.text_b) for p in pairs]
+    with_prior = score_pairs(result.model, texts, prior=prior.tolist())
+    own_logit = np.asarray(result.model.predict(texts, activation_fn=torch.nn.Identity()),
+                           dtype=np.float64).reshape(-1)
+    expected = 1 / (1 + np.exp(-(own_logit + prior)))
+    assert np.allclose(with_prior, expected, atol=1e-4)   # scored as logit + prior
+    assert not np.allclose(with_prior, 1 / (1 + np.exp(-prior)), atol=1e-3)  # it learnt
+
+
+def test_a_prior_of_the_wrong_length_is_refused(tmp_path):
+    with pytest.raises(ValueError, match="prior logits"):
+        train_cross_encoder(separable_pairs(TRAIN), tmp_path / "judge", prior=[0.0])
+    assert not (tmp_path / "judge").exists()
