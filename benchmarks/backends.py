@@ -412,12 +412,10 @@ def present(result: dict, results: dict | None = None) -> dict:
                         f", which DISAGREES with this verdict ({default})") + ".")
         data = result["gate"]["data"]
         notes.append(
-            f"Quality gate data: STSb test ({data['stsb_pairs']:,} pairs); "
-            f"{data['quora_pairs']:,} held-out Quora pairs ({data['quora_duplicates']:,} "
-            f"duplicates); {data['sample_pairs']:,} pairs of the shipped sample questions "
-            f"({data['sample_duplicates']:,} paraphrases; the int8 calibration rows left "
-            f"out); search: {data['search_queries']:,} questions against "
-            f"{data['search_corpus']:,} others, recall@10 against torch's exact neighbours.")
+            f"Quality gate data: {quality_gate.data_words(data)}; the int8 calibration "
+            f"rows are left out of the sample pairs; search: {data['search_queries']:,} questions "
+            f"against {data['search_corpus']:,} others, recall@10 against torch's exact "
+            f"neighbours.")
     if result.get("query_mixing"):
         tables.append(_mixing_table(result["query_mixing"]))
     notes += [

@@ -34,7 +34,11 @@ In each class's process, for each OpenVINO backend the class runs:
 
 The verdict per class: the fastest backend by whole-command import that passes the gate and
 imports at least `quality_gate.MIN_SPEEDUP` times as fast as Duplens' own import with torch
-(the default it would replace); torch where none does. The goals (≥ 2× plain
+(the default it would replace); torch where none does. The gate it passes is judged on the
+gate's choice data (STSb dev, Quora validation pairs, the cut over training and validation
+questions); once the verdict is made, a second process of the class measures that one
+backend on the gate's test data (STSb test, Quora test pairs, the cut over test questions),
+reported once and never used to choose. The goals (≥ 2× plain
 sentence-transformers, ≥ 2.5× with bf16 units) are judged against plain
 sentence-transformers. Classes not measured here (arm64, x86-64 without AVX2) keep torch,
 and the page says they were not measured.
@@ -195,29 +199,44 @@ def _import(run_cli, work: Path, csv: Path, name: str, env: dict) -> float:
     return seconds
 
 
-def child(klass: str, out: Path, rows: int, questions: int) -> None:
-    """One class's measurements, in a process whose kernels are capped by its environment."""
+def _reference(data, out: Path, cache: Path) -> dict:
+    """torch's float32 gate figures on `data` (and its embeddings of the questions), made
+    once per part of the gate's data by the first class's process, the CPU as it is, and
+    read back by the others."""
     import numpy as np
 
+    from engine.encoding.backends import BACKENDS
+
+    stem = out / f"reference-{data.part}"
+    if not stem.with_suffix(".npz").exists():
+        from benchmarks.backends import _load
+        from engine.encoding.model_spec import resolve_model
+
+        _say(f"  gate: torch (the reference, {data.part} data)")
+        encoder, _ = _load(resolve_model(None), BACKENDS["torch"], cache)
+        reference = quality_gate.measure(encoder.encode, data)
+        del encoder
+        np.savez(stem.with_suffix(".npz"), questions=reference.pop("_questions"))
+        stem.with_suffix(".json").write_text(json.dumps(reference), encoding="utf-8")
+    reference = json.loads(stem.with_suffix(".json").read_text(encoding="utf-8"))
+    reference["_questions"] = np.load(stem.with_suffix(".npz"))["questions"]
+    return reference
+
+
+def _rounded(figures: dict) -> dict:
+    return {k: round(v, 4) for k, v in figures.items() if not k.startswith("_")}
+
+
+def child(klass: str, out: Path, rows: int, questions: int) -> None:
+    """One class's measurements on the gate's choice data, in a process whose kernels are
+    capped by its environment."""
     from engine.encoding.backend_choice import default_backend
     from engine.encoding.backends import BACKENDS, unsupported_here
 
     cache = out / "cache"
     out.mkdir(parents=True, exist_ok=True)
-    data = quality_gate.load_data(questions)
-    ref_path = out / "reference.npz"
-    if not ref_path.exists():   # torch's float32 figures, once, on the CPU as it is
-        from benchmarks.backends import _load
-        from engine.encoding.model_spec import resolve_model
-
-        _say("  gate: torch (the reference)")
-        encoder, _ = _load(resolve_model(None), BACKENDS["torch"], cache)
-        reference = quality_gate.measure(encoder.encode, data)
-        del encoder
-        np.savez(ref_path, questions=reference.pop("_questions"))
-        (out / "reference.json").write_text(json.dumps(reference), encoding="utf-8")
-    reference = json.loads((out / "reference.json").read_text(encoding="utf-8"))
-    reference["_questions"] = np.load(ref_path)["questions"]
+    data = quality_gate.load_data(questions, part=quality_gate.CHOICE)
+    reference = _reference(data, out, cache)
     skipped = {n: unsupported_here(BACKENDS[n]) for n in CANDIDATES}
     runs = [n for n in CANDIDATES if skipped[n] is None]
     gate = _gate(runs, data, reference, cache)
@@ -225,10 +244,22 @@ def child(klass: str, out: Path, rows: int, questions: int) -> None:
         speed = _speed(runs, rows, cache, Path(work))
     result = {"class": klass, "cap": check_cap(cache), "duplens_default": default_backend("cpu"),
               "gate": gate, "speed": speed, "data": data.describe(),
-              "reference": {k: round(v, 4) for k, v in reference.items()
-                            if not k.startswith("_")},
+              "reference": _rounded(reference),
               "skipped": {n: why for n, why in skipped.items() if why}}
     (out / f"{klass}.json").write_text(json.dumps(result, indent=1), encoding="utf-8")
+
+
+def child_test(klass: str, out: Path, backend: str, questions: int) -> None:
+    """The class's chosen default on the gate's test data, reported once after the choice
+    (which never sees them), in the class's capped process; torch is the reference itself."""
+    cache = out / "cache"
+    out.mkdir(parents=True, exist_ok=True)
+    data = quality_gate.load_data(questions, part=quality_gate.TEST)
+    reference = _reference(data, out, cache)
+    gate = _gate([backend], data, reference, cache)[backend] if backend != "torch" else None
+    result = {"class": klass, "backend": backend, "data": data.describe(),
+              "reference": _rounded(reference), "gate": gate}
+    (out / f"{klass}-test.json").write_text(json.dumps(result, indent=1), encoding="utf-8")
 
 
 # -- the parent: one process per class -----------------------------------------------------
@@ -267,14 +298,22 @@ def run(quick: bool) -> dict:
         for klass, spec in CLASSES.items():
             _say(f"class {klass}: {spec['label']}")
             env = {**os.environ, **spec["env"], "PYTHONPATH": str(Path(__file__).parents[1])}
-            done = subprocess.run([sys.executable, "-m", "benchmarks.cpu_classes", "--child",
-                                   klass, "--out", str(out), "--rows", str(rows),
-                                   "--questions", str(questions)], env=env, check=False)
+            command = [sys.executable, "-m", "benchmarks.cpu_classes", "--child", klass,
+                       "--out", str(out), "--rows", str(rows), "--questions", str(questions)]
+            done = subprocess.run(command, env=env, check=False)
             if done.returncode:
                 raise RuntimeError(f"the {klass} class's process failed ({done.returncode})")
             measured = json.loads((out / f"{klass}.json").read_text(encoding="utf-8"))
             measured["label"] = spec["label"]
             measured["verdict"], measured["why"] = decide(measured)
+            # The verdict is made; only now is it measured on the test data, once.
+            done = subprocess.run([*command, "--test", measured["verdict"]], env=env,
+                                  check=False)
+            if done.returncode:
+                raise RuntimeError(f"the {klass} class's test process failed "
+                                   f"({done.returncode})")
+            measured["test"] = json.loads((out / f"{klass}-test.json").read_text(
+                encoding="utf-8"))
             classes[klass] = measured
     return {"mode": "quick" if quick else "full", "cpu": cpu_summary(), "classes": classes,
             "min_speedup": quality_gate.MIN_SPEEDUP, "rows": rows,
@@ -298,7 +337,7 @@ def present(result: dict, results: dict | None = None) -> dict:
     from engine.encoding.backends import CPU_CLASS_DEFAULTS
 
     tol = result["tolerances"]
-    headline, rows, gate_rows = [], [], []
+    headline, rows, gate_rows, test_rows = [], [], [], []
     for m in result["classes"].values():
         m["verdict"], m["why"] = decide(m)   # the rule of this code, on the recorded figures
     for klass, m in result["classes"].items():
@@ -322,17 +361,15 @@ def present(result: dict, results: dict | None = None) -> dict:
         for name, why in m.get("skipped", {}).items():
             rows.append([klass, name, "–", "–", f"not run: {why}", ""])
         for name, g in m["gate"].items():
-            gate_rows.append([klass, name, f"{g['stsb_spearman']:.2f}",
-                              _delta(g["stsb_spearman_loss"]), f"{g['quora_ap']:.2f}",
-                              _delta(g["quora_ap_loss"]), f"{g['sample_pairs_ap']:.2f}",
-                              _delta(g["sample_pairs_ap_loss"]), f"{g['cut_f1']:.4f}",
-                              f"{g['cut_pairs']:,} / {g['reference_cut_pairs']:,}",
-                              f"{g['partner_top5']:.2f}", _delta(g["partner_top5_loss"]),
-                              f"{g['recall_at_10']:.4f}", f"{g['top1_agreement']:.3f}",
-                              "passes" if g["gate"]["passed"] else
-                              "fails: " + "; ".join(g["gate"]["failed"])])
+            gate_rows.append([klass, name, *_gate_cells(g)])
+        tested = m.get("test")
+        if tested:
+            g = tested["gate"]
+            test_rows.append([klass, tested["backend"], *(
+                _gate_cells(g) if g else _reference_cells(tested["reference"]))])
     first = next(iter(result["classes"].values()))
     ref, data = first["reference"], first["data"]
+    test_data = first.get("test", {}).get("data")
     agree = {k: (m["verdict"], CPU_CLASS_DEFAULTS.get(k)) for k, m in result["classes"].items()}
     notes = [
         f"Gate (against torch's float32 embeddings, made once on this CPU as it is): STSb "
@@ -343,12 +380,15 @@ def present(result: dict, results: dict | None = None) -> dict:
         f"torch: STSb {ref['stsb_spearman']:.2f}, Quora AP {ref['quora_ap']:.2f}, sample AP "
         f"{ref['sample_pairs_ap']:.2f}, partner in top {tol['partner_k']} "
         f"{ref['partner_top5']:.2f}%.",
-        f"Gate data: STSb test ({data['stsb_pairs']:,} pairs); {data['quora_pairs']:,} "
-        f"held-out Quora pairs; {data['sample_pairs']:,} sample pairs; the cut over "
-        f"{data['cut_questions']:,} distinct Quora questions at the bundled model's default "
-        f"threshold {data['threshold']} (exact 10-nearest graphs, the product's cut), "
-        f"{data['cut_duplicates']:,} labelled duplicates among them; search recall over "
-        f"{data['search_queries']} queries against {data['search_corpus']:,}.",
+        f"Gate data the defaults are chosen on: {quality_gate.data_words(data)}; the cut at "
+        f"the bundled model's default threshold {data['threshold']} (exact 10-nearest "
+        f"graphs, the product's cut); search recall over {data['search_queries']} queries "
+        f"against {data['search_corpus']:,}.",
+        (f"Test data, measured once per class for its chosen default only, after the "
+         f"choice: {quality_gate.data_words(test_data)}." if test_data else
+         "This run measured no test data: it was made before the gate's data were split "
+         "into a part to choose on and a part to report on (its cut took questions of "
+         "every part of Quora, and its STSb pairs were the test split's)."),
         "The verdict per class: " + "; ".join(
             f"{k}: {m['verdict']} ({m['why']})" for k, m in result["classes"].items()) + ".",
         "The code's defaults (`CPU_CLASS_DEFAULTS`): " + ", ".join(
@@ -380,8 +420,32 @@ def present(result: dict, results: dict | None = None) -> dict:
         {"title": "The quality gate per class, against torch's float32 embeddings",
          "columns": ["class", "backend", "STSb", "Δ", "Quora AP", "Δ", "sample AP", "Δ",
                      "cut F1", "cut pairs (this / float32)", "partner top 5 %", "Δ",
-                     "recall@10", "top-1", "gate"], "rows": gate_rows}],
+                     "recall@10", "top-1", "gate"], "rows": gate_rows},
+        *([{"title": "Each class's chosen default on the test data (reported once, after "
+                     "the choice), against torch's float32 embeddings of the same texts",
+            "columns": ["class", "default", "STSb", "Δ", "Quora AP", "Δ", "sample AP", "Δ",
+                        "cut F1", "cut pairs (this / float32)", "partner top 5 %", "Δ",
+                        "recall@10", "top-1", "gate on test"], "rows": test_rows}]
+          if test_rows else [])],
         "notes": notes}
+
+
+def _gate_cells(g: dict) -> list[str]:
+    """A gate row's figures, as the gate tables show them."""
+    return [f"{g['stsb_spearman']:.2f}", _delta(g["stsb_spearman_loss"]),
+            f"{g['quora_ap']:.2f}", _delta(g["quora_ap_loss"]), f"{g['sample_pairs_ap']:.2f}",
+            _delta(g["sample_pairs_ap_loss"]), f"{g['cut_f1']:.4f}",
+            f"{g['cut_pairs']:,} / {g['reference_cut_pairs']:,}", f"{g['partner_top5']:.2f}",
+            _delta(g["partner_top5_loss"]), f"{g['recall_at_10']:.4f}",
+            f"{g['top1_agreement']:.3f}",
+            "passes" if g["gate"]["passed"] else "fails: " + "; ".join(g["gate"]["failed"])]
+
+
+def _reference_cells(ref: dict) -> list[str]:
+    """torch's own figures where torch is the default: the reference, nothing to compare."""
+    return [f"{ref['stsb_spearman']:.2f}", "", f"{ref['quora_ap']:.2f}", "",
+            f"{ref['sample_pairs_ap']:.2f}", "", "", "", f"{ref['partner_top5']:.2f}", "",
+            "", "", "the reference"]
 
 
 def _delta(loss: float) -> str:
@@ -398,8 +462,13 @@ def main() -> None:
     parser.add_argument("--out", type=Path)
     parser.add_argument("--rows", type=int, default=ROWS)
     parser.add_argument("--questions", type=int, default=quality_gate.CUT_QUESTIONS)
+    parser.add_argument("--test", metavar="BACKEND",
+                        help="with --child: the class's chosen default on the test data")
     parser.add_argument("--quick", action="store_true")
     args = parser.parse_args()
+    if args.child and args.test:
+        child_test(args.child, args.out, args.test, args.questions)
+        return
     if args.child:
         child(args.child, args.out, args.rows, args.questions)
         return

@@ -11,6 +11,7 @@ from pathlib import Path
 SHARED = Path(os.environ.get("DUPLENS_SHARED", Path(__file__).resolve().parents[2] / "shared"))
 QUORA = SHARED / "data" / "quora" / "pairs.tsv.gz"
 STSB_TEST = SHARED / "data" / "stsb" / "test.tsv"
+STSB_DEV = SHARED / "data" / "stsb" / "dev.tsv"
 STSB_TRAIN = SHARED / "data" / "stsb" / "train.tsv"
 
 

@@ -8,19 +8,30 @@ embeddings against torch's, on the same texts, in the same run.
 A candidate passes when, against torch's float32 embeddings of the same texts
 (`engine.encoding.gate_rules`, which a fine-tuned version's fast form obeys too):
 
-- STS benchmark test split (1,379 pairs): Spearman x100 of cosine similarity at most
-  `STSB_LOSS` lower;
-- held-out Quora pairs (a seeded sample of `QUORA_PAIRS` from the validation part of
-  benchmarks/finetune_quora.py's three-way split: no question of it is ever trained on, and
-  the gate makes a choice, so it is measured on validation, never on the test part):
+- STS benchmark pairs: Spearman x100 of cosine similarity at most `STSB_LOSS` lower;
+- held-out Quora pairs (a seeded sample of `QUORA_PAIRS` from one part of
+  benchmarks/finetune_quora.py's three-way split, whose questions are never trained on):
   average precision (engine/pair_metrics.py) at most `PAIR_AP_LOSS` points lower;
 - MRPC-style paraphrase pairs built from the shipped sample questions (`sample_pairs`), the
   second labelled set: average precision at most `PAIR_AP_LOSS` points lower;
-- the cut: over `CUT_QUESTIONS` distinct Quora questions, the pairs the product's clusters
-  hold at the bundled model's default threshold (each side's exact 10-nearest-neighbour
-  graph, cut by `engine.dedup.cut`), pair F1 against torch's cut at least `MIN_CUT_F1`;
+- the cut: over up to `CUT_QUESTIONS` distinct Quora questions, the pairs the product's
+  clusters hold at the bundled model's default threshold (each side's exact
+  10-nearest-neighbour graph, cut by `engine.dedup.cut`), pair F1 against torch's cut at
+  least `MIN_CUT_F1`;
 - Quora's labelled duplicates among those questions: the partner among the `PARTNER_K`
   nearest at most `PARTNER_LOSS` points less often than with torch.
+
+The gate makes a choice (which backend a class of CPU gets), so its data come in two parts
+(`load_data`'s `part`), split as every choice in Duplens is:
+
+- "choice", what a default is chosen on: STSb's dev split (1,500 pairs), Quora validation
+  pairs, and the cut over the first `CUT_QUESTIONS` distinct questions of Quora's training
+  and validation parts (file order);
+- "test", reported once for the backend chosen: STSb's test split (1,379 pairs), Quora test
+  pairs, and the cut over the test part's questions (about 11,000). The split is by question
+  groups, so no test question, nor any duplicate of one, is in the choice's cut.
+
+The sample pairs have no split of their own and are the same in both parts.
 
 Reported beside them, not gating: recall@10 of the product's search (an `HnswIndex` with its
 default parameters, 500 of the questions against 10,000 others) and of exact search against
@@ -74,6 +85,13 @@ CALIBRATION_ROWS = CALIBRATION_SAMPLES  # the first sample questions, which the 
 
 Encode = Callable[[Sequence[str]], np.ndarray]
 
+CHOICE, TEST = "choice", "test"   # the gate's two parts of data (`load_data`)
+PART_SOURCES = {   # what each part is made of, as a results file records it
+    CHOICE: {"stsb_split": "dev", "quora_part": "validation",
+             "cut_from": "Quora's training and validation parts"},
+    TEST: {"stsb_split": "test", "quora_part": "test", "cut_from": "Quora's test part"},
+}
+
 
 @dataclass(frozen=True)
 class GateData:
@@ -87,6 +105,7 @@ class GateData:
     questions: list[str]         # the cut's questions; the search's corpus and queries too
     duplicates: np.ndarray       # (m, 2) positions in `questions` of Quora's duplicates
     threshold: float             # the bundled model's default threshold: where it cuts
+    part: str = CHOICE           # CHOICE or TEST: which data these are (`load_data`)
 
     @property
     def search_slices(self) -> tuple[slice, slice]:
@@ -106,7 +125,8 @@ class GateData:
         return self.questions[self.search_slices[1]]
 
     def describe(self) -> dict:
-        return {"stsb_pairs": len(self.sts_gold), "quora_pairs": len(self.quora),
+        return {"part": self.part, **PART_SOURCES[self.part],
+                "stsb_pairs": len(self.sts_gold), "quora_pairs": len(self.quora),
                 "quora_duplicates": sum(p.is_duplicate for p in self.quora),
                 "sample_pairs": len(self.sample),
                 "sample_duplicates": sum(p.is_duplicate for p in self.sample),
@@ -115,21 +135,55 @@ class GateData:
                 "search_corpus": len(self.corpus), "search_queries": len(self.queries)}
 
 
-def load_data(questions: int = CUT_QUESTIONS, *, with_threshold: bool = True) -> GateData:
-    """The benchmark's gate data: STSb test, held-out Quora pairs, the sample pairs, and
-    `questions` distinct Quora questions with the labelled duplicates among them.
-    `with_threshold` False leaves the threshold NaN, for a machine that only encodes the
-    texts (benchmarks/gpu_gate.py) with a copy of the weights whose digest is not recorded."""
-    from benchmarks.data import STSB_TEST, quora_questions
+def load_data(questions: int = CUT_QUESTIONS, *, part: str = CHOICE,
+              with_threshold: bool = True) -> GateData:
+    """The gate's data of `part` (CHOICE or TEST, see the module doc): STSb pairs, held-out
+    Quora pairs, the sample pairs, and up to `questions` distinct Quora questions with the
+    labelled duplicates among them. `with_threshold` False leaves the threshold NaN, for a
+    machine that only encodes the texts (benchmarks/gpu_gate.py) with a copy of the weights
+    whose digest is not recorded."""
+    from benchmarks.data import STSB_DEV, STSB_TEST
     from benchmarks.finetune_quora import quora_splits
 
-    if not STSB_TEST.exists():
-        raise SystemExit(f"benchmark data not found: {STSB_TEST} (set DUPLENS_SHARED)")
-    a, b, gold = read_sts(STSB_TEST)
-    held = quora_splits(0, QUORA_PAIRS).validation
-    texts = quora_questions(questions)
+    if part not in PART_SOURCES:
+        raise ValueError(f"part must be one of {sorted(PART_SOURCES)}, not {part!r}")
+    sts = STSB_DEV if part == CHOICE else STSB_TEST
+    if not sts.exists():
+        raise SystemExit(f"benchmark data not found: {sts} (set DUPLENS_SHARED)")
+    a, b, gold = read_sts(sts)
+    splits = quora_splits(0, QUORA_PAIRS)
+    held = splits.validation if part == CHOICE else splits.test
+    texts = part_questions(part, questions)
     return GateData(a, b, gold, held, sample_pairs(), texts, labelled_duplicates(texts),
-                    bundled_threshold() if with_threshold else float("nan"))
+                    bundled_threshold() if with_threshold else float("nan"), part)
+
+
+def part_questions(part: str, limit: int) -> list[str]:
+    """Up to `limit` distinct Quora questions of `part`, in file order: the training and
+    validation parts' for CHOICE, the test part's for TEST (the split of
+    benchmarks/finetune_quora.py, seed 0, by question groups)."""
+    from benchmarks.data import QUORA, quora_questions
+    from benchmarks.finetune_quora import read_quora_pairs, three_way_split
+
+    _, _, test, _ = three_way_split(read_quora_pairs(QUORA), 0)
+    tested = {t for p in test for t in (p.text_a, p.text_b)}
+    keep = (lambda t: t in tested) if part == TEST else (lambda t: t not in tested)
+    return [t for t in quora_questions() if keep(t)][:limit]
+
+
+def data_words(data: dict) -> str:
+    """What a results file's gate data were (`GateData.describe`), in the report's words.
+    Files made before the gate had two parts name no part: their STSb pairs were the test
+    split's, their Quora pairs validation's, and their cut took questions of every part."""
+    words = (f"STSb {data.get('stsb_split', 'test')} ({data['stsb_pairs']:,} pairs); "
+             f"{data['quora_pairs']:,} Quora {data.get('quora_part', 'validation')} pairs "
+             f"({data['quora_duplicates']:,} duplicates); {data['sample_pairs']:,} pairs of "
+             f"the shipped sample questions ({data['sample_duplicates']:,} paraphrases)")
+    if "cut_questions" in data:   # older backends files judged no cut
+        words += (f"; the cut over {data['cut_questions']:,} distinct questions of "
+                  f"{data.get('cut_from', 'every part of Quora (file order)')}, with "
+                  f"{data['cut_duplicates']:,} labelled duplicates among them")
+    return words
 
 
 def labelled_duplicates(texts: list[str]) -> np.ndarray:

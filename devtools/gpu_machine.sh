@@ -61,7 +61,7 @@ half.unlink()
 print(f"model widened to float32: {len(tensors)} tensors")
 EOF
     # At most 8 files come back: gpu.log, the gate's meta and vectors (3 files for its
-    # 28,027 texts), gpu_import's log and results.
+    # 27,198 texts), gpu_import's log and results.
     { nvidia-smi || true; lscpu | head -20; nproc; "$py" --version; } > "$out/gpu.log" 2>&1
     # The gate's embeddings first (short); gpu_import runs whatever became of them.
     "$py" -m benchmarks.gpu_gate --dump "$out/gate" --device "$device" >> "$out/gpu.log" 2>&1 \

@@ -248,3 +248,37 @@ def test_sample_pairs_are_balanced_and_leave_out_the_calibration_rows() -> None:
         same = group.get(p.key_a) is not None and group.get(p.key_a) == group.get(p.key_b)
         assert same == p.is_duplicate
     assert gate.sample_pairs() == pairs  # built from the files alone, the same every time
+
+
+def test_the_gate_chooses_on_questions_no_test_pair_holds(tmp_path, monkeypatch) -> None:
+    """`part_questions`: the choice's questions and the test's are apart, by whole
+    question groups, and together they are every question, in file order."""
+    import gzip
+
+    import benchmarks.data
+
+    rng = np.random.default_rng(3)
+    lines = ["qid1\tqid2\tquestion1\tquestion2\tis_duplicate"]
+    ids: dict[str, int] = {}
+    for i in range(120):   # 40 groups of three questions, pairs inside each group
+        g = i % 40
+        a, b = f"question {g}-{rng.integers(3)}", f"question {g}-{rng.integers(3)}?"
+        qa, qb = ids.setdefault(a, len(ids)), ids.setdefault(b, len(ids))  # a qid per text
+        lines.append(f"{qa}\t{qb}\t{a}\t{b}\t{int(rng.random() < 0.4)}")
+    path = tmp_path / "pairs.tsv.gz"
+    with gzip.open(path, "wt", encoding="utf-8") as fh:
+        fh.write("\n".join(lines) + "\n")
+    monkeypatch.setattr(benchmarks.data, "QUORA", path)
+    everything = benchmarks.data.quora_questions()
+    choice = gate.part_questions(gate.CHOICE, 10_000)
+    test = gate.part_questions(gate.TEST, 10_000)
+    assert choice and test and not set(choice) & set(test)
+    assert sorted(choice + test) == sorted(everything)
+    order = {t: i for i, t in enumerate(everything)}
+    assert choice == sorted(choice, key=order.get) and test == sorted(test, key=order.get)
+    for line in lines[1:]:   # no pair crosses the parts
+        _, _, a, b, _ = line.split("\t")
+        assert (a in test) == (b in test)
+    assert gate.part_questions(gate.CHOICE, 5) == choice[:5]
+    with pytest.raises(ValueError, match="part"):
+        gate.load_data(part="validation")
