@@ -230,8 +230,8 @@ def present(result: dict, results: dict | None = None) -> dict:
     # Met only where the chosen judge is shown better: its paired interval above 0 on every
     # gold slice, not a mean a few tenths above the bi-encoder's.
     shown = all((r.get("vs_bi_encoder") or {}).get("conclusion") == "better" for r in chosen)
-    return {"headline": [{"figure": "Second opinion: the best judge recipe's validation AP "
-                                    f"({GOLD:,} gold pairs)",
+    return {"headline": [{"figure": "Second opinion: the chosen judge recipe's validation AP "
+                                    f"({GOLD:,} gold pairs; {result['chosen']})",
                           "duplens": f"{best:.2f}", "baseline": f"{bi:.2f}",
                           "baseline_is": "the bundled bi-encoder's cosine on the same "
                                          "validation pairs, same run",
