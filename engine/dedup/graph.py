@@ -61,11 +61,12 @@ class KnnGraph:
         keep = rows != cols
         # Two sorts on int64 keys (a lexsort of three keys took seconds at 100k texts): by
         # (row, col) to drop repeats, keeping the first; then, stably, by (row, similarity
-        # descending), so equal similarities stay in column order. Rows and columns live
-        # only in the key meanwhile, and each step's arrays go as soon as the next has
-        # them: a dense graph of documents has millions of entries, and holding every
-        # step's copies made this the peak of `duplicates` (739 MiB over the graph build's
-        # start for 8.4 million entries; devtools/graph_peak.py).
+        # descending), so equal similarities stay in column order. The copies made here
+        # (the caller keeps its own arrays until this returns) hold rows and columns only
+        # in the key meanwhile, and each step's arrays go as soon as the next has them: a
+        # dense graph of documents has millions of entries, and holding every step's
+        # copies made this the peak of `duplicates` (739 MiB over the graph build's start
+        # for 8.4 million entries, 510 since; devtools/graph_peak.py).
         key = rows[keep].astype(np.int64) * width
         key += cols[keep].astype(np.int64)
         sims = np.asarray(sims, dtype=np.float32)[keep]
