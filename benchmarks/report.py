@@ -5,8 +5,12 @@
 The page is written by hand; only the text between `<!-- generated:NAME -->` and
 `<!-- /generated -->` is replaced, NAME being a results file's name (`summary` is the table
 of every headline figure). A result with no block in the page gets a new section at the
-end; a block with no result is left as it is. Every block names the hardware, the command
-and the date of its run, and every summary row does too, with what its baseline is.
+end; a block with no result is left as it is. `NAME@MACHINE.json` is benchmark NAME run on
+another machine (a CPU unlike the one the page's other figures come from), kept beside
+NAME.json rather than over it: it is rendered by NAME's own `present` into its own block
+`NAME@MACHINE`, and its caption names its hardware like every block's. Every block names the
+hardware, the command and the date of its run, and every summary row does too, with what its
+baseline is.
 
 What is shown is derived here, from the figures each file measured: a benchmark module with
 `present(result, results)` has its headline, tables, plots and notes made by it from the raw
@@ -21,6 +25,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import importlib.util
+import inspect
 import json
 import re
 import sys
@@ -34,7 +39,7 @@ RESULTS = ROOT / "benchmarks" / "results"
 DOC = ROOT / "docs" / "benchmarks.md"
 PLOTS = ROOT / "docs" / "benchmarks"
 
-BLOCK = re.compile(r"<!-- generated:([\w-]+) -->\n.*?<!-- /generated -->", re.DOTALL)
+BLOCK = re.compile(r"<!-- generated:([\w@-]+) -->\n.*?<!-- /generated -->", re.DOTALL)
 
 
 @dataclass
@@ -113,7 +118,7 @@ def section(name: str, data: dict, results: dict[str, dict] | None = None) -> Se
         return _table_scroll_section(name, data)
     whole = name == "finetune_quora" and "runs" in data   # the script's own format
     result = data if whole else data.get("result", {})
-    s = Section(name=name, title=data.get("title") or _title(name),
+    s = Section(name=name, title=_title(name, data.get("title")),
                 command=data.get("command", "?"), date=data.get("date", "?"),
                 hardware=hardware_text(data.get("hardware", {})), mode=data.get("mode", ""),
                 wall_seconds=data.get("wall_seconds"))
@@ -121,7 +126,12 @@ def section(name: str, data: dict, results: dict[str, dict] | None = None) -> Se
         s.skipped = str(result["skipped"])
         return s
     presenter = _presenter(name)
-    derived = presenter(result, results or {}) if presenter else {}
+    derived = {}
+    if presenter:
+        # A presenter whose words depend on the machine (the CPU's vendor) takes `hardware`.
+        extra = ({"hardware": data.get("hardware", {})}
+                 if "hardware" in inspect.signature(presenter).parameters else {})
+        derived = presenter(result, results or {}, **extra)
     s.headline = list(derived.get("headline", result.get("headline", [])))
     s.tables = list(derived.get("tables", result.get("tables", [])))
     s.plots = list(derived.get("plots", result.get("plots", [])))
@@ -134,10 +144,11 @@ def section(name: str, data: dict, results: dict[str, dict] | None = None) -> Se
 
 
 def _presenter(name: str):
-    """The benchmark module's `present(result, results)`, or None where there is no such
-    module (a results file of another kind). A module that exists but cannot be imported
-    fails the report: rendering its section from what the file happens to hold would show
-    stale or missing text as if it were derived."""
+    """The benchmark module's `present(result, results)` (NAME's for "NAME@MACHINE"), or
+    None where there is no such module (a results file of another kind). A module that
+    exists but cannot be imported fails the report: rendering its section from what the file
+    happens to hold would show stale or missing text as if it were derived."""
+    name = benchmark_of(name)
     if importlib.util.find_spec(f"benchmarks.{name}") is None:
         return None
     module = importlib.import_module(f"benchmarks.{name}")
@@ -369,13 +380,25 @@ def _image_path(path: Path, doc_dir: Path) -> str:
     return rel.as_posix()
 
 
+def benchmark_of(name: str) -> str:
+    """The benchmark a results file's name is of: "cpu_classes@amd-zen5" -> "cpu_classes"."""
+    return name.split("@", 1)[0]
+
+
 def _ordered(results: dict[str, dict]) -> list[tuple[str, dict]]:
+    """Registry order, each benchmark's other machines right after it."""
     order = {b.name: i for i, b in enumerate(REGISTRY)}
-    return sorted(results.items(), key=lambda kv: (order.get(kv[0], len(order)), kv[0]))
+    return sorted(results.items(), key=lambda kv: (
+        order.get(benchmark_of(kv[0]), len(order)), benchmark_of(kv[0]), kv[0]))
 
 
-def _title(name: str) -> str:
-    return BY_NAME[name].title if name in BY_NAME else name.replace("_", " ").capitalize()
+def _title(name: str, recorded: str | None = None) -> str:
+    """The results file's own title, else the registry's; "(on MACHINE)" for another
+    machine's run."""
+    base = benchmark_of(name)
+    title = recorded or (BY_NAME[base].title if base in BY_NAME
+                         else base.replace("_", " ").capitalize())
+    return title if base == name else f"{title} (on {name.split('@', 1)[1]})"
 
 
 def _day(date: str) -> str:

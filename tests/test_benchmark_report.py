@@ -134,6 +134,35 @@ def test_a_presenter_that_cannot_be_imported_fails_the_report(tmp_path, monkeypa
     assert "| 1 |" in report.render_doc(DOC, {"demo_latency": demo}, None, tmp_path)
 
 
+def test_another_machines_run_is_kept_beside_and_rendered_by_its_benchmark(tmp_path,
+                                                                          monkeypatch):
+    """`NAME@MACHINE.json` is NAME measured on another CPU: it gets its own block after
+    NAME's, a title that names the machine, and NAME's own presenter."""
+    here = LATENCY
+    there = {**LATENCY, "hardware": {"cpu": "Laptop CPU 1", "cores": 8, "ram_gib": 16}}
+    text = report.render_doc(DOC, {"demo_latency@laptop": there, "demo_latency": here},
+                             None, tmp_path)
+    assert report.block_names(text)[-1] == "demo_latency@laptop"   # a section of its own
+    tail = text.split("<!-- generated:demo_latency@laptop -->")[1]
+    assert "Laptop CPU 1, 8 cores" in tail and "Example CPU 9000" not in tail
+    assert "## demo latency (on laptop)" in text
+    summary = text.split("<!-- generated:summary -->")[1].split("<!-- /generated -->")[0]
+    rows = [line for line in summary.splitlines() if "live query p95" in line]
+    assert [("Laptop" in r) for r in rows] == [False, True]   # this machine's first
+
+    real = report.importlib.import_module
+    asked: list[str] = []
+
+    def watched(name, *args, **kwargs):
+        asked.append(name)
+        return real(name, *args, **kwargs)
+
+    monkeypatch.setattr(report.importlib, "import_module", watched)
+    weekly = _result("weekly", {"weeks": {"weeks": []}})
+    report.render_doc(DOC, {"weekly@laptop": weekly}, None, tmp_path)
+    assert "benchmarks.weekly" in asked   # the benchmark's presenter, not a flat table
+
+
 def test_older_flat_results_are_rendered(tmp_path):
     flat = _result("import_throughput", {"rows": 5000, "batch_size": 64, "device": "cpu",
                                          "bare_encode_rows_per_s": 400.0,
