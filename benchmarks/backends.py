@@ -343,16 +343,17 @@ def _mixing_table(mixing: dict) -> dict:
                       mixing["mixed_recall_at_10_vs_torch"], mixing["mixed_top1_vs_torch"]]]}
 
 
-def present(result: dict, results: dict | None = None) -> dict:
+def present(result: dict, results: dict | None = None, hardware: dict | None = None) -> dict:
     """Headline, tables and notes from the backends measured (benchmarks/report.py): the
     timing table, and where the run measured the quality gate, its table, the default it
     chooses (`quality_gate.choose_default`) and whether the code's default for this CPU's
-    class (`CPU_CLASS_DEFAULTS`) is that one. Results from before the gate have no "gate"
-    rows and show timing only."""
-    from engine.encoding.backends import CPU_CLASS_DEFAULTS
+    class and vendor (`class_default_name`; `hardware`: the results file's) is that one.
+    Results from before the gate have no "gate" rows and show timing only."""
+    from engine.encoding.backends import class_default_name
+    from engine.encoding.cpu_features import vendor_of
 
     klass = class_of(result["cpu"]["flags"])
-    code_default = CPU_CLASS_DEFAULTS[klass]
+    code_default = class_default_name(klass, vendor_of((hardware or {}).get("cpu", "")))
 
     rows, cpu = result["backends"], result["cpu"]
     met = {n: r for n, r in rows.items() if n != "torch" and r["ratio_to_torch"] >= GOAL_RATIO

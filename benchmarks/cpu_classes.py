@@ -62,6 +62,7 @@ ROWS, QUICK_ROWS = 5000, 1000
 QUICK_QUESTIONS = 5000       # the quick run's cut (not a verdict: the gate asks 20,000)
 CANDIDATES = ("openvino", "openvino-bf16", "openvino-int8")
 BASELINE_ROUNDS = 3
+VENDOR_NAMES = {"amd": "AMD", "intel": "Intel"}   # `cpu_features.vendor_of`'s, in words
 
 
 def _cap(isa: str, aten: str, mkl: str) -> dict[str, str]:
@@ -70,11 +71,23 @@ def _cap(isa: str, aten: str, mkl: str) -> dict[str, str]:
 
 
 CLASSES: dict[str, dict] = {
-    "bf16": {"label": "bf16 units (AMX, AVX512-BF16): this CPU as it is", "env": {}},
+    "bf16": {"label": "bf16 units: this CPU as it is", "env": {}},
     "int8": {"label": "int8 units, no bf16 (capped to AVX512-VNNI)",
              "env": _cap("AVX512_CORE_VNNI", "avx512", "AVX512_E1")},
     "avx2": {"label": "AVX2 only (capped to AVX2)", "env": _cap("AVX2", "avx2", "AVX2")},
 }
+
+
+def class_label(klass: str, flags: list[str] | tuple[str, ...]) -> str:
+    """The class's label, naming the bf16 units this CPU has (from its recorded flags): AMX
+    (Sapphire Rapids and later Xeons) and AVX512-BF16 alone (Zen 4 and 5, Cooper Lake)
+    run bfloat16 on different units, so a verdict on one is not a verdict on the other."""
+    if klass != "bf16":
+        return CLASSES[klass]["label"]
+    units = [name for flag, name in (("amx_bf16", "AMX"), ("avx512_bf16", "AVX512-BF16"))
+             if flag in flags]
+    return (f"bf16 units ({', '.join(units)}"
+            f"{'' if 'amx_bf16' in flags else ', no AMX'}): this CPU as it is")
 
 
 def _say(text: str) -> None:
@@ -296,7 +309,7 @@ def run(quick: bool) -> dict:
     with tempfile.TemporaryDirectory(prefix="duplens-cpu-classes-") as folder:
         out = Path(folder)
         for klass, spec in CLASSES.items():
-            _say(f"class {klass}: {spec['label']}")
+            _say(f"class {klass}: {class_label(klass, cpu_summary()['flags'])}")
             env = {**os.environ, **spec["env"], "PYTHONPATH": str(Path(__file__).parents[1])}
             command = [sys.executable, "-m", "benchmarks.cpu_classes", "--child", klass,
                        "--out", str(out), "--rows", str(rows), "--questions", str(questions)]
@@ -304,7 +317,7 @@ def run(quick: bool) -> dict:
             if done.returncode:
                 raise RuntimeError(f"the {klass} class's process failed ({done.returncode})")
             measured = json.loads((out / f"{klass}.json").read_text(encoding="utf-8"))
-            measured["label"] = spec["label"]
+            measured["label"] = class_label(klass, cpu_summary()['flags'])
             measured["verdict"], measured["why"] = decide(measured)
             # The verdict is made; only now is it measured on the test data, once.
             done = subprocess.run([*command, "--test", measured["verdict"]], env=env,
@@ -332,9 +345,17 @@ def _versions() -> dict:
     return {p: version(p) for p in ("openvino", "nncf", "torch", "sentence-transformers")}
 
 
-def present(result: dict, results: dict | None = None) -> dict:
-    """Headline, the class table and the gate table from the measured classes."""
-    from engine.encoding.backends import CPU_CLASS_DEFAULTS
+def present(result: dict, results: dict | None = None, hardware: dict | None = None) -> dict:
+    """Headline, the class table and the gate table from the measured classes; `hardware`
+    (the results file's) names the CPU, whose vendor picks the code's defaults compared."""
+    from engine.encoding.backends import (
+        CPU_CLASS_DEFAULTS,
+        VENDOR_CLASS_DEFAULTS,
+        class_default_name,
+    )
+    from engine.encoding.cpu_features import vendor_of
+
+    vendor = vendor_of((hardware or {}).get("cpu", ""))
 
     tol = result["tolerances"]
     headline, rows, gate_rows, test_rows = [], [], [], []
@@ -345,7 +366,8 @@ def present(result: dict, results: dict | None = None) -> dict:
         ratio = speed["imports"].get(verdict, {}).get("ratio", 1.0)
         goal = 2.5 if klass == "bf16" else 2.0
         headline.append({
-            "figure": f"whole import, {m['label']}: the class's default ({verdict})",
+            "figure": f"whole import, {class_label(klass, result['cpu']['flags'])}: the "
+                      f"class's default ({verdict})",
             "duplens": f"{speed['rows'] / speed['imports'][verdict]['seconds']:.0f} rows/s"
                        if verdict in speed["imports"] else "torch",
             "baseline": f"{speed['rows'] / speed['baseline_median_s']:.0f} rows/s",
@@ -370,7 +392,8 @@ def present(result: dict, results: dict | None = None) -> dict:
     first = next(iter(result["classes"].values()))
     ref, data = first["reference"], first["data"]
     test_data = first.get("test", {}).get("data")
-    agree = {k: (m["verdict"], CPU_CLASS_DEFAULTS.get(k)) for k, m in result["classes"].items()}
+    agree = {k: (m["verdict"], class_default_name(k, vendor))
+             for k, m in result["classes"].items()}
     notes = [
         f"Gate (against torch's float32 embeddings, made once on this CPU as it is): STSb "
         f"Spearman loss ≤ {tol['stsb_spearman_loss']}, pair AP loss ≤ {tol['pair_ap_loss']} "
@@ -391,7 +414,10 @@ def present(result: dict, results: dict | None = None) -> dict:
          "every part of Quora, and its STSb pairs were the test split's)."),
         "The verdict per class: " + "; ".join(
             f"{k}: {m['verdict']} ({m['why']})" for k, m in result["classes"].items()) + ".",
-        "The code's defaults (`CPU_CLASS_DEFAULTS`): " + ", ".join(
+        f"The code's defaults for {VENDOR_NAMES.get(vendor, 'this vendor')}'s CPUs "
+        f"(`CPU_CLASS_DEFAULTS`"
+        + (", `VENDOR_CLASS_DEFAULTS`" if vendor in VENDOR_CLASS_DEFAULTS else "") + "): "
+        + ", ".join(
             f"{k} {code}" + ("" if v == code else f" (DISAGREES with this run's {v})")
             for k, (v, code) in agree.items())
         + f"; arm64 {CPU_CLASS_DEFAULTS.get('arm64')} and older x86-64 "

@@ -236,11 +236,13 @@ def _say(message: str) -> None:
     print(message, file=sys.stderr, flush=True)
 
 
-def present(result: dict, results: dict | None = None) -> dict:
+def present(result: dict, results: dict | None = None, hardware: dict | None = None) -> dict:
     """Headline and table from the recipes measured (benchmarks/report.py). A recipe meets
     the goal when it reaches the gate's recall and runs faster than the CPU default's own
-    row (the unquantised model in bfloat16; float32 on a CPU without it)."""
-    from engine.encoding.backends import CPU_CLASS_DEFAULTS
+    row (the unquantised model in bfloat16; float32 on a CPU without it), the default of
+    the run's CPU's vendor (`hardware`: the results file's)."""
+    from engine.encoding.backends import class_default_name
+    from engine.encoding.cpu_features import vendor_of
 
     rows, floor = result["rows"], result["min_recall"]
     tried = {n: r for n, r in rows.items() if "quantise_s" in r}
@@ -248,7 +250,8 @@ def present(result: dict, results: dict | None = None) -> dict:
     passing = [n for n, r in tried.items() if r["exact_recall_at_10"] >= floor]
     default_name = "openvino bf16" if "openvino bf16" in rows else "openvino fp32"
     default = rows[default_name]
-    code_default = CPU_CLASS_DEFAULTS["bf16" if default_name == "openvino bf16" else "avx2"]
+    code_default = class_default_name("bf16" if default_name == "openvino bf16" else "avx2",
+                                      vendor_of((hardware or {}).get("cpu", "")))
     faster = [n for n in passing if tried[n]["sentences_per_s"] > default["sentences_per_s"]]
     if faster:
         verdict = f"At the gate's recall and faster than {default_name}: {', '.join(faster)}."

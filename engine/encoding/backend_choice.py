@@ -15,14 +15,15 @@ options through `ActiveModel.choose`):
 - `for_trained_version`: the fast form a version fine-tuned now is converted to.
 
 `default_backend` is the CPU-class rule itself (what each kind of processor gets:
-`backends.CPU_CLASS_DEFAULTS` by `cpu_features.cpu_class`).
+`backends.CPU_CLASS_DEFAULTS` by `cpu_features.cpu_class`, and where the CPU's vendor was
+measured to differ, `backends.VENDOR_CLASS_DEFAULTS`).
 """
 
 from __future__ import annotations
 
 from engine.encoding import backends
 from engine.encoding.backends import DEFAULT_BACKEND, is_auto
-from engine.encoding.cpu_features import cpu_class
+from engine.encoding.cpu_features import cpu_class, cpu_vendor
 from engine.encoding.model_spec import DEFAULT_MODEL, pick_device
 
 # The classes benchmarks/cpu_classes.py measured (the others keep torch unmeasured).
@@ -38,12 +39,13 @@ def default_backend(device: str) -> str:
     return cpu_class_default(cpu_class())
 
 
-def cpu_class_default(klass: str) -> str:
-    """The default of a CPU class (`backends.CPU_CLASS_DEFAULTS`) when its packages are
-    installed and this CPU runs it (`unsupported_here`), else torch."""
+def cpu_class_default(klass: str, vendor: str | None = None) -> str:
+    """The default of a CPU class on a vendor's CPUs (None: this CPU's vendor;
+    `backends.class_default_name`) when its packages are installed and this CPU runs it
+    (`unsupported_here`), else torch."""
     # Read from the registry at each call: the measured verdicts and what is installed are
     # the registry's facts; which of them applies is decided here.
-    name = backends.CPU_CLASS_DEFAULTS.get(klass, DEFAULT_BACKEND)
+    name = backends.class_default_name(klass, cpu_vendor() if vendor is None else vendor)
     chosen = backends.BACKENDS[name]
     usable = not backends.missing_modules(chosen) and backends.unsupported_here(chosen) is None
     return chosen.name if usable else DEFAULT_BACKEND
@@ -53,12 +55,14 @@ def why_default(device: str) -> str:
     """In words, which backend a new project gets here and why (About, `duplens info`)."""
     if device != "cpu":
         return f"{DEFAULT_BACKEND} on the GPU ({device})"
-    klass = cpu_class()
-    wanted = backends.CPU_CLASS_DEFAULTS.get(klass, DEFAULT_BACKEND)
-    chosen = cpu_class_default(klass)
+    klass, vendor = cpu_class(), cpu_vendor()
+    wanted = backends.class_default_name(klass, vendor)
+    chosen = cpu_class_default(klass, vendor)
     what = {"bf16": "a CPU with bfloat16 units", "int8": "a CPU with int8 units (VNNI)",
             "avx2": "an AVX2 CPU", "arm64": "an arm64 CPU",
             "older": "an x86-64 CPU without AVX2"}.get(klass, klass)
+    if klass in backends.VENDOR_CLASS_DEFAULTS.get(vendor, {}):
+        what += f" made by {vendor.upper()}"
     if klass not in MEASURED_CLASSES:
         return f"{chosen}: {what}; no default was measured for this class, and torch runs " \
                "everywhere"

@@ -29,8 +29,8 @@ DEFAULT_BACKEND = "torch"
 # (`backend_choice.default_backend`): what the settings and the command line start with.
 AUTO = "auto"
 # The backend a new project encodes with on a CPU, by the CPU's class
-# (`cpu_features.cpu_class`): the fastest whose whole import ran at least 1.2x plain
-# sentence-transformers and that passed the quality gate (engine/encoding/gate_rules.py:
+# (`cpu_features.cpu_class`): the fastest whose whole import ran at least 1.2x Duplens'
+# own import with torch and that passed the quality gate (engine/encoding/gate_rules.py:
 # STSb, pair AP, the cut at the default threshold, the partner in the top 5), each class
 # measured in one run with the kernels capped to it (benchmarks/cpu_classes.py;
 # docs/benchmarks.md, "The default backend of each CPU class").
@@ -39,6 +39,8 @@ AUTO = "auto"
 # 0.939 with VNNI, 0.932 on AVX2's int8 kernels, which also lose 0.66 of sample-pair AP),
 # and exact OpenVINO imported at 0.98x (int8 class) and 1.14x (AVX2) Duplens' torch import.
 # arm64 and x86-64 CPUs without AVX2 were not measured: torch, which runs everywhere.
+# These were measured on an Intel Xeon; `VENDOR_CLASS_DEFAULTS` holds where another vendor's
+# measured verdict differs.
 CPU_CLASS_DEFAULTS: dict[str, str] = {
     "bf16": "openvino-bf16",
     "int8": "torch",
@@ -46,6 +48,22 @@ CPU_CLASS_DEFAULTS: dict[str, str] = {
     "arm64": "torch",
     "older": "torch",
 }
+# Per vendor (`cpu_features.cpu_vendor`), the classes whose measured verdict differs from
+# `CPU_CLASS_DEFAULTS`'. On an AMD EPYC (Zen 5, benchmarks/results/cpu_classes@amd-epyc-zen5
+# .json) exact OpenVINO imported at 1.37x (int8 class) and 1.25x (AVX2) Duplens' torch
+# import: torch's float32 matrix products run through oneMKL, which on AMD CPUs takes its
+# generic path (its verbose line says "Intel(R) Architecture processors", whatever the
+# cap), while OpenVINO's own kernels do not depend on the vendor. bf16 agrees on both.
+VENDOR_CLASS_DEFAULTS: dict[str, dict[str, str]] = {
+    "amd": {"int8": "openvino", "avx2": "openvino"},
+}
+
+
+def class_default_name(klass: str, vendor: str) -> str:
+    """The measured default of a CPU class on a vendor's CPUs (before asking whether it is
+    installed: `backend_choice.cpu_class_default`)."""
+    return VENDOR_CLASS_DEFAULTS.get(vendor, {}).get(
+        klass, CPU_CLASS_DEFAULTS.get(klass, DEFAULT_BACKEND))
 # Bump when the export steps change, so old exports are not loaded as if they were new ones.
 EXPORT_FORMAT = 1
 

@@ -91,6 +91,29 @@ def cpu_class() -> str:
     return "avx2" if openvino_capabilities() else "older"
 
 
+def cpu_vendor() -> str:
+    """"amd", "intel" or "" (another, or unknown): the defaults of the classes without bf16
+    units differ by vendor (`backends.VENDOR_CLASS_DEFAULTS`). Linux's vendor_id, else the
+    platform's processor string (Windows names the vendor in it, e.g. "..., AuthenticAMD")."""
+    try:
+        with open("/proc/cpuinfo", encoding="ascii", errors="replace") as fh:
+            for line in fh:
+                if line.startswith("vendor_id"):
+                    return vendor_of(line.split(":", 1)[1])
+    except OSError:
+        pass
+    return vendor_of(platform.processor())
+
+
+def vendor_of(name: str) -> str:
+    """The vendor a CPU's vendor id or model name names: "amd", "intel" or ""."""
+    if "AuthenticAMD" in name or "AMD" in name.split():
+        return "amd"
+    if "GenuineIntel" in name or "Intel" in name:
+        return "intel"
+    return ""
+
+
 def cpu_isa() -> str:
     """The int8 kernel family this CPU runs best: "avx512_vnni", "avx512", "avx2" or "arm64"."""
     if platform.machine().lower() in ("arm64", "aarch64"):

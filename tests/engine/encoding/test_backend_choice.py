@@ -75,6 +75,7 @@ def test_torch_embeddings_are_served_by_an_exact_class_default_and_kept_otherwis
     if backends.missing_modules(backends.BACKENDS["openvino"]):
         unavailable("OPENVINO", "openvino is not installed: pip install 'duplens[openvino]'")
     klass = backend_choice.cpu_class()
+    monkeypatch.setattr(backends, "VENDOR_CLASS_DEFAULTS", {})   # the class's default alone
     monkeypatch.setitem(backends.CPU_CLASS_DEFAULTS, klass, "openvino")
     assert backend_choice.for_stored("sha256:abc", None, "cpu") == "openvino"
     assert backend_choice.for_stored("sha256:abc", "torch", "cpu") == "torch"

@@ -79,6 +79,7 @@ def test_bf16_is_offered_only_where_the_cpu_has_bf16_units(monkeypatch):
         require_backend("openvino-bf16")
     with pytest.raises(ModelError, match="needs a CPU with bfloat16 units"):
         load_model(resolve_model(None), "cpu", "openvino-bf16")
+    monkeypatch.setattr(bk, "VENDOR_CLASS_DEFAULTS", {})   # the class's default alone
     for klass in ("bf16", "int8"):
         monkeypatch.setitem(bk.CPU_CLASS_DEFAULTS, klass, "openvino-bf16")
     assert backend_choice.default_backend("cpu") == "torch"          # not here: torch, not an error
