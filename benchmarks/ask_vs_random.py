@@ -40,7 +40,11 @@ model in use (never a validation or test question), within `--silver-band` of th
 calibrated on the arm's verdicts (`benchmarks.second_opinion_arms`). One judge per arm and
 seed labels the largest N; a smaller N takes the closest-first prefix of that list, which is
 what the product would label for it. Each step's seconds are recorded (judge training,
-measuring it, the graph, labelling silver, the bi-encoder's training).
+measuring it, the graph, labelling silver, the bi-encoder's training). `--judge-kind
+residual` makes the judge residual (`run_second_opinion`'s `prior`): its logit is added to
+the default model's cosine made a logit by a logistic fit on the arm's gold pairs (the
+recipe `benchmarks/judge_choice.py` found above the bi-encoder on validation), in training,
+measuring and labelling alike.
 
 `--merge` keeps the runs already in the results file (same split and measured samples) and
 skips what they hold, so a stopped run resumes by running the same command again. A second,
@@ -81,6 +85,7 @@ CALIBRATION_DRAWS = 200
 BAND_PER_PAIR = 4     # `band`: candidates per wanted pair, nearest the threshold first
 WEAK_MIN = 0.9        # `+weak`: mutual nearest neighbours at least this similar
 MARGIN = 0.5          # OnlineContrastiveLoss' margin (TrainingOptions.margin's default)
+JUDGE_KINDS = ("plain", "residual")   # `--judge-kind`
 
 
 @dataclass
@@ -175,9 +180,10 @@ def main(argv: list[str] | None = None) -> None:
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--on", choices=SPLITS, required=True,
                     help="validation: to choose a strategy on; test: the reported figures")
-    ap.add_argument("--strategies", nargs="+", choices=strategy_names(),
+    ap.add_argument("--strategies", nargs="*", choices=strategy_names(),
                     default=[ASK_STRATEGY], help="how the asked pairs are picked "
-                                                 f"(default: the product's, {ASK_STRATEGY})")
+                                                 f"(default: the product's, {ASK_STRATEGY}; "
+                                                 "none: no asked arm)")
     ap.add_argument("--asked", type=int, default=1000, help="verdicts asked in all")
     ap.add_argument("--round", type=int, default=250, help="verdicts asked per round")
     ap.add_argument("--measure-at", nargs="+", type=int,
@@ -203,6 +209,9 @@ def main(argv: list[str] | None = None) -> None:
                          "random ones, or both")
     ap.add_argument("--judge-epochs", type=int, default=1,
                     help="the judge's epochs (TrainingOptions.epochs of its run)")
+    ap.add_argument("--judge-kind", choices=JUDGE_KINDS, default="plain",
+                    help="plain: the product's judge; residual: its logit added to the "
+                         "default model's cosine, calibrated on the arm's gold pairs")
     ap.add_argument("--merge", action="store_true",
                     help="keep the runs already in --out (same split and samples) and skip "
                          "the ones it holds")
@@ -298,7 +307,7 @@ def main(argv: list[str] | None = None) -> None:
 
         project, where = silver_project(pool, held_out_texts(data.pairs, data.train))
         second = _SecondOpinionArms(args, silver_counts, project, where, pool, pool_labels,
-                                    measured, before[args.on].average_precision, trainer)
+                                    measured, before[args.on].scores, trainer)
         _say(f"second opinion: {len(project.texts)} training questions in the graph "
              f"({project.left_out} left out as held-out questions)")
     for seed in args.train_seeds or [args.seed]:
@@ -503,7 +512,8 @@ def _key(run: dict) -> tuple:
     return (run["kind"], run.get("strategy"), run["pairs"], run["seed"], run["measured_on"],
             run.get("round") if run["kind"] == "ask" else None, second,
             run.get("silver_band") if second else None,
-            run.get("judge_epochs") if second else None)
+            run.get("judge_epochs") if second else None,
+            run.get("judge_kind") or "plain" if second else None)
 
 
 AP_TOLERANCE = 0.01   # points: the default model's AP as torch versions round it
@@ -542,21 +552,26 @@ class _SecondOpinionArms:
     bi-encoder trained on gold plus each count of silver (`benchmarks.second_opinion_arms`)."""
 
     def __init__(self, args, counts: list[int], project, where: np.ndarray, pool: list,
-                 pool_labels: np.ndarray, measured: list, default_ap: float,
+                 pool_labels: np.ndarray, measured: list, default_scores: np.ndarray,
                  trainer: _Trainer) -> None:
         self.args, self.counts, self.project, self.where = args, counts, project, where
         self.pool, self.pool_labels, self.measured = pool, pool_labels, measured
-        self.default_ap, self.trainer = default_ap, trainer
+        self.default_scores, self.trainer = default_scores, trainer
 
     def entry(self, head: dict, count: int) -> dict:
         return {**head, "second_opinion": count, "silver_band": self.args.silver_band,
-                "judge_epochs": self.args.judge_epochs}
+                "judge_epochs": self.args.judge_epochs, "judge_kind": self.args.judge_kind}
 
     def run(self, head: dict, chosen: list[int], counts: list[int], vectors, threshold: float,
             graph_model: str, weak: list | tuple = ()):
         """One judge on pool[chosen] labelling max(counts) silver pairs, then one measured
         bi-encoder per count, yielded as runs."""
-        from benchmarks.second_opinion_arms import project_vectors, quora_agreement, run_judge
+        from benchmarks.second_opinion_arms import (
+            project_vectors,
+            quora_agreement,
+            residual_prior,
+            run_judge,
+        )
 
         gold = [self.pool[i] for i in chosen]
         seed = head["seed"]
@@ -565,12 +580,14 @@ class _SecondOpinionArms:
              f"{counts} within {self.args.silver_band} of {threshold:.3f} ({graph_model} "
              f"model's graph)")
         with tempfile.TemporaryDirectory(prefix="duplens-judge-") as tmp:
+            prior = (residual_prior(self.trainer.base, gold)
+                     if self.args.judge_kind == "residual" else None)
             judge = run_judge(gold, self.measured, self.project,
                               project_vectors(self.where, *vectors), threshold,
                               silver=max(counts), band=self.args.silver_band,
                               epochs=self.args.judge_epochs, seed=seed,
-                              default_ap=self.default_ap, device=self.args.device,
-                              folder=Path(tmp) / "judge")
+                              default_scores=self.default_scores, device=self.args.device,
+                              folder=Path(tmp) / "judge", prior=prior)
         opinion = judge.opinion
         _say(f"  judge: {self.args.on} AP {opinion.judge.average_precision:.2f}, "
              f"{len(opinion.silver)} silver labelled; {judge.seconds}")
@@ -702,7 +719,8 @@ def means(runs: list[dict], base_ap: float) -> list[dict]:
         f1s = [f for f in f1s if f is not None]
         out.append({"kind": kind, "strategy": strategy, "pairs": pairs, "round": round_,
                     "second_opinion": second[0], "silver_band": second[1],
-                    "judge_epochs": second[2], "seeds": len(group),
+                    "judge_epochs": second[2], "judge_kind": second[3] or "plain",
+                    "seeds": len(group),
                     "seed_list": sorted(r["seed"] for r in group),
                     "gain": float(gains.mean()),
                     "sd": float(gains.std(ddof=1)) if len(gains) > 1 else 0.0,
@@ -713,11 +731,12 @@ def means(runs: list[dict], base_ap: float) -> list[dict]:
 
 
 def _second(run: dict) -> tuple:
-    """(silver pairs, band, judge epochs) of a run with a second opinion; (0, 0.0, 0) else
-    (comparable, so arms sort)."""
+    """(silver pairs, band, judge epochs, judge kind) of a run with a second opinion;
+    (0, 0.0, 0, "") else (comparable, so arms sort)."""
     if not run.get("second_opinion"):
-        return (0, 0.0, 0)
-    return (run["second_opinion"], run.get("silver_band") or 0.0, run.get("judge_epochs") or 0)
+        return (0, 0.0, 0, "")
+    return (run["second_opinion"], run.get("silver_band") or 0.0, run.get("judge_epochs") or 0,
+            run.get("judge_kind") or "plain")
 
 
 # -- what the report shows (benchmarks/report.py calls `present`) -----------------------------
@@ -844,7 +863,8 @@ def _label(m: dict, product: str) -> str:
         second = (f" + second opinion ({m['second_opinion']:,} silver, band "
                   f"{m.get('silver_band'):g}"
                   + (f", judge {m['judge_epochs']} epochs" if (m.get("judge_epochs") or 1) != 1
-                     else "") + ")")
+                     else "")
+                  + (", residual judge" if m.get("judge_kind") == "residual" else "") + ")")
     if m["kind"] == "random":
         return "random" + second
     strategy = m["strategy"] or "uncertain"
@@ -971,7 +991,8 @@ def _each_run_table(runs: list[dict], base_ap: float, on: str, product: str) -> 
         rows.append([_label({"kind": r["kind"], "strategy": r.get("strategy"),
                              "round": r.get("round"), "second_opinion": r.get("second_opinion"),
                              "silver_band": r.get("silver_band"),
-                             "judge_epochs": r.get("judge_epochs")}, product),
+                             "judge_epochs": r.get("judge_epochs"),
+                             "judge_kind": r.get("judge_kind")}, product),
                      f"{r['pairs']:,}", r["seed"], r["duplicates"],
                      f"{r['average_precision']:.2f} ({r['average_precision'] - base_ap:+.2f})",
                      r.get("f1_at_calibrated"), r.get("best_threshold"),

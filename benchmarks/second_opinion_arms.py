@@ -128,9 +128,11 @@ class JudgeRun:
 
 def run_judge(gold: Sequence, measured: Sequence, project: SilverProject, vectors: np.ndarray,
               threshold: float, *, silver: int, band: float, epochs: int, seed: int,
-              default_ap: float, device: str, folder: Path) -> JudgeRun:
+              default_scores: Sequence[float], device: str, folder: Path,
+              prior=None) -> JudgeRun:
     """`run_second_opinion` on the arm's gold pairs, measured on `measured`, labelling up to
-    `silver` pairs of the project's graph within `band` of `threshold`."""
+    `silver` pairs of the project's graph within `band` of `threshold`; `prior` (from
+    `residual_prior`) makes the judge residual."""
     from engine.progress import CancelToken
     from engine.training.options import TrainingOptions
     from engine.training.second_opinion import (
@@ -152,8 +154,9 @@ def run_judge(gold: Sequence, measured: Sequence, project: SilverProject, vector
 
     started = time.perf_counter()
     opinion = run_second_opinion(gold, measured, gold, silver_source(
-        project, vectors, threshold, timings), options, folder, bi_encoder_ap=default_ap,
-        device=device, progress=progress, cancel=CancelToken())
+        project, vectors, threshold, timings), options, folder,
+        bi_encoder_scores=default_scores, device=device, progress=progress,
+        cancel=CancelToken(), seed=seed, prior=prior)
     ended = time.perf_counter()
     measure_at = first.get(STAGE_JUDGE_MEASURE, ended)
     silver_at = first.get(STAGE_SILVER, ended)
@@ -167,6 +170,22 @@ def run_judge(gold: Sequence, measured: Sequence, project: SilverProject, vector
         "graph_texts": timings.get("graph_texts"),
     }
     return JudgeRun(opinion, seconds)
+
+
+def residual_prior(model, gold: Sequence):
+    """A residual judge's prior (`second_opinion.PriorLogits`): `model`'s cosine of each
+    pair made a logit by a logistic fit of the gold verdicts on their cosines
+    (`judge_choice.calibration`: two numbers, from the gold pairs alone)."""
+    from benchmarks.judge_choice import calibration
+
+    fit = calibration(model, list(gold))
+
+    def prior(pairs: Sequence[tuple[str, str]]) -> np.ndarray:
+        a = model.encode([x for x, _ in pairs], normalize_embeddings=True)
+        b = model.encode([y for _, y in pairs], normalize_embeddings=True)
+        return fit.decision_function(np.sum(a * b, axis=1).reshape(-1, 1))
+
+    return prior
 
 
 def quora_agreement(silver: Sequence, pool: Sequence) -> dict:

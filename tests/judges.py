@@ -27,8 +27,8 @@ def make_judge_folder(folder: Path) -> Path:
 
 
 def keep_judge(path: Path, folder: Path, *, offered: bool) -> int:
-    """Keep `folder` as the active model's second opinion, offered (its held-out AP above
-    the model's) or not; its model id."""
+    """Keep `folder` as the active model's second opinion, offered (the held-out pairs show
+    it above the model) or not; its model id."""
     from engine.encoding.model_spec import resolve_model
     from engine.project import Project
     from engine.store import version_rows
@@ -46,6 +46,8 @@ def keep_judge(path: Path, folder: Path, *, offered: bool) -> int:
                 fingerprint=resolve_model(str(target)).fingerprint, dim=1, max_seq_length=128,
                 parent_id=active["id"], objective=None, created_at=time.time(),
                 metrics={"average_precision": 99.0 if offered else 70.0,
-                         "version_average_precision": 98.0 if offered else 80.0},
+                         "version_average_precision": 98.0 if offered else 80.0,
+                         "version_ap_change": {"conclusion": "better" if offered
+                                               else "worse"}},
                 judge_of=active["id"])
     return number

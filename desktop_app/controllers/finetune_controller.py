@@ -8,10 +8,10 @@ verdicts are review data; only the newest request counts), training on the chang
 discarded version there too. The wizard's pages only render what it emits, so a page never
 decides whether training may start: the engine's own check does (`TrainingInput.problem`).
 
-With a second opinion the run also compares the judge with the model in use on the held-out
-pairs (`judge_change`: the same paired interval as the model's own change, so the results
-page says "better" of the judge only when the pairs show it), in the run's job, off the GUI
-thread.
+With a second opinion the engine's run has compared the judge with the model in use on the
+held-out pairs (`SecondOpinion.change`: the same paired interval as the model's own change,
+and the one its silver guard obeys), so the results page says "better" of the judge only
+when the pairs show it (`judge_change`).
 """
 
 from __future__ import annotations
@@ -105,18 +105,10 @@ def train(pairs: list[LabelledPair], request: TrainingRequest, job: Job
 
 
 def judge_change(report: FinetuneReport) -> APChange | None:
-    """The judge's held-out AP against the model in use's, as `ap_change` compares the new
-    model with it: the same pairs, a paired bootstrap interval (None without a judge).
-    The judge's scores are probabilities, the model's cosines; AP reads only their order."""
-    from engine.training.ap_change import ap_change
-
+    """The judge's held-out AP against the model in use's, with the paired interval the
+    run's silver guard judged by (None without a judge)."""
     opinion = report.second_opinion
-    if opinion is None:
-        return None
-    held = report.split.held_out
-    return ap_change(report.before.scores, opinion.judge.scores,
-                     [p.is_duplicate for p in held], seed=report.ap_change.seed,
-                     held_out_share=report.split.held_out_fraction)
+    return opinion.change if opinion is not None else None
 
 
 class FinetuneController(QObject):

@@ -2,7 +2,7 @@
 
 What a user needs to judge the judge: its average precision on the held-out pairs beside the
 model in use's (the same pairs, so the two read side by side), whether the pairs show it
-ranks them better (the paired interval `FinetuneController.judge_change` computed, the same
+ranks them better (the paired interval the run computed, `SecondOpinion.change`, the same
 rule the page applies to the new model: "better" only when the interval excludes 0; a
 judge no better than the model teaches it little), and the silver it labelled. The new
 model's own gain stays in the page's summary line above, with its interval.
@@ -77,9 +77,9 @@ def silver_words(report: FinetuneReport) -> str:
     around = (f"within ±{opinion.band:.2f} of the model in use's threshold "
               f"({opinion.threshold:.2f})")
     if getattr(opinion, "withheld", ""):
-        return (f"It labelled no pairs: it read your held-out pairs no better than the model "
-                f"in use, so it had nothing to teach it, and the model learned from your "
-                f"answers alone. {kept_words(opinion)}")
+        return (f"It labelled no pairs: your held-out pairs do not show it ranking them "
+                f"better than the model in use, so it had nothing sure to teach it, and the "
+                f"model learned from your answers alone. {kept_words(opinion)}")
     if not silver:
         return (f"It found no pair you had not judged {around} to label (none may touch a "
                 f"held-out question), so the model learned from your answers alone. "

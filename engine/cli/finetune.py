@@ -150,6 +150,7 @@ def _print_finetune(project_arg: str, report, activation) -> None:
     from engine.encoding.model_threshold import ENOUGH_OF_EACH, held_out_threshold
     from engine.training import fast_form
     from engine.training.ap_change import claim, evidence
+    from engine.training.second_opinion import interval_text
 
     split = report.split
     parent = f"v{report.parent_id}" if report.parent_id is not None else "base"
@@ -164,12 +165,14 @@ def _print_finetune(project_arg: str, report, activation) -> None:
           f"{report.changes_broken} now wrong")
     opinion = report.second_opinion
     if opinion is not None:
+        versus = (f", {interval_text(opinion.change)}" if opinion.change is not None
+                  else "")
         print(f"second opinion: AP {opinion.judge.average_precision:.2f} on the held-out "
-              f"pairs (the model before: {opinion.bi_encoder_ap:.2f}); "
+              f"pairs (the model before: {opinion.bi_encoder_ap:.2f}{versus}); "
               + (f"no silver pairs: {opinion.withheld}; " if opinion.withheld
                  else f"{len(opinion.silver)} silver pairs trained on, "
                       f"{opinion.silver_duplicates} of them duplicates; ")
-              + _judge_kept(opinion, report.after.average_precision))
+              + _judge_kept(opinion))
     own = held_out_threshold(report.after.as_dict())
     print(f"its default threshold: {own.value:.2f} ({own.chosen_on})" if own is not None else
           f"its default threshold: its parent's (fewer than {ENOUGH_OF_EACH} held-out pairs "
@@ -183,14 +186,17 @@ def _print_finetune(project_arg: str, report, activation) -> None:
               f"--activate {report.version_id}' to use it")
 
 
-def _judge_kept(opinion, version_ap: float) -> str:
-    """Where the judge is kept, and whether its AP beats the new version's (then it is
-    offered beside it), or why it was not kept."""
-    from engine.training.judge_versions import judge_metrics, offered
+def _judge_kept(opinion) -> str:
+    """Where the judge is kept, and whether the held-out pairs show it better than the new
+    version (then it is offered beside it), or why it was not kept."""
+    from engine.training.second_opinion import interval_text, judge_shown_better
 
     if opinion.kept_as is None:
         return f"the second opinion itself was not kept ({opinion.not_kept or 'no folder'})"
-    better = offered(judge_metrics(opinion, version_ap))
+    versus = opinion.versus_version
+    better = versus is not None and judge_shown_better(versus)
+    figures = (f"the new version's AP {versus.before:.2f}, {interval_text(versus)}"
+               if versus is not None else "no comparison with the new version")
     return (f"kept as version {opinion.kept_as}, "
-            f"{'above' if better else 'not above'} the new version's AP {version_ap:.2f}"
+            f"{'shown above' if better else 'not shown above'} the new version ({figures})"
             f"{'' if better else ', so not offered'}")

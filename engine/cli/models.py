@@ -109,7 +109,8 @@ def _print_versions(versions: list[dict]) -> None:
 def _second_opinion(version_id: int, judge: dict) -> str:
     """The line under a version for the judge its run kept (`judge_versions.judge_entry`):
     its id, its held-out AP beside the version's, and whether it is offered."""
-    offered = "offered" if judge["offered"] else "not offered: not above the version's"
+    offered = ("offered" if judge["offered"] else
+               "not offered: the held-out pairs do not show it above the version's")
     missing = "" if judge["available"] else "  (folder missing)"
     return (f"  {judge['id']:>3}  second opinion of v{version_id}: held-out AP "
             f"{judge['average_precision']:.1f} beside the version's "

@@ -15,8 +15,11 @@ of a pair beside the model's. So a run with a second opinion keeps it:
   (`refuse_as_encoder`), since its one logit is no sentence embedding;
 - copied out and deleted like any version; deleting N deletes it in the same transaction;
 - with its held-out AP and N's on the same held-out pairs (`judge_metrics`): it is offered
-  to score pairs (`offered`) only where its AP is above N's. A judge that reads the
-  held-out pairs no better than the version has nothing to add to what the version says;
+  to score pairs (`offered`) only where those pairs show it better than N: the paired
+  bootstrap interval of its AP less N's (`engine.training.ap_change`, stored as
+  "version_ap_change") lies above 0. A judge that reads the held-out pairs no better than
+  the version has nothing to add to what the version says, and a higher AP alone can be
+  chance on a few dozen pairs (a judge kept before the interval was stored is not offered);
 - safetensors only, stricter than `model_safety` (which lets a pickle sit beside
   safetensors): Duplens wrote the folder, so a pickled file in it came from elsewhere, and a
   judge folder holding one is refused before anything loads (`check_judge_folder`);
@@ -42,6 +45,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from sentence_transformers import CrossEncoder
 
     from engine.store.database import Store
+    from engine.training.ap_change import APChange
     from engine.training.second_opinion import SecondOpinion
 
 JUDGE_DIM = 1  # a judge's `models.dim`: its one logit (it embeds nothing)
@@ -71,12 +75,14 @@ def refuse_as_encoder(row: dict) -> None:
                          f"active model (activate version {row['judge_of']} instead)")
 
 
-def judge_metrics(opinion: SecondOpinion, version_ap: float) -> dict:
+def judge_metrics(opinion: SecondOpinion, versus_version: APChange) -> dict:
     """The judge row's metrics: its held-out figures, and beside them the AP of the version
-    it was trained with (`version_ap`) and of that version's parent, on the same pairs."""
+    it was trained with and of that version's parent, on the same pairs, and the interval
+    of its AP less the version's (`versus_version`: `ap_change(version's scores, judge's)`)."""
     judge = opinion.judge
     return {"average_precision": round(judge.average_precision, 4),
-            "version_average_precision": round(version_ap, 4),
+            "version_average_precision": round(versus_version.before, 4),
+            "version_ap_change": versus_version.as_dict(),
             "parent_average_precision": round(opinion.bi_encoder_ap, 4),
             "f1": round(judge.f1, 4), "threshold": round(judge.threshold, 4),
             "held_out_pairs": judge.pairs, "held_out_positives": judge.positives,
@@ -86,10 +92,12 @@ def judge_metrics(opinion: SecondOpinion, version_ap: float) -> dict:
 
 
 def offered(metrics: dict) -> bool:
-    """The judge read the held-out pairs better than its version: only then is its opinion
-    worth showing beside the version's."""
-    return (metrics.get("average_precision") or 0.0) > \
-        (metrics.get("version_average_precision") or 0.0)
+    """The held-out pairs show the judge better than its version (the interval of its AP
+    less the version's lies above 0): only then is its opinion worth showing beside the
+    version's. A row without the interval (kept before it was stored) is not offered."""
+    from engine.training.ap_change import BETTER
+
+    return (metrics.get("version_ap_change") or {}).get("conclusion") == BETTER
 
 
 def judge_entry(row: dict, folder: Path | None, available: bool) -> dict:
@@ -102,13 +110,14 @@ def judge_entry(row: dict, folder: Path | None, available: bool) -> dict:
             "offered": offered(metrics), "created_at": row["created_at"], "metrics": metrics}
 
 
-def judge_to_keep(store: Store, opinion: SecondOpinion, version_ap: float
+def judge_to_keep(store: Store, opinion: SecondOpinion, versus_version: APChange
                   ) -> tuple[SecondOpinion, KeptJudge | None]:
     """The opinion marked kept or not, and what to store of its judge: None (with the reason
     in `opinion.not_kept`) when its weights are a kept judge's already, or it saved none."""
     from engine.encoding.model_spec import resolve_model
     from engine.store import version_rows
 
+    opinion = replace(opinion, versus_version=versus_version)
     folder = opinion.folder
     if folder is None or not folder.is_dir():
         return replace(opinion, not_kept="the run saved no judge folder"), None
@@ -119,7 +128,7 @@ def judge_to_keep(store: Store, opinion: SecondOpinion, version_ap: float
     if same is not None:
         return replace(opinion, not_kept=f"it is the same judge as version {same}"), None
     record = {"kind": "second opinion", "model_type": "CrossEncoder",
-              "metrics": judge_metrics(opinion, version_ap),
+              "metrics": judge_metrics(opinion, versus_version),
               "training": {"pairs": opinion.judge_pairs, "steps": opinion.judge_steps,
                            "seconds": round(opinion.judge_seconds, 3),
                            "device": opinion.device},

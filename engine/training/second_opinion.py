@@ -14,12 +14,23 @@ Augmented SBERT (Thakur et al., NAACL 2021; `engine.training.cross_encoder`) in 
    (`silver.silver_candidates`), never touching a text of a held-out pair and never a pair
    the analyst judged, labelled with the judge's probability (`silver.label_silver`).
 
-Step 3 runs only when the judge's held-out AP is above the model's: a judge that reads the
-held-out pairs no better than the model it is to teach has nothing to teach it, and on Quora
+Step 3 runs only when the held-out pairs show the judge reading them better than the model:
+a judge no better than the model it is to teach has nothing to teach it, and on Quora
 validation the silver of such a judge (AP 56 against the model's 76, from 1,000 answers)
 took the whole fine-tuning gain away (+0.00 AP against +2.93 from the answers alone;
-`benchmarks/second_opinion_arms.py`). The run then trains on the answers alone and says why
-(`SecondOpinion.withheld`). `TrainingOptions.silver_always` lifts the guard for that benchmark.
+`benchmarks/second_opinion_arms.py`). "Show" is `engine.training.ap_change`'s paired
+bootstrap interval of the judge's AP less the model's, on the same held-out pairs, lying
+above 0 (`SecondOpinion.change`), not a higher AP alone: a judge trained to stay close to
+the model (a residual judge, `cross_encoder`'s `prior`) reads pairs within a few tenths of a
+point of it, and on a few dozen held-out pairs a higher AP of that size is chance about half
+the time. The run then trains on the answers alone and says why (`SecondOpinion.withheld`).
+`TrainingOptions.silver_always` lifts the guard for that benchmark.
+
+`prior` makes the judge residual (`cross_encoder`'s `prior`, `prior_loss`): its logit is
+added to a prior logit per pair, the caller's calibrated bi-encoder, in training, on the
+held-out pairs and on the silver alike. A run of the product passes none yet: the kept
+judge would need the same prior wherever it scores a pair. `benchmarks/ask_vs_random.py`'s
+residual arms pass one, to measure what such a judge's silver does to the fine-tuned model.
 
 The silver pairs join the training pairs only. The judge is saved in the run's staging
 folder (`SecondOpinion.folder`); the run keeps it as a version beside the new one
@@ -41,12 +52,18 @@ from typing import TYPE_CHECKING
 from engine.errors import InputError
 from engine.progress import CancelToken, Progress, ProgressCallback
 from engine.text import norm_key
+from engine.training.ap_change import BETTER, APChange, ap_change
 from engine.training.held_out import PairMetrics, metrics_from_scores
 from engine.training.options import TrainingOptions
 from engine.training.pairs import LabelledPair
 
 if TYPE_CHECKING:  # pragma: no cover
+    import numpy as np
+
     from engine.dedup.graph import KnnGraph
+
+# A residual judge's prior: the logit of each (text_a, text_b) pair, from the bi-encoder.
+PriorLogits = Callable[[Sequence[tuple[str, str]]], "np.ndarray"]
 
 STAGE_JUDGE = "training second opinion"  # `cross_encoder.TRAINING_STAGE`
 STAGE_JUDGE_MEASURE = "measuring second opinion"
@@ -88,6 +105,12 @@ class SecondOpinion:
     kept_as: int | None = None  # that version's id, once registered
     not_kept: str = ""  # why the run does not keep it
     withheld: str = ""  # why no silver was labelled (the judge is no better than the model)
+    # The judge's held-out AP less the model's, with its paired interval (None only where a
+    # caller built the opinion without one).
+    change: APChange | None = None
+    # The judge's held-out AP less the new version's, once the run has one
+    # (`judge_versions.judge_to_keep`): whether the version offers it (`offered`).
+    versus_version: APChange | None = None
 
     @property
     def silver_duplicates(self) -> int:
@@ -102,7 +125,10 @@ class SecondOpinion:
                       "pairs": self.judge.pairs, "positives": self.judge.positives,
                       "trained_on": self.judge_pairs, "steps": self.judge_steps,
                       "seconds": round(self.judge_seconds, 3), "device": self.device,
-                      "kept": self.kept},
+                      "kept": self.kept,
+                      "versus_model": self.change.as_dict() if self.change else None,
+                      "versus_version": (self.versus_version.as_dict()
+                                         if self.versus_version else None)},
             "bi_encoder_average_precision": round(self.bi_encoder_ap, 4),
             "silver": {"pairs": len(self.silver), "duplicates": self.silver_duplicates,
                        "not_duplicates": len(self.silver) - self.silver_duplicates,
@@ -123,8 +149,24 @@ class SecondOpinion:
         silver = (f"no silver pairs: {self.withheld}" if self.withheld else
                   f"{len(self.silver)} silver pairs added to training "
                   f"({self.silver_duplicates} duplicates)")
+        versus = f"; {interval_text(self.change)}" if self.change else ""
         return (f"second opinion: the judge's held-out AP {self.judge.average_precision:.2f} "
-                f"(the model's {self.bi_encoder_ap:.2f}); {silver}; {kept}")
+                f"(the model's {self.bi_encoder_ap:.2f}{versus}); {silver}; {kept}")
+
+
+def interval_text(change: APChange) -> str:
+    """"+0.17 points, 95% interval +0.09 to +0.25": a judge's AP less a model's, on the same
+    held-out pairs."""
+    if not change.used:
+        return f"{change.change:+.2f} points, too few pairs for an interval"
+    return (f"{change.change:+.2f} points, {change.level:.0%} interval {change.low:+.2f} to "
+            f"{change.high:+.2f}")
+
+
+def judge_shown_better(change: APChange) -> bool:
+    """Whether the held-out pairs show the judge better than the model it is compared with:
+    the interval of its AP less the model's lies above 0 (see the module doc)."""
+    return change.conclusion == BETTER
 
 
 def check_training_side(train: Sequence[LabelledPair]) -> None:
@@ -139,38 +181,55 @@ def check_training_side(train: Sequence[LabelledPair]) -> None:
 
 def run_second_opinion(train: Sequence[LabelledPair], held_out: Sequence[LabelledPair],
                        judged: Sequence[LabelledPair], source: SilverSource,
-                       options: TrainingOptions, folder: Path, *, bi_encoder_ap: float,
-                       device: str, progress: ProgressCallback, cancel: CancelToken
+                       options: TrainingOptions, folder: Path, *,
+                       bi_encoder_scores: Sequence[float], device: str,
+                       progress: ProgressCallback, cancel: CancelToken, seed: int = 0,
+                       held_out_share: float = 1.0, prior: PriorLogits | None = None
                        ) -> SecondOpinion:
-    """Train a judge on `train` in `folder` (new), measure it on `held_out`, and label up to
+    """Train a judge on `train` in `folder` (new), measure it on `held_out` beside the
+    model's similarities of the same pairs (`bi_encoder_scores`), and label up to
     `options.second_opinion` silver pairs; see the module doc. `judged`: every pair the
-    analyst gave (no silver pair repeats one). Raises `Cancelled` when asked to stop."""
+    analyst gave (no silver pair repeats one). `seed` and `held_out_share` are the
+    interval's (`ap_change`); `prior` makes the judge residual (module doc). Raises
+    `Cancelled` when asked to stop."""
     from engine.training.cross_encoder import score_pairs, train_cross_encoder
     from engine.training.silver import label_silver, silver_candidates
 
     check_training_side(train)
     cancel.raise_if_cancelled()
+    def prior_of(pairs: Sequence[LabelledPair]) -> np.ndarray | None:
+        return prior([(p.text_a, p.text_b) for p in pairs]) if prior is not None else None
+
     result = train_cross_encoder(train, folder, epochs=options.epochs,
                                  batch_size=options.batch_size, seed=options.seed,
                                  max_steps=options.max_steps, device=device,
-                                 progress=_as_stage(progress, STAGE_JUDGE), cancel=cancel)
+                                 progress=_as_stage(progress, STAGE_JUDGE), cancel=cancel,
+                                 prior=prior_of(train))
     judge_model = result.model
     scores = score_pairs(judge_model, [(p.text_a, p.text_b) for p in held_out],
-                         progress=_as_stage(progress, STAGE_JUDGE_MEASURE), cancel=cancel)
-    judge = metrics_from_scores(scores, [p.is_duplicate for p in held_out])
+                         progress=_as_stage(progress, STAGE_JUDGE_MEASURE), cancel=cancel,
+                         prior=prior_of(held_out))
+    labels = [p.is_duplicate for p in held_out]
+    judge = metrics_from_scores(scores, labels)
+    model = metrics_from_scores(bi_encoder_scores, labels)
+    bi_encoder_ap = model.average_precision
+    change = ap_change(model.scores, judge.scores, labels, seed=seed,
+                       held_out_share=held_out_share)
 
     silver_progress = _as_stage(progress, STAGE_SILVER)
     silver_progress(Progress(STAGE_SILVER, 0, 0))  # the graph may be built first
     cancel.raise_if_cancelled()
     excluded = text_ids_of(held_out, source.text_ids)
-    if judge.average_precision <= bi_encoder_ap and not options.silver_always:
+    if not judge_shown_better(change) and not options.silver_always:
         return SecondOpinion(judge, bi_encoder_ap, result.pairs, result.steps, result.seconds,
                              result.device, source.threshold, options.silver_band,
                              options.second_opinion, len(excluded), [], result.folder,
                              int(getattr(judge_model, "max_seq_length", 0) or 0),
-                             withheld=(f"the judge read the held-out pairs no better than "
-                                       f"the model (AP {judge.average_precision:.2f} against "
-                                       f"{bi_encoder_ap:.2f})"))
+                             withheld=(f"the held-out pairs do not show the judge better "
+                                       f"than the model (AP {judge.average_precision:.2f} "
+                                       f"against {bi_encoder_ap:.2f}, "
+                                       f"{interval_text(change)})"),
+                             change=change)
     labelled = judged_id_pairs(judged, source.text_ids)
     candidates = silver_candidates(source.graph(silver_progress, cancel), source.threshold,
                                    band=options.silver_band, limit=options.second_opinion,
@@ -178,12 +237,12 @@ def run_second_opinion(train: Sequence[LabelledPair], held_out: Sequence[Labelle
     cancel.raise_if_cancelled()
     texts = source.texts(sorted({i for c in candidates for i in (c.id_a, c.id_b)}))
     silver = label_silver(judge_model, candidates, texts.__getitem__,
-                          progress=silver_progress, cancel=cancel)
+                          progress=silver_progress, cancel=cancel, prior=prior)
     cancel.raise_if_cancelled()
     return SecondOpinion(judge, bi_encoder_ap, result.pairs, result.steps, result.seconds,
                          result.device, source.threshold, options.silver_band,
                          options.second_opinion, len(excluded), silver, result.folder,
-                         int(getattr(judge_model, "max_seq_length", 0) or 0))
+                         int(getattr(judge_model, "max_seq_length", 0) or 0), change=change)
 
 
 def text_ids_of(pairs: Sequence[LabelledPair],

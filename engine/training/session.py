@@ -245,8 +245,9 @@ def run_finetune(store: Store, encoder: SentenceEncoder,
         if options.second_opinion:
             opinion = run_second_opinion(
                 split.train, split.held_out, pairs, silver, options, staging / "judge",
-                bi_encoder_ap=before.average_precision, device=encoder.device,
-                progress=progress, cancel=cancel)
+                bi_encoder_scores=before.scores, device=encoder.device,
+                progress=progress, cancel=cancel, seed=seed,
+                held_out_share=split.held_out_fraction)
             train_pairs += opinion.silver  # the training side only, never the held-out one
         result = finetune(encoder, train_pairs, objective, options, staging / "model",
                           progress=progress, cancel=cancel, pool=pool)
@@ -272,7 +273,10 @@ def run_finetune(store: Store, encoder: SentenceEncoder,
         record["metrics"]["ap_change"] = change.as_dict()
         judge = None
         if opinion is not None:
-            opinion, judge = judge_to_keep(store, opinion, after.average_precision)
+            versus_version = ap_change(after.scores, opinion.judge.scores,
+                                       [p.is_duplicate for p in split.held_out], seed=seed,
+                                       held_out_share=split.held_out_fraction)
+            opinion, judge = judge_to_keep(store, opinion, versus_version)
             metrics["second_opinion"] = record["second_opinion"] = opinion.as_dict()
             metrics["silver_pairs"] = record["pairs"]["silver"] = len(opinion.silver)
         version_id = register_version(

@@ -103,16 +103,20 @@ def silver_candidates(graph: KnnGraph, threshold: float, *, band: float = DEFAUL
 def label_silver(model: CrossEncoder, candidates: Sequence[SilverCandidate],
                  text_of: Callable[[int], str], batch_size: int = 64, *,
                  progress: ProgressCallback = no_progress,
-                 cancel: CancelToken | None = None) -> list[LabelledPair]:
+                 cancel: CancelToken | None = None,
+                 prior: Callable[[Sequence[tuple[str, str]]], np.ndarray] | None = None
+                 ) -> list[LabelledPair]:
     """The candidates as labelled pairs, labelled with the judge's probability (0..1).
 
     `text_of(text_id)` gives a text. Keys are "text:<id>", as review verdicts' are. Progress
-    and cancel as `cross_encoder.score_pairs` reports and honours them.
+    and cancel as `cross_encoder.score_pairs` reports and honours them. `prior`: a residual
+    judge's prior logits of text pairs (`second_opinion.PriorLogits`).
     """
     from engine.training.cross_encoder import score_pairs
 
     texts = [(text_of(c.id_a), text_of(c.id_b)) for c in candidates]
-    probabilities = score_pairs(model, texts, batch_size, progress=progress, cancel=cancel)
+    probabilities = score_pairs(model, texts, batch_size, progress=progress, cancel=cancel,
+                                prior=prior(texts) if prior is not None and texts else None)
     return [LabelledPair(a, b, float(p), key_a=f"text:{c.id_a}", key_b=f"text:{c.id_b}")
             for (a, b), p, c in zip(texts, probabilities, candidates, strict=True)]
 

@@ -111,14 +111,14 @@ def test_a_judge_no_better_than_the_model_is_said_to_have_labelled_nothing(qtbot
     judge = metrics_from_scores(judge_scores, labels)
     assert judge.average_precision < made.before.average_precision
     opinion = SecondOpinion(judge, made.before.average_precision, 300, 20, 2.0, "cpu", 0.8,
-                            0.15, 2000, 10, [], withheld="the judge read the held-out pairs "
-                            "no better than the model")
+                            0.15, 2000, 10, [], withheld="the held-out pairs do not show "
+                            "the judge better than the model")
     page = ResultsPage(Controller())
     qtbot.addWidget(page)
     page.show_report(report(before, after, labels, opinion))
     text = page.opinion.text()
-    assert "It labelled no pairs: it read your held-out pairs no better than the model in " \
-           "use" in text and "learned from your answers alone" in text
+    assert "It labelled no pairs: your held-out pairs do not show it ranking them better " \
+           "than the model in use" in text and "learned from your answers alone" in text
     assert "found no pair" not in text
 
 

@@ -72,15 +72,20 @@ def test_finetune_with_a_second_opinion_prints_the_judges_ap_and_the_silver(tmp_
     silver = opinion["silver"]
     line = next(x for x in proc.stdout.splitlines() if x.startswith("second opinion:"))
     assert f"AP {opinion['judge']['average_precision']:.2f} on the held-out pairs" in line
-    assert f"(the model before: {opinion['bi_encoder_average_precision']:.2f})" in line
-    # Two steps may or may not make a judge better than the model: silver only if it is.
-    if opinion["judge"]["average_precision"] > opinion["bi_encoder_average_precision"]:
+    assert f"(the model before: {opinion['bi_encoder_average_precision']:.2f}, " in line
+    versus = opinion["judge"]["versus_model"]
+    assert f"{versus['change']:+.2f} points, 95% interval {versus['interval'][0]:+.2f} to " \
+        f"{versus['interval'][1]:+.2f}" in line
+    # Two steps may or may not make a judge better than the model: silver only if the
+    # held-out pairs show it.
+    if versus["conclusion"] == "better":
         assert 0 < silver["pairs"] <= 12 and silver["withheld"] is None
         assert f"{silver['pairs']} silver pairs trained on, {silver['duplicates']} of them" \
             in line
     else:
-        assert silver["pairs"] == 0 and "no better than the model" in silver["withheld"]
-        assert "no silver pairs: the judge read the held-out pairs no better" in line
+        assert silver["pairs"] == 0
+        assert "do not show the judge better than the model" in silver["withheld"]
+        assert "no silver pairs: the held-out pairs do not show the judge better" in line
     assert record["pairs"]["silver"] == silver["pairs"]
     assert "kept as version 3" in line and opinion["judge"]["kept"] is True
     assert (tmp_path / "q.duplens.models" / "v3" / "model.safetensors").is_file()

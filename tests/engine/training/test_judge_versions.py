@@ -13,12 +13,14 @@ import shutil
 from dataclasses import replace
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from engine.errors import InputError, ModelError
 from engine.project import Project
 from engine.store import version_rows
 from engine.training import version_folders
+from engine.training.ap_change import BETTER, WORSE, APChange, ap_change
 from engine.training.held_out import PairMetrics
 from engine.training.judge_versions import (
     KeptJudge,
@@ -47,7 +49,11 @@ def fingerprint(folder: Path) -> str:
 
 
 def judge_of(folder: Path, judge_ap: float = 90.0, version_ap: float = 80.0) -> KeptJudge:
-    metrics = {"average_precision": judge_ap, "version_average_precision": version_ap}
+    """A judge whose held-out pairs showed it better than its version when its AP is higher
+    (the interval's conclusion is what `offered` reads)."""
+    metrics = {"average_precision": judge_ap, "version_average_precision": version_ap,
+               "version_ap_change": {"conclusion": BETTER if judge_ap > version_ap
+                                     else WORSE}}
     return KeptJudge(folder, fingerprint(folder), metrics, {"kind": "second opinion"}, 128)
 
 
@@ -199,11 +205,23 @@ def test_a_judge_that_cannot_be_recorded_takes_its_version_with_it(project, monk
     assert [p.name for p in models_folder(project).iterdir()] == []
 
 
-def test_a_judge_is_offered_only_above_its_versions_ap(project, tmp_path):
+def test_a_judge_is_offered_only_where_the_held_out_pairs_show_it_better(project, tmp_path):
     add_version(project, judge_ap=70.0, version_ap=80.0)
     assert not project.versions.list()[0]["second_opinion"]["offered"]
-    assert not offered({"average_precision": 80.0, "version_average_precision": 80.0})
-    assert offered({"average_precision": 80.1, "version_average_precision": 80.0})
+    # A higher AP alone is not enough: the interval must lie above 0.
+    rng = np.random.default_rng(1)
+    labels = rng.random(60) < 0.4
+    version = rng.random(60) + 0.3 * labels
+    close = version + rng.normal(0, 0.1, 60) + 0.1 * labels   # 3 points up, on 60 pairs
+    clear = version + 2.0 * labels                             # every duplicate first
+    for judge_scores, shown in [(close, False), (clear, True)]:
+        versus = ap_change(version, judge_scores, labels)
+        metrics = {"average_precision": versus.after, "version_average_precision":
+                   versus.before, "version_ap_change": versus.as_dict()}
+        assert offered(metrics) is shown
+        assert versus.after > versus.before + 1
+    # A judge kept before the interval was stored is not offered, whatever its AP.
+    assert not offered({"average_precision": 99.0, "version_average_precision": 80.0})
 
 
 def test_scores_are_asked_only_of_an_offered_judge_of_the_active_version(project,
@@ -239,18 +257,30 @@ def opinion(folder: Path | None) -> SecondOpinion:
     return SecondOpinion(metrics, 70.0, 20, 3, 1.5, "cpu", 0.8, 0.15, 30, 4, [], folder, 256)
 
 
+def versus_version() -> APChange:
+    """A judge's AP less its version's, on 200 pairs where it ranks every duplicate first."""
+    rng = np.random.default_rng(2)
+    labels = rng.random(200) < 0.4
+    version = rng.random(200) + 0.5 * labels
+    return ap_change(version, version + 2.0 * labels, labels)
+
+
 def test_what_a_run_keeps_of_its_judge(project, tmp_path):
     folder = fake_model(tmp_path / "judge", "CrossEncoder")
-    marked, kept = judge_to_keep(project.store, opinion(folder), 88.0)
+    versus = versus_version()
+    marked, kept = judge_to_keep(project.store, opinion(folder), versus)
     assert marked.kept and marked.as_dict()["judge"]["kept"] is True
+    assert marked.versus_version == versus
+    assert marked.as_dict()["judge"]["versus_version"] == versus.as_dict()
     assert kept is not None and kept.folder == folder and kept.max_seq_length == 256
     assert kept.metrics["average_precision"] == 91.0
-    assert kept.metrics["version_average_precision"] == 88.0
+    assert kept.metrics["version_average_precision"] == round(versus.before, 4)
+    assert kept.metrics["version_ap_change"] == versus.as_dict()
     assert kept.metrics["parent_average_precision"] == 70.0
     assert offered(kept.metrics)
     assert "kept as version 5" in replace(marked, kept_as=5).note
 
-    missing, none = judge_to_keep(project.store, opinion(None), 88.0)
+    missing, none = judge_to_keep(project.store, opinion(None), versus)
     assert none is None and not missing.kept and "no judge folder" in missing.note
     assert missing.as_dict()["judge"]["kept"] is False
 
@@ -260,7 +290,7 @@ def test_a_judge_the_project_keeps_already_is_not_kept_twice(project, tmp_path):
     folder = fake_model(tmp_path / "judge", "CrossEncoder")
     (folder / "model.safetensors").write_bytes(
         (models_folder(project) / "v2" / "model.safetensors").read_bytes())
-    marked, kept = judge_to_keep(project.store, opinion(folder), 88.0)
+    marked, kept = judge_to_keep(project.store, opinion(folder), versus_version())
     assert kept is None and not marked.kept
     assert "the judge was not kept: it is the same judge as version 2" in marked.note
 

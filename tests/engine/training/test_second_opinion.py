@@ -20,7 +20,9 @@ from engine.errors import Cancelled, InputError
 from engine.progress import CancelToken
 from engine.text import norm_key
 from engine.training import cross_encoder
+from engine.training.ap_change import BETTER, NO_CHANGE, UNDECIDED
 from engine.training.cross_encoder import CrossEncoderResult, score_pairs
+from engine.training.held_out import metrics_from_scores
 from engine.training.options import TrainingOptions
 from engine.training.pairs import LabelledPair
 from engine.training.second_opinion import (
@@ -55,9 +57,24 @@ def pair(a: int, b: int, label: float, keyed: bool = True) -> LabelledPair:
     return LabelledPair(TEXTS[a], TEXTS[b], label, **keys)
 
 
-# Held out: texts 1-4 by review keys, and text 9 only by its text (a file's pair).
-HELD_OUT = [pair(1, 2, 1.0), pair(3, 4, 0.0), pair(9, 2, 0.0, keyed=False)]
+# Held out: every pair of texts 1-4 (by review keys) and 9 (only by its text: a file's pair),
+# labelled as the fixed judge below reads them (a duplicate where the numbers add up to a
+# multiple of 3): 3 duplicates, 7 not.
+HELD_OUT = [pair(1, 2, 1.0), pair(3, 4, 0.0), pair(9, 2, 0.0, keyed=False),
+            pair(1, 3, 0.0), pair(1, 4, 0.0), pair(2, 3, 0.0), pair(2, 4, 1.0),
+            pair(9, 1, 0.0, keyed=False), pair(9, 3, 1.0, keyed=False),
+            pair(9, 4, 0.0, keyed=False)]
 TRAIN = [pair(5, 6, 1.0), pair(7, 8, 0.0), pair(10, 5, 0.0)]
+HELD_LABELS = [p.is_duplicate for p in HELD_OUT]
+# The model's similarities of the held-out pairs: every duplicate below every other pair
+# (the fixed judge is shown better on them), ...
+MODEL_WRONG = [0.1 + 0.01 * i if d else 0.9 - 0.01 * i for i, d in enumerate(HELD_LABELS)]
+# ... as the judge reads them (AP 100 both: no change) ...
+MODEL_AS_JUDGE = [0.9 if d else 0.2 for d in HELD_LABELS]
+# ... and one duplicate, (2, 4), below one other pair, (1, 3): the judge's AP is higher, but
+# a third of the bootstrap's draws leave one of the two out, and those show no difference.
+MODEL_ONE_SWAP = [0.5 if i == 6 else 0.6 if i == 3 else s
+                  for i, s in enumerate(MODEL_AS_JUDGE)]
 
 
 def complete_graph(similarity: float = 0.8) -> KnnGraph:
@@ -117,11 +134,11 @@ def source(graph: KnnGraph | None = None, on_graph=None) -> SilverSource:
 
 
 def run(_judge, tmp_path, *, limit=100, band=0.1, cancel=None, silver=None,
-        events=None, model_ap=61.5, always=False):
+        events=None, model=MODEL_WRONG, always=False):
     options = TrainingOptions(second_opinion=limit, silver_band=band, max_steps=3,
                               silver_always=always)
     return run_second_opinion(TRAIN, HELD_OUT, [*TRAIN, *HELD_OUT], silver or source(),
-                              options, tmp_path / "judge", bi_encoder_ap=model_ap,
+                              options, tmp_path / "judge", bi_encoder_scores=model,
                               device="cpu",
                               progress=(events.append if events is not None else
                                         lambda _: None),
@@ -147,7 +164,7 @@ def test_no_silver_pair_touches_a_held_out_text_and_none_repeats_a_judged_pair(j
     assert frozenset(("text:10", "text:5")) not in pairs
     # The judge learnt from the training side only, and scored held-out pairs and silver.
     assert judge.trained == TRAIN
-    assert judge.scored[:3] == [(p.text_a, p.text_b) for p in HELD_OUT]
+    assert judge.scored[:len(HELD_OUT)] == [(p.text_a, p.text_b) for p in HELD_OUT]
     assert judge.options["max_steps"] == 3 and judge.options["device"] == "cpu"
     assert list(dict.fromkeys(e.stage for e in events)) == list(SECOND_OPINION_STAGES)
 
@@ -155,42 +172,56 @@ def test_no_silver_pair_touches_a_held_out_text_and_none_repeats_a_judged_pair(j
 def test_the_judge_is_measured_beside_the_model_and_the_silver_labels_counted(judge,
                                                                               tmp_path):
     opinion = run(judge, tmp_path, limit=5)
-    # The fixed judge calls the held-out duplicate (1, 2) one and the others not: AP 100.
+    # The fixed judge ranks the held-out duplicates first: AP 100; the model ranks them last.
+    model_ap = metrics_from_scores(MODEL_WRONG, HELD_LABELS).average_precision
     assert opinion.judge.average_precision == pytest.approx(100.0)
-    assert opinion.judge.pairs == 3 and opinion.judge.positives == 1
-    assert opinion.bi_encoder_ap == 61.5 and len(opinion.silver) == 5
+    assert opinion.judge.pairs == 10 and opinion.judge.positives == 3
+    assert opinion.bi_encoder_ap == pytest.approx(model_ap) and model_ap < 50
+    change = opinion.change
+    assert change.conclusion == BETTER and change.low > 0
+    assert (change.before, change.after) == (pytest.approx(model_ap), pytest.approx(100.0))
+    assert len(opinion.silver) == 5
     assert all(p.label in (pytest.approx(0.9), pytest.approx(0.2)) for p in opinion.silver)
     found = opinion.as_dict()
     assert found["judge"]["average_precision"] == pytest.approx(100.0)
     assert found["judge"]["trained_on"] == len(TRAIN) and found["judge"]["kept"] is False
-    assert found["bi_encoder_average_precision"] == 61.5
+    assert found["judge"]["versus_model"]["conclusion"] == BETTER
+    assert found["bi_encoder_average_precision"] == pytest.approx(model_ap, abs=1e-4)
     silver = found["silver"]
     assert silver["pairs"] == 5 and silver["asked"] == 5
     assert silver["duplicates"] == sum(p.label >= 0.5 for p in opinion.silver)
     assert silver["duplicates"] + silver["not_duplicates"] == 5
     assert silver["band"] == 0.1 and silver["threshold"] == 0.8
-    assert "100.00" in opinion.note and "61.50" in opinion.note and "5 silver" in opinion.note
+    assert "100.00" in opinion.note and f"{model_ap:.2f}" in opinion.note
+    assert f"95% interval {change.low:+.2f} to {change.high:+.2f}" in opinion.note
+    assert "5 silver" in opinion.note
     json.dumps(found)  # stored as the version's metrics
 
 
-@pytest.mark.parametrize("model_ap", [100.0, 100.5])
-def test_a_judge_no_better_than_the_model_labels_no_silver_and_says_why(judge, tmp_path,
-                                                                       model_ap):
-    """The fixed judge reads the held-out pairs at AP 100: against a model as good or
-    better it teaches nothing, so no pair is labelled and the run says why."""
-    opinion = run(judge, tmp_path, model_ap=model_ap)
+@pytest.mark.parametrize(("model", "conclusion"), [(MODEL_AS_JUDGE, NO_CHANGE),
+                                                   (MODEL_ONE_SWAP, UNDECIDED)])
+def test_a_judge_not_shown_better_than_the_model_labels_no_silver_and_says_why(
+        judge, tmp_path, model, conclusion):
+    """The fixed judge reads the held-out pairs at AP 100. Against a model as good, or one
+    whose lower AP the held-out pairs cannot tell from chance (one swapped pair of ten), it
+    has nothing sure to teach: no pair is labelled and the run says why, with the interval."""
+    opinion = run(judge, tmp_path, model=model)
+    model_ap = metrics_from_scores(model, HELD_LABELS).average_precision
     assert opinion.judge.average_precision == pytest.approx(100.0)
+    assert opinion.change.conclusion == conclusion
+    if conclusion == UNDECIDED:
+        assert model_ap < 100.0 and opinion.change.low <= 0 < opinion.change.high
     assert opinion.silver == []
     assert judge.scored == [(p.text_a, p.text_b) for p in HELD_OUT]   # nothing else scored
-    assert "no better than the model" in opinion.withheld
-    assert f"{model_ap:.2f}" in opinion.withheld
-    assert "no silver pairs: the judge read" in opinion.note
+    assert "do not show the judge better than the model" in opinion.withheld
+    assert f"against {model_ap:.2f}" in opinion.withheld and "interval" in opinion.withheld
+    assert "no silver pairs: the held-out pairs do not show" in opinion.note
     assert opinion.as_dict()["silver"]["withheld"] == opinion.withheld
     assert opinion.as_dict()["silver"]["pairs"] == 0
 
 
 def test_silver_always_labels_silver_even_from_a_judge_no_better(judge, tmp_path):
-    opinion = run(judge, tmp_path, model_ap=100.0, always=True, limit=5)
+    opinion = run(judge, tmp_path, model=MODEL_AS_JUDGE, always=True, limit=5)
     assert len(opinion.silver) == 5 and opinion.withheld == ""
     assert opinion.as_dict()["silver"]["withheld"] is None
 
@@ -218,7 +249,8 @@ def test_a_training_side_of_one_verdict_is_refused(judge, tmp_path):
     with pytest.raises(InputError, match="second opinion"):
         run_second_opinion(one_kind, HELD_OUT, one_kind, source(),
                            TrainingOptions(second_opinion=5), tmp_path / "judge",
-                           bi_encoder_ap=50.0, device="cpu", progress=lambda _: None,
+                           bi_encoder_scores=MODEL_WRONG, device="cpu",
+                           progress=lambda _: None,
                            cancel=CancelToken())
     assert judge.trained is None
 
@@ -360,6 +392,10 @@ def check_kept_judge(project, report, monkeypatch) -> None:
         report.second_opinion.judge.average_precision, abs=1e-4)
     assert judge["version_average_precision"] == pytest.approx(
         report.after.average_precision, abs=1e-4)
+    # Offered exactly when the held-out pairs show it above the new version.
+    versus = report.second_opinion.versus_version
+    assert judge["metrics"]["version_ap_change"] == versus.as_dict()
+    assert judge["offered"] == (versus.conclusion == BETTER)
 
     def no_network(*args, **kwargs):
         raise AssertionError(f"a connection was attempted: {args}")
@@ -374,10 +410,10 @@ def check_kept_judge(project, report, monkeypatch) -> None:
     with pytest.raises(InputError, match="no second opinion"):   # v1 is active: no judge
         project.versions.second_opinion_scores(pairs)
     assert project.versions.activate(report.version_id).activated
-    if not judge["offered"]:   # 46 questions, two steps: the model may rank them all right
-        with project.store.write() as conn:   # (AP 100); say the judge did better
-            version_rows.set_metrics(conn, 3, {**judge["metrics"], "average_precision": 99.0,
-                                               "version_average_precision": 98.0})
+    if not judge["offered"]:   # 46 questions, two steps: a few held-out pairs show little;
+        with project.store.write() as conn:   # say the pairs showed the judge better
+            version_rows.set_metrics(conn, 3, {**judge["metrics"], "version_ap_change": {
+                **judge["metrics"]["version_ap_change"], "conclusion": BETTER}})
     assert project.versions.second_opinion()["id"] == 3
     scores = project.versions.second_opinion_scores(pairs)
     assert scores == pytest.approx(loaded.tolist(), abs=1e-5)
