@@ -220,6 +220,31 @@ def test_a_judge_not_shown_better_than_the_model_labels_no_silver_and_says_why(
     assert opinion.as_dict()["silver"]["pairs"] == 0
 
 
+def test_a_residual_judges_prior_reaches_training_measuring_and_silver(judge, tmp_path):
+    """`prior` makes the judge residual: the prior logits of the training pairs go to its
+    training, and its scores of the held-out pairs and of the silver are its logit plus
+    the prior's, through a sigmoid."""
+    asked: list[list[tuple[str, str]]] = []
+
+    def prior(pairs):
+        asked.append(list(pairs))
+        return np.full(len(pairs), -3.0)
+
+    options = TrainingOptions(second_opinion=5, silver_band=0.1, max_steps=3)
+    opinion = run_second_opinion(TRAIN, HELD_OUT, [*TRAIN, *HELD_OUT], source(), options,
+                                 tmp_path / "judge", bi_encoder_scores=MODEL_WRONG,
+                                 device="cpu", progress=lambda _: None, cancel=CancelToken(),
+                                 prior=prior)
+    texts = [[(p.text_a, p.text_b) for p in side] for side in (TRAIN, HELD_OUT)]
+    assert asked[:2] == texts and len(asked) == 3
+    assert asked[2] == [(p.text_a, p.text_b) for p in opinion.silver]
+    assert list(judge.options["prior"]) == [-3.0] * len(TRAIN)
+    # The fixed judge's outputs (0.9, 0.2) are now logits: sigmoid(0.9 - 3), sigmoid(0.2 - 3).
+    low, high = 1 / (1 + np.exp(3.0 - 0.2)), 1 / (1 + np.exp(3.0 - 0.9))
+    assert {round(p.label, 5) for p in opinion.silver} <= {round(low, 5), round(high, 5)}
+    assert opinion.judge.average_precision == pytest.approx(100.0)   # the order is kept
+
+
 def test_silver_always_labels_silver_even_from_a_judge_no_better(judge, tmp_path):
     opinion = run(judge, tmp_path, model=MODEL_AS_JUDGE, always=True, limit=5)
     assert len(opinion.silver) == 5 and opinion.withheld == ""
