@@ -3,7 +3,7 @@
 The window loads the default model before any project is open (so the first search after
 opening is instant) and a project loads its own active model; both go through here.
 
-OpenVINO's own embeddings on the CPU (int8, bf16) are served without torch where they can be
+OpenVINO on the CPU (int8, bf16, and exact float32) is served without torch where it can be
 (`engine.encoding.torch_free_encoder`: the export, `tokenizers` and NumPy pooling, checked to give
 sentence-transformers' embeddings with that export): no torch import, and bulk batches kept
 in flight (`TorchFreeEncoder.map_batches`). Where it cannot yet (a model not checked on this
@@ -77,7 +77,7 @@ def _load(spec: ModelSpec, served: ModelSpec, device: str, batch_size: int, *,
           stored: bool = False) -> SentenceEncoder:
     """`served` (the model as its backend serves it) on `device`: torch-free when that is
     checked to give the same embeddings, else through sentence-transformers, checked then
-    for the next time. Only OpenVINO's own embeddings (`_torch_free_bulk`). `stored`: it
+    for the next time. Only OpenVINO's forms (`_torch_free_bulk`). `stored`: it
     serves a project's embeddings, which a CPU that runs its backend slowly still serves
     (`require_backend`)."""
     backend = get_backend(served.backend)
@@ -100,14 +100,16 @@ def _load(spec: ModelSpec, served: ModelSpec, device: str, batch_size: int, *,
 
 
 def _torch_free_bulk(backend: Backend) -> bool:
-    """Whether the torch-free encoder serves `backend`'s bulk work too: the OpenVINO forms
-    whose embeddings are their own (int8 static, bf16), which it runs with a batch in flight
-    per stream (measured with bf16 on 2 cores: about 870 sentences/s against 600 through
-    sentence-transformers, cosine 0.99999 between the two). Not torch's embeddings: torch
-    encodes bulk batches faster than onnxruntime. Not onnx-int8: its dynamic quantisation
-    scales each batch by its own texts, so a text's embedding depends on its batch and never
-    passes the check."""
-    return backend.runtime == "openvino" and not backend.exact
+    """Whether the torch-free encoder serves `backend`'s bulk work too: the OpenVINO forms,
+    which it runs with a batch in flight per stream (measured with bf16 on 2 cores: about
+    870 sentences/s against 600 through sentence-transformers, cosine 0.99999 between the
+    two): those whose embeddings are their own (int8 static, bf16), and exact OpenVINO, the
+    default of AMD CPUs without bf16 units, whose IR gives torch's embeddings and is checked
+    against them the same way. Not torch's embeddings under torch: torch encodes bulk
+    batches faster than onnxruntime. Not onnx-int8: its dynamic quantisation scales each
+    batch by its own texts, so a text's embedding depends on its batch and never passes
+    the check."""
+    return backend.runtime == "openvino"
 
 
 def _torch_free(served: ModelSpec, batch_size: int) -> SentenceEncoder | None:
@@ -115,4 +117,4 @@ def _torch_free(served: ModelSpec, batch_size: int) -> SentenceEncoder | None:
 
     return torch_free_encoder.load(Path(served.location), {"name": served.name,
                                                      "fingerprint": served.fingerprint},
-                             batch_size=batch_size)
+                             batch_size=batch_size, serving=served.backend)

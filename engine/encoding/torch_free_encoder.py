@@ -79,14 +79,24 @@ def turned_off() -> bool:
     return os.environ.get("DUPLENS_FAST_QUERIES", "1") == "0"
 
 
-def export_file(stored_fingerprint: str) -> Path:
+def export_file(stored_fingerprint: str, serving: str | None = None) -> Path:
     """The export these embeddings come from (made or not): for torch's embeddings the
-    "onnx" backend's, which gives the same ones; for a quantised backend's, its own (the
-    one shipped with Duplens for the bundled model, `engine.encoding.shipped_model`)."""
+    exact OpenVINO backend's IR where that backend serves them (`serving`), else the "onnx"
+    backend's, both giving the same ones; for a quantised backend's, its own (the one
+    shipped with Duplens for the bundled model, `engine.encoding.shipped_model`)."""
     from engine.encoding.runtime import export_location
 
     weights, tag = split_fingerprint(stored_fingerprint)
+    if tag is None and exact_openvino(serving):
+        return export_location(weights, BACKENDS[str(serving)])
     return export_location(weights, BACKENDS[tag or "onnx"])
+
+
+def exact_openvino(backend: str | None) -> bool:
+    """Whether `backend` is OpenVINO giving torch's embeddings (float32): the default of
+    AMD CPUs without bf16 units (`backends.VENDOR_CLASS_DEFAULTS`)."""
+    found = BACKENDS.get(backend or "")
+    return found is not None and found.exact and found.runtime == "openvino"
 
 
 def _marker(export: Path, steps: FolderSteps) -> Path:
@@ -299,17 +309,19 @@ def _pad_id(tokenizer: Tokenizer, tokenizer_file: Path) -> int:
     return 0
 
 
-def load(folder: Path, row: dict, *, batch_size: int = 64) -> TorchFreeEncoder | None:
-    """The torch-free encoder of the model in `folder`, whose stored `models` row is `row`,
-    or None where it may not serve: not installed or turned off, no export of these
-    weights cached yet, a model whose steps are not done here, or never checked against
-    sentence-transformers on this computer (`verify`) nor shipped checked
-    (`shipped_model.torch_free_checked`). Never raises: the caller loads torch."""
+def load(folder: Path, row: dict, *, batch_size: int = 64, serving: str | None = None
+         ) -> TorchFreeEncoder | None:
+    """The torch-free encoder of the model in `folder`, whose stored `models` row is `row`
+    (served by `serving`, the backend loading it: `export_file`), or None where it may not
+    serve: not installed or turned off, no export of these weights cached yet, a model
+    whose steps are not done here, or never checked against sentence-transformers on this
+    computer (`verify`) nor shipped checked (`shipped_model.torch_free_checked`). Never
+    raises: the caller loads torch."""
     if turned_off() or not available():
         return None
     try:
         steps = read_steps(folder)
-        export = export_file(row["fingerprint"])
+        export = export_file(row["fingerprint"], serving)
         if steps is None or not export.is_file() or not _runtime_installed(export):
             return None
         if not (_marker(export, steps).is_file()
@@ -319,8 +331,8 @@ def load(folder: Path, row: dict, *, batch_size: int = 64) -> TorchFreeEncoder |
                 or row.get("max_seq_length") not in (None, steps.max_seq_length)):
             return None
         _, tag = split_fingerprint(row["fingerprint"])
-        spec = ModelSpec(row["name"], str(folder), row["fingerprint"], True,
-                         backend=tag or "onnx")
+        runs = tag or (str(serving) if exact_openvino(serving) else "onnx")
+        spec = ModelSpec(row["name"], str(folder), row["fingerprint"], True, backend=runs)
         return TorchFreeEncoder(steps, export, spec, batch_size)
     except Exception as exc:  # noqa: BLE001 - an optimisation: torch still serves
         log.warning("torch-free encoder unavailable for %s: %s", folder, exc, exc_info=True)
@@ -346,19 +358,22 @@ def verify(encoder: SentenceEncoder, on_export: Callable[[], object] | None = No
         return None
     runs = _runs_on(model)
     _, tag = split_fingerprint(encoder.spec.fingerprint)
-    if runs != ("torch" if tag is None else BACKENDS[tag].runtime):
+    serving = encoder.spec.backend if tag is None and exact_openvino(encoder.spec.backend) \
+        else None
+    expected = BACKENDS[tag].runtime if tag else ("openvino" if serving else "torch")
+    if runs != expected:
         return None
     try:
         folder = Path(encoder.spec.location)
         steps = read_steps(folder) if folder.is_dir() else None
         if steps is None:
             return None
-        export = export_file(encoder.spec.fingerprint)
+        export = export_file(encoder.spec.fingerprint, serving)
         marker = _marker(export, steps)
         if marker.is_file():
             return json.loads(marker.read_text(encoding="utf-8"))["min_cosine"]
         if not export.is_file():
-            if tag is not None:   # the quantised export sentence-transformers runs is gone
+            if tag is not None or serving:   # the export sentence-transformers runs is gone
                 return None
             from engine.encoding.runtime import exported_file
 

@@ -224,7 +224,8 @@ def torch_vectors(encoder):
     ("onnx-int8", 0.95, 0.98), ("openvino-int8", 0.95, 0.9999),
     # bf16 keeps 8 bits of each product's mantissa: near torch, not equal to it.
     ("openvino-bf16", 0.99, 0.99)])
-def test_backend_runs_the_model(name, min_cos, alone, torch_vectors):
+def test_backend_runs_the_model(name, min_cos, alone, torch_vectors, encoder):
+    torch_fingerprint = encoder.spec.fingerprint
     _needs(name)
     if bk.unsupported_here(BACKENDS[name]):
         pytest.skip(bk.unsupported_here(BACKENDS[name]))
@@ -232,9 +233,12 @@ def test_backend_runs_the_model(name, min_cos, alone, torch_vectors):
 
     encoder = load_encoder(None, device="auto", backend=name, batch_size=4)
     assert encoder.device == "cpu" and encoder.spec.backend == name
-    if BACKENDS[name].runtime == "openvino" and not BACKENDS[name].exact:
-        # OpenVINO's own embeddings (int8, bf16): served without torch, checked
+    if BACKENDS[name].runtime == "openvino":
+        # Every OpenVINO form (int8, bf16, and exact float32 with torch's embeddings under
+        # torch's fingerprint): served without torch, once checked against
+        # sentence-transformers running the same IR
         assert encoder.model is None and encoder.query_runtime == "openvino"
+        assert (encoder.spec.fingerprint == torch_fingerprint) == BACKENDS[name].exact
     else:
         assert type(encoder.model[0].auto_model).__name__ != "BertModel"  # really swapped
     vectors = encoder.encode(QUESTIONS)
