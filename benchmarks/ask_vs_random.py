@@ -744,12 +744,13 @@ _OLD_SPLIT = "held-out"   # runs before the three-way split: measured on the hel
 GOAL_FACTOR = 4           # N asked pairs should lift AP as much as 4N random ones
 
 
-def present(result: dict, results: dict | None = None) -> dict:
+def present(result: dict, results: dict | None = None, file: dict | None = None) -> dict:
     """Headline, tables and notes from the runs: the product's strategy against random pairs
-    measured in the same run, on test (validation: the strategies compared)."""
+    measured in the same run, on test (validation: the strategies compared). `file`: the
+    whole results file (its commands), which the report passes."""
     runs = result.get("runs", [])
     product = result.get("product_strategy", "uncertain")
-    top = (results or {}).get("ask_vs_random", {})    # the file: its commands
+    top = file if file is not None else (results or {}).get("ask_vs_random", {})
     splits = [on for on in ("validation", "test", _OLD_SPLIT)
               if any(_on(r) == on for r in runs)]
     tables, headline = [], []

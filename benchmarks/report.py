@@ -128,9 +128,11 @@ def section(name: str, data: dict, results: dict[str, dict] | None = None) -> Se
     presenter = _presenter(name)
     derived = {}
     if presenter:
-        # A presenter whose words depend on the machine (the CPU's vendor) takes `hardware`.
-        extra = ({"hardware": data.get("hardware", {})}
-                 if "hardware" in inspect.signature(presenter).parameters else {})
+        # A presenter whose words depend on the machine (the CPU's vendor) takes `hardware`;
+        # one that names the file's own commands takes `file` (the whole results file).
+        wants = inspect.signature(presenter).parameters
+        extra = {k: v for k, v in (("hardware", data.get("hardware", {})), ("file", data))
+                 if k in wants}
         derived = presenter(result, results or {}, **extra)
     s.headline = list(derived.get("headline", result.get("headline", [])))
     s.tables = list(derived.get("tables", result.get("tables", [])))

@@ -26,9 +26,9 @@ judge does (`engine.training.second_opinion`).
 
 A residual judge (`prior`: its logit added to the calibrated bi-encoder's, its head
 zeroed, `prior_loss`) did, by 0.17 AP (one epoch at 1e-4, the same study). A fine-tuning
-run does not train one yet: a kept judge would need its bi-encoder's cosine and
-calibration wherever it scores a pair, and what its silver does to the fine-tuned model is
-still to be measured.
+run does not train one: its silver took 3.25 AP from the fine-tuned model on Quora
+validation (three seeds, `benchmarks/ask_vs_random.py --judge-kind residual`), and a kept
+one would need its bi-encoder's cosine and calibration wherever it scores a pair.
 
 As with the bi-encoder (`engine.training.trainer`): loading runs no code from a folder
 (safetensors only, no trust_remote_code, checked by `model_safety` first), nothing goes to

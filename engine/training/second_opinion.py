@@ -28,9 +28,10 @@ the time. The run then trains on the answers alone and says why (`SecondOpinion.
 
 `prior` makes the judge residual (`cross_encoder`'s `prior`, `prior_loss`): its logit is
 added to a prior logit per pair, the caller's calibrated bi-encoder, in training, on the
-held-out pairs and on the silver alike. A run of the product passes none yet: the kept
-judge would need the same prior wherever it scores a pair. `benchmarks/ask_vs_random.py`'s
-residual arms pass one, to measure what such a judge's silver does to the fine-tuned model.
+held-out pairs and on the silver alike. A run of the product passes none:
+`benchmarks/ask_vs_random.py`'s residual arms pass one, and on Quora validation its silver
+took 3.25 AP from the fine-tuned model (three seeds; every silver pair came out "not
+duplicate", the calibrated probability near the threshold being under 0.5).
 
 The silver pairs join the training pairs only. The judge is saved in the run's staging
 folder (`SecondOpinion.folder`); the run keeps it as a version beside the new one
