@@ -103,10 +103,12 @@ def for_stored(fingerprint: str, preference: str | None, device: str | None = No
 
 def for_trained_version(preference: str | None, device: str | None) -> str | None:
     """The backend a version trained now is converted to: the CPU's default, when the
-    backend is left to Duplens ("auto") and models run on the CPU; None when versions stay
-    with torch (a backend the user named, a GPU, a CPU the default does not run on)."""
+    backend is left to Duplens ("auto"), models run on the CPU and the default has
+    embeddings of its own (bf16, int8); None when versions stay with torch's embeddings (a
+    backend the user named, a GPU, a CPU whose default is torch, or an exact default such
+    as AMD's OpenVINO, which serves a version's torch embeddings as they are: `for_stored`)."""
     if not is_auto(preference) or pick_device(device or "auto") != "cpu":
         return None
     chosen = default_backend("cpu")
-    return None if chosen == DEFAULT_BACKEND else chosen
+    return None if backends.BACKENDS[chosen].exact else chosen
 
