@@ -50,10 +50,11 @@ CPU_CLASS_DEFAULTS: dict[str, str] = {
 }
 # Per vendor (`cpu_features.cpu_vendor`), the classes whose measured verdict differs from
 # `CPU_CLASS_DEFAULTS`'. On an AMD EPYC (Zen 5, benchmarks/results/cpu_classes@amd-epyc-zen5
-# .json) exact OpenVINO imported at 1.37x (int8 class) and 1.25x (AVX2) Duplens' torch
-# import: torch's float32 matrix products run through oneMKL, which on AMD CPUs takes its
-# generic path (its verbose line says "Intel(R) Architecture processors", whatever the
-# cap), while OpenVINO's own kernels do not depend on the vendor. bf16 agrees on both.
+# .json) exact OpenVINO, served without torch, imported at 2.56x (int8 class) and 1.97x
+# (AVX2) Duplens' torch import: torch's float32 matrix products run through oneMKL, which on
+# AMD CPUs takes its generic path (its verbose line says "Intel(R) Architecture processors",
+# whatever the cap), while OpenVINO's own kernels do not depend on the vendor. bf16 agrees
+# on both. (The Xeon's run predates serving exact OpenVINO without torch.)
 VENDOR_CLASS_DEFAULTS: dict[str, dict[str, str]] = {
     "amd": {"int8": "openvino", "avx2": "openvino"},
 }
