@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 
 from PySide6.QtWidgets import QLabel, QWidget
 
-from engine.training.ap_change import BETTER, NO_CHANGE, WORSE
+from engine.training.ap_change import BETTER, NO_CHANGE, WORSE, interval_text
 
 if TYPE_CHECKING:
     from engine.training.ap_change import APChange
@@ -64,9 +64,7 @@ def judge_figures(model_ap: float, judge_ap: float, change: APChange | None) -> 
                f"the model in use")
     if change is None:
         return figures
-    interval = (f"{change.level:.0%} interval {change.low:+.2f} to {change.high:+.2f}"
-                if change.used else "too few pairs for an interval")
-    return f"{figures} ({change.change:+.2f} points, {interval})"
+    return f"{figures} ({interval_text(change)})"
 
 
 def silver_words(report: FinetuneReport) -> str:

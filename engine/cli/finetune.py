@@ -149,8 +149,7 @@ def cmd_finetune(args, cancel: CancelToken) -> int:
 def _print_finetune(project_arg: str, report, activation) -> None:
     from engine.encoding.model_threshold import ENOUGH_OF_EACH, held_out_threshold
     from engine.training import fast_form
-    from engine.training.ap_change import claim, evidence
-    from engine.training.second_opinion import interval_text
+    from engine.training.ap_change import claim, evidence, interval_text
 
     split = report.split
     parent = f"v{report.parent_id}" if report.parent_id is not None else "base"
@@ -189,7 +188,8 @@ def _print_finetune(project_arg: str, report, activation) -> None:
 def _judge_kept(opinion) -> str:
     """Where the judge is kept, and whether the held-out pairs show it better than the new
     version (then it is offered beside it), or why it was not kept."""
-    from engine.training.second_opinion import interval_text, judge_shown_better
+    from engine.training.ap_change import interval_text
+    from engine.training.second_opinion import judge_shown_better
 
     if opinion.kept_as is None:
         return f"the second opinion itself was not kept ({opinion.not_kept or 'no folder'})"

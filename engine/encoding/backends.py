@@ -37,7 +37,7 @@ AUTO = "auto"
 # tests/engine/encoding/test_default_backend.py checks that these are that run's verdicts.
 # Without bf16 units nothing passed at that speed: openvino-int8 loses the cut (pair F1
 # 0.939 with VNNI, 0.932 on AVX2's int8 kernels, which also lose 0.66 of sample-pair AP),
-# and exact OpenVINO imported at 0.98x (int8 class) and 1.14x (AVX2) Duplens' torch import.
+# and exact OpenVINO imported at 0.98x (int8 class) and 1.09x (AVX2) Duplens' torch import.
 # arm64 and x86-64 CPUs without AVX2 were not measured: torch, which runs everywhere.
 # These were measured on an Intel Xeon; `VENDOR_CLASS_DEFAULTS` holds where another vendor's
 # measured verdict differs.

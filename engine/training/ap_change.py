@@ -179,7 +179,13 @@ def claim(change: APChange) -> str:
 
 def evidence(change: APChange) -> str:
     """The figures behind `claim`: AP before and after, the change and its interval."""
+    return (f"average precision {change.before:.2f} → {change.after:.2f} "
+            f"({interval_text(change)})")
+
+
+def interval_text(change: APChange) -> str:
+    """"+0.17 points, 95% interval +0.09 to +0.25": the change and its interval, as every
+    AP change in Duplens is said (a new model's, a judge's against a model)."""
     interval = (f"{change.level:.0%} interval {change.low:+.2f} to {change.high:+.2f}"
                 if change.used else "too few pairs for an interval")
-    return (f"average precision {change.before:.2f} → {change.after:.2f} "
-            f"({change.change:+.2f} points, {interval})")
+    return f"{change.change:+.2f} points, {interval}"

@@ -53,7 +53,7 @@ from typing import TYPE_CHECKING
 from engine.errors import InputError
 from engine.progress import CancelToken, Progress, ProgressCallback
 from engine.text import norm_key
-from engine.training.ap_change import BETTER, APChange, ap_change
+from engine.training.ap_change import BETTER, APChange, ap_change, interval_text
 from engine.training.held_out import PairMetrics, metrics_from_scores
 from engine.training.options import TrainingOptions
 from engine.training.pairs import LabelledPair
@@ -153,15 +153,6 @@ class SecondOpinion:
         versus = f"; {interval_text(self.change)}" if self.change else ""
         return (f"second opinion: the judge's held-out AP {self.judge.average_precision:.2f} "
                 f"(the model's {self.bi_encoder_ap:.2f}{versus}); {silver}; {kept}")
-
-
-def interval_text(change: APChange) -> str:
-    """"+0.17 points, 95% interval +0.09 to +0.25": a judge's AP less a model's, on the same
-    held-out pairs."""
-    if not change.used:
-        return f"{change.change:+.2f} points, too few pairs for an interval"
-    return (f"{change.change:+.2f} points, {change.level:.0%} interval {change.low:+.2f} to "
-            f"{change.high:+.2f}")
 
 
 def judge_shown_better(change: APChange) -> bool:

@@ -51,7 +51,7 @@ ALLOWED: dict[str, frozenset[str]] = {
     "engine.services.measuring": frozenset({"DrawnPair", "Measurement"}),
     # the words of a fine-tuning result: pure functions of its AP change
     "engine.training.ap_change": frozenset({"APChange", "BETTER", "NO_CHANGE", "WORSE",
-                                            "claim", "evidence"}),
+                                            "claim", "evidence", "interval_text"}),
     "engine.training": frozenset({"fast_form"}),        # for fast_form.describe (words)
     "engine.training.fast_form": frozenset({"describe"}),
     "engine.training.pairs": frozenset({"PairSummary"}),
