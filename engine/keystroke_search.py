@@ -14,8 +14,11 @@ from typing import TYPE_CHECKING
 from engine.store import items as item_store
 
 if TYPE_CHECKING:  # pragma: no cover
+    from collections.abc import Callable
+
     import numpy as np
 
+    from engine.documents.window_finder import WindowFinder
     from engine.encoding.encoder import SentenceEncoder
     from engine.index.hnsw import HnswIndex
     from engine.store.database import Store
@@ -81,7 +84,8 @@ def search(store: Store, encoder: SentenceEncoder, index: HnswIndex, text: str, 
     folded into one hit (`copies`). Texts with no live row left are skipped.
 
     With `windows` (a project holding texts read in several windows), more candidates are
-    taken from the index and each long one is scored from its windows as the neighbour
+    taken from the index, the texts holding the windows nearest the query join them
+    (`Windows.widen`), and each long one is scored from its windows as the neighbour
     graph scores it (`window_match.pair_similarity`: its best window, or how the query
     covers it, whichever is more), with the best window's span as the hit's passage."""
     import numpy as np
@@ -92,10 +96,12 @@ def search(store: Store, encoder: SentenceEncoder, index: HnswIndex, text: str, 
         return hits_for(store, text_ids, sims)[0]
     wide = max(1, min(len(index), max(k, WIDE_CANDIDATES)))
     text_ids, sims = index.query(query, wide)
-    scores, passages = windows.rescore(text_ids[0], sims[0], query[0])
-    order = np.argsort(-scores, kind="stable")[:k]
-    return hits_for(store, text_ids[0][order][None, :], scores[order][None, :],
-                    passages)[0]
+    text_ids, sims = windows.widen(text_ids[0], sims[0], query)
+    scores, passages = windows.rescore(text_ids, sims, query[0])
+    order = np.argsort(-scores, kind="stable")
+    # All candidates in order, then the first k live ones: a text whose rows were all
+    # deleted keeps its windows until the graph is rebuilt, and is skipped here.
+    return hits_for(store, text_ids[order][None, :], scores[order][None, :], passages)[0][:k]
 
 
 class Windows:
@@ -103,16 +109,45 @@ class Windows:
     them (read once per index generation by the caller), a reader of their windows, and
     (for long queries) a reader of other texts' vectors."""
 
-    def __init__(self, windowed, read, vectors=None, signatures=None) -> None:
+    def __init__(self, windowed, read, vectors=None, signatures=None,
+                 finder: Callable[[], WindowFinder] | None = None) -> None:
         import numpy as np
 
         self.windowed = np.asarray(windowed, dtype=np.int64)
         self._read = read
         self._vectors = vectors
         self._signatures = signatures
+        self._finder = finder
 
     def any(self) -> bool:
         return bool(len(self.windowed))
+
+    def finder(self) -> WindowFinder | None:
+        """Every window of the long texts (read on first call, once per index generation
+        by `Vectors.windows`); None where there is no finder."""
+        return self._finder() if self._finder is not None else None
+
+    def without_finder(self) -> Windows:
+        """The same reader with candidates from the index alone: the search as it was
+        before every window was scanned (`benchmarks/document_search.py` runs both)."""
+        return Windows(self.windowed, self._read, self._vectors, self._signatures)
+
+    def widen(self, text_ids, sims, queries, wide: int = WIDE_CANDIDATES
+              ) -> tuple[np.ndarray, np.ndarray]:
+        """The index's candidates (`text_ids`, `sims`) and, after them, the `wide` texts
+        holding the windows nearest any row of `queries` that the index did not name
+        (`engine.documents.window_finder`), each with its best window's cosine (`rescore`
+        scores every long candidate from its windows). Unchanged without a finder."""
+        import numpy as np
+
+        text_ids = np.asarray(text_ids, dtype=np.int64)
+        sims = np.asarray(sims, dtype=np.float32)
+        if self._finder is None or not self.any():
+            return text_ids, sims
+        found, best = self._finder().nearest_texts(queries, wide)
+        new = ~np.isin(found, text_ids)
+        return (np.concatenate([text_ids, found[new]]),
+                np.concatenate([sims, best[new].astype(np.float32)]))
 
     def rescore(self, text_ids, sims, query, query_windows=None, query_signature=None
                 ) -> tuple[np.ndarray, dict[int, tuple[int, int]]]:

@@ -266,21 +266,24 @@ class Matching:
     def _by_windows(self, index: HnswIndex, vectors: np.ndarray, row_windows: list,
                     windows: Windows, k: int, ef: int, threads: int, texts: list[str]
                     ) -> list[list[SearchHit]]:
-        """Each row's hits where long texts are involved: more candidates from the index,
-        scored window by window, and by MinHash where the row is long
-        (`Windows.rescore`), as the project's graph scores pairs; the k best kept, each
-        long hit with its nearest passage."""
+        """Each row's hits where long texts are involved: more candidates from the index
+        and from every stored window (`Windows.widen`), scored window by window, and by
+        MinHash where the row is long (`Windows.rescore`), as the project's graph scores
+        pairs; the k best live ones kept, each long hit with its nearest passage."""
         wide = max(1, min(len(index), max(k, WIDE_CANDIDATES)))
         text_ids, sims = index.query(vectors, wide, ef=max(ef, wide), threads=threads)
         out: list[list[SearchHit]] = []
         for row, (ids, row_sims) in enumerate(zip(text_ids, sims, strict=True)):
             signature = (minhash.signature(texts[row]) if row_windows[row] is not None
                          and minhash.wants_signature(texts[row]) else None)
+            near = (row_windows[row][1] if row_windows[row] is not None
+                    else vectors[row:row + 1])
+            ids, row_sims = windows.widen(ids, row_sims, near)
             scores, passages = windows.rescore(ids, row_sims, vectors[row], row_windows[row],
                                                signature)
-            order = np.argsort(-scores, kind="stable")[:k]
+            order = np.argsort(-scores, kind="stable")
             out.append(hits_for(self._store, ids[order][None, :], scores[order][None, :],
-                                passages)[0])
+                                passages)[0][:k])
         return out
 
     def keep_verdicts(self, file_sha256: str, file_name: str,

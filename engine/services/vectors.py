@@ -9,12 +9,14 @@ the new ones, never the query of one against the other's index.
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable, Iterator
 from contextlib import ExitStack, contextmanager
 
 import numpy as np
 
 from engine.dedup.graph import unit_rows
+from engine.documents.window_finder import WindowFinder
 from engine.encoding.encode_job import CHUNK_TEXTS, EncodeReport, encode_missing
 from engine.encoding.encoder import EncodedBatch, Executor, SentenceEncoder
 from engine.index import side_file
@@ -42,6 +44,9 @@ class Vectors:
         self._live = live
         self._windowed_key: tuple[int, int] | None = None   # (model, index generation)
         self._windowed = np.zeros(0, dtype=np.int64)
+        # Every window of the long texts, for the search (read on first need, per key).
+        self._finder: tuple[tuple[int, int], WindowFinder] | None = None
+        self._finder_lock = threading.Lock()
 
     def index(self) -> HnswIndex:
         """The active model's index, loaded and checked against the embeddings once (a
@@ -189,9 +194,18 @@ class Vectors:
             with self._store.read() as conn:
                 return {t: from_bytes(b) for t, b in signatures_of(conn, text_ids).items()}
 
-        return Windows(self._windowed, read,
+        windowed = self._windowed
+
+        def finder() -> WindowFinder:
+            with self._finder_lock:
+                if self._finder is None or self._finder[0] != key:
+                    self._finder = None   # the old matrix goes before the new one is read
+                    self._finder = (key, WindowFinder.load(windowed, read, dim))
+                return self._finder[1]
+
+        return Windows(windowed, read,
                        lambda text_ids: index.vectors(np.asarray(text_ids, dtype=np.int64)),
-                       signatures)
+                       signatures, finder)
 
     def generation(self) -> int:
         """The live index's generation (it changes with every commit into the index)."""
