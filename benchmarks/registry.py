@@ -55,5 +55,6 @@ REGISTRY = (
     Benchmark("meaning_flags", "The ⚠ beside a close pair: non-duplicates against duplicates"),
     Benchmark("documents", "Documents read whole: near-duplicate documents of any length"),
     Benchmark("document_scale", "Documents at scale: imports of thousands of long documents"),
+    Benchmark("document_search", "Search in documents: a passage from a document's middle"),
 )
 BY_NAME = {b.name: b for b in REGISTRY}
