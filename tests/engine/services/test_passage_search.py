@@ -1,0 +1,96 @@
+"""A passage from a document's middle finds that document even where its mean vector is far
+from the passage: more than `WIDE_CANDIDATES` other documents are nearer by mean vector."""
+
+from __future__ import annotations
+
+import csv
+
+from engine.keystroke_search import WIDE_CANDIDATES, search
+from engine.store.items import items_by_ids
+
+# The document: about cooking, with one paragraph about a harbour's tides in its middle.
+COOKING = [f"Recipe note {i}: fold the butter into the flour, rest the dough for {i + 10} "
+           f"minutes, then bake the pastry until golden and serve it with stewed apples."
+           for i in range(60)]
+PASSAGE = ("The harbour master kept a small notebook of the spring tides. In March the water "
+           "climbed over the old stone steps twice, the ferry to the island stayed tied up "
+           "for three days while the sea wall was mended, and the fishermen dragged their "
+           "boats above the shingle line before the evening surge. He wrote that the highest "
+           "water came an hour after the moon rose, and that the gulls moved inland the "
+           "morning before every storm, which he trusted more than the printed tables.")
+DOCUMENT = " ".join(COOKING[:30]) + "\n\n" + PASSAGE + "\n\n" + " ".join(COOKING[30:])
+LATER = ("The lighthouse keeper's daughter painted the harbour every winter: grey water, the "
+         "red buoy by the channel, the crane on the north quay and the ferry's wake cutting "
+         "across the bay. Her pictures hung in the chandlery beside the tide tables, and "
+         "sailors bought them before the long voyages south, saying that the painted sea "
+         "looked calmer than the real one ever did in January.")
+# Others: about the harbour and the sea throughout, none holding the passage.
+OTHERS = [" ".join(f"Harbour log {n}.{i}: the tide gauge on pier {(n + i) % 9} read "
+                   f"{(n * 7 + i) % 40 / 10 + 1:.1f} metres at dawn, and boats waited at the "
+                   f"moorings for the flood tide before sailing past the breakwater."
+                   for i in range(16)) for n in range(WIDE_CANDIDATES + 10)]
+
+
+def _project(new_project, tmp_path):
+    path = tmp_path / "documents.csv"
+    with path.open("w", newline="", encoding="utf-8") as fh:
+        writer = csv.writer(fh)
+        writer.writerow(["id", "text"])
+        writer.writerow(["cooking", DOCUMENT])
+        for n, text in enumerate(OTHERS):
+            writer.writerow([f"harbour{n}", text])
+    project = new_project()
+    project.rows.import_table(path, ["text"], id_column="id")
+    project.vectors.encode()
+    return project
+
+
+def test_a_passage_finds_its_document_beyond_the_nearest_mean_vectors(new_project, tmp_path):
+    project = _project(new_project, tmp_path)
+    encoder, index, model_id = project.vectors.serving()
+    windows = project.vectors.windows(model_id, project.vectors.generation(), index)
+    assert len(windows.windowed) == len(OTHERS) + 1        # every text read in windows
+    # The ground this stands on: by mean vector, the cooking document is not among the
+    # WIDE_CANDIDATES nearest the passage, so the search as it was could not find it.
+    text_ids, _ = index.query(encoder.encode([PASSAGE]), WIDE_CANDIDATES)
+    cooking = project.search(COOKING[3], 1)[0]
+    assert cooking.id == "cooking"
+    with project.store.read() as conn:
+        cooking_text = items_by_ids(conn, [cooking.item_id])[cooking.item_id]["text_id"]
+    assert cooking_text not in set(text_ids[0].tolist())
+    before = search(project.store, encoder, index, PASSAGE, 5, windows.without_finder())
+    assert "cooking" not in [h.id for h in before]
+
+    hit = project.search(PASSAGE, 5)[0]
+    assert hit.id == "cooking"
+    start = DOCUMENT.index(PASSAGE)
+    a, b = hit.passage
+    assert a < start + len(PASSAGE) and start < b           # the passage shown holds it
+    assert windows.finder() is windows.finder()              # read once per generation
+
+    # Check a file: the passage as a row of a checked file finds it the same way.
+    checked = tmp_path / "checked.csv"
+    with checked.open("w", newline="", encoding="utf-8") as fh:
+        writer = csv.writer(fh)
+        writer.writerow(["text"])
+        writer.writerow([PASSAGE])
+    rows = list(project.matching.check_file(checked, ["text"], k=1).rows)
+    assert rows[0].matches[0].id == "cooking"
+    assert rows[0].matches[0].passage is not None
+
+    # A document added later is found once its windows are in: the windows are read again
+    # for the index's new generation.
+    added = tmp_path / "added.csv"
+    with added.open("w", newline="", encoding="utf-8") as fh:
+        writer = csv.writer(fh)
+        writer.writerow(["id", "text"])
+        writer.writerow(["baking", " ".join(COOKING[5:35]) + "\n\n" + LATER + "\n\n"
+                         + " ".join(COOKING[35:])])
+    project.rows.import_table(added, ["text"], id_column="id")
+    project.vectors.encode()
+    encoder, index, model_id = project.vectors.serving()
+    now = project.vectors.windows(model_id, project.vectors.generation(), index)
+    assert "baking" not in [h.id for h in search(project.store, encoder, index, LATER, 5,
+                                                 now.without_finder())]
+    assert project.search(LATER, 5)[0].id == "baking"
+    assert now.finder() is not windows.finder() and len(now.finder()) > len(windows.finder())
