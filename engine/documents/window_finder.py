@@ -20,8 +20,10 @@ matrix is read from the project once per index generation, on the first search t
 it. Why int8 and not the stored float16: numpy upcasts float16 without vector units, which
 made the scan of 109,000 windows take 64 ms against 5 ms (random unit vectors of 384
 dimensions, one query, on a 2-core AMD EPYC; chunks of 2,048 rows, which stay in cache:
-9 ms at 8,192, 20 ms at 32,768), and int8 halves the memory. A window's cosine is off by
-at most 2e-3, and only chooses candidates, which are then scored from their stored windows.
+9 ms at 8,192, 20 ms at 32,768), and int8 halves the memory. Over the 21,807 windows of
+2,000 documents of the benchmark and 200 of them as queries, a cosine moved by 2e-4
+(standard deviation), at most 2.3e-3; it only chooses candidates, which are then scored from
+their stored windows.
 """
 
 from __future__ import annotations
