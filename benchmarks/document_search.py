@@ -289,7 +289,8 @@ def present(result: dict, results: dict | None = None) -> dict:
         "baseline": f"{plain['found_at_k']:.0%}",
         "baseline_is": "plain sentence-transformers, each document truncated to the model's "
                        "window, exact search, same queries, same run",
-        "ratio": f"{(ours['found_at_k'] - plain['found_at_k']) * 100:+.0f} points",
+        "ratio": f"{round(ours['found_at_k'] * 100) - round(plain['found_at_k'] * 100):+d} "
+                 "points",
         "goal": "", "met": None}]
     tables = []
     for m in measured:
