@@ -60,7 +60,7 @@ from benchmarks import quality_gate
 
 ROWS, QUICK_ROWS = 5000, 1000
 QUICK_QUESTIONS = 5000       # the quick run's cut (not a verdict: the gate asks 20,000)
-CANDIDATES = ("openvino", "openvino-bf16", "openvino-int8")
+CANDIDATES = ("openvino", "openvino-bf16", "openvino-int8", "openvino-int8-dynamic")
 BASELINE_ROUNDS = 3
 VENDOR_NAMES = {"amd": "AMD", "intel": "Intel"}   # `cpu_features.vendor_of`'s, in words
 

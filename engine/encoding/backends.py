@@ -84,13 +84,26 @@ class Backend:
     label: str
     exact: bool = True
     optimization: int = 0          # onnxruntime transformer optimiser level (O1-O3), 0 none
-    quantization: str | None = None    # None, "dynamic" (onnxruntime) or "static" (nncf)
+    # None, "dynamic" (onnxruntime), "static" (nncf) or "weights" (nncf's int8 weights)
+    quantization: str | None = None
     extra: str | None = None       # the `pip install duplens[extra]` that brings it
     modules: tuple[str, ...] = ()  # what must be importable
     # OpenVINO's INFERENCE_PRECISION_HINT: "f32", or "bf16" where the CPU has the units
     # (`needs_bf16`); never OpenVINO's own choice, which is bf16 on such CPUs.
     precision: str = "f32"
     needs_bf16: bool = False
+    # OpenVINO's DYNAMIC_QUANTIZATION_GROUP_SIZE: the int8 weights' products take their
+    # activations in int8 too, quantised as they run with a scale per this many values of
+    # each token; 0 leaves it out of the options (no backend but that one has int8 weights
+    # for it to apply to).
+    dynamic_group: int = 0
+
+    def openvino_options(self) -> dict[str, str]:
+        """What every OpenVINO compilation of this backend is told besides its hint."""
+        options = {"INFERENCE_PRECISION_HINT": self.precision}
+        if self.dynamic_group:
+            options["DYNAMIC_QUANTIZATION_GROUP_SIZE"] = str(self.dynamic_group)
+        return options
 
     @property
     def tag(self) -> str:
@@ -117,6 +130,16 @@ BACKENDS: dict[str, Backend] = {b.name: b for b in (
     # not torch's embeddings, so they are kept apart as a quantised backend's are.
     Backend("openvino-bf16", "openvino", "OpenVINO, bfloat16 arithmetic", exact=False,
             extra="openvino", modules=_OPENVINO, precision="bf16", needs_bf16=True),
+    # Int8 weights (NNCF's `compress_weights`, asymmetric, per output channel; no
+    # calibration), and each product's activations quantised to int8 as it runs, a scale
+    # per 32 values of each token; the rest in float32. Static int8 (openvino-int8) fixes
+    # one scale per tensor from calibration texts and loses the gate's cut; this keeps
+    # torch's embeddings closer (mean cosine 0.99955 against 0.998 on 3,000 Quora questions)
+    # and ran 1.59x exact OpenVINO's speed with the kernels capped to AVX512-VNNI
+    # (docs/benchmarks.md, "The default backend of each CPU class").
+    Backend("openvino-int8-dynamic", "openvino",
+            "OpenVINO, int8 weights and dynamic int8 activations", exact=False,
+            quantization="weights", extra="openvino", modules=_NNCF, dynamic_group=32),
 )}
 
 

@@ -67,7 +67,8 @@ def convert(model: SentenceTransformer, backend: Backend, target: Path, *,
             if backend.quantization == "static" and not calibration_texts:
                 raise ValueError("static quantisation needs calibration texts")
             write_openvino(plain, scratch / OPENVINO_FILE, model,
-                           calibration_texts if backend.quantization == "static" else None)
+                           calibration_texts if backend.quantization == "static" else None,
+                           int8_weights=backend.quantization == "weights")
         for leftover in ("plain.onnx", "optimized.onnx", "quantized.onnx"):
             (scratch / leftover).unlink(missing_ok=True)
         try:
@@ -216,14 +217,18 @@ def quiet_nncf() -> None:
 
 
 def write_openvino(onnx_path: Path, target: Path, model: SentenceTransformer,
-                   calibration_texts: Sequence[str] | None) -> Path:
+                   calibration_texts: Sequence[str] | None, *, int8_weights: bool = False
+                   ) -> Path:
     """The ONNX graph as an OpenVINO IR (fp32 weights); with `calibration_texts`, int8
-    quantised with NNCF's post-training quantisation for transformers (as optimum does)."""
+    quantised with NNCF's post-training quantisation for transformers (as optimum does);
+    with `int8_weights`, its weights alone compressed to int8 (`compress_int8_weights`)."""
     import openvino as ov
 
     graph = ov.Core().read_model(str(onnx_path))
     if calibration_texts:
         graph = quantize_openvino(graph, calibration_items(graph, model, calibration_texts))
+    elif int8_weights:
+        graph = compress_int8_weights(graph)
     ov.save_model(graph, str(target), compress_to_fp16=False)
     return target
 
@@ -239,6 +244,19 @@ def calibration_items(graph, model: SentenceTransformer, texts: Sequence[str],
                                   return_tensors="np")
         items.append({n: encoded[n] for n in names})
     return items
+
+
+def compress_int8_weights(graph):
+    """`graph` with the weights of its matrix products stored as int8 (NNCF's
+    `compress_weights`, asymmetric, one scale and zero point per output channel), no
+    calibration: the weights decompress as they are used, or, with OpenVINO's dynamic
+    quantisation (`Backend.dynamic_group`), the products run on int8 activations."""
+    import nncf
+
+    quiet_nncf()
+    nncf.set_log_level(logging.WARNING)
+    with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
+        return nncf.compress_weights(graph, mode=nncf.CompressWeightsMode.INT8_ASYM)
 
 
 def quantize_openvino(graph, items: Sequence[dict], **options):

@@ -21,7 +21,9 @@ was unchanged (8,000 questions: 8.00–8.24 s against 8.17–8.33 s).
 
 Both forms run in the precision the backend names (`INFERENCE_PRECISION_HINT`): float32,
 or bf16 for openvino-bf16. Never OpenVINO's own choice: on a CPU with bf16 units it would
-compute a float32 model in bf16 and give other embeddings than the checked ones.
+compute a float32 model in bf16 and give other embeddings than the checked ones. Both take
+the rest of the backend's options too (`Backend.openvino_options`: the dynamic int8
+activations of openvino-int8-dynamic).
 """
 
 from __future__ import annotations
@@ -63,11 +65,11 @@ class RequestPool:
 class OpenVinoRunner:
     """One IR on the CPU; `run` and `run_many` are safe to call from several threads."""
 
-    def __init__(self, path: Path, precision: str = "f32") -> None:
+    def __init__(self, path: Path, options: dict[str, str] | None = None) -> None:
         import openvino as ov
 
-        # What both compiled forms are told besides their hint.
-        self._common = {"INFERENCE_PRECISION_HINT": precision}
+        # What both compiled forms are told besides their hint (`Backend.openvino_options`).
+        self._common = dict(options or {"INFERENCE_PRECISION_HINT": "f32"})
         self._core = ov.Core()
         self._model = self._core.read_model(str(path))
         self.input_names = [port.get_any_name() for port in self._model.inputs]

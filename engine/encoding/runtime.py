@@ -93,7 +93,7 @@ def _make_onnx_runner(path: Path, config: Any):
     return OnnxTransformer()
 
 
-def _make_openvino_runner(path: Path, config: Any, precision: str = "f32"):
+def _make_openvino_runner(path: Path, config: Any, options: dict[str, str] | None = None):
     import openvino as ov
 
     from engine.encoding.openvino_runner import RequestPool
@@ -108,9 +108,10 @@ def _make_openvino_runner(path: Path, config: Any, precision: str = "f32"):
             compiled = core.compile_model(str(path), "CPU", {
                 "PERFORMANCE_HINT": "LATENCY",
                 "INFERENCE_NUM_THREADS": _threads(),
-                # As the backend says (`Backend.precision`): never a silent bf16 on
-                # AMX/avx512_bf16 CPUs, which OpenVINO's own default would be.
-                "INFERENCE_PRECISION_HINT": precision,
+                # As the backend says (`Backend.openvino_options`): its precision, never a
+                # silent bf16 on AMX/avx512_bf16 CPUs, which OpenVINO's own default would
+                # be, and its dynamic int8 activations where it has them.
+                **(options or {"INFERENCE_PRECISION_HINT": "f32"}),
             })
             self.compiled = compiled
             self._requests = RequestPool(compiled.create_infer_request)
@@ -183,7 +184,7 @@ def use_exported(model: SentenceTransformer, backend: Backend, path: Path) -> No
     elif backend.runtime == "openvino":
         if backend.quantization:
             quiet_nncf()
-        runner = _make_openvino_runner(path, config, backend.precision)
+        runner = _make_openvino_runner(path, config, backend.openvino_options())
     else:
         raise ValueError(f"{backend.name}: not an exported backend")
     transformer.model = runner

@@ -127,13 +127,13 @@ class _OrtRunner:
             yield self.run(feed)
 
 
-def _runner(export: Path, precision: str = "f32"):
-    """onnxruntime for an ONNX file, OpenVINO for an IR (`openvino_runner`) computing in
-    `precision` (the backend's)."""
+def _runner(export: Path, options: dict[str, str] | None = None):
+    """onnxruntime for an ONNX file, OpenVINO for an IR (`openvino_runner`) compiled with
+    `options` (the backend's `openvino_options`)."""
     if export.suffix == ".xml":
         from engine.encoding.openvino_runner import OpenVinoRunner
 
-        return OpenVinoRunner(export, precision)
+        return OpenVinoRunner(export, options)
     return _OrtRunner(export)
 
 
@@ -150,7 +150,7 @@ class TorchFreeEncoder(SentenceEncoder):
         from tokenizers import Tokenizer
 
         served = BACKENDS.get(spec.backend or "onnx")
-        self._runner = _runner(export, served.precision if served else "f32")
+        self._runner = _runner(export, served.openvino_options() if served else None)
         self._inputs = list(self._runner.input_names)
         self._steps = steps
         self._tokenizer = Tokenizer.from_file(str(steps.tokenizer_file))
