@@ -40,9 +40,9 @@ def backend_option(p: argparse.ArgumentParser) -> None:
     p.add_argument("--backend", choices=list(BACKENDS), help="how the model runs: torch, "
                    "or on the CPU onnx / openvino (same embeddings) or their int8 and bf16 "
                    "forms (faster, different embeddings: the project is encoded again); "
-                   "openvino-int8 needs duplens[openvino] (default: what the project uses; a "
-                   "new project the fastest that passed the quality gate against torch on "
-                   "this class of CPU: openvino-bf16 with bf16 units, else torch)")
+                   "openvino-int8(-dynamic) needs duplens[openvino] (default: what the "
+                   "project uses; a new project the fastest that passed the quality gate "
+                   "against torch on this class and make of CPU, which `duplens info` names)")
 
 
 PROJECT_HELP = ("the project: a .duplens file, or a team project's "

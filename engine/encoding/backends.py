@@ -97,6 +97,9 @@ class Backend:
     # each token; 0 leaves it out of the options (no backend but that one has int8 weights
     # for it to apply to).
     dynamic_group: int = 0
+    # Matrix products whose weights stay float32 (NNCF ignored-scope patterns over the
+    # exported graph's node names; a model whose names differ keeps none in float32).
+    float32_layers: tuple[str, ...] = ()
 
     def openvino_options(self) -> dict[str, str]:
         """What every OpenVINO compilation of this backend is told besides its hint."""
@@ -132,14 +135,17 @@ BACKENDS: dict[str, Backend] = {b.name: b for b in (
             extra="openvino", modules=_OPENVINO, precision="bf16", needs_bf16=True),
     # Int8 weights (NNCF's `compress_weights`, asymmetric, per output channel; no
     # calibration), and each product's activations quantised to int8 as it runs, a scale
-    # per 32 values of each token; the rest in float32. Static int8 (openvino-int8) fixes
-    # one scale per tensor from calibration texts and loses the gate's cut; this keeps
-    # torch's embeddings closer (mean cosine 0.99955 against 0.998 on 3,000 Quora questions)
-    # and ran 1.59x exact OpenVINO's speed with the kernels capped to AVX512-VNNI
-    # (docs/benchmarks.md, "The default backend of each CPU class").
+    # per 32 values of each token, except each layer's feed-forward output product, kept in
+    # float32; the rest in float32. Static int8 (openvino-int8) fixes one scale per tensor
+    # from calibration texts and loses the gate's cut. With every product in int8 this lost
+    # it too, narrowly (pair F1 0.9799 against 0.98); keeping the feed-forward outputs in
+    # float32 (the product that hurt most in the int8 recipes benchmark) reached 0.9855 on
+    # the gate's choice data, at 1.38x exact OpenVINO's speed with the kernels capped to
+    # AVX512-VNNI (docs/benchmarks.md, "The default backend of each CPU class").
     Backend("openvino-int8-dynamic", "openvino",
             "OpenVINO, int8 weights and dynamic int8 activations", exact=False,
-            quantization="weights", extra="openvino", modules=_NNCF, dynamic_group=32),
+            quantization="weights", extra="openvino", modules=_NNCF, dynamic_group=32,
+            float32_layers=(r".*/layer\.\d+/output/dense/MatMul",)),
 )}
 
 
@@ -258,6 +264,8 @@ def export_key(fingerprint: str, backend: Backend, calibration: str = "") -> str
     versions = ",".join(f"{k}={v}" for k, v in sorted(runtime_versions(backend).items()))
     material = f"{fingerprint}|{backend.name}|{backend.optimization}|{backend.quantization}|" \
                f"{EXPORT_FORMAT}|{versions}|{calibration}"
+    if backend.float32_layers:   # only where set: every other export keeps its name
+        material += "|" + ",".join(backend.float32_layers)
     return f"{backend.name}-{hashlib.sha256(material.encode()).hexdigest()[:16]}"
 
 

@@ -68,7 +68,8 @@ def convert(model: SentenceTransformer, backend: Backend, target: Path, *,
                 raise ValueError("static quantisation needs calibration texts")
             write_openvino(plain, scratch / OPENVINO_FILE, model,
                            calibration_texts if backend.quantization == "static" else None,
-                           int8_weights=backend.quantization == "weights")
+                           int8_weights=backend.quantization == "weights",
+                           float32_layers=backend.float32_layers)
         for leftover in ("plain.onnx", "optimized.onnx", "quantized.onnx"):
             (scratch / leftover).unlink(missing_ok=True)
         try:
@@ -217,18 +218,19 @@ def quiet_nncf() -> None:
 
 
 def write_openvino(onnx_path: Path, target: Path, model: SentenceTransformer,
-                   calibration_texts: Sequence[str] | None, *, int8_weights: bool = False
-                   ) -> Path:
+                   calibration_texts: Sequence[str] | None, *, int8_weights: bool = False,
+                   float32_layers: Sequence[str] = ()) -> Path:
     """The ONNX graph as an OpenVINO IR (fp32 weights); with `calibration_texts`, int8
     quantised with NNCF's post-training quantisation for transformers (as optimum does);
-    with `int8_weights`, its weights alone compressed to int8 (`compress_int8_weights`)."""
+    with `int8_weights`, its weights alone compressed to int8 (`compress_int8_weights`),
+    but for the products `float32_layers` name."""
     import openvino as ov
 
     graph = ov.Core().read_model(str(onnx_path))
     if calibration_texts:
         graph = quantize_openvino(graph, calibration_items(graph, model, calibration_texts))
     elif int8_weights:
-        graph = compress_int8_weights(graph)
+        graph = compress_int8_weights(graph, float32_layers)
     ov.save_model(graph, str(target), compress_to_fp16=False)
     return target
 
@@ -246,17 +248,21 @@ def calibration_items(graph, model: SentenceTransformer, texts: Sequence[str],
     return items
 
 
-def compress_int8_weights(graph):
+def compress_int8_weights(graph, float32_layers: Sequence[str] = ()):
     """`graph` with the weights of its matrix products stored as int8 (NNCF's
     `compress_weights`, asymmetric, one scale and zero point per output channel), no
     calibration: the weights decompress as they are used, or, with OpenVINO's dynamic
-    quantisation (`Backend.dynamic_group`), the products run on int8 activations."""
+    quantisation (`Backend.dynamic_group`), the products run on int8 activations. Products
+    whose names match a pattern of `float32_layers` keep float32 weights (and arithmetic);
+    a pattern that matches nothing (another architecture's names) is no error."""
     import nncf
 
     quiet_nncf()
     nncf.set_log_level(logging.WARNING)
+    ignored = nncf.IgnoredScope(patterns=list(float32_layers), validate=False)
     with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
-        return nncf.compress_weights(graph, mode=nncf.CompressWeightsMode.INT8_ASYM)
+        return nncf.compress_weights(graph, mode=nncf.CompressWeightsMode.INT8_ASYM,
+                                     ignored_scope=ignored)
 
 
 def quantize_openvino(graph, items: Sequence[dict], **options):

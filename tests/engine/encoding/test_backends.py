@@ -9,6 +9,7 @@ the catalogue, cache keys, identities and error messages are tested everywhere.
 from __future__ import annotations
 
 import importlib.util
+import re
 from pathlib import Path
 
 import numpy as np
@@ -360,3 +361,32 @@ def test_a_project_encoded_with_bf16_opens_on_a_cpu_without_bf16_units(
         assert again.model.encoder().spec.backend == "openvino-bf16"
         assert [(h.text, round(h.score, 4)) for h in again.search(query, 3)] == before
     assert "runs emulated" in caplog.text
+
+
+@pytest.mark.slow
+def test_dynamic_int8_keeps_the_feed_forward_outputs_in_float32(tmp_path, encoder):
+    """openvino-int8-dynamic's export: int8 weights for every product but each layer's
+    feed-forward output (`Backend.float32_layers`), which keeps float32 weights."""
+    _needs("openvino-int8-dynamic")
+    import openvino as ov
+
+    from engine.encoding.conversion import convert
+
+    path = convert(encoder.model, BACKENDS["openvino-int8-dynamic"], tmp_path / "export")
+    graph = ov.Core().read_model(str(path))
+
+    def weights(product) -> str:
+        """The element type of the constant a product's weights are read from."""
+        node = product.input_value(1).get_node()
+        while node.get_type_name() != "Constant":    # through the decompression steps
+            node = node.input_value(0).get_node()
+        return node.get_element_type().get_type_name()
+
+    scores = re.compile(r"/attention/self/MatMul(_1)?$")   # query x key, and x value
+    kinds = {op.get_friendly_name(): weights(op) for op in graph.get_ops()
+             if op.get_type_name() == "MatMul" and not scores.search(op.get_friendly_name())}
+    layers = encoder.model[0].auto_model.config.num_hidden_layers
+    kept = sorted(n for n, kind in kinds.items() if kind == "f32")
+    assert kept == sorted(f"/inner/encoder/layer.{i}/output/dense/MatMul" for i in range(layers))
+    assert {kind for n, kind in kinds.items() if n not in kept} == {"u8"}
+    assert len(kinds) - len(kept) == 5 * layers     # query, key, value, attention out, up
