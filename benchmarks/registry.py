@@ -25,6 +25,8 @@ REGISTRY = (
     Benchmark("backends", "Fast CPU path (ONNX, OpenVINO) and the quality gate"),
     Benchmark("cpu_classes", "The default backend of each CPU class", quick=False),
     Benchmark("int8_recipes", "Int8 recipes against the gate's search recall", quick=False),
+    Benchmark("dynamic_int8_choice", "openvino-int8-dynamic's recipe, chosen on the gate's "
+              "choice data", quick=False),
     Benchmark("query_latency", "Live query latency"),
     Benchmark("cli_latency", "Command-line latency"),
     Benchmark("mining", "Duplicate mining"),

@@ -1,0 +1,193 @@
+"""openvino-int8-dynamic's recipe, chosen on the quality gate's choice data with the kernels
+capped to the int8 class (AVX512-VNNI, no bf16).
+
+    python -m benchmarks --only dynamic_int8_choice
+
+OpenVINO's dynamic quantisation runs the products of int8 weights (NNCF's
+`compress_weights`, asymmetric, per output channel, no calibration) on activations
+quantised to int8 as they run, a scale per group of values of each token
+(`DYNAMIC_QUANTIZATION_GROUP_SIZE`). With every product in int8 and groups of 32, the cut
+at the default threshold came out just under the gate's bar (`cpu_classes`, pair F1 0.9799
+against 0.98). The levers tried here, each through the full gate (`quality_gate.measure`
+and `compare` on the choice data: STSb dev, Quora validation pairs, the sample pairs, the
+cut over 20,000 questions of Quora's training and validation parts), in one process capped
+like `cpu_classes`' int8 class:
+
+- smaller groups (16: finer scales, slower);
+- products kept in float32 (NNCF's ignored scope, `Backend.float32_layers`): each layer's
+  feed-forward output (the product that hurt most in `int8_recipes`), the first layer, the
+  last layer.
+
+Speed: sentences per second on 2,000 of the cut's questions (the benchmark's own
+tokenise-run-pool loop of `int8_recipes`, batch 64, best of two), beside exact OpenVINO in
+the same process. The recipe the backend ships (`BACKENDS["openvino-int8-dynamic"]`) is
+marked; whether it becomes a class's default is `cpu_classes`' verdict, and only that
+verdict is measured on the test data.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from benchmarks import quality_gate
+
+TIMED = 2000
+FEED_FORWARD_OUT = r".*/layer\.\d+/output/dense/MatMul"
+# name: (what it changes, group size, float32 patterns)
+RECIPES: dict[str, tuple[str, int, tuple[str, ...]]] = {
+    "dynamic 32": ("every product in int8, groups of 32", 32, ()),
+    "dynamic 16": ("every product in int8, groups of 16", 16, ()),
+    "dynamic 32, feed-forward out in float32": (
+        "each layer's feed-forward output product keeps float32", 32, (FEED_FORWARD_OUT,)),
+    "dynamic 32, last layer in float32": (
+        "the sixth (last) layer keeps float32", 32, (r".*/layer\.5/.*",)),
+    "dynamic 32, first layer in float32": (
+        "the first layer keeps float32", 32, (r".*/layer\.0/.*",)),
+}
+
+
+def run(quick: bool) -> dict:
+    """One child process with the kernels capped to the int8 class."""
+    from benchmarks.cpu_classes import CLASSES
+
+    env = {**os.environ, **CLASSES["int8"]["env"], "PYTHONPATH": str(Path(__file__).parents[1])}
+    with tempfile.TemporaryDirectory(prefix="duplens-dynamic-int8-") as folder:
+        out = Path(folder) / "result.json"
+        questions = 5_000 if quick else quality_gate.CUT_QUESTIONS
+        done = subprocess.run([sys.executable, "-m", "benchmarks.dynamic_int8_choice",
+                               "--child", "--out", str(out), "--questions", str(questions)],
+                              env=env, check=False)
+        if done.returncode:
+            raise RuntimeError(f"the capped process failed ({done.returncode})")
+        result = json.loads(out.read_text(encoding="utf-8"))
+    result["cap"] = CLASSES["int8"]["env"]
+    return result
+
+
+def child(out: Path, questions: int) -> None:
+    import openvino as ov
+
+    from benchmarks.int8_recipes import _openvino_encoder
+    from engine.encoding.backends import BACKENDS
+    from engine.encoding.conversion import compress_int8_weights, convert
+    from engine.encoding.model_spec import load_model, resolve_model
+
+    data = quality_gate.load_data(questions, part=quality_gate.CHOICE)
+    model = load_model(resolve_model(None), "cpu")
+
+    def torch_encode(texts):
+        return model.encode(list(texts), batch_size=64, normalize_embeddings=True,
+                            convert_to_numpy=True, show_progress_bar=False)
+
+    reference = quality_gate.measure(torch_encode, data)
+    timed = data.questions[:TIMED]
+
+    def speed(encode) -> float:
+        encode(timed[:200])
+        best = float("inf")
+        for _ in range(2):
+            started = time.perf_counter()
+            encode(timed)
+            best = min(best, time.perf_counter() - started)
+        return round(len(timed) / best, 1)
+
+    core = ov.Core()
+    rows: dict[str, dict] = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        plain = convert(model, BACKENDS["openvino"], Path(tmp) / "openvino")
+        exact = _openvino_encoder(core, core.read_model(str(plain)), model,
+                                  config={"INFERENCE_PRECISION_HINT": "f32"})
+        rows["exact"] = {"what": "exact OpenVINO, float32 (the class's default)",
+                         "sentences_per_s": speed(exact)}
+        for name, (what, group, float32) in RECIPES.items():
+            with contextlib.redirect_stdout(sys.stderr):
+                graph = compress_int8_weights(core.read_model(str(plain)), float32)
+            encode = _openvino_encoder(core, graph, model, config={
+                "INFERENCE_PRECISION_HINT": "f32",
+                "DYNAMIC_QUANTIZATION_GROUP_SIZE": str(group)})
+            found = quality_gate.measure(encode, data)
+            found.update(quality_gate.compare(found, reference, data))
+            figures = {k: round(v, 4) for k, v in found.items() if not k.startswith("_")}
+            for key in ("stsb_spearman", "quora_ap", "sample_pairs_ap", "partner_top5"):
+                figures[f"{key}_loss"] = round(reference[key] - found[key], 4)
+            rows[name] = {"what": what, "group": group, "float32_layers": list(float32),
+                          "sentences_per_s": speed(encode), **figures,
+                          "gate": quality_gate.verdict(found, reference)}
+            print(f"  {name}: cut F1 {figures['cut_f1']}, "
+                  f"{rows[name]['sentences_per_s']} sentences/s", file=sys.stderr, flush=True)
+    result = {"rows": rows, "data": data.describe(), "timed_texts": len(timed),
+              "reference": {k: round(v, 4) for k, v in reference.items()
+                            if not k.startswith("_")},
+              "shipped": {"group": BACKENDS["openvino-int8-dynamic"].dynamic_group,
+                          "float32_layers": list(
+                              BACKENDS["openvino-int8-dynamic"].float32_layers)},
+              "load_average": [round(x, 2) for x in os.getloadavg()]}
+    out.write_text(json.dumps(result, indent=1), encoding="utf-8")
+
+
+def present(result: dict, results: dict | None = None) -> dict:
+    """The recipes' table, the shipped one marked (benchmarks/report.py)."""
+    rows = result["rows"]
+    exact = rows["exact"]["sentences_per_s"]
+    shipped = result["shipped"]
+    table_rows = []
+    for name, r in rows.items():
+        if name == "exact":
+            table_rows.append([name, r["what"], r["sentences_per_s"], "1.00×", "1.0000",
+                               "–", "–", "–", "–", "reference speed", ""])
+            continue
+        ships = (r["group"] == shipped["group"]
+                 and r["float32_layers"] == shipped["float32_layers"])
+        table_rows.append([
+            name, r["what"], r["sentences_per_s"], f"{r['sentences_per_s'] / exact:.2f}×",
+            f"{r['cut_f1']:.4f}", f"{-r['stsb_spearman_loss']:+.2f}",
+            f"{-r['quora_ap_loss']:+.2f}", f"{-r['sample_pairs_ap_loss']:+.2f}",
+            f"{-r['partner_top5_loss']:+.2f}",
+            "passes" if r["gate"]["passed"] else "fails: " + "; ".join(r["gate"]["failed"]),
+            "ships" if ships else ""])
+    return {
+        "headline": [],
+        "tables": [{
+            "title": "Dynamic int8 recipes on the gate's choice data, kernels capped to "
+                     "AVX512-VNNI (the int8 class)",
+            "columns": ["recipe", "what it changes", "sentences/s", "× exact", "cut F1",
+                        "STSb Δ", "Quora AP Δ", "sample AP Δ", "partner top 5 Δ", "gate",
+                        ""],
+            "rows": table_rows}],
+        "notes": [
+            f"Gate data, the choice part: {result['data']['stsb_pairs']:,} STSb pairs, "
+            f"{result['data']['quora_pairs']:,} Quora pairs, "
+            f"{result['data']['sample_pairs']:,} sample pairs, the cut over "
+            f"{result['data']['cut_questions']:,} questions at "
+            f"{result['data']['threshold']}; Δ against torch's float32 figures, made in "
+            "the same process.",
+            f"Speed: {result['timed_texts']:,} questions, batch 64, best of two, the "
+            "benchmark's own loop (comparable between rows, not with served figures).",
+            f"Load average at the end: {result['load_average']}.",
+        ],
+    }
+
+
+def main() -> None:
+    import argparse
+
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--child", action="store_true")
+    parser.add_argument("--out", type=Path)
+    parser.add_argument("--questions", type=int, default=quality_gate.CUT_QUESTIONS)
+    args = parser.parse_args()
+    if args.child:
+        child(args.out, args.questions)
+        return
+    print(json.dumps(run(False), indent=1))
+
+
+if __name__ == "__main__":
+    main()
