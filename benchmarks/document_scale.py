@@ -38,6 +38,8 @@ import csv
 import json
 import os
 import tempfile
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -57,28 +59,20 @@ GOAL = 1.5
 def run(quick: bool) -> dict:
     from benchmarks.documents import _engine_state, _plain_same_windows, cache_folder
 
-    sizes = QUICK_SIZES if quick else _sizes_asked()
+    sizes = QUICK_SIZES if quick else sizes_asked("DUPLENS_DOCUMENT_SCALE_SIZES", FULL_SIZES)
     try:
-        package = dc.fetch_package(cache_folder())
+        package, paragraphs = corpus_paragraphs(cache_folder())
     except dc.CorpusUnavailable as exc:
         return {"skipped": f"the corpus could not be read: {exc}"}
-    docs, _ = dc.read_documents(package.sources)
-    paragraphs = [p for d in docs for p in d.paragraphs]
     measured = []
-    for size in sizes:
-        with tempfile.TemporaryDirectory(prefix="duplens-document-scale-") as tmp:
-            folder = Path(tmp)
-            table, words = _write_table(folder / "documents.csv", paragraphs, size)
-            project = folder / "documents.duplens"
-            load_before = _load()
-            imported = _child(["import", str(project), str(table), "--column", "text",
-                               "--id-column", "id"])
-            duplicates = _child(["duplicates", str(project), "--json"])
-            clusters = json.loads(duplicates.pop("stdout"))
-            imported.pop("stdout")
-            footprint = sum(f.stat().st_size for f in folder.iterdir()
-                            if f.name.startswith("documents.duplens"))
-            baseline = _plain_same_windows(str(project), sample=BASELINE_SAMPLE)
+    for done in imported_documents(sizes, paragraphs, "duplens-document-scale-"):
+        size, words, project, imported = done.size, done.words, done.project, done.imported
+        load_before = done.load_before
+        duplicates = _child(["duplicates", str(project), "--json"])
+        clusters = json.loads(duplicates.pop("stdout"))
+        footprint = sum(f.stat().st_size for f in done.folder.iterdir()
+                        if f.name.startswith("documents.duplens"))
+        baseline = _plain_same_windows(str(project), sample=BASELINE_SAMPLE)
         pieces = baseline["pieces"]
         ours_rate = pieces / imported["seconds"]
         measured.append({
@@ -100,11 +94,50 @@ def run(quick: bool) -> dict:
             "engine": _engine_state(), "cpu": _cpu(), "measured": measured}
 
 
-def _sizes_asked() -> tuple[int, ...]:
-    asked = os.environ.get("DUPLENS_DOCUMENT_SCALE_SIZES", "").strip()
+def sizes_asked(variable: str, full: tuple[int, ...]) -> tuple[int, ...]:
+    """The sizes a full run measures: `variable`'s comma-separated list, else `full`."""
+    asked = os.environ.get(variable, "").strip()
     if not asked:
-        return FULL_SIZES
+        return full
     return tuple(int(x) for x in asked.split(",") if x.strip())
+
+
+@dataclass(frozen=True)
+class Imported:
+    """One size's documents, written and imported by `duplens import` in a fresh process."""
+
+    size: int
+    folder: Path
+    table: Path            # the CSV imported
+    words: dict            # `_write_table`'s spread of lengths
+    project: Path
+    imported: dict         # `_child`'s seconds and peak of the import
+    load_before: list[float]
+
+
+def imported_documents(sizes: Sequence[int], paragraphs: list[str], prefix: str
+                       ) -> Iterator[Imported]:
+    """For each size, its documents written and imported into a project in a scratch
+    folder, which is there until the next size is asked for."""
+    for size in sizes:
+        with tempfile.TemporaryDirectory(prefix=prefix) as tmp:
+            folder = Path(tmp)
+            table, words = _write_table(folder / "documents.csv", paragraphs, size)
+            project = folder / "documents.duplens"
+            load_before = _load()
+            imported = _child(["import", str(project), str(table), "--column", "text",
+                               "--id-column", "id"])
+            imported.pop("stdout")
+            yield Imported(size, folder, table, words, project, imported, load_before)
+
+
+def corpus_paragraphs(cache: Path) -> tuple[dc.Package, list[str]]:
+    """The corpus package and every paragraph of its documents, in order, which the
+    documents of this benchmark and of `document_search` are drawn from (raises
+    `CorpusUnavailable`)."""
+    package = dc.fetch_package(cache)
+    docs, _ = dc.read_documents(package.sources)
+    return package, [p for d in docs for p in d.paragraphs]
 
 
 def _write_table(path: Path, paragraphs: list[str], size: int) -> tuple[Path, dict]:

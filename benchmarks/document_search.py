@@ -38,9 +38,7 @@ window matrix's memory.
 from __future__ import annotations
 
 import csv
-import os
 import re
-import tempfile
 import time
 from pathlib import Path
 
@@ -60,44 +58,29 @@ FIRST_QUERY = "How do I read a file one line at a time?"
 
 
 def run(quick: bool) -> dict:
-    from benchmarks.document_scale import _child, _write_table
+    from benchmarks.document_scale import corpus_paragraphs, imported_documents, sizes_asked
     from benchmarks.documents import _engine_state, cache_folder
 
-    sizes = QUICK_SIZES if quick else _sizes_asked()
+    sizes = QUICK_SIZES if quick else sizes_asked("DUPLENS_DOCUMENT_SEARCH_SIZES", FULL_SIZES)
     try:
-        package = dc.fetch_package(cache_folder())
+        package, paragraphs = corpus_paragraphs(cache_folder())
     except dc.CorpusUnavailable as exc:
         return {"skipped": f"the corpus could not be read: {exc}"}
-    docs, _ = dc.read_documents(package.sources)
-    paragraphs = [p for d in docs for p in d.paragraphs]
     measured = []
-    for size in sizes:
-        with tempfile.TemporaryDirectory(prefix="duplens-document-search-") as tmp:
-            folder = Path(tmp)
-            table, words = _write_table(folder / "documents.csv", paragraphs, size)
-            project = folder / "documents.duplens"
-            imported = _child(["import", str(project), str(table), "--column", "text",
-                               "--id-column", "id"])
-            imported.pop("stdout")
-            texts = _read_table(table)
-            queries = _queries(texts, QUICK_QUERIES if quick else QUERIES)
-            arms = _duplens_arms(project, texts, queries)
-            arms["plain"] = _plain_st(texts, queries)
-            measured.append({"documents": size, "words": words, "import": imported,
-                             "queries": {kind: len(qs) for kind, qs in queries.items()},
-                             "arms": arms})
+    for done in imported_documents(sizes, paragraphs, "duplens-document-search-"):
+        texts = _read_table(done.table)
+        queries = _queries(texts, QUICK_QUERIES if quick else QUERIES)
+        arms = _duplens_arms(done.project, texts, queries)
+        arms["plain"] = _plain_st(texts, queries)
+        measured.append({"documents": done.size, "words": done.words,
+                         "import": done.imported,
+                         "queries": {kind: len(qs) for kind, qs in queries.items()},
+                         "arms": arms})
     return {"seed": SEED, "sizes_asked": list(sizes), "full_sizes": list(FULL_SIZES),
             "k": K, "middle_words": MIDDLE_WORDS,
             "corpus": {"package": dc.PACKAGE, "version": package.version,
                        "paragraphs": len(paragraphs)},
             "engine": _engine_state(), "cpu": _cpu(), "measured": measured}
-
-
-def _sizes_asked() -> tuple[int, ...]:
-    asked = os.environ.get("DUPLENS_DOCUMENT_SEARCH_SIZES", "").strip()
-    if not asked:
-        return FULL_SIZES
-    return tuple(int(x) for x in asked.split(",") if x.strip())
 
 
 def _read_table(path: Path) -> dict[str, str]:
@@ -258,10 +241,10 @@ def _plain_st(texts: dict[str, str], queries: dict) -> dict:
 
 
 def _cpu() -> dict:
-    from engine.encoding.cpu_features import cpu_isa, cpu_vendor, has_bf16_units
+    from benchmarks.document_scale import _cpu as measured_cpu
+    from engine.encoding.cpu_features import cpu_vendor
 
-    return {"cores": os.cpu_count(), "int8_kernels": cpu_isa(), "bf16_units": has_bf16_units(),
-            "vendor": cpu_vendor()}
+    return {**measured_cpu(), "vendor": cpu_vendor()}
 
 
 # -- the report ------------------------------------------------------------------------------
