@@ -40,6 +40,7 @@ from __future__ import annotations
 import csv
 import re
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -185,6 +186,14 @@ def _score_arm(queries: dict, texts: dict[str, str], find, passages: bool) -> di
     return out
 
 
+@dataclass(frozen=True)
+class _Hit:
+    """A hit of an arm that is not Duplens' search: a document, no passage."""
+
+    id: str
+    passage: None = None
+
+
 def _every_text(queries: dict, texts: dict[str, str], encoder, every: dict, project) -> dict:
     """Each document scored by its best window, exactly (float32), over all documents."""
     from engine.store import items as item_store
@@ -197,16 +206,10 @@ def _every_text(queries: dict, texts: dict[str, str], encoder, every: dict, proj
         rows = item_store.items_for_texts(conn, text_ids)
     public = [item_store.public_id(rows[t][0]) for t in text_ids]
 
-    class Hit:
-        passage = None
-
-        def __init__(self, doc_id: str) -> None:
-            self.id = doc_id
-
     def find(text: str):
         q = encoder.encode([text])[0]
         best = np.maximum.reduceat(matrix @ q, starts)
-        return [Hit(public[i]) for i in np.argsort(-best, kind="stable")[:K]]
+        return [_Hit(public[i]) for i in np.argsort(-best, kind="stable")[:K]]
 
     return _score_arm(queries, texts, find, passages=False)
 
@@ -224,15 +227,9 @@ def _plain_st(texts: dict[str, str], queries: dict) -> dict:
                            convert_to_numpy=True)
     encode_s = time.perf_counter() - t0
 
-    class Hit:
-        passage = None
-
-        def __init__(self, doc_id: str) -> None:
-            self.id = doc_id
-
     def find(text: str):
         q = model.encode([text], normalize_embeddings=True, convert_to_numpy=True)[0]
-        return [Hit(ids[i]) for i in np.argsort(-(vectors @ q), kind="stable")[:K]]
+        return [_Hit(ids[i]) for i in np.argsort(-(vectors @ q), kind="stable")[:K]]
 
     scored = _score_arm(queries, texts, find, passages=False)
     scored["encode_seconds"] = round(encode_s, 1)
