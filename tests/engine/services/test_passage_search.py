@@ -94,3 +94,40 @@ def test_a_passage_finds_its_document_beyond_the_nearest_mean_vectors(new_projec
                                                  now.without_finder())]
     assert project.search(LATER, 5)[0].id == "baking"
     assert now.finder() is not windows.finder() and len(now.finder()) > len(windows.finder())
+
+
+# A typed sentence inside the cooking document: its window is mostly about pastry, so the
+# harbour logs' windows (about tides throughout) are nearer the sentence than it is.
+SENTENCE = "He wrote that the highest water came an hour after the moon rose over the bay."
+TYPED_IN = " ".join(COOKING[:12]) + " " + SENTENCE + " " + " ".join(COOKING[12:24])
+
+
+def test_a_typed_sentence_is_read_close_up_and_finds_its_document(new_project, tmp_path):
+    path = tmp_path / "typed.csv"
+    with path.open("w", newline="", encoding="utf-8") as fh:
+        writer = csv.writer(fh)
+        writer.writerow(["id", "text"])
+        writer.writerow(["cooking", TYPED_IN])
+        for n, text in enumerate(OTHERS[:5]):
+            writer.writerow([f"harbour{n}", text])
+    project = new_project()
+    project.rows.import_table(path, ["text"], id_column="id")
+    project.vectors.encode()
+    encoder, index, model_id = project.vectors.serving()
+    windows = project.vectors.windows(model_id, project.vectors.generation(), index)
+    assert len(windows.windowed) == 6
+    # The ground: scored by its windows alone, the cooking document is not first.
+    before = search(project.store, encoder, index, SENTENCE, 6, windows, close_up=False)
+    assert before[0].id != "cooking"
+    assert "cooking" in [h.id for h in before]                # a candidate read close up
+
+    hits = project.search(SENTENCE, 6)
+    assert hits[0].id == "cooking"
+    ours = next(h for h in before if h.id == "cooking")
+    assert hits[0].score > ours.score                         # the stretch, not the window
+    a, b = hits[0].passage
+    start = TYPED_IN.index(SENTENCE)
+    shown = set(range(a, b)) & set(range(start, start + len(SENTENCE)))
+    assert len(shown) >= 0.75 * len(SENTENCE)                 # most of the sentence shown
+    assert b - a < 2 * len(SENTENCE)                          # and little else
+    assert [h.score for h in hits] == sorted((h.score for h in hits), reverse=True)
