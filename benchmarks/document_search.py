@@ -22,11 +22,13 @@ Arms, the same queries, the same run:
   word pieces), exact cosine search (what a truncating tool finds);
 - Duplens, candidates by mean vector: the search as it was, the `WIDE_CANDIDATES` texts
   nearest the query by mean vector, scored from their windows;
-- Duplens: the product's search (`Project.search`), which adds the texts holding the windows
-  nearest the query from every stored window (`engine.documents.window_finder`);
+- Duplens, every window: adds the texts holding the windows nearest the query from every
+  stored window (`engine.documents.window_finder`), scored from their windows;
+- Duplens: the product's search (`Project.search`), which then reads its first long hits
+  close up, on stretches of a short query's own length (`engine.documents.close_up`);
 - every text scored: each document's best window, exact, over all documents (for a
-  one-window query this is the search's own score, `pair_similarity`): the ceiling of the
-  scoring, with no candidate step.
+  one-window query this is the window score, `pair_similarity`): the ceiling of scoring by
+  windows, with no candidate step.
 
 Reported per query kind: the share of queries whose first hit holds the query (found at 1),
 whose first five hits include one (at 5), and, for the Duplens arms, whose first hit's
@@ -77,8 +79,12 @@ def run(quick: bool) -> dict:
                          "import": done.imported,
                          "queries": {kind: len(qs) for kind, qs in queries.items()},
                          "arms": arms})
+    from engine.documents import close_up
+
     return {"seed": SEED, "sizes_asked": list(sizes), "full_sizes": list(FULL_SIZES),
             "k": K, "middle_words": MIDDLE_WORDS,
+            "close_up": {"candidates": close_up.CLOSE_UP_CANDIDATES,
+                         "fewest_words": close_up.FEWEST_WORDS},
             "corpus": {"package": dc.PACKAGE, "version": package.version,
                        "paragraphs": len(paragraphs)},
             "engine": _engine_state(), "cpu": _cpu(), "measured": measured}
@@ -142,7 +148,10 @@ def _duplens_arms(project_path: Path, texts: dict[str, str], queries: dict) -> d
         before = product.without_finder()
 
         def by_mean(text: str):
-            return search(project.store, encoder, index, text, K, before)
+            return search(project.store, encoder, index, text, K, before, close_up=False)
+
+        def windows_only(text: str):
+            return search(project.store, encoder, index, text, K, product, close_up=False)
 
         t0 = time.perf_counter()
         first = project.search(FIRST_QUERY, K)   # reads the window matrix
@@ -155,6 +164,8 @@ def _duplens_arms(project_path: Path, texts: dict[str, str], queries: dict) -> d
                 "duplens": _score_arm(queries, texts,
                                       lambda q: project.search(q, K), passages=True),
                 "by_mean": _score_arm(queries, texts, by_mean, passages=True),
+                "every_window": _score_arm(queries, texts, windows_only,
+                                           passages=True),
                 "every_text": _every_text(queries, texts, encoder, every, project)}
     return arms
 
@@ -246,9 +257,11 @@ def _cpu() -> dict:
 
 # -- the report ------------------------------------------------------------------------------
 ARMS = (("plain", "plain sentence-transformers (first 256 word pieces)"),
-        ("by_mean", "Duplens, candidates by mean vector only (before)"),
-        ("duplens", "Duplens (candidates from every window too)"),
-        ("every_text", "every document's best window, exact (the scoring's ceiling)"))
+        ("by_mean", "Duplens, candidates by mean vector only, scored by windows"),
+        ("every_window", "Duplens, candidates from every window too, scored by windows"),
+        ("duplens", "Duplens (short queries then read close up)"),
+        ("every_text", "every document's best window, exact (the ceiling of window "
+                       "scores)"))
 KINDS = (("pasted", "pasted passage (two paragraphs)"),
          ("typed", "typed sentence"))
 
@@ -277,6 +290,8 @@ def present(result: dict, results: dict | None = None) -> dict:
         rows = []
         for kind, kind_name in KINDS:
             for arm, arm_name in ARMS:
+                if arm not in m["arms"]:   # a results file from before the arm existed
+                    continue
                 got = m["arms"][arm][kind]
                 timed = got["search_ms"]
                 rows.append([kind_name, arm_name, f"{got['found_at_1']:.0%}",
@@ -301,6 +316,10 @@ def present(result: dict, results: dict | None = None) -> dict:
           f"{m['import']['seconds']:,.0f} s." for m in measured],
         "Passage right: the first hit's passage overlaps where the query lies in it, "
         "counted over all queries (a wrong first hit counts as no).",
+        *([f"Read close up: the first {result['close_up']['candidates']} long hits of a "
+           "query of at most half a window, on stretches of the query's word count around "
+           "each hit's best window, end to end and then half a stretch either side of the "
+           "best (`engine/documents/close_up.py`)."] if "close_up" in result else []),
         f"Measured on {cpu.get('cores', '?')} cores ({cpu.get('vendor', '?')}, "
         f"{cpu.get('int8_kernels', '?')}, {'with' if cpu.get('bf16_units') else 'without'} "
         f"bf16 units); engine {result['engine']['commit']}"
