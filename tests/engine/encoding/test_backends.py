@@ -390,3 +390,21 @@ def test_dynamic_int8_keeps_the_feed_forward_outputs_in_float32(tmp_path, encode
     assert kept == sorted(f"/inner/encoder/layer.{i}/output/dense/MatMul" for i in range(layers))
     assert {kind for n, kind in kinds.items() if n not in kept} == {"u8"}
     assert len(kinds) - len(kept) == 5 * layers     # query, key, value, attention out, up
+
+
+def test_a_mid_sized_bulk_call_gives_every_openvino_stream_work():
+    """60 texts with a batch size of 64 are cut into at least two batches a stream (one
+    batch ran on one stream's cores while the others waited), and the vectors are the ones
+    each text gets alone."""
+    _needs("openvino")
+    from engine.encoding.loading import load_encoder
+
+    encoder = load_encoder(None, backend="openvino", batch_size=64)
+    streams = encoder._runner.streams
+    assert 2 * streams * encoder._batch_for(60) >= 60
+    assert encoder._batch_for(60) <= max(1, -(-60 // (2 * streams))) < 64
+    assert encoder._batch_for(100_000) == 64
+    texts = [f"{QUESTIONS[i % len(QUESTIONS)]} (asked on day {i})" for i in range(60)]
+    together = encoder.encode(texts)
+    alone = np.concatenate([encoder.encode_query(t) for t in texts])
+    assert np.sum(together * alone, axis=1).min() > 0.9999
