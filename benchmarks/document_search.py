@@ -96,16 +96,19 @@ def _read_table(path: Path) -> dict[str, str]:
         return {row["id"]: row["text"] for row in csv.DictReader(fh)}
 
 
-def _queries(texts: dict[str, str], count: int) -> dict[str, list[dict]]:
-    """Per kind, queries {text, truth (ids of the documents holding it word for word)}."""
-    rng = np.random.default_rng(SEED)
-    ids = list(texts)
+def _queries(texts: dict[str, str], count: int, seed: int = SEED,
+             among: dict[str, str] | None = None) -> dict[str, list[dict]]:
+    """Per kind, queries {text, truth (ids of the documents of `texts` holding it word for
+    word)}, drawn with `seed` from the documents of `among` (default: all of `texts`)."""
+    rng = np.random.default_rng(seed)
+    pool = texts if among is None else among
+    ids = list(pool)
     out: dict[str, list[dict]] = {"pasted": [], "typed": []}
     seen: set[str] = set()   # a recurring paragraph is asked once (a repeat is cached)
     for i in rng.permutation(len(ids)):
         if len(out["pasted"]) >= count:
             break
-        paragraphs = texts[ids[i]].split("\n\n")
+        paragraphs = pool[ids[i]].split("\n\n")
         starts, words = [], 0
         for j, paragraph in enumerate(paragraphs):
             if words >= MIDDLE_WORDS and j + 2 < len(paragraphs):
@@ -148,10 +151,10 @@ def _duplens_arms(project_path: Path, texts: dict[str, str], queries: dict) -> d
         before = product.without_finder()
 
         def by_mean(text: str):
-            return search(project.store, encoder, index, text, K, before, close_up=False)
+            return search(project.store, encoder, index, text, K, before, close_up=0)
 
         def windows_only(text: str):
-            return search(project.store, encoder, index, text, K, product, close_up=False)
+            return search(project.store, encoder, index, text, K, product, close_up=0)
 
         t0 = time.perf_counter()
         first = project.search(FIRST_QUERY, K)   # reads the window matrix

@@ -58,5 +58,7 @@ REGISTRY = (
     Benchmark("documents", "Documents read whole: near-duplicate documents of any length"),
     Benchmark("document_scale", "Documents at scale: imports of thousands of long documents"),
     Benchmark("document_search", "Search in documents: a passage from a document's middle"),
+    Benchmark("close_up_choice", "How many hits a short query reads close up, chosen on "
+              "validation queries", quick=False),
 )
 BY_NAME = {b.name: b for b in REGISTRY}

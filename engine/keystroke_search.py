@@ -79,7 +79,7 @@ WIDE_CANDIDATES = 50
 
 
 def search(store: Store, encoder: SentenceEncoder, index: HnswIndex, text: str, k: int,
-           windows: Windows | None = None, close_up: bool = True) -> list[SearchHit]:
+           windows: Windows | None = None, close_up: int | None = None) -> list[SearchHit]:
     """The k texts nearest to `text`, each as its first row; rows with the same text are
     folded into one hit (`copies`). Texts with no live row left are skipped.
 
@@ -88,9 +88,9 @@ def search(store: Store, encoder: SentenceEncoder, index: HnswIndex, text: str, 
     (`Windows.widen`), and each long one is scored from its windows as the neighbour
     graph scores it (`window_match.pair_similarity`: its best window, or how the query
     covers it, whichever is more), with the best window's span as the hit's passage. A
-    short query then reads the first long hits close up (`read_close_up`), unless
-    `close_up` is False (the search as it was, which `benchmarks/document_search.py`
-    runs beside it)."""
+    short query then reads its first `close_up` long hits close up (`read_close_up`; None:
+    `CLOSE_UP_CANDIDATES`, 0: none, the search as it was, which
+    `benchmarks/document_search.py` runs beside it)."""
     import numpy as np
 
     query = encoder.encode([text])
@@ -105,19 +105,20 @@ def search(store: Store, encoder: SentenceEncoder, index: HnswIndex, text: str, 
     # All candidates in order, then the first k live ones: a text whose rows were all
     # deleted keeps its windows until the graph is rebuilt, and is skipped here.
     hits = hits_for(store, text_ids[order][None, :], scores[order][None, :], passages)[0]
-    if close_up:
-        hits = read_close_up(encoder, text, query[0], hits)
+    if close_up != 0:
+        hits = read_close_up(encoder, text, query[0], hits, close_up)
     return hits[:k]
 
 
 def read_close_up(encoder: SentenceEncoder, text: str, query: np.ndarray,
-                  hits: list[SearchHit]) -> list[SearchHit]:
-    """`hits` (best first) with the first `CLOSE_UP_CANDIDATES` long ones scored again on
-    stretches of the query's length around their passage (`engine.documents.close_up`),
-    where the query is short: at most half a window, so its windows' cosine is diluted by
-    the rest of the window. A hit keeps the larger of its two scores, and takes the
-    stretch as its passage where the stretch scored more; then all are ordered again.
-    Unchanged for a longer query, or one of fewer than `FEWEST_WORDS` words."""
+                  hits: list[SearchHit], candidates: int | None = None) -> list[SearchHit]:
+    """`hits` (best first) with the first `candidates` long ones (None:
+    `CLOSE_UP_CANDIDATES`) scored again on stretches of the query's length around their
+    passage (`engine.documents.close_up`), where the query is short: at most half a window,
+    so its windows' cosine is diluted by the rest of the window. A hit keeps the larger of
+    its two scores, and takes the stretch as its passage where the stretch scored more;
+    then all are ordered again. Unchanged for a longer query, or one of fewer than
+    `FEWEST_WORDS` words."""
     from dataclasses import replace
 
     from engine.documents.close_up import (
@@ -135,7 +136,7 @@ def read_close_up(encoder: SentenceEncoder, text: str, query: np.ndarray,
     half = content_tokens(encoder.max_seq_length) * STRIDE_SHARE
     if encoder.token_counts([text])[0] > half:
         return hits
-    chosen = long_at[:CLOSE_UP_CANDIDATES]
+    chosen = long_at[:CLOSE_UP_CANDIDATES if candidates is None else candidates]
     found = close_up(encoder.encode, query, words,
                      [(hits[i].text, hits[i].passage) for i in chosen])
     out = list(hits)

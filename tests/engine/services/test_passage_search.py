@@ -117,7 +117,7 @@ def test_a_typed_sentence_is_read_close_up_and_finds_its_document(new_project, t
     windows = project.vectors.windows(model_id, project.vectors.generation(), index)
     assert len(windows.windowed) == 6
     # The ground: scored by its windows alone, the cooking document is not first.
-    before = search(project.store, encoder, index, SENTENCE, 6, windows, close_up=False)
+    before = search(project.store, encoder, index, SENTENCE, 6, windows, close_up=0)
     assert before[0].id != "cooking"
     assert "cooking" in [h.id for h in before]                # a candidate read close up
 
