@@ -180,16 +180,26 @@ class Windows:
         holding the windows nearest any row of `queries` that the index did not name
         (`engine.documents.window_finder`), each with its best window's cosine (`rescore`
         scores every long candidate from its windows). Unchanged without a finder."""
+        return self.widen_each([text_ids], [sims], [queries], wide)[0]
+
+    def widen_each(self, text_ids, sims, queries, wide: int = WIDE_CANDIDATES
+                   ) -> list[tuple[np.ndarray, np.ndarray]]:
+        """`widen` for several queries at once (a batch of a checked file's rows: row i's
+        candidates `text_ids[i]`, `sims[i]`, its vectors `queries[i]`), every window
+        scanned once for the batch (`WindowFinder.nearest_texts_each`)."""
         import numpy as np
 
-        text_ids = np.asarray(text_ids, dtype=np.int64)
-        sims = np.asarray(sims, dtype=np.float32)
+        given = [(np.asarray(t, dtype=np.int64), np.asarray(s, dtype=np.float32))
+                 for t, s in zip(text_ids, sims, strict=True)]
         if self._finder is None or not self.any():
-            return text_ids, sims
-        found, best = self._finder().nearest_texts(queries, wide)
-        new = ~np.isin(found, text_ids)
-        return (np.concatenate([text_ids, found[new]]),
-                np.concatenate([sims, best[new].astype(np.float32)]))
+            return given
+        out = []
+        for (ids, scores), (found, best) in zip(
+                given, self._finder().nearest_texts_each(list(queries), wide), strict=True):
+            new = ~np.isin(found, ids)
+            out.append((np.concatenate([ids, found[new]]),
+                        np.concatenate([scores, best[new].astype(np.float32)])))
+        return out
 
     def rescore(self, text_ids, sims, query, query_windows=None, query_signature=None
                 ) -> tuple[np.ndarray, dict[int, tuple[int, int]]]:

@@ -272,13 +272,12 @@ class Matching:
         pairs; the k best live ones kept, each long hit with its nearest passage."""
         wide = max(1, min(len(index), max(k, WIDE_CANDIDATES)))
         text_ids, sims = index.query(vectors, wide, ef=max(ef, wide), threads=threads)
+        nears = [row_windows[row][1] if row_windows[row] is not None else vectors[row:row + 1]
+                 for row in range(len(vectors))]
         out: list[list[SearchHit]] = []
-        for row, (ids, row_sims) in enumerate(zip(text_ids, sims, strict=True)):
+        for row, (ids, row_sims) in enumerate(windows.widen_each(text_ids, sims, nears)):
             signature = (minhash.signature(texts[row]) if row_windows[row] is not None
                          and minhash.wants_signature(texts[row]) else None)
-            near = (row_windows[row][1] if row_windows[row] is not None
-                    else vectors[row:row + 1])
-            ids, row_sims = windows.widen(ids, row_sims, near)
             scores, passages = windows.rescore(ids, row_sims, vectors[row], row_windows[row],
                                                signature)
             order = np.argsort(-scores, kind="stable")

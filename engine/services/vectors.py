@@ -199,8 +199,16 @@ class Vectors:
         def finder() -> WindowFinder:
             with self._finder_lock:
                 if self._finder is None or self._finder[0] != key:
+                    old = self._finder
                     self._finder = None   # the old matrix goes before the new one is read
-                    self._finder = (key, WindowFinder.load(windowed, read, dim))
+                    if old is not None and old[0][0] == model_id and bool(
+                            np.isin(old[1].texts, windowed).all()):
+                        # Texts were only added (an import's commit): read theirs alone.
+                        added = np.setdiff1d(windowed, old[1].texts)
+                        self._finder = (key, old[1].extended(added, read, dim))
+                    else:
+                        del old
+                        self._finder = (key, WindowFinder.load(windowed, read, dim))
                 return self._finder[1]
 
         return Windows(windowed, read,

@@ -124,3 +124,47 @@ def test_nothing_stored_finds_nothing():
     assert len(finder) == 0 and found.size == 0 and best.size == 0
     with pytest.raises(ValueError):
         WindowFinder(np.zeros((2, 8), np.float16), np.zeros(3, np.int64))
+
+
+def test_an_extended_finder_reads_only_the_added_texts_and_finds_what_a_whole_load_does():
+    rng = np.random.default_rng(11)
+    vectors, owners = _random_texts(rng, 40)
+    stored = {int(t): (np.zeros((int((owners == t).sum()), 2), dtype=np.int64),
+                       vectors[owners == t].astype(np.float16)) for t in np.unique(owners)}
+    asked: list[int] = []
+
+    def read(text_ids):
+        asked.extend(int(t) for t in text_ids)
+        return {t: stored[t] for t in text_ids if t in stored}
+
+    ids = sorted(stored)
+    before = WindowFinder.load(ids[:25], read, 64)
+    asked.clear()
+    after = before.extended(ids[25:], read, 64)
+    assert asked == ids[25:]                                  # only the new texts were read
+    assert len(before) == int(np.isin(owners, ids[:25]).sum())   # the old one is unchanged
+    assert sorted(after.texts.tolist()) == ids
+    whole = WindowFinder.load(ids, read, 64)
+    for _ in range(4):
+        queries = _unit(rng.standard_normal((2, 64)))
+        found, best = after.nearest_texts(queries, 15)
+        expected, expected_best = whole.nearest_texts(queries, 15)
+        assert found.tolist() == expected.tolist()
+        assert np.array_equal(best, expected_best)
+    assert before.extended([], read, 64) is before
+
+
+def test_queries_scanned_together_find_what_each_finds_alone(monkeypatch):
+    rng = np.random.default_rng(5)
+    vectors, owners = _random_texts(rng, 120)
+    finder = WindowFinder(vectors.astype(np.float16), owners)
+    sets = [_unit(rng.standard_normal((m, 64))) for m in (1, 3, 1, 5, 2, 1, 1)]
+    sets.append(vectors[[7]])                     # a stored window itself
+    alone = [finder.nearest_texts(s, 9) for s in sets]
+    monkeypatch.setattr(window_finder, "QUERIES_AT_ONCE", 3)   # groups of 3, 3 and 2
+    for (found, best), (ids, exact) in zip(finder.nearest_texts_each(sets, 9), alone,
+                                           strict=True):
+        assert found.tolist() == ids.tolist()
+        # The same sums; the matrix product's kernel may add them in another order.
+        assert np.allclose(best, exact, rtol=0, atol=1e-6)
+    assert finder.nearest_texts_each([], 9) == []
