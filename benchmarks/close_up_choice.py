@@ -109,9 +109,10 @@ def present(result: dict, results: dict | None = None) -> dict:
             f"Queries drawn with seed {result['seed']} from the documents holding none of "
             f"document_search's queries ({result['excluded_documents']:,} left out); the "
             "rule: the best mean found at 1, or a smaller count within one point of it.",
-            f"The product reads the first {result['product']} "
-            + ("(the count chosen here)." if same else
-               f"while this run chose {result['chosen']}: the product does not follow it."),
+            f"Chosen: the first {result['chosen']}. The product read the first "
+            f"{result['product']} when this ran"
+            + ("." if same else "; it was set to the choice afterwards, and "
+               "tests/benchmarks/test_close_up_choice.py holds it there."),
             f"Measured on {cpu.get('cores', '?')} cores ({cpu.get('vendor', '?')}, "
             f"{cpu.get('int8_kernels', '?')}); engine {result['engine']['commit']}"
             + (f" with {', '.join(result['engine']['changed_since'])} changed"

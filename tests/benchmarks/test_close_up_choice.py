@@ -36,9 +36,10 @@ def test_the_page_marks_the_choice_and_says_whether_the_product_follows_it():
     (table,) = page["tables"]
     assert table["rows"][1][0] == "first 10 long hits (chosen)"
     assert table["rows"][0][0] == "none (windows alone)"
-    assert any("the count chosen here" in n for n in page["notes"])
+    assert any(n.startswith("Chosen: the first 10. The product read the first 10 when this "
+                            "ran.") for n in page["notes"])
     other = close_up_choice.present({**result, "product": 5})
-    assert any("does not follow it" in n for n in other["notes"])
+    assert any("set to the choice afterwards" in n for n in other["notes"])
 
 
 def test_the_product_reads_the_count_chosen_on_validation():

@@ -31,13 +31,14 @@ OTHERS = [" ".join(f"Harbour log {n}.{i}: the tide gauge on pier {(n + i) % 9} r
                    for i in range(16)) for n in range(WIDE_CANDIDATES + 10)]
 
 
-def _project(new_project, tmp_path):
+def _project(new_project, tmp_path, cooking: str = DOCUMENT, others: list[str] = OTHERS):
+    """A project of the cooking document and the harbour logs, encoded."""
     path = tmp_path / "documents.csv"
     with path.open("w", newline="", encoding="utf-8") as fh:
         writer = csv.writer(fh)
         writer.writerow(["id", "text"])
-        writer.writerow(["cooking", DOCUMENT])
-        for n, text in enumerate(OTHERS):
+        writer.writerow(["cooking", cooking])
+        for n, text in enumerate(others):
             writer.writerow([f"harbour{n}", text])
     project = new_project()
     project.rows.import_table(path, ["text"], id_column="id")
@@ -103,16 +104,7 @@ TYPED_IN = " ".join(COOKING[:12]) + " " + SENTENCE + " " + " ".join(COOKING[12:2
 
 
 def test_a_typed_sentence_is_read_close_up_and_finds_its_document(new_project, tmp_path):
-    path = tmp_path / "typed.csv"
-    with path.open("w", newline="", encoding="utf-8") as fh:
-        writer = csv.writer(fh)
-        writer.writerow(["id", "text"])
-        writer.writerow(["cooking", TYPED_IN])
-        for n, text in enumerate(OTHERS[:5]):
-            writer.writerow([f"harbour{n}", text])
-    project = new_project()
-    project.rows.import_table(path, ["text"], id_column="id")
-    project.vectors.encode()
+    project = _project(new_project, tmp_path, TYPED_IN, OTHERS[:5])
     encoder, index, model_id = project.vectors.serving()
     windows = project.vectors.windows(model_id, project.vectors.generation(), index)
     assert len(windows.windowed) == 6
