@@ -119,8 +119,7 @@ class WindowFinder:
         rows, a long row by its windows), in one pass over the matrix per group of
         queries: the pass is mostly the int8 rows' upcast, which one query alone paid in
         full (about 8 ms a row at 10,000 documents)."""
-        dim = self._vectors.shape[1] if self._vectors.ndim == 2 else 0
-        sets = [np.asarray(q, dtype=np.float32).reshape(-1, dim) if dim else q
+        sets = [np.asarray(q, dtype=np.float32).reshape(-1, self._vectors.shape[1])
                 for q in queries]
         empty = (np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float32))
         if not len(self._vectors) or k < 1:
