@@ -56,12 +56,14 @@ import time
 from collections import Counter
 from pathlib import Path
 
-from benchmarks import quality_gate
+from benchmarks import avx512_use, mlas_cap, quality_gate
 
 ROWS, QUICK_ROWS = 5000, 1000
 QUICK_QUESTIONS = 5000       # the quick run's cut (not a verdict: the gate asks 20,000)
 CANDIDATES = ("openvino", "openvino-bf16", "openvino-int8", "openvino-int8-dynamic")
 BASELINE_ROUNDS = 3
+SHARE_TEXTS = 1000           # questions encoded per backend to read how much ran AVX-512
+MAX_AVX512_SHARE = 0.05      # above it, a timing in a class without AVX-512 is not that class's
 VENDOR_NAMES = {"amd": "AMD", "intel": "Intel"}   # `cpu_features.vendor_of`'s, in words
 
 
@@ -74,8 +76,21 @@ CLASSES: dict[str, dict] = {
     "bf16": {"label": "bf16 units: this CPU as it is", "env": {}},
     "int8": {"label": "int8 units, no bf16 (capped to AVX512-VNNI)",
              "env": _cap("AVX512_CORE_VNNI", "avx512", "AVX512_E1")},
-    "avx2": {"label": "AVX2 only (capped to AVX2)", "env": _cap("AVX2", "avx2", "AVX2")},
+    "avx2": {"label": "AVX2 only (capped to AVX2)", "env": _cap("AVX2", "avx2", "AVX2"),
+             "no_avx512": True},
 }
+
+
+def _without_avx512() -> dict[str, str]:
+    """What else a process of a class without AVX-512 needs so that no AVX-512 runs in it
+    (checked, not assumed: `avx512_use`): glibc's string functions and numpy's dispatched
+    loops pick AVX-512 from CPUID unless told not to. An AVX2 CPU has neither choice."""
+    from numpy._core._multiarray_umath import __cpu_dispatch__
+
+    wide = [f for f in __cpu_dispatch__ if "AVX512" in f or f == "X86_V4"]
+    return {"GLIBC_TUNABLES": "glibc.cpu.hwcaps=-AVX512F,-AVX512VL,-AVX512BW,-AVX512DQ,"
+                              "-AVX512CD",
+            **({"NPY_DISABLE_CPU_FEATURES": " ".join(wide)} if wide else {})}
 
 
 def class_label(klass: str, flags: list[str] | tuple[str, ...]) -> str:
@@ -170,7 +185,8 @@ def _speed(names: list[str], n: int, cache: Path, work: Path) -> dict:
     texts = quora_questions(n)
     csv = write_questions_csv(work / "questions.csv", texts)
     warm = write_questions_csv(work / "warm.csv", texts[:256])
-    env = {"DUPLENS_CACHE_DIR": str(cache)}
+    # The class's PYTHONPATH goes with each import: it may hold OpenVINO's capped copy.
+    env = {"DUPLENS_CACHE_DIR": str(cache), "PYTHONPATH": os.environ.get("PYTHONPATH", "")}
     for name in names:   # exports made (and a first import paid) before any timing
         run_cli(["import", str(work / f"warm-{name}.duplens"), str(warm), "--column",
                  "question", "--backend", name], env)
@@ -210,6 +226,28 @@ def _import(run_cli, work: Path, csv: Path, name: str, env: dict) -> float:
                        "question", "--backend", name], env)
     _say(f"  duplens import --backend {name}: {seconds:.1f} s")
     return seconds
+
+
+def avx512_shares(names: list[str], cache: Path) -> dict[str, float | None]:
+    """How much of an encode of `SHARE_TEXTS` questions ran AVX-512 (`avx512_use`), for
+    plain sentence-transformers and each backend, in this class's process: whether the cap
+    held for what the timings measured. None where the kernel keeps no record."""
+    from benchmarks.data import quora_questions
+    from engine.encoding.loading import load_encoder
+    from engine.encoding.model_spec import load_model, resolve_model
+
+    os.environ["DUPLENS_CACHE_DIR"] = str(cache)
+    texts = quora_questions(SHARE_TEXTS)
+    model = load_model(resolve_model(None), "cpu")
+    model.encode(texts[:64])
+    shares = {"plain sentence-transformers": avx512_use.share_in_use(
+        lambda: model.encode(texts, batch_size=32))}
+    for name in ["torch", *names]:
+        encoder = load_encoder(None, device="cpu", backend=name, batch_size=64)
+        encoder.encode(texts[:64])
+        shares[name] = avx512_use.share_in_use(lambda e=encoder: e.encode(texts))
+        del encoder
+    return {k: None if v is None else round(v, 3) for k, v in shares.items()}
 
 
 def _reference(data, out: Path, cache: Path) -> dict:
@@ -255,7 +293,15 @@ def child(klass: str, out: Path, rows: int, questions: int) -> None:
     gate = _gate(runs, data, reference, cache)
     with tempfile.TemporaryDirectory(prefix="duplens-classes-") as work:
         speed = _speed(runs, rows, cache, Path(work))
-    result = {"class": klass, "cap": check_cap(cache), "duplens_default": default_backend("cpu"),
+    cap = check_cap(cache)
+    if CLASSES[klass].get("no_avx512"):
+        cap["no_avx512"] = True
+        import openvino
+
+        cap["mlas"] = os.environ.get("DUPLENS_BENCH_MLAS_CAP", "not capped")
+        cap["openvino_copy"] = "openvino-avx2" in Path(openvino.__file__).parts
+    cap["avx512_share"] = avx512_shares(runs, cache)
+    result = {"class": klass, "cap": cap, "duplens_default": default_backend("cpu"),
               "gate": gate, "speed": speed, "data": data.describe(),
               "reference": _rounded(reference),
               "skipped": {n: why for n, why in skipped.items() if why}}
@@ -277,13 +323,32 @@ def child_test(klass: str, out: Path, backend: str, questions: int) -> None:
 
 # -- the parent: one process per class -----------------------------------------------------
 
+def leaked(measured: dict) -> dict[str, float]:
+    """In a class without AVX-512, what ran AVX-512 through more than `MAX_AVX512_SHARE` of
+    an encode anyway (the cap did not hold for it), with its share; empty for other classes
+    and for runs recorded before the share was read."""
+    cap = measured.get("cap", {})
+    if not cap.get("no_avx512"):
+        return {}
+    return {name: share for name, share in cap.get("avx512_share", {}).items()
+            if share is not None and share > MAX_AVX512_SHARE}
+
+
 def decide(measured: dict) -> tuple[str, str]:
     """The class's default: the fastest backend that passed the gate and whose whole import
     ran at least `MIN_SPEEDUP` times as fast as Duplens' own import with torch (what it
-    would replace), else torch; and why."""
+    would replace), else torch; and why. A backend whose timing ran AVX-512 in a class
+    without it (`leaked`) is not that class's timing, so it cannot be chosen."""
     imports = measured["speed"]["imports"]
     torch = imports["torch"]["seconds"]
-    passed = [n for n, g in measured["gate"].items() if g["gate"]["passed"]]
+    escaped = leaked(measured)
+    if "torch" in escaped:
+        raise ValueError(f"the {measured['class']} class's torch import ran AVX-512 "
+                         f"({escaped['torch']:.0%} of an encode): no bar to judge against")
+    passed = [n for n, g in measured["gate"].items() if g["gate"]["passed"]
+              and n not in escaped]
+    unmeasured = "; ".join(f"{n} not judged: it ran AVX-512 through {s:.0%} of an encode"
+                           for n, s in escaped.items() if n in imports)
     fast = [n for n in passed if torch / imports[n]["seconds"] >= quality_gate.MIN_SPEEDUP]
     failed = "; ".join(f"{n} fails: {', '.join(g['gate']['failed'])}"
                        for n, g in measured["gate"].items() if not g["gate"]["passed"])
@@ -292,11 +357,13 @@ def decide(measured: dict) -> tuple[str, str]:
         return "torch", (f"no backend that passed imported at {quality_gate.MIN_SPEEDUP:g}× "
                          f"Duplens' torch import or more" + (f" (passed: {slow})" if slow
                                                              else "")
-                         + (f"; {failed}" if failed else ""))
+                         + (f"; {failed}" if failed else "")
+                         + (f"; {unmeasured}" if unmeasured else ""))
     best = min(fast, key=lambda n: imports[n]["seconds"])
     return best, (f"{best} passed the gate and its import was the fastest that did "
                   f"({torch / imports[best]['seconds']:.2f}× Duplens' torch import)"
-                  + (f"; {failed}" if failed else ""))
+                  + (f"; {failed}" if failed else "")
+                  + (f"; {unmeasured}" if unmeasured else ""))
 
 
 def run(quick: bool) -> dict:
@@ -311,6 +378,9 @@ def run(quick: bool) -> dict:
         for klass, spec in CLASSES.items():
             _say(f"class {klass}: {class_label(klass, cpu_summary()['flags'])}")
             env = {**os.environ, **spec["env"], "PYTHONPATH": str(Path(__file__).parents[1])}
+            if spec.get("no_avx512"):
+                env.update(_without_avx512())
+                env["DUPLENS_BENCH_MLAS_CAP"] = _mlas_capped(out / "openvino-avx2", env)
             command = [sys.executable, "-m", "benchmarks.cpu_classes", "--child", klass,
                        "--out", str(out), "--rows", str(rows), "--questions", str(questions)]
             done = subprocess.run(command, env=env, check=False)
@@ -337,6 +407,17 @@ def run(quick: bool) -> dict:
                            "partner_loss": quality_gate.PARTNER_LOSS},
             "versions": _versions(), "seconds": round(time.time() - started, 1),
             "load_average": [round(x, 2) for x in os.getloadavg()]}
+
+
+def _mlas_capped(folder: Path, env: dict[str, str]) -> str:
+    """Put OpenVINO's copy with MLAS kept off AVX-512 first on `env`'s PYTHONPATH
+    (`mlas_cap`); what was done, or why not, in words for the record."""
+    try:
+        env["PYTHONPATH"] = f"{mlas_cap.capped_copy(folder)}{os.pathsep}{env['PYTHONPATH']}"
+    except (ValueError, OSError) as error:
+        return f"not capped: {error}"
+    return ("capped: a copy of OpenVINO whose MLAS test for AVX-512 always fails "
+            "(benchmarks/mlas_cap.py)")
 
 
 def _versions() -> dict:
@@ -428,7 +509,8 @@ def present(result: dict, results: dict | None = None, hardware: dict | None = N
             f"{', '.join(m['cap']['openvino_int8_kernels'])}, float32 layers "
             f"{', '.join(m['cap']['openvino_fp32_kernels'] or ['not read'])}; torch "
             f"{m['cap']['torch_capability']}, oneMKL {m['cap']['mkl_isa']}; Duplens reads "
-            f"class {m['cap']['duplens_class']}" for k, m in result["classes"].items()) + ".",
+            f"class {m['cap']['duplens_class']}{_avx512_words(m['cap'])}"
+            for k, m in result["classes"].items()) + ".",
         f"{result['rows']:,} distinct Quora questions per import; each backend's export made "
         "and a first 256-row import run before the timed ones; imports and the baseline's "
         "three timings interleaved. ONNX Runtime picks its kernels by CPUID and cannot be "
@@ -454,6 +536,18 @@ def present(result: dict, results: dict | None = None, hardware: dict | None = N
                         "recall@10", "top-1", "gate on test"], "rows": test_rows}]
           if test_rows else [])],
         "notes": notes}
+
+
+def _avx512_words(cap: dict) -> str:
+    """What the kernel's record said of AVX-512 in the class's encodes, in words (nothing
+    for runs recorded before it was read)."""
+    shares = cap.get("avx512_share")
+    if not shares:
+        return ""
+    said = ", ".join(f"{name} {'not recorded' if v is None else f'{v:.0%}'}"
+                     for name, v in shares.items())
+    mlas = f"; OpenVINO's MLAS {cap['mlas']}" if "mlas" in cap else ""
+    return f"; AVX-512 in use through an encode (the kernel's record): {said}{mlas}"
 
 
 def _gate_cells(g: dict) -> list[str]:

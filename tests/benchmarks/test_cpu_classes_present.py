@@ -13,3 +13,35 @@ def test_the_bf16_class_names_the_units_the_recorded_cpu_has():
     assert class_label("bf16", xeon) == "bf16 units (AMX, AVX512-BF16): this CPU as it is"
     assert class_label("bf16", zen) == "bf16 units (AVX512-BF16, no AMX): this CPU as it is"
     assert class_label("avx2", zen) == "AVX2 only (capped to AVX2)"
+
+
+def _measured(shares: dict | None) -> dict:
+    gate = {"gate": {"passed": True, "failed": []}}
+    cap = {"no_avx512": True, "avx512_share": shares} if shares is not None else {}
+    return {"class": "avx2", "cap": cap, "gate": {"openvino": gate, "openvino-int8": gate},
+            "speed": {"imports": {"torch": {"seconds": 18.0}, "openvino": {"seconds": 8.0},
+                                  "openvino-int8": {"seconds": 12.0}}}}
+
+
+def test_a_timing_that_ran_avx512_in_a_class_without_it_is_not_chosen():
+    """openvino's import ran AVX-512 through 99% of an encode in the AVX2 class: not an
+    AVX2 timing, so the slower backend whose cap held is the verdict, and the why says so."""
+    from benchmarks.cpu_classes import decide, leaked
+
+    measured = _measured({"plain sentence-transformers": 0.0, "torch": 0.0,
+                          "openvino": 0.99, "openvino-int8": 0.0})
+    assert leaked(measured) == {"openvino": 0.99}
+    verdict, why = decide(measured)
+    assert verdict == "openvino-int8"
+    assert "openvino not judged: it ran AVX-512 through 99% of an encode" in why
+    assert decide(_measured({"torch": 0.0, "openvino": 0.0}))[0] == "openvino"
+    assert decide(_measured(None))[0] == "openvino"   # runs recorded before the share
+
+
+def test_a_torch_import_that_ran_avx512_leaves_no_bar():
+    import pytest
+
+    from benchmarks.cpu_classes import decide
+
+    with pytest.raises(ValueError, match="no bar"):
+        decide(_measured({"torch": 0.5, "openvino": 0.0}))
