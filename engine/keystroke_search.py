@@ -72,6 +72,12 @@ class QueryCache:
             self._data.clear()
 
 
+# Short queries read close up together (`read_close_up_each`): a 12-word row's 20
+# candidates give about 380 stretches of its length, so 32 rows make encode calls of some
+# 12,000 short texts (18 MB of vectors), wide enough to keep the bulk encoder's streams
+# busy and few enough that a checked file's batch of 4,096 rows reports progress and can be
+# cancelled between them.
+CLOSE_UP_ROWS = 32
 # Where a project holds long texts, this many nearest texts (at least) are scored from their
 # windows before the k best are kept: a passage from a document's middle is close to that
 # window, but only fairly close to the document's mean vector.
@@ -119,31 +125,50 @@ def read_close_up(encoder: SentenceEncoder, text: str, query: np.ndarray,
     its two scores, and takes the stretch as its passage where the stretch scored more;
     then all are ordered again. Unchanged for a longer query, or one of fewer than
     `FEWEST_WORDS` words."""
+    return read_close_up_each(encoder, [text], [query], [hits], candidates)[0]
+
+
+def read_close_up_each(encoder: SentenceEncoder, texts: list[str], queries,
+                       hits: list[list[SearchHit]], candidates: int | None = None,
+                       each: Callable[[int], None] | None = None) -> list[list[SearchHit]]:
+    """`read_close_up` for several queries at once (a batch of a checked file's rows, so
+    that a row scores a document as the search would score the same text): the stretches
+    of `CLOSE_UP_ROWS` short queries encoded together, then `each(queries read so far)`
+    (where a caller reports progress or cancels)."""
     from dataclasses import replace
 
     from engine.documents.close_up import (
         CLOSE_UP_CANDIDATES,
         FEWEST_WORDS,
-        close_up,
+        close_up_each,
         query_words,
     )
     from engine.encoding.windows import STRIDE_SHARE, content_tokens
 
-    words = query_words(text)
-    long_at = [i for i, hit in enumerate(hits) if hit.passage is not None]
-    if words < FEWEST_WORDS or not long_at:
-        return hits
-    half = content_tokens(encoder.max_seq_length) * STRIDE_SHARE
-    if encoder.token_counts([text])[0] > half:
-        return hits
-    chosen = long_at[:CLOSE_UP_CANDIDATES if candidates is None else candidates]
-    found = close_up(encoder.encode, query, words,
-                     [(hits[i].text, hits[i].passage) for i in chosen])
-    out = list(hits)
-    for i, near in zip(chosen, found, strict=True):
-        if near is not None and near.score > out[i].score:
-            out[i] = replace(out[i], score=near.score, passage=near.span)
-    return sorted(out, key=lambda hit: -hit.score)
+    count = CLOSE_UP_CANDIDATES if candidates is None else candidates
+    words = [query_words(text) for text in texts]
+    long_at = [[i for i, hit in enumerate(row) if hit.passage is not None][:count]
+               for row in hits]
+    asked = [q for q in range(len(texts)) if words[q] >= FEWEST_WORDS and long_at[q]]
+    if asked:
+        half = content_tokens(encoder.max_seq_length) * STRIDE_SHARE
+        tokens = encoder.token_counts([texts[q] for q in asked])
+        asked = [q for q, n in zip(asked, tokens, strict=True) if n <= half]
+    out = [list(row) for row in hits]
+    for at in range(0, len(asked), CLOSE_UP_ROWS):
+        chunk = asked[at:at + CLOSE_UP_ROWS]
+        found = close_up_each(encoder.encode, [queries[q] for q in chunk],
+                              [words[q] for q in chunk],
+                              [[(hits[q][i].text, hits[q][i].passage) for i in long_at[q]]
+                               for q in chunk])
+        for q, nears in zip(chunk, found, strict=True):
+            for i, near in zip(long_at[q], nears, strict=True):
+                if near is not None and near.score > out[q][i].score:
+                    out[q][i] = replace(out[q][i], score=near.score, passage=near.span)
+            out[q].sort(key=lambda hit: -hit.score)
+        if each is not None:
+            each(at + len(chunk))
+    return out
 
 
 class Windows:

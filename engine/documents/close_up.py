@@ -106,7 +106,17 @@ def close_up(encode: Callable[[list[str]], np.ndarray], query: np.ndarray, words
              candidates: Sequence[tuple[str, tuple[int, int]]]) -> list[CloseUp | None]:
     """Each candidate (its text and best window's span) scored by its stretch nearest the
     query (`query` the query's normalised vector, `words` its word count); None for a
-    candidate with no stretch.
+    candidate with no stretch. One query's `close_up_each`."""
+    return close_up_each(encode, [query], [words], [candidates])[0]
+
+
+def close_up_each(encode: Callable[[list[str]], np.ndarray], queries: Sequence[np.ndarray],
+                  words: Sequence[int],
+                  candidates: Sequence[Sequence[tuple[str, tuple[int, int]]]]
+                  ) -> list[list[CloseUp | None]]:
+    """`close_up` for several queries at once (a batch of a checked file's rows: query i's
+    vector `queries[i]`, word count `words[i]`, candidates `candidates[i]`), so that a row
+    is scored as the search scores it, at one encode call per step for the whole batch.
 
     Two steps, each one encode call for all candidates: stretches end to end, then the two
     stretches half a stretch either side of each candidate's best. Wherever the query
@@ -114,34 +124,43 @@ def close_up(encode: Callable[[list[str]], np.ndarray], query: np.ndarray, words
     its two shifts at least three quarters, as a passage and the windows that overlap by
     half (`engine.encoding.windows`); at about 1.5 windows' worth of word pieces per
     candidate instead of the 2 of stretches every half stretch."""
-    q = np.asarray(query, dtype=np.float32).reshape(-1)
-    regions = [_Words(text, around, words) for text, around in candidates]
+    owners = [q for q, found in enumerate(candidates) for _ in found]
+    flat = [c for found in candidates for c in found]
+    vectors = np.stack([np.asarray(q, dtype=np.float32).reshape(-1) for q in queries]) \
+        if len(queries) else np.zeros((0, 0), dtype=np.float32)
+    regions = [_Words(text, around, words[o])
+               for o, (text, around) in zip(owners, flat, strict=True)]
     first = [region.begins(region.words) for region in regions]
-    best = _best(encode, q, candidates, regions, first)
+    best = _best(encode, vectors, owners, flat, regions, first)
     second = [region.shifted(b[0]) if b is not None else []
               for region, b in zip(regions, best, strict=True)]
-    better = _best(encode, q, candidates, regions, second)
-    out: list[CloseUp | None] = []
-    for region, one, two in zip(regions, best, better, strict=True):
+    better = _best(encode, vectors, owners, flat, regions, second)
+    out: list[list[CloseUp | None]] = [[] for _ in candidates]
+    for owner, region, one, two in zip(owners, regions, best, better, strict=True):
         chosen = max((c for c in (one, two) if c is not None), key=lambda c: c[1],
                      default=None)
-        out.append(None if chosen is None else CloseUp(chosen[1], region.span(chosen[0])))
+        out[owner].append(None if chosen is None
+                          else CloseUp(chosen[1], region.span(chosen[0])))
     return out
 
 
-def _best(encode: Callable[[list[str]], np.ndarray], query: np.ndarray,
+def _best(encode: Callable[[list[str]], np.ndarray], queries: np.ndarray, owners: list[int],
           candidates: Sequence[tuple[str, tuple[int, int]]], regions: list[_Words],
           begins: list[list[int]]) -> list[tuple[int, float] | None]:
-    """Each candidate's best stretch among those beginning at `begins`: (begin, cosine),
-    None where it has none; one encode call for all."""
-    pieces = []
-    for (text, _), region, found in zip(candidates, regions, begins, strict=True):
+    """Each candidate's best stretch among those beginning at `begins`, against its own
+    query (`queries[owners[i]]`): (begin, cosine), None where it has none; one encode call
+    for all."""
+    pieces, whose = [], []
+    for (text, _), region, found, owner in zip(candidates, regions, begins, owners,
+                                               strict=True):
         for b in found:
             a, e = region.span(b)
             pieces.append(text[a:e])
+            whose.append(owner)
     if not pieces:
         return [None] * len(candidates)
-    cosines = np.asarray(encode(pieces), dtype=np.float32) @ query
+    encoded = np.asarray(encode(pieces), dtype=np.float32)
+    cosines = np.einsum("ij,ij->i", encoded, queries[np.asarray(whose)])
     out: list[tuple[int, float] | None] = []
     at = 0
     for found in begins:

@@ -22,7 +22,7 @@ small share of encoding the batch.
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -43,7 +43,13 @@ from engine.io import (
     require_columns,
     write_rows,
 )
-from engine.keystroke_search import WIDE_CANDIDATES, SearchHit, Windows, hits_for
+from engine.keystroke_search import (
+    WIDE_CANDIDATES,
+    SearchHit,
+    Windows,
+    hits_for,
+    read_close_up_each,
+)
 from engine.progress import CancelToken, Progress, ProgressCallback, RateMeter, no_progress
 from engine.review.overlap import Overlap, overlap
 from engine.services.active_model import ActiveModel
@@ -57,6 +63,8 @@ from engine.text import join_cells, norm_key
 
 if TYPE_CHECKING:  # pragma: no cover - pandas is imported when a file is read
     import pandas as pd
+
+    from engine.encoding.encoder import SentenceEncoder
 
 # Rows encoded and searched together. The encoder sorts a call's texts by length, so a wide
 # call pads less: 5,000 Quora questions went through the bf16 encoder at 607-696 texts/s in
@@ -248,8 +256,13 @@ class Matching:
             whole = encode_whole(encoder, texts)
             vectors = whole.vectors
             if windows.any() or any(w is not None for w in whole.windows):
-                found = self._by_windows(index, vectors, whole.windows, windows, k, ef,
-                                         threads, texts)
+                def close_up_read(rows: int, done: int = done) -> None:
+                    if cancel is not None:
+                        cancel.raise_if_cancelled()
+                    progress(Progress("matching", done + rows, 0, meter.rate(done + rows)))
+
+                found = self._by_windows(encoder, index, vectors, whole.windows, windows, k,
+                                         ef, threads, texts, close_up_read)
             else:
                 text_ids, sims = index.query(vectors, k, ef=ef, threads=threads)
                 found = hits_for(self._store, text_ids, sims)
@@ -263,13 +276,17 @@ class Matching:
             progress(Progress("matching", done, 0, meter.rate(done)))
         stream.bad_lines = list(read.bad_lines)
 
-    def _by_windows(self, index: HnswIndex, vectors: np.ndarray, row_windows: list,
-                    windows: Windows, k: int, ef: int, threads: int, texts: list[str]
+    def _by_windows(self, encoder: SentenceEncoder, index: HnswIndex, vectors: np.ndarray,
+                    row_windows: list, windows: Windows, k: int, ef: int, threads: int,
+                    texts: list[str], each: Callable[[int], None] | None = None
                     ) -> list[list[SearchHit]]:
         """Each row's hits where long texts are involved: more candidates from the index
         and from every stored window (`Windows.widen`), scored window by window, and by
         MinHash where the row is long (`Windows.rescore`), as the project's graph scores
-        pairs; the k best live ones kept, each long hit with its nearest passage."""
+        pairs; a short row's first long hits read close up as the search reads a typed
+        query (`read_close_up_each`, calling `each` between its chunks of rows), so a row
+        and the same text searched score a document alike; the k best live ones kept, each
+        long hit with its nearest passage."""
         wide = max(1, min(len(index), max(k, WIDE_CANDIDATES)))
         text_ids, sims = index.query(vectors, wide, ef=max(ef, wide), threads=threads)
         nears = [row_windows[row][1] if row_windows[row] is not None else vectors[row:row + 1]
@@ -282,8 +299,9 @@ class Matching:
                                                signature)
             order = np.argsort(-scores, kind="stable")
             out.append(hits_for(self._store, ids[order][None, :], scores[order][None, :],
-                                passages)[0][:k])
-        return out
+                                passages)[0])
+        return [hits[:k] for hits in read_close_up_each(encoder, texts, vectors, out,
+                                                         each=each)]
 
     def keep_verdicts(self, file_sha256: str, file_name: str,
                       verdicts: Sequence[PendingVerdict]) -> bool:

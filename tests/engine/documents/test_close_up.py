@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from engine.documents.close_up import close_up, query_words, stretches
+from engine.documents.close_up import close_up, close_up_each, query_words, stretches
 
 TEXT = " ".join(f"w{i}" for i in range(100))
 
@@ -74,3 +74,31 @@ def test_close_up_keeps_each_candidates_best_stretch():
     assert empty is None
     assert texts[0][0][near.span[0]:near.span[1]] == "gamma delta"
     assert abs(near.score - 1.0) < 1e-6
+
+
+def test_queries_read_together_score_as_each_read_alone():
+    """A checked file's rows are read close up in one batch (`close_up_each`): each row's
+    candidates are scored against that row's own query, as the search scores it alone, and
+    the encoder is called once per step for the batch."""
+    vocab = TEXT.split()
+    calls = []
+
+    def encode(pieces: list[str]) -> np.ndarray:
+        calls.append(len(pieces))
+        out = np.zeros((len(pieces), len(vocab)))
+        for i, piece in enumerate(pieces):
+            for word in piece.split():
+                out[i, vocab.index(word)] = 1.0
+        return out / np.linalg.norm(out, axis=1, keepdims=True)
+
+    asked = [(" ".join(vocab[44:50]), 6, [(TEXT, _span_of_words(40, 59)),
+                                          (TEXT, _span_of_words(70, 89))]),
+             (" ".join(vocab[75:79]), 4, [(TEXT, _span_of_words(70, 89))]),
+             (" ".join(vocab[10:16]), 6, [])]
+    alone = [close_up(encode, encode([q])[0], w, c) for q, w, c in asked]
+    calls.clear()
+    together = close_up_each(encode, [encode([q])[0] for q, _, _ in asked],
+                             [w for _, w, _ in asked], [c for _, _, c in asked])
+    assert len(calls) == 3 + 2                               # the queries, then two steps
+    assert together == alone
+    assert together[2] == []

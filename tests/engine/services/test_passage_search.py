@@ -123,3 +123,17 @@ def test_a_typed_sentence_is_read_close_up_and_finds_its_document(new_project, t
     assert len(shown) >= 0.75 * len(SENTENCE)                 # most of the sentence shown
     assert b - a < 2 * len(SENTENCE)                          # and little else
     assert [h.score for h in hits] == sorted((h.score for h in hits), reverse=True)
+
+    # Check a file: the same sentence as a row scores the document as the search does, in
+    # a batch with another short row read close up beside it.
+    checked = tmp_path / "checked.csv"
+    with checked.open("w", newline="", encoding="utf-8") as fh:
+        writer = csv.writer(fh)
+        writer.writerow(["text"])
+        writer.writerow(["The tide gauge on the pier read two metres at dawn."])
+        writer.writerow([SENTENCE])
+    rows = list(project.matching.check_file(checked, ["text"], k=3).rows)
+    best = rows[1].matches[0]
+    assert best.id == "cooking"
+    assert abs(best.score - hits[0].score) < 2e-3
+    assert best.passage == hits[0].passage
