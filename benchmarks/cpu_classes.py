@@ -19,9 +19,13 @@ checked there, not assumed: `ONEDNN_MAX_CPU_ISA` and `OV_CPU_MAX_ISA` (OpenVINO'
 its optimisation capabilities and the kernels its fully connected layers were compiled to,
 read from the runtime model after a batch), `ATEN_CPU_CAPABILITY` (torch's own kernels:
 `torch.backends.cpu.get_cpu_capability()`) and `MKL_ENABLE_INSTRUCTIONS` (the matrix products
-of torch's linear layers: oneMKL's verbose line names the instruction set it ran). ONNX
-Runtime's kernels cannot be capped (they pick by CPUID), so the onnx backends are not in
-this table; the backends table beside it measures them on this CPU.
+of torch's linear layers: oneMKL's verbose line names the instruction set it ran). MLAS,
+in OpenVINO and in ONNX Runtime, reads none of these: the AVX2 class loads copies of both
+whose MLAS is kept off AVX-512 (`mlas_cap`), keeps glibc's and numpy's own AVX-512 paths
+off, and records how much of each encode still ran AVX-512 (`avx512_use`, the kernel's
+own record); a timing that did is never chosen. ONNX Runtime's backends are measured in
+that class only; in the others it would run what the CPU has, and the backends table
+beside this one measures it on this CPU.
 
 In each class's process, for each OpenVINO backend the class runs:
 
@@ -61,6 +65,11 @@ from benchmarks import avx512_use, mlas_cap, quality_gate
 ROWS, QUICK_ROWS = 5000, 1000
 QUICK_QUESTIONS = 5000       # the quick run's cut (not a verdict: the gate asks 20,000)
 CANDIDATES = ("openvino", "openvino-bf16", "openvino-int8", "openvino-int8-dynamic")
+# ONNX Runtime's backends, measured in a class only where its copy keeps MLAS to the class
+# (`mlas_cap`; the AVX2 class): elsewhere it would run what the CPU has, whatever the cap.
+ONNX_CANDIDATES = ("onnx", "onnx-int8")
+CAPPED_ONNXRUNTIME = "DUPLENS_BENCH_ONNXRUNTIME_CAPPED"
+COPIES = "libraries-avx2"    # the folder of the AVX2 class's copies
 BASELINE_ROUNDS = 3
 SHARE_TEXTS = 1000           # questions encoded per backend to read how much ran AVX-512
 MAX_AVX512_SHARE = 0.05      # above it, a timing in a class without AVX-512 is not that class's
@@ -288,18 +297,21 @@ def child(klass: str, out: Path, rows: int, questions: int) -> None:
     out.mkdir(parents=True, exist_ok=True)
     data = quality_gate.load_data(questions, part=quality_gate.CHOICE)
     reference = _reference(data, out, cache)
-    skipped = {n: unsupported_here(BACKENDS[n]) for n in CANDIDATES}
-    runs = [n for n in CANDIDATES if skipped[n] is None]
+    names = CANDIDATES + (ONNX_CANDIDATES if os.environ.get(CAPPED_ONNXRUNTIME) else ())
+    skipped = {n: unsupported_here(BACKENDS[n]) for n in names}
+    runs = [n for n in names if skipped[n] is None]
     gate = _gate(runs, data, reference, cache)
     with tempfile.TemporaryDirectory(prefix="duplens-classes-") as work:
         speed = _speed(runs, rows, cache, Path(work))
     cap = check_cap(cache)
     if CLASSES[klass].get("no_avx512"):
         cap["no_avx512"] = True
+        import onnxruntime
         import openvino
 
         cap["mlas"] = os.environ.get("DUPLENS_BENCH_MLAS_CAP", "not capped")
-        cap["openvino_copy"] = "openvino-avx2" in Path(openvino.__file__).parts
+        cap["openvino_copy"] = COPIES in Path(openvino.__file__).parts
+        cap["onnxruntime_copy"] = COPIES in Path(onnxruntime.__file__).parts
     cap["avx512_share"] = avx512_shares(runs, cache)
     result = {"class": klass, "cap": cap, "duplens_default": default_backend("cpu"),
               "gate": gate, "speed": speed, "data": data.describe(),
@@ -380,7 +392,7 @@ def run(quick: bool) -> dict:
             env = {**os.environ, **spec["env"], "PYTHONPATH": str(Path(__file__).parents[1])}
             if spec.get("no_avx512"):
                 env.update(_without_avx512())
-                env["DUPLENS_BENCH_MLAS_CAP"] = _mlas_capped(out / "openvino-avx2", env)
+                env["DUPLENS_BENCH_MLAS_CAP"] = _mlas_capped(out / COPIES, env)
             command = [sys.executable, "-m", "benchmarks.cpu_classes", "--child", klass,
                        "--out", str(out), "--rows", str(rows), "--questions", str(questions)]
             done = subprocess.run(command, env=env, check=False)
@@ -410,14 +422,21 @@ def run(quick: bool) -> dict:
 
 
 def _mlas_capped(folder: Path, env: dict[str, str]) -> str:
-    """Put OpenVINO's copy with MLAS kept off AVX-512 first on `env`'s PYTHONPATH
-    (`mlas_cap`); what was done, or why not, in words for the record."""
-    try:
-        env["PYTHONPATH"] = f"{mlas_cap.capped_copy(folder)}{os.pathsep}{env['PYTHONPATH']}"
-    except (ValueError, OSError) as error:
-        return f"not capped: {error}"
-    return ("capped: a copy of OpenVINO whose MLAS test for AVX-512 always fails "
-            "(benchmarks/mlas_cap.py)")
+    """Put the copies of OpenVINO and ONNX Runtime with MLAS kept off AVX-512 first on
+    `env`'s PYTHONPATH (`mlas_cap`), and mark ONNX Runtime's backends as measurable where
+    its copy was made; what was done, or why not, in words for the record."""
+    said = []
+    for package in ("openvino", "onnxruntime"):
+        try:
+            mlas_cap.capped_copy(folder, package)
+        except (ValueError, OSError, ImportError) as error:
+            said.append(f"{package} not capped: {error}")
+            continue
+        said.append(f"{package} capped: a copy whose MLAS test for AVX-512 always fails")
+        if package == "onnxruntime":
+            env[CAPPED_ONNXRUNTIME] = "1"
+    env["PYTHONPATH"] = f"{folder}{os.pathsep}{env['PYTHONPATH']}"
+    return "; ".join(said) + " (benchmarks/mlas_cap.py)"
 
 
 def _versions() -> dict:
@@ -513,8 +532,7 @@ def present(result: dict, results: dict | None = None, hardware: dict | None = N
             for k, m in result["classes"].items()) + ".",
         f"{result['rows']:,} distinct Quora questions per import; each backend's export made "
         "and a first 256-row import run before the timed ones; imports and the baseline's "
-        "three timings interleaved. ONNX Runtime picks its kernels by CPUID and cannot be "
-        "capped, so onnx backends are measured in the backends table only.",
+        "three timings interleaved. " + _onnx_words(result),
         f"Versions: {', '.join(f'{k} {v}' for k, v in result['versions'].items())}; load "
         f"average at the end {result['load_average']}.",
     ]
@@ -538,6 +556,18 @@ def present(result: dict, results: dict | None = None, hardware: dict | None = N
         "notes": notes}
 
 
+def _onnx_words(result: dict) -> str:
+    """Where ONNX Runtime's backends were measured, in words."""
+    measured = [k for k, m in result["classes"].items()
+                if any(n in m["speed"]["imports"] for n in ONNX_CANDIDATES)]
+    if not measured:
+        return ("ONNX Runtime picks its kernels by CPUID and cannot be capped, so onnx "
+                "backends are measured in the backends table only.")
+    return (f"ONNX Runtime's backends are measured in the {', '.join(measured)} class "
+            "through a copy whose MLAS is kept to it; elsewhere it picks its kernels by "
+            "CPUID, whatever the cap, and the backends table measures it on the CPU as is.")
+
+
 def _avx512_words(cap: dict) -> str:
     """What the kernel's record said of AVX-512 in the class's encodes, in words (nothing
     for runs recorded before it was read)."""
@@ -546,7 +576,7 @@ def _avx512_words(cap: dict) -> str:
         return ""
     said = ", ".join(f"{name} {'not recorded' if v is None else f'{v:.0%}'}"
                      for name, v in shares.items())
-    mlas = f"; OpenVINO's MLAS {cap['mlas']}" if "mlas" in cap else ""
+    mlas = f"; MLAS: {cap['mlas']}" if "mlas" in cap else ""
     return f"; AVX-512 in use through an encode (the kernel's record): {said}{mlas}"
 
 
