@@ -51,9 +51,9 @@ CPU_CLASS_DEFAULTS: dict[str, str] = {
 # Per vendor (`cpu_features.cpu_vendor`), the classes whose measured verdict differs from
 # `CPU_CLASS_DEFAULTS`'. On an AMD EPYC (Zen 5, benchmarks/results/cpu_classes@amd-epyc-zen5
 # .json): in the int8 class openvino-int8-dynamic passed the gate (cut F1 0.9862; 0.9841 on
-# the test data) and imported at 3.14x Duplens' torch import (2.46x plain
+# the test data) and imported at 3.09x Duplens' torch import (2.47x plain
 # sentence-transformers); in the AVX2 class, where OpenVINO does not quantise activations
-# as they run, exact OpenVINO, served without torch, imported at 1.67x (every kernel kept
+# as they run, exact OpenVINO, served without torch, imported at 1.64x (every kernel kept
 # off AVX-512, OpenVINO's MLAS included: benchmarks/mlas_cap.py). torch's float32
 # matrix products run through oneMKL, which on AMD CPUs takes its generic path (its verbose
 # line says "Intel(R) Architecture processors", whatever the cap), while OpenVINO's own
