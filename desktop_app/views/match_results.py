@@ -30,6 +30,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from desktop_app.views.search_panel import TOOLTIP_CHARS, passage_excerpt
 from desktop_app.views.second_opinion_line import ACCEPT_KEY, SecondOpinionLine
 from engine.review.calibration import format_threshold
 
@@ -148,8 +149,13 @@ class MatchResultsDialog(QDialog):
                 item.setToolTip(tip)
             return item
 
+        shown = best.text if best else ""
+        if best is not None and best.passage is not None:
+            # A document is shown by the passage that matched, as the search shows it; its
+            # first lines are seldom what the row resembles.
+            shown = f"…{passage_excerpt(best.text, best.passage)[1]}…"
         cells = [cell(r.row), cell(r.id), cell(r.text, r.text),
-                 cell(best.text if best else "", best.text if best else None),
+                 cell(best.text if best else "", _tip(shown) if best else None, shown),
                  cell(best.score if best else None, None,
                       f"{best.score:.3f}" if best else ""),
                  cell(words.jaccard if words else None, words.note() if words else None,
@@ -296,3 +302,8 @@ class MatchResultsDialog(QDialog):
             self._add()
             return False        # stays open: the status bar follows the adding
         return answer == KEEP
+
+
+def _tip(text: str) -> str:
+    """A match's tooltip: its text, or a document's passage, cut to what a tooltip holds."""
+    return text if len(text) <= TOOLTIP_CHARS else text[:TOOLTIP_CHARS] + " …"

@@ -269,7 +269,10 @@ class Matching:
             for r, hits, twin in zip(batch, found,
                                      twins.add(vectors, [r.id for r in batch]), strict=True):
                 r.matches = hits[:k]
-                r.overlaps = [overlap(r.text, h.text) for h in r.matches]
+                # A document's overlap with the row is its passage's: the rest of it is not
+                # what matched, and the words of thousands per hit would be slow.
+                r.overlaps = [overlap(r.text, h.text[h.passage[0]:h.passage[1]]
+                                      if h.passage else h.text) for h in r.matches]
                 r.duplicate_in_file_of = twin
             yield from batch
             done += len(batch)

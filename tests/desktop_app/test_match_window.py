@@ -209,7 +209,8 @@ from desktop_app.views.match_results import MatchResultsDialog
 
 app = QApplication([])
 rows = [NS(row=row, id=f"n{row}", text=f"new question {row}", overlaps=[],
-           matches=[NS(text=f"old question {row}", score=score)], duplicate_in_file_of=None)
+           matches=[NS(text=f"old question {row}", score=score, passage=None)],
+           duplicate_in_file_of=None)
         for row, score in ((1, 0.93), (2, 0.85))]
 result = NS(rows=rows, verdicts={}, threshold=0.8, threshold_reason="", file_name="w.csv",
             likely_duplicates=lambda: 2, can_keep=True)
@@ -249,3 +250,26 @@ def test_d_judges_the_first_row_at_once_on_an_x_server(tmp_path):
         xvfb.wait(timeout=30)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.strip() == '{"1": 1}'
+
+
+def test_a_document_match_is_shown_by_its_passage(qtbot):
+    """A long text's first lines are seldom what the row resembles: the table shows the
+    passage that matched, as the search does, and keeps the whole text for sorting."""
+    from types import SimpleNamespace as NS
+
+    from desktop_app.views.match_results import MATCH, SORT_ROLE, MatchResultsDialog
+
+    document = "An opening about other things. " * 20 + "The tide came in at dawn. " + \
+        "A closing about other things. " * 20
+    start = document.index("The tide")
+    hit = NS(text=document, score=0.91, passage=(start, start + len("The tide came in at dawn.")))
+    row = NS(row=1, id="r1", text="the tide came in at dawn", overlaps=[], matches=[hit],
+             duplicate_in_file_of=None)
+    result = NS(rows=[row], verdicts={}, threshold=0.8, threshold_reason="", file_name="w.csv",
+                likely_duplicates=lambda: 1, can_keep=True)
+    dialog = MatchResultsDialog(result)
+    qtbot.addWidget(dialog)
+    cell = dialog.model.item(0, MATCH)
+    assert cell.text() == "…The tide came in at dawn.…"
+    assert cell.toolTip() == cell.text()
+    assert cell.data(SORT_ROLE) == document

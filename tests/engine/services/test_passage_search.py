@@ -137,3 +137,4 @@ def test_a_typed_sentence_is_read_close_up_and_finds_its_document(new_project, t
     assert best.id == "cooking"
     assert abs(best.score - hits[0].score) < 2e-3
     assert best.passage == hits[0].passage
+    assert rows[1].overlaps[0].jaccard > 0.5          # the row's words against the passage
