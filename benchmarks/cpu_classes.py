@@ -50,6 +50,7 @@ and the page says they were not measured.
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import statistics
@@ -94,8 +95,10 @@ def _without_avx512() -> dict[str, str]:
     """What else a process of a class without AVX-512 needs so that no AVX-512 runs in it
     (checked, not assumed: `avx512_use`): glibc's string functions and numpy's dispatched
     loops pick AVX-512 from CPUID unless told not to. An AVX2 CPU has neither choice."""
-    from numpy._core._multiarray_umath import __cpu_dispatch__
-
+    try:   # numpy 2's own list of the targets it dispatches to at run time
+        from numpy._core._multiarray_umath import __cpu_dispatch__
+    except ImportError:
+        __cpu_dispatch__ = []
     wide = [f for f in __cpu_dispatch__ if "AVX512" in f or f == "X86_V4"]
     return {"GLIBC_TUNABLES": "glibc.cpu.hwcaps=-AVX512F,-AVX512VL,-AVX512BW,-AVX512DQ,"
                               "-AVX512CD",
@@ -306,12 +309,11 @@ def child(klass: str, out: Path, rows: int, questions: int) -> None:
     cap = check_cap(cache)
     if CLASSES[klass].get("no_avx512"):
         cap["no_avx512"] = True
-        import onnxruntime
-        import openvino
-
         cap["mlas"] = os.environ.get("DUPLENS_BENCH_MLAS_CAP", "not capped")
-        cap["openvino_copy"] = COPIES in Path(openvino.__file__).parts
-        cap["onnxruntime_copy"] = COPIES in Path(onnxruntime.__file__).parts
+        for package in ("openvino", "onnxruntime"):
+            found = importlib.util.find_spec(package)
+            cap[f"{package}_copy"] = bool(found and found.origin
+                                          and COPIES in Path(found.origin).parts)
     cap["avx512_share"] = avx512_shares(runs, cache)
     result = {"class": klass, "cap": cap, "duplens_default": default_backend("cpu"),
               "gate": gate, "speed": speed, "data": data.describe(),
