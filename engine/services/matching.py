@@ -118,6 +118,7 @@ class MatchResult:
     # its best match unchanged): file row number → 1 duplicate / 0 new.
     verdicts: dict[int, int] = field(default_factory=dict)
     can_keep: bool = True          # verdicts can be kept in the project (not read-only)
+    passages: bool = False         # the project holds long texts: the export has passages
 
     def likely_duplicates(self) -> int:
         return sum(1 for r in self.rows if (r.best_score() or 0.0) >= self.threshold)
@@ -129,8 +130,9 @@ class MatchResult:
         import pandas as pd
 
         frame = pd.DataFrame.from_records(
-            [export_record(r, self.columns, self.k, self.threshold) for r in self.rows],
-            columns=export_header(self.columns, self.k))
+            [export_record(r, self.columns, self.k, self.threshold, self.passages)
+             for r in self.rows],
+            columns=export_header(self.columns, self.k, self.passages))
         if verdicts is not None:
             frame[VERDICT_COLUMN] = [VERDICT_WORDS.get(verdicts.get(r.row), "")
                                      for r in self.rows]
@@ -149,25 +151,32 @@ class MatchStream:
     rows: Iterator[FileRow]
     bad_lines: list[int] = field(default_factory=list)
     threshold_reason: str = ""     # why the threshold is what it is ("": the caller's)
+    passages: bool = False         # the project holds long texts: the export has passages
 
 
-def export_header(columns: list[str], k: int) -> list[str]:
+def export_header(columns: list[str], k: int, passages: bool = False) -> list[str]:
     """The export's columns: the file's columns, then `match_i_id/text/score/overlap` for i
-    up to k (the overlap beside the score: the share of words both texts use), then
+    up to k (the overlap beside the score: the share of words both texts use; with
+    `passages`, a project holding long texts, `match_i_passage` after the text: the part
+    of a long match that matched, which the overlap is measured against), then
     `likely_duplicate` (best score at or above the threshold), `duplicate_in_file_of`, and
     `threshold`: the one `likely_duplicate` was decided at, so the file says it."""
-    matches = [f"match_{i + 1}_{part}" for i in range(k)
-               for part in ("id", "text", "score", "overlap")]
+    parts = ("id", "text", *(("passage",) if passages else ()), "score", "overlap")
+    matches = [f"match_{i + 1}_{part}" for i in range(k) for part in parts]
     return [*columns, *matches, "likely_duplicate", "duplicate_in_file_of", "threshold"]
 
 
-def export_record(r: FileRow, columns: list[str], k: int, threshold: float) -> list[object]:
-    """One row of the export, in `export_header`'s order."""
+def export_record(r: FileRow, columns: list[str], k: int, threshold: float,
+                  passages: bool = False) -> list[object]:
+    """One row of the export, in `export_header`'s order (a short match's passage empty)."""
     rec: list[object] = [r.cells.get(c, "") for c in columns]
     for i in range(k):
         hit = r.matches[i] if i < len(r.matches) else None
-        rec += ([hit.id, hit.text, round(hit.score, 6), round(r.overlaps[i].jaccard, 4)]
-                if hit else [None, None, None, None])
+        passage = ([hit.text[hit.passage[0]:hit.passage[1]] if hit and hit.passage else
+                    None] if passages else [])
+        rec += ([hit.id, hit.text, *passage, round(hit.score, 6),
+                 round(r.overlaps[i].jaccard, 4)] if hit else
+                [None, None, *passage, None, None])
     rec += [(r.best_score() or 0.0) >= threshold, r.duplicate_in_file_of, threshold]
     return rec
 
@@ -190,7 +199,7 @@ class Matching:
         stream = self.stream(path, text_columns, **kwargs)
         result = MatchResult(stream.file_name, stream.columns, stream.k, stream.threshold,
                              threshold_reason=stream.threshold_reason,
-                             can_keep=not self._store.read_only)
+                             can_keep=not self._store.read_only, passages=stream.passages)
         result.rows.extend(stream.rows)
         result.bad_lines = list(stream.bad_lines)
         result.sha256 = file_sha256(Path(path))
@@ -234,8 +243,10 @@ class Matching:
         read = ReadReport()
         batches = _batches(iter_table(path, fmt, report=read), text_columns, id_column,
                            batch_rows)
+        _, index, model_id = self._vectors.serving()
+        long_texts = self._vectors.windows(model_id, self._vectors.generation(), index).any()
         stream = MatchStream(path.name, columns, k, threshold, iter(()),
-                             threshold_reason=reason)
+                             threshold_reason=reason, passages=long_texts)
         stream.rows = self._matched(batches, k, threshold, read, stream, progress, cancel)
         return stream
 
@@ -329,9 +340,9 @@ def write_matches(stream: MatchStream, path: str | os.PathLike) -> int:
     """Write the export (.csv or .xlsx) row by row as `stream` is matched; returns rows
     written. The file appears whole at the end (`write_rows` replaces it in one step), so
     a cancelled or failed check leaves no partial file and an earlier one untouched."""
-    return write_rows(path, export_header(stream.columns, stream.k),
-                      (export_record(r, stream.columns, stream.k, stream.threshold)
-                       for r in stream.rows))
+    return write_rows(path, export_header(stream.columns, stream.k, stream.passages),
+                      (export_record(r, stream.columns, stream.k, stream.threshold,
+                                     stream.passages) for r in stream.rows))
 
 
 def match_ef(index: HnswIndex, k: int) -> int:

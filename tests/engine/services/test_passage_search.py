@@ -138,3 +138,10 @@ def test_a_typed_sentence_is_read_close_up_and_finds_its_document(new_project, t
     assert abs(best.score - hits[0].score) < 2e-3
     assert best.passage == hits[0].passage
     assert rows[1].overlaps[0].jaccard > 0.5          # the row's words against the passage
+    # The export names the passage of a long match beside its whole text.
+    frame = project.matching.check_file(checked, ["text"], k=3).frame()
+    a, b = hits[0].passage
+    assert frame.loc[1, "match_1_passage"] == TYPED_IN[a:b]
+    assert frame.loc[1, "match_1_text"] == TYPED_IN
+    assert list(frame.columns).index("match_1_passage") == \
+        list(frame.columns).index("match_1_text") + 1
