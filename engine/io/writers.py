@@ -24,6 +24,9 @@ if TYPE_CHECKING:  # pragma: no cover - pandas and openpyxl are imported when a 
     import pandas as pd
 
 _FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
+# The most characters an Excel cell holds. openpyxl writes longer text cut to this without a
+# word, so a document of some 5,000 words would lose its end in an .xlsx export.
+EXCEL_CELL_CHARS = 32_767
 
 PathLike = str | os.PathLike[str]
 
@@ -48,7 +51,10 @@ def write_rows(path: PathLike, header: Sequence[str], rows: Iterable[Sequence[ob
     writer = writers.get(path.suffix.lower())
     if writer is None:
         raise InputError(f"{path.name}: cannot export to this file type; use .csv or .xlsx")
-    return _atomically(path, lambda temp: writer(temp, header, rows))
+    try:
+        return _atomically(path, lambda temp: writer(temp, header, rows))
+    except _CellTooLong as too_long:
+        raise InputError(f"{path.name}: {too_long}") from None
 
 
 def write_csv_pages(path: PathLike, header: Sequence[str],
@@ -115,9 +121,13 @@ def _stream_xlsx(path: Path, header: Sequence[str], rows: Iterable[Sequence[obje
     sheet = workbook.create_sheet()
     sheet.append([xlsx_value(str(name)) for name in header])
     written = 0
-    for row in rows:
-        sheet.append([xlsx_value(value) for value in row])
-        written += 1
+    try:
+        for row in rows:
+            sheet.append(_whole([xlsx_value(value) for value in row], header, written + 1))
+            written += 1
+    except _CellTooLong:
+        sheet.close()   # its rows' writer ends now, not when collected, on a deleted file
+        raise
     workbook.save(path)
     return written
 
@@ -134,7 +144,10 @@ def export_table(df: pd.DataFrame, path: PathLike) -> None:
     writer = writers.get(path.suffix.lower())
     if writer is None:
         raise InputError(f"{path.name}: cannot export to this file type; use .csv or .xlsx")
-    _atomically(path, lambda temp: writer(df, temp) or len(df))
+    try:
+        _atomically(path, lambda temp: writer(df, temp) or len(df))
+    except _CellTooLong as too_long:
+        raise InputError(f"{path.name}: {too_long}") from None
 
 
 def _write_csv(df: pd.DataFrame, path: Path) -> None:
@@ -151,9 +164,30 @@ def _write_xlsx(df: pd.DataFrame, path: Path) -> None:
     workbook = openpyxl.Workbook(write_only=True)
     sheet = workbook.create_sheet()
     sheet.append([xlsx_value(str(name)) for name in df.columns])
-    for row in df.itertuples(index=False, name=None):
-        sheet.append([xlsx_value(value) for value in row])
+    try:
+        for number, row in enumerate(df.itertuples(index=False, name=None), start=1):
+            sheet.append(_whole([xlsx_value(value) for value in row], list(df.columns),
+                                number))
+    except _CellTooLong:
+        sheet.close()   # its rows' writer ends now, not when collected, on a deleted file
+        raise
     workbook.save(path)
+
+
+def _whole(values: list[object], header: Sequence[object], number: int) -> list[object]:
+    """`values`, refused with one line where a text is longer than an Excel cell holds:
+    Excel (and openpyxl, writing it) would keep only its first `EXCEL_CELL_CHARS`
+    characters. A CSV keeps it whole, so the line says to export to one."""
+    for name, value in zip(header, values, strict=False):
+        if isinstance(value, str) and len(value) > EXCEL_CELL_CHARS:
+            raise _CellTooLong(f"row {number}'s {name} holds {len(value):,} characters, more "
+                               f"than an Excel cell keeps ({EXCEL_CELL_CHARS:,}); export to "
+                               ".csv to keep every text whole")
+    return values
+
+
+class _CellTooLong(ValueError):
+    """A text an .xlsx cell would cut (`_whole`); the caller names the file."""
 
 
 def _xlsx_values() -> Callable[[object], object]:

@@ -98,3 +98,29 @@ def test_an_export_replaces_the_old_file(tmp_path) -> None:
 def test_cannot_write_to_a_missing_folder(tmp_path) -> None:
     with pytest.raises(InputError, match=r"out\.csv: cannot write \("):
         export_table(frame(), tmp_path / "missing" / "out.csv")
+
+
+@pytest.mark.parametrize("streamed", [False, True])
+def test_a_text_longer_than_an_excel_cell_is_refused_in_one_line_and_nothing_is_lost(
+        tmp_path, streamed) -> None:
+    """openpyxl writes such a text cut to 32,767 characters without a word: a document's
+    end would be gone from the .xlsx. The export is refused instead, the earlier file kept,
+    and the line says that a .csv keeps it whole (which it does)."""
+    from engine.io.writers import EXCEL_CELL_CHARS, write_rows
+
+    long = "word " * (EXCEL_CELL_CHARS // 5 + 100)
+    path = tmp_path / "out.xlsx"
+    path.write_bytes(b"previous export")
+    with pytest.raises(InputError, match=r"^out\.xlsx: row 2's text holds 33,2\d\d characters,"
+                                         r" more than an Excel cell keeps \(32,767\); export to"
+                                         r" \.csv"):
+        if streamed:
+            write_rows(path, ["id", "text"], [["a", "short"], ["b", long]])
+        else:
+            export_table(pd.DataFrame({"id": ["a", "b"], "text": ["short", long]}), path)
+    assert path.read_bytes() == b"previous export"
+    assert list(tmp_path.iterdir()) == [path]
+    kept = tmp_path / "out.csv"
+    write_rows(kept, ["id", "text"], [["a", "short"], ["b", long]])
+    with kept.open(encoding="utf-8-sig", newline="") as fh:
+        assert list(csv.reader(fh))[2][1] == long
