@@ -60,5 +60,7 @@ REGISTRY = (
     Benchmark("document_search", "Search in documents: a passage from a document's middle"),
     Benchmark("close_up_choice", "How many hits a short query reads close up, chosen on "
               "validation queries", quick=False),
+    Benchmark("check_documents", "Check a file against documents: rows from documents' "
+              "middles, with their truth key"),
 )
 BY_NAME = {b.name: b for b in REGISTRY}

@@ -217,12 +217,14 @@ class Matching:
                encoding: str | None = None, delimiter: str | None = None,
                quoting: bool | None = None, k: int = 3, threshold: float | None = None,
                progress: ProgressCallback = no_progress, cancel: CancelToken | None = None,
-               batch_rows: int = BATCH_ROWS) -> MatchStream:
+               batch_rows: int = BATCH_ROWS, close_up: int | None = None) -> MatchStream:
         """Check `path` batch by batch: the file's columns and settings now (a bad file or
         column is refused here, before any encoding), its rows as they are matched.
         `threshold` defaults to the project threshold (`engine.services.project_threshold`:
         set by hand, else calibrated on the verdicts, else the model's default), and the stream says
-        why (`threshold_reason`)."""
+        why (`threshold_reason`). `close_up`: how many long hits a short row reads close up
+        (`read_close_up_each`; None: as the search, 0: none, the check as it was, which
+        `benchmarks/check_documents.py` runs beside it)."""
         path = Path(path)
         if k < 1:
             raise InputError(f"k must be at least 1, not {k}")
@@ -247,12 +249,14 @@ class Matching:
         long_texts = self._vectors.windows(model_id, self._vectors.generation(), index).any()
         stream = MatchStream(path.name, columns, k, threshold, iter(()),
                              threshold_reason=reason, passages=long_texts)
-        stream.rows = self._matched(batches, k, threshold, read, stream, progress, cancel)
+        stream.rows = self._matched(batches, k, threshold, read, stream, progress, cancel,
+                                    close_up)
         return stream
 
     def _matched(self, batches: Iterator[list[FileRow]], k: int, threshold: float,
                  read: ReadReport, stream: MatchStream, progress: ProgressCallback,
-                 cancel: CancelToken | None) -> Iterator[FileRow]:
+                 cancel: CancelToken | None, close_up: int | None = None
+                 ) -> Iterator[FileRow]:
         encoder, index, model_id = self._vectors.serving()
         windows = self._vectors.windows(model_id, self._vectors.generation(), index)
         twins = InFileTwins(encoder.dim, threshold)
@@ -273,7 +277,7 @@ class Matching:
                     progress(Progress("matching", done + rows, 0, meter.rate(done + rows)))
 
                 found = self._by_windows(encoder, index, vectors, whole.windows, windows, k,
-                                         ef, threads, texts, close_up_read)
+                                         ef, threads, texts, close_up_read, close_up)
             else:
                 text_ids, sims = index.query(vectors, k, ef=ef, threads=threads)
                 found = hits_for(self._store, text_ids, sims)
@@ -292,8 +296,8 @@ class Matching:
 
     def _by_windows(self, encoder: SentenceEncoder, index: HnswIndex, vectors: np.ndarray,
                     row_windows: list, windows: Windows, k: int, ef: int, threads: int,
-                    texts: list[str], each: Callable[[int], None] | None = None
-                    ) -> list[list[SearchHit]]:
+                    texts: list[str], each: Callable[[int], None] | None = None,
+                    close_up: int | None = None) -> list[list[SearchHit]]:
         """Each row's hits where long texts are involved: more candidates from the index
         and from every stored window (`Windows.widen`), scored window by window, and by
         MinHash where the row is long (`Windows.rescore`), as the project's graph scores
@@ -315,7 +319,7 @@ class Matching:
             out.append(hits_for(self._store, ids[order][None, :], scores[order][None, :],
                                 passages)[0])
         return [hits[:k] for hits in read_close_up_each(encoder, texts, vectors, out,
-                                                         each=each)]
+                                                         close_up, each)]
 
     def keep_verdicts(self, file_sha256: str, file_name: str,
                       verdicts: Sequence[PendingVerdict]) -> bool:
