@@ -170,10 +170,10 @@ def present(result: dict, results: dict | None = None) -> dict:
             f"The rows and documents of document_search (seed {result['seed']}); a row is "
             "found when its first match holds it word for word.",
             f"Check a file against the search of the same text: {agree}.",
-            f"Short rows (at most half a window, {result['close_up']['fewest_words']} words "
-            f"or more) read their first {result['close_up']['candidates']} long hits close "
-            "up; a pasted passage of two paragraphs is usually longer, so the close-up "
-            "changes little for it.",
+            f"Rows of at most half a window (in word pieces) and "
+            f"{result['close_up']['fewest_words']} words or more read their first "
+            f"{result['close_up']['candidates']} long hits close up, as the search does; "
+            "plain sentence-transformers' time is its search's median, not a whole check.",
             f"Measured on {cpu.get('cores', '?')} cores ({cpu.get('vendor', '?')}); engine "
             f"{result['engine']['commit']}"
             + (f" with {', '.join(result['engine']['changed_since'])} changed"
