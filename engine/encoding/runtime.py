@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from engine.encoding.backends import Backend, export_dir, texts_digest
 from engine.encoding.conversion import CALIBRATION_SAMPLES, convert, model_file, quiet_nncf
+from engine.encoding.cpu_features import cpu_isa
 from engine.encoding.shipped_model import shipped_export
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -159,8 +160,20 @@ def exported_file(model: SentenceTransformer, fingerprint: str, backend: Backend
         shipped = shipped_export(fingerprint, backend, texts_digest(texts))
         if shipped is not None:
             return shipped
-    target = folder or export_dir(fingerprint, backend, texts_digest(texts))
+    if backend.quantization == "dynamic":
+        isa = isa or cpu_isa()
+    target = folder or export_dir(fingerprint, backend, _variant(backend, texts, isa))
     return convert(model, backend, target, calibration_texts=texts, isa=isa)
+
+
+def _variant(backend: Backend, texts: list[str] | None, isa: str | None) -> str:
+    """What besides the weights and the backend sets an export apart: the calibration
+    texts' digest for static quantisation; for ONNX Runtime's dynamic int8 the kernel
+    family it was quantised for (unsigned weights on AVX2, signed with VNNI), so a cache
+    made under one CPU (or one class's cap) is never served on another."""
+    if backend.quantization == "dynamic":
+        return f"isa={isa or cpu_isa()}"
+    return texts_digest(texts)
 
 
 def export_location(weights: str, backend: Backend) -> Path:
@@ -168,11 +181,10 @@ def export_location(weights: str, backend: Backend) -> Path:
     making it: the shipped one, else the cache's (calibrated on the shipped questions)."""
     texts = calibration_texts()[:CALIBRATION_SAMPLES] if backend.quantization == "static" \
         else None
-    digest = texts_digest(texts)
-    shipped = shipped_export(weights, backend, digest)
+    shipped = shipped_export(weights, backend, texts_digest(texts))
     if shipped is not None:
         return shipped
-    return export_dir(weights, backend, digest) / model_file(backend)
+    return export_dir(weights, backend, _variant(backend, texts, None)) / model_file(backend)
 
 
 def use_exported(model: SentenceTransformer, backend: Backend, path: Path) -> None:

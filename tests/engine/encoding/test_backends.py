@@ -177,6 +177,24 @@ def test_export_folders_are_keyed_by_weights_backend_and_calibration(tmp_path, m
     assert export_dir(WEIGHTS, onnx) == tmp_path / "backends" / export_key(WEIGHTS, onnx)
 
 
+def test_dynamic_int8_exports_are_kept_apart_by_the_kernel_family_they_were_made_for(
+        tmp_path, monkeypatch):
+    """ONNX Runtime's dynamic int8 quantises weights unsigned for AVX2 and signed for VNNI:
+    an export made on (or capped to) one CPU class is not served on another. An exact
+    export's folder does not depend on the CPU."""
+    from engine.encoding import runtime
+
+    monkeypatch.setenv("DUPLENS_CACHE_DIR", str(tmp_path))
+    found = {}
+    for isa in ("avx2", "avx512_vnni"):
+        monkeypatch.setattr(runtime, "cpu_isa", lambda isa=isa: isa)
+        found[isa] = (runtime.export_location(WEIGHTS, BACKENDS["onnx-int8"]),
+                      runtime.export_location(WEIGHTS, BACKENDS["onnx"]))
+    assert found["avx2"][0] != found["avx512_vnni"][0]
+    assert found["avx2"][1] == found["avx512_vnni"][1]
+    assert found["avx2"][0].parent.name.startswith("onnx-int8-")
+
+
 def test_cache_defaults_to_the_users_cache_folder(monkeypatch):
     from platformdirs import user_cache_dir
 
