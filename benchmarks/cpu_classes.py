@@ -27,7 +27,8 @@ own record); a timing that did is never chosen. ONNX Runtime's backends are meas
 that class only; in the others it would run what the CPU has, and the backends table
 beside this one measures it on this CPU.
 
-In each class's process, for each OpenVINO backend the class runs:
+In each class's process, for each backend the class runs (OpenVINO's; ONNX Runtime's too in
+the AVX2 class, where its copy keeps it to the class):
 
 - the quality gate (`benchmarks.quality_gate`, rules in `engine.encoding.gate_rules`)
   against torch's float32 embeddings (made once, on this CPU as it is);

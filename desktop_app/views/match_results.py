@@ -30,7 +30,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from desktop_app.views.search_panel import TOOLTIP_CHARS, passage_excerpt
+from desktop_app.views.search_panel import TOOLTIP_CHARS
 from desktop_app.views.second_opinion_line import ACCEPT_KEY, SecondOpinionLine
 from engine.review.calibration import format_threshold
 
@@ -153,7 +153,7 @@ class MatchResultsDialog(QDialog):
         if best is not None and best.passage is not None:
             # A document is shown by the passage that matched, as the search shows it; its
             # first lines are seldom what the row resembles.
-            shown = f"…{passage_excerpt(best.text, best.passage)[1]}…"
+            shown = f"…{' '.join(best.text[best.passage[0]:best.passage[1]].split())}…"
         cells = [cell(r.row), cell(r.id), cell(r.text, r.text),
                  cell(best.text if best else "", _tip(shown) if best else None, shown),
                  cell(best.score if best else None, None,
