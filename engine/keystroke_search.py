@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 from engine.store import items as item_store
 
 if TYPE_CHECKING:  # pragma: no cover
-    from collections.abc import Callable
+    from collections.abc import Callable, Sequence
 
     import numpy as np
 
@@ -103,17 +103,42 @@ def search(store: Store, encoder: SentenceEncoder, index: HnswIndex, text: str, 
     if windows is None or not windows.any():
         text_ids, sims = index.query(query, k)
         return hits_for(store, text_ids, sims)[0]
+    from engine.documents.close_up import CLOSE_UP_CANDIDATES
+    from engine.documents.word_candidates import promoted, with_word_hits
+
     wide = max(1, min(len(index), max(k, WIDE_CANDIDATES)))
     text_ids, sims = index.query(query, wide)
     text_ids, sims = windows.widen(text_ids[0], sims[0], query)
+    count = CLOSE_UP_CANDIDATES if close_up is None else close_up
+    word_ids = windows.by_words([text])[0] \
+        if count > 0 and reads_close_up(encoder, [text])[0] else []
+    text_ids, sims = with_word_hits(text_ids, sims, word_ids)
     scores, passages = windows.rescore(text_ids, sims, query[0])
-    order = np.argsort(-scores, kind="stable")
+    order, moved = promoted(np.argsort(-scores, kind="stable"), text_ids, windows.windowed,
+                            word_ids, count)
     # All candidates in order, then the first k live ones: a text whose rows were all
     # deleted keeps its windows until the graph is rebuilt, and is skipped here.
     hits = hits_for(store, text_ids[order][None, :], scores[order][None, :], passages)[0]
-    if close_up != 0:
-        hits = read_close_up(encoder, text, query[0], hits, close_up)
+    if count > 0:
+        hits = read_close_up(encoder, text, query[0], hits, count + moved)
     return hits[:k]
+
+
+def reads_close_up(encoder: SentenceEncoder, texts: list[str]) -> list[bool]:
+    """Which queries a search reads close up: at least `FEWEST_WORDS` words, and at most
+    half a window of word pieces (a longer one lies mostly outside any one window's
+    stretch of its length, and its windows' cosine is not diluted)."""
+    from engine.documents.close_up import FEWEST_WORDS, query_words
+    from engine.encoding.windows import STRIDE_SHARE, content_tokens
+
+    asked = [q for q, t in enumerate(texts) if query_words(t) >= FEWEST_WORDS]
+    out = [False] * len(texts)
+    if asked:
+        half = content_tokens(encoder.max_seq_length) * STRIDE_SHARE
+        tokens = encoder.token_counts([texts[q] for q in asked])
+        for q, n in zip(asked, tokens, strict=True):
+            out[q] = n <= half
+    return out
 
 
 def read_close_up(encoder: SentenceEncoder, text: str, query: np.ndarray,
@@ -129,31 +154,26 @@ def read_close_up(encoder: SentenceEncoder, text: str, query: np.ndarray,
 
 
 def read_close_up_each(encoder: SentenceEncoder, texts: list[str], queries,
-                       hits: list[list[SearchHit]], candidates: int | None = None,
+                       hits: list[list[SearchHit]],
+                       candidates: int | Sequence[int] | None = None,
                        each: Callable[[int], None] | None = None) -> list[list[SearchHit]]:
     """`read_close_up` for several queries at once (a batch of a checked file's rows, so
     that a row scores a document as the search would score the same text): the stretches
     of `CLOSE_UP_ROWS` short queries encoded together, then `each(queries read so far)`
-    (where a caller reports progress or cancels)."""
+    (where a caller reports progress or cancels). `candidates` may be one count per
+    query (where each read some documents named by its words as well)."""
     from dataclasses import replace
 
-    from engine.documents.close_up import (
-        CLOSE_UP_CANDIDATES,
-        FEWEST_WORDS,
-        close_up_each,
-        query_words,
-    )
-    from engine.encoding.windows import STRIDE_SHARE, content_tokens
+    from engine.documents.close_up import CLOSE_UP_CANDIDATES, close_up_each, query_words
 
     count = CLOSE_UP_CANDIDATES if candidates is None else candidates
+    counts = [count] * len(texts) if isinstance(count, int) else list(count)
     words = [query_words(text) for text in texts]
-    long_at = [[i for i, hit in enumerate(row) if hit.passage is not None][:count]
-               for row in hits]
-    asked = [q for q in range(len(texts)) if words[q] >= FEWEST_WORDS and long_at[q]]
-    if asked:
-        half = content_tokens(encoder.max_seq_length) * STRIDE_SHARE
-        tokens = encoder.token_counts([texts[q] for q in asked])
-        asked = [q for q, n in zip(asked, tokens, strict=True) if n <= half]
+    long_at = [[i for i, hit in enumerate(row) if hit.passage is not None][:n]
+               for row, n in zip(hits, counts, strict=True)]
+    wanted = [q for q in range(len(texts)) if long_at[q]]
+    asked = [q for q, yes in zip(wanted, reads_close_up(encoder, [texts[q] for q in wanted]),
+                                 strict=True) if yes]
     out = [list(row) for row in hits]
     for at in range(0, len(asked), CLOSE_UP_ROWS):
         chunk = asked[at:at + CLOSE_UP_ROWS]
@@ -177,7 +197,8 @@ class Windows:
     (for long queries) a reader of other texts' vectors."""
 
     def __init__(self, windowed, read, vectors=None, signatures=None,
-                 finder: Callable[[], WindowFinder] | None = None) -> None:
+                 finder: Callable[[], WindowFinder] | None = None,
+                 words: Callable[[str, int], list[int]] | None = None) -> None:
         import numpy as np
 
         self.windowed = np.asarray(windowed, dtype=np.int64)
@@ -185,6 +206,17 @@ class Windows:
         self._vectors = vectors
         self._signatures = signatures
         self._finder = finder
+        self._words = words
+
+    def by_words(self, queries: list[str], limit: int | None = None) -> list[list[int]]:
+        """Each query's long texts that hold its words best, best first (at most `limit`,
+        None: `WORD_CANDIDATES`; `engine.store.text_words`); none without a word search."""
+        from engine.documents.word_candidates import WORD_CANDIDATES
+
+        limit = WORD_CANDIDATES if limit is None else limit
+        if self._words is None or not self.any() or limit <= 0:
+            return [[] for _ in queries]
+        return [self._words(q, limit) for q in queries]
 
     def any(self) -> bool:
         return bool(len(self.windowed))
@@ -197,7 +229,14 @@ class Windows:
     def without_finder(self) -> Windows:
         """The same reader with candidates from the index alone: the search as it was
         before every window was scanned (`benchmarks/document_search.py` runs both)."""
-        return Windows(self.windowed, self._read, self._vectors, self._signatures)
+        return Windows(self.windowed, self._read, self._vectors, self._signatures,
+                       words=self._words)
+
+    def without_words(self) -> Windows:
+        """The same reader with no candidates named by words: the search as it was before
+        (`benchmarks/close_up_choice.py` and `check_documents` run both)."""
+        return Windows(self.windowed, self._read, self._vectors, self._signatures,
+                       self._finder)
 
     def widen(self, text_ids, sims, queries, wide: int = WIDE_CANDIDATES
               ) -> tuple[np.ndarray, np.ndarray]:

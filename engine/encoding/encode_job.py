@@ -41,6 +41,7 @@ from engine.store.embeddings import add_embeddings, missing_text_ids
 from engine.store.items import texts_by_id
 from engine.store.text_signatures import add_signatures
 from engine.store.text_windows import add_windows
+from engine.store.text_words import add_words
 
 CHUNK_TEXTS = 2048
 # The first chunk's size; each next one doubles, up to the chunk size. A chunk is searchable
@@ -343,6 +344,7 @@ def _commit(store: Store, model_id: int, plan: ChunkPlan, results: list[EncodedB
     chunk = EncodedBatch(ids, np.stack(rows), truncated)
     with store.write() as conn:
         add_windows(conn, model_id, windowed, window_spans, window_vectors)
+        add_words(conn, windowed)
         add_signatures(conn, signed, signatures)
         add_embeddings(conn, model_id, chunk.text_ids, chunk.vectors, chunk.truncated)
     report.commits += 1

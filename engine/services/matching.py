@@ -31,6 +31,8 @@ import hnswlib
 import numpy as np
 
 from engine.documents import minhash
+from engine.documents.close_up import CLOSE_UP_CANDIDATES
+from engine.documents.word_candidates import promoted, with_word_hits
 from engine.encoding.read_whole import encode_whole
 from engine.errors import InputError, ProjectError
 from engine.importer import file_sha256
@@ -49,6 +51,7 @@ from engine.keystroke_search import (
     Windows,
     hits_for,
     read_close_up_each,
+    reads_close_up,
 )
 from engine.progress import CancelToken, Progress, ProgressCallback, RateMeter, no_progress
 from engine.review.overlap import Overlap, overlap
@@ -301,25 +304,35 @@ class Matching:
         """Each row's hits where long texts are involved: more candidates from the index
         and from every stored window (`Windows.widen`), scored window by window, and by
         MinHash where the row is long (`Windows.rescore`), as the project's graph scores
-        pairs; a short row's first long hits read close up as the search reads a typed
-        query (`read_close_up_each`, calling `each` between its chunks of rows), so a row
+        pairs; a short row's first long hits, and the documents holding its words
+        (`Windows.by_words`), read close up as the search reads a typed query
+        (`read_close_up_each`, calling `each` between its chunks of rows), so a row
         and the same text searched score a document alike; the k best live ones kept, each
         long hit with its nearest passage."""
         wide = max(1, min(len(index), max(k, WIDE_CANDIDATES)))
         text_ids, sims = index.query(vectors, wide, ef=max(ef, wide), threads=threads)
         nears = [row_windows[row][1] if row_windows[row] is not None else vectors[row:row + 1]
                  for row in range(len(vectors))]
+        count = CLOSE_UP_CANDIDATES if close_up is None else close_up
+        short = reads_close_up(encoder, texts) if count > 0 else [False] * len(texts)
+        by_words = windows.by_words([t for t, yes in zip(texts, short, strict=True) if yes])
+        words = iter(by_words)
         out: list[list[SearchHit]] = []
+        counts: list[int] = []
         for row, (ids, row_sims) in enumerate(windows.widen_each(text_ids, sims, nears)):
+            word_ids = next(words) if short[row] else []
+            ids, row_sims = with_word_hits(ids, row_sims, word_ids)
             signature = (minhash.signature(texts[row]) if row_windows[row] is not None
                          and minhash.wants_signature(texts[row]) else None)
             scores, passages = windows.rescore(ids, row_sims, vectors[row], row_windows[row],
                                                signature)
-            order = np.argsort(-scores, kind="stable")
+            order, moved = promoted(np.argsort(-scores, kind="stable"), ids,
+                                    windows.windowed, word_ids, count)
+            counts.append(count + moved)
             out.append(hits_for(self._store, ids[order][None, :], scores[order][None, :],
                                 passages)[0])
         return [hits[:k] for hits in read_close_up_each(encoder, texts, vectors, out,
-                                                         close_up, each)]
+                                                         counts, each)]
 
     def keep_verdicts(self, file_sha256: str, file_name: str,
                       verdicts: Sequence[PendingVerdict]) -> bool:

@@ -31,6 +31,7 @@ from engine.store.database import Store
 from engine.store.saved_indexes import saved_row
 from engine.store.text_signatures import signatures_of
 from engine.store.text_windows import read_windows, windowed_text_ids
+from engine.store.text_words import texts_by_words
 
 INDEX_THREADS = 1  # hnswlib threads for adds that overlap encoding (see `encode`)
 
@@ -211,9 +212,13 @@ class Vectors:
                         self._finder = (key, WindowFinder.load(windowed, read, dim))
                 return self._finder[1]
 
+        def by_words(query: str, limit: int) -> list[int]:
+            with self._store.read() as conn:
+                return texts_by_words(conn, query, limit)
+
         return Windows(windowed, read,
                        lambda text_ids: index.vectors(np.asarray(text_ids, dtype=np.int64)),
-                       signatures, finder)
+                       signatures, finder, by_words)
 
     def generation(self) -> int:
         """The live index's generation (it changes with every commit into the index)."""

@@ -78,6 +78,15 @@ def _v9_judges(conn: Connection) -> None:
                           "REFERENCES models (id)"))
 
 
+def _v10_text_words(conn: Connection) -> None:
+    # Long texts' words, for a short query's candidates (`engine.store.text_words`): a
+    # database feature, not a metadata table. An older project's documents are indexed here.
+    from engine.store import text_words
+
+    text_words.create(conn)
+    text_words.fill(conn)
+
+
 _ADDED_LATER = {"canonical_items", "offered_pairs", "pending_verdicts", "cluster_ids",
                 "item_clusters", "cluster_history", "quality_samples", "quality_draws",
                 "canonical_history", "text_windows", "text_signatures"}
@@ -88,7 +97,8 @@ MIGRATIONS: list[Callable[[Connection], None]] = [_v1_initial, _v2_canonical_ite
                                                   _v5_batches_and_cluster_ids,
                                                   _v6_quality_samples,
                                                   _v7_canonical_history,
-                                                  _v8_text_windows, _v9_judges]
+                                                  _v8_text_windows, _v9_judges,
+                                                  _v10_text_words]
 SCHEMA_VERSION = len(MIGRATIONS)
 
 

@@ -59,7 +59,8 @@ def test_a_passage_finds_its_document_beyond_the_nearest_mean_vectors(new_projec
     with project.store.read() as conn:
         cooking_text = items_by_ids(conn, [cooking.item_id])[cooking.item_id]["text_id"]
     assert cooking_text not in set(text_ids[0].tolist())
-    before = search(project.store, encoder, index, PASSAGE, 5, windows.without_finder())
+    before = search(project.store, encoder, index, PASSAGE, 5,
+                    windows.without_finder().without_words())
     assert "cooking" not in [h.id for h in before]
 
     hit = project.search(PASSAGE, 5)[0]
@@ -92,7 +93,7 @@ def test_a_passage_finds_its_document_beyond_the_nearest_mean_vectors(new_projec
     encoder, index, model_id = project.vectors.serving()
     now = project.vectors.windows(model_id, project.vectors.generation(), index)
     assert "baking" not in [h.id for h in search(project.store, encoder, index, LATER, 5,
-                                                 now.without_finder())]
+                                                 now.without_finder().without_words())]
     assert project.search(LATER, 5)[0].id == "baking"
     assert now.finder() is not windows.finder() and len(now.finder()) > len(windows.finder())
 
@@ -145,3 +146,34 @@ def test_a_typed_sentence_is_read_close_up_and_finds_its_document(new_project, t
     assert frame.loc[1, "match_1_text"] == TYPED_IN
     assert list(frame.columns).index("match_1_passage") == \
         list(frame.columns).index("match_1_text") + 1
+
+
+def test_a_typed_sentence_finds_its_document_by_its_words_beyond_the_close_up(
+        new_project, tmp_path):
+    """Among more look-alike documents than the close-up reads, the document holding a
+    typed sentence is ranked by its windows below them all and is never read close up;
+    the words it shares name it, it is read, and it comes first in the search and in
+    Check a file alike."""
+    from engine.documents.close_up import CLOSE_UP_CANDIDATES
+
+    project = _project(new_project, tmp_path, TYPED_IN, OTHERS)
+    encoder, index, model_id = project.vectors.serving()
+    windows = project.vectors.windows(model_id, project.vectors.generation(), index)
+    assert len(windows.windowed) > CLOSE_UP_CANDIDATES + 1
+    unread = search(project.store, encoder, index, SENTENCE, 5, windows.without_words())
+    assert "cooking" not in [h.id for h in unread]          # the ground: not found without
+    hits = project.search(SENTENCE, 5)
+    assert hits[0].id == "cooking"
+    a, b = hits[0].passage
+    start = TYPED_IN.index(SENTENCE)                         # the passage is the sentence's
+    assert len(set(range(a, b)) & set(range(start, start + len(SENTENCE)))) >= \
+        0.6 * len(SENTENCE)
+
+    checked = tmp_path / "checked.csv"
+    with checked.open("w", newline="", encoding="utf-8") as fh:
+        writer = csv.writer(fh)
+        writer.writerow(["text"])
+        writer.writerow([SENTENCE])
+    row = next(iter(project.matching.check_file(checked, ["text"], k=3).rows))
+    assert row.matches[0].id == "cooking"
+    assert abs(row.matches[0].score - hits[0].score) < 2e-3

@@ -1,0 +1,134 @@
+"""Long texts' words, indexed by the database's own full-text search, so a short query's
+candidates include the documents that hold its words.
+
+Why: a typed sentence is a few percent of the window that holds it, so the windows' cosine
+ranks its document among dozens that read alike (pages of one manual), and the close-up
+(`engine.documents.close_up`) can only lift a document it is asked to read. The words a
+sentence was typed with find its document directly. They only propose candidates: every
+candidate is scored by the model, as any other (`engine.keystroke_search`), so the one
+similarity stays the model's.
+
+Each dialect uses what it ships with, no index of ours:
+
+- SQLite: an FTS5 table holding only the index (`content=''`; the texts stay in `texts`),
+  ranked by FTS5's BM25 over the query's rarest words (their document counts read from an
+  `fts5vocab` table), so a sentence's common words cost nothing.
+- PostgreSQL: a `tsvector` column with a GIN index; the documents holding every word of the
+  query (`simple` configuration: no stemming, as FTS5's `unicode61`), ranked by `ts_rank`.
+  An OR of every word would make `ts_rank` read most documents' vectors on every keystroke.
+
+Only texts read in several windows (documents) are indexed: a short text is found by its
+one vector. Written in the transaction that stores a text's windows (`add_words`); a
+project made before schema v10 is filled by its migration (`fill`). Where SQLite was built
+without FTS5 the table is missing and the search goes on without it (`has_words`).
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from collections.abc import Sequence
+
+from sqlalchemy import Connection, bindparam, inspect, text
+from sqlalchemy.exc import OperationalError
+
+TABLE = "text_words"
+VOCAB = "text_words_vocab"
+# The query's words a SQLite search ranks by, rarest first: a sentence of 8 to 30 words is
+# found by its rarest few; more words only make the ranking read longer lists. At 2,000
+# documents, 8 to 24 words found the same documents for typed sentences.
+RAREST_WORDS = 16
+# The most distinct words taken from a query at all (a pasted paragraph has more).
+MOST_WORDS = 64
+_WORD = re.compile(r"[^\W_]+")   # as FTS5's unicode61 splits: letters and digits only
+
+
+def create(conn: Connection) -> None:
+    """The table (and SQLite's vocabulary view of it); nothing where SQLite has no FTS5."""
+    if conn.dialect.name == "postgresql":
+        conn.execute(text(f"CREATE TABLE IF NOT EXISTS {TABLE} ("
+                          "text_id INTEGER PRIMARY KEY REFERENCES texts (id) "
+                          "ON DELETE CASCADE, words TSVECTOR NOT NULL)"))
+        conn.execute(text(f"CREATE INDEX IF NOT EXISTS ix_{TABLE} ON {TABLE} "
+                          "USING gin (words)"))
+        return
+    try:
+        conn.execute(text(f"CREATE VIRTUAL TABLE IF NOT EXISTS {TABLE} USING fts5("
+                          "body, content='', tokenize='unicode61 remove_diacritics 2')"))
+        conn.execute(text(f"CREATE VIRTUAL TABLE IF NOT EXISTS {VOCAB} USING "
+                          f"fts5vocab({TABLE}, 'row')"))
+    except OperationalError as exc:
+        if "fts5" not in str(exc).lower():
+            raise
+
+
+def has_words(conn: Connection) -> bool:
+    """Whether the project has the table (SQLite without FTS5, or a read-only project not
+    yet upgraded to schema v10, has not)."""
+    return inspect(conn).has_table(TABLE)
+
+
+def add_words(conn: Connection, text_ids: Sequence[int]) -> None:
+    """Index the words of `text_ids` (rows of `texts`) inside the caller's transaction; a
+    text already indexed is left as it is."""
+    wanted = sorted({int(t) for t in text_ids})
+    if not wanted or not has_words(conn):
+        return
+    for start in range(0, len(wanted), 500):
+        part = wanted[start:start + 500]
+        if conn.dialect.name == "postgresql":
+            conn.execute(text(f"INSERT INTO {TABLE} (text_id, words) SELECT id, "
+                              "to_tsvector('simple', text) FROM texts WHERE id IN :ids "
+                              "ON CONFLICT (text_id) DO NOTHING")
+                         .bindparams(bindparam("ids", expanding=True)), {"ids": part})
+            continue
+        # An FTS5 table without content takes a second row of a rowid without complaint,
+        # and its counts would then be wrong: skip those it has.
+        have = set(conn.execute(text(f"SELECT rowid FROM {TABLE} WHERE rowid IN :ids")
+                                .bindparams(bindparam("ids", expanding=True)),
+                                {"ids": part}).scalars())
+        missing = [t for t in part if t not in have]
+        if missing:
+            conn.execute(text(f"INSERT INTO {TABLE} (rowid, body) SELECT id, text "
+                              "FROM texts WHERE id IN :ids")
+                         .bindparams(bindparam("ids", expanding=True)), {"ids": missing})
+
+
+def fill(conn: Connection) -> None:
+    """Index every text read in several windows by any model (a project from before
+    schema v10)."""
+    ids = [int(t) for t in conn.execute(text("SELECT DISTINCT text_id FROM text_windows"))
+           .scalars()]
+    add_words(conn, ids)
+
+
+def query_words(query: str) -> list[str]:
+    """The query's distinct words as the index holds them: lower case, accents removed,
+    split at anything but letters and digits; at most `MOST_WORDS`, in order."""
+    folded = "".join(c for c in unicodedata.normalize("NFKD", query.lower())
+                     if not unicodedata.combining(c))
+    return list(dict.fromkeys(_WORD.findall(folded)))[:MOST_WORDS]
+
+
+def texts_by_words(conn: Connection, query: str, limit: int) -> list[int]:
+    """Up to `limit` text ids whose words best match the query's, best first; none where
+    the project has no index or the query no word."""
+    words = query_words(query)
+    if not words or limit <= 0 or not has_words(conn):
+        return []
+    if conn.dialect.name == "postgresql":
+        terms = " & ".join("'" + w.replace("'", "''") + "'" for w in words)
+        return [int(t) for t in conn.execute(text(
+            f"SELECT text_id FROM {TABLE}, to_tsquery('simple', :q) AS q "
+            "WHERE words @@ q ORDER BY ts_rank(words, q) DESC, text_id LIMIT :n"),
+            {"q": terms, "n": limit}).scalars()]
+    counts = dict(conn.execute(text(f"SELECT term, doc FROM {VOCAB} WHERE term IN :words")
+                               .bindparams(bindparam("words", expanding=True)),
+                               {"words": words}).all())
+    rarest = sorted((w for w in words if w in counts), key=lambda w: (counts[w], w))
+    if not rarest:
+        return []
+    match = " OR ".join('"' + w.replace('"', '""') + '"' for w in rarest[:RAREST_WORDS])
+    return [int(t) for t in conn.execute(
+        text(f"SELECT rowid FROM {TABLE} WHERE {TABLE} MATCH :m ORDER BY rank LIMIT :n"),
+        {"m": match, "n": limit}).scalars()]

@@ -1,0 +1,113 @@
+"""`store.text_words`: long texts' words in the database's own full-text index, on SQLite
+(FTS5) and PostgreSQL (tsvector), written once per text and filled for an older project."""
+
+from __future__ import annotations
+
+import numpy as np
+from sqlalchemy import text
+
+from engine.store import items, text_words
+from engine.store import sources as source_store
+from engine.store.database import Store
+from engine.text import norm_key
+
+DOCS = {
+    "tides": "The harbour master logged the spring tides; the ferry stayed tied up for "
+             "three days while the sea wall was mended.",
+    "pastry": "Fold the butter into the flour, rest the dough, then bake the pastry until "
+              "golden and serve it with stewed apples.",
+    "ferry": "The ferry timetable changed in March: boats leave the harbour every hour.",
+}
+
+
+def _texts(store: Store) -> dict[str, int]:
+    """The documents as rows and texts of the store: {key: text id}."""
+    with store.write() as conn:
+        source = source_store.add_source(conn, file_name="f.csv", file_path="/f.csv",
+                                         sha256="s", mapping_key="m", format={},
+                                         text_columns=["text"], columns=["text"])
+        items.add_rows(conn, source, [items.NewRow(i, key, body, norm_key(body), {})
+                                      for i, (key, body) in enumerate(DOCS.items())])
+        ids = items.text_ids_for_keys(conn, [norm_key(b) for b in DOCS.values()])
+    return {key: ids[norm_key(body)] for key, body in DOCS.items()}
+
+
+def test_a_texts_words_find_it_rarest_first_once_indexed(store_location):
+    store = Store.open(store_location, create=True)
+    try:
+        ids = _texts(store)
+        with store.read() as conn:
+            assert text_words.has_words(conn)
+            assert text_words.texts_by_words(conn, "sea wall mended", 5) == []  # none indexed
+        with store.write() as conn:
+            text_words.add_words(conn, [ids["tides"], ids["ferry"]])
+            text_words.add_words(conn, [ids["tides"]])          # again: left as it is
+        with store.read() as conn:
+            found = text_words.texts_by_words(conn, "the ferry stayed tied up while the "
+                                              "sea wall was mended", 5)
+            assert found[0] == ids["tides"]
+            assert ids["pastry"] not in found                   # never indexed
+            assert text_words.texts_by_words(conn, "Fold butter, flour", 5) == []
+            assert text_words.texts_by_words(conn, "!!! ...", 5) == []
+            if conn.dialect.name == "sqlite":
+                # One row per text, however often it was added: its word counts are right.
+                assert conn.execute(text("SELECT doc FROM text_words_vocab "
+                                         "WHERE term = 'harbour'")).scalar_one() == 2
+                # The rarest words rank: one shared word does not put "ferry" first.
+                assert text_words.texts_by_words(conn, "ferry mended", 5)[0] == ids["tides"]
+            else:
+                assert conn.execute(text("SELECT count(*) FROM text_words")).scalar_one() == 2
+    finally:
+        store.close()
+
+
+def test_query_words_split_and_fold_as_the_index_does():
+    assert text_words.query_words("Café au lait, os.path_join(x) café") == [
+        "cafe", "au", "lait", "os", "path", "join", "x"]
+    assert len(text_words.query_words(" ".join(f"w{i}" for i in range(500)))) == \
+        text_words.MOST_WORDS
+
+
+def test_a_schema_9_project_gains_the_words_of_its_documents(store_location):
+    """Before schema 10 there was no word index: opening makes it and indexes every text
+    that some model read in several windows, and no other."""
+    from engine.store.dialects import backend
+    from engine.store.location import parse_location
+    from engine.store.migrations import MIGRATIONS, SCHEMA_VERSION
+    from engine.store.schema import meta, models, text_windows
+
+    where = parse_location(store_location)
+    engine = backend(where.dialect).make_engine(where)
+    with engine.begin() as conn:
+        for step in MIGRATIONS[:9]:
+            step(conn)
+        conn.execute(meta.insert(), [{"key": "app", "value": "duplens"},
+                                     {"key": "schema_version", "value": "9"}])
+    engine.dispose()
+    store = Store.open(store_location)          # upgraded to 10 now, with nothing to index
+    try:
+        ids = _texts(store)
+        with store.write() as conn:
+            conn.execute(text("DROP TABLE text_words_vocab" if conn.dialect.name == "sqlite"
+                              else "SELECT 1"))
+            conn.execute(text("DROP TABLE text_words"))
+            conn.execute(models.insert().values(
+                id=1, name="base", location="default", fingerprint="sha256:aa", dim=2,
+                max_seq_length=256, metrics={}, created_at=1.0))
+            for key in ("tides", "pastry"):
+                conn.execute(text_windows.insert().values(
+                    model_id=1, text_id=ids[key],
+                    spans=np.zeros((2, 2), "<i4").tobytes(),
+                    vectors=np.zeros((2, 2), "<f2").tobytes()))
+            conn.execute(meta.update().where(meta.c.key == "schema_version").values(value="9"))
+    finally:
+        store.close()
+    store = Store.open(store_location)
+    try:
+        assert store.get_meta("schema_version") == str(SCHEMA_VERSION)
+        with store.read() as conn:
+            assert text_words.texts_by_words(conn, "sea wall mended", 5) == [ids["tides"]]
+            assert text_words.texts_by_words(conn, "stewed apples", 5) == [ids["pastry"]]
+            assert text_words.texts_by_words(conn, "timetable", 5) == []   # one window
+    finally:
+        store.close()
