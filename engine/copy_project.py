@@ -22,6 +22,7 @@ from pathlib import Path
 from sqlalchemy import Connection, Table, delete, func, insert, select, update
 
 from engine.errors import ProjectError
+from engine.store import text_words
 from engine.store.database import Store
 from engine.store.dialects import backend_of
 from engine.store.folder_blobs import (
@@ -68,6 +69,9 @@ def _copy(src: Store, dst: Store, on_table: Callable[[str, int], None]) -> dict:
             if "id" in table.c:
                 backend_of(write).follow_explicit_ids(write, table)
             on_table(table.name, counts[table.name])
+        # The word index is the database's own (FTS5 or tsvector), not a table the copy
+        # reads: the destination builds it from the copied texts.
+        text_words.fill(write)
         _move_version_folders(src, dst, read, write)
     return counts
 

@@ -111,3 +111,32 @@ def test_a_schema_9_project_gains_the_words_of_its_documents(store_location):
             assert text_words.texts_by_words(conn, "timetable", 5) == []   # one window
     finally:
         store.close()
+
+
+def test_a_copied_project_finds_its_documents_by_their_words(tmp_path, store_location):
+    """`duplens copy` copies tables; the word index is the database's own, so the
+    destination builds it from the copied texts (to a server, or to another file)."""
+    from engine.copy_project import copy_project
+    from engine.store.schema import models, text_windows
+
+    source = tmp_path / "source.duplens"
+    store = Store.open(source, create=True)
+    try:
+        ids = _texts(store)
+        with store.write() as conn:
+            conn.execute(models.insert().values(
+                id=1, name="base", location="default", fingerprint="sha256:aa", dim=2,
+                max_seq_length=256, metrics={}, created_at=1.0))
+            conn.execute(text_windows.insert().values(
+                model_id=1, text_id=ids["tides"], spans=np.zeros((2, 2), "<i4").tobytes(),
+                vectors=np.zeros((2, 2), "<f2").tobytes()))
+            text_words.add_words(conn, [ids["tides"]])
+    finally:
+        store.close()
+    copy_project(source, store_location)
+    copied = Store.open(store_location, read_only=True)
+    try:
+        with copied.read() as conn:
+            assert text_words.texts_by_words(conn, "sea wall mended", 5) == [ids["tides"]]
+    finally:
+        copied.close()
