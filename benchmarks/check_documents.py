@@ -11,7 +11,8 @@ same rows. A row is found when its first match is a document holding it word for
 Arms, same project, same rows, same run:
 
 - **Check a file** as the product runs it: short rows read close up (`read_close_up_each`),
-  as the search reads a typed query;
+  with the documents holding their words (`engine.store.text_words`), as the search reads
+  a typed query;
 - **windows alone**: `close_up=0`, the check before short rows were read close up;
 - **the search** of each row's text, to count the rows whose first hit and score Check a
   file gives differently (none, if one similarity is used in both places);
@@ -42,6 +43,7 @@ def run(quick: bool) -> dict:
     from benchmarks.document_search import SEED, _plain_st, _queries, _read_table
     from benchmarks.documents import _engine_state, cache_folder
     from engine.documents import close_up
+    from engine.documents.word_candidates import WORD_CANDIDATES
 
     sizes = QUICK_SIZES if quick else sizes_asked("DUPLENS_CHECK_DOCUMENTS_SIZES", FULL_SIZES)
     try:
@@ -59,7 +61,8 @@ def run(quick: bool) -> dict:
                          "arms": arms})
     return {"seed": SEED, "sizes_asked": list(sizes), "k": K,
             "close_up": {"candidates": close_up.CLOSE_UP_CANDIDATES,
-                         "fewest_words": close_up.FEWEST_WORDS},
+                         "fewest_words": close_up.FEWEST_WORDS,
+                         "words": WORD_CANDIDATES},
             "corpus": {"package": dc.PACKAGE, "version": package.version},
             "engine": _engine_state(), "cpu": _cpu(), "measured": measured}
 
@@ -172,8 +175,11 @@ def present(result: dict, results: dict | None = None) -> dict:
             f"Check a file against the search of the same text: {agree}.",
             f"Rows of at most half a window (in word pieces) and "
             f"{result['close_up']['fewest_words']} words or more read their first "
-            f"{result['close_up']['candidates']} long hits close up, as the search does; "
-            "plain sentence-transformers' time is its search's median, not a whole check.",
+            f"{result['close_up']['candidates']} long hits close up, as the search does"
+            + (f", and the first {result['close_up']['words']} documents holding their words "
+               "(the project's full-text index)" if "words" in result["close_up"] else "")
+            + "; plain sentence-transformers' time is its search's median, not a whole "
+            "check.",
             f"Measured on {cpu.get('cores', '?')} cores ({cpu.get('vendor', '?')}); engine "
             f"{result['engine']['commit']}"
             + (f" with {', '.join(result['engine']['changed_since'])} changed"

@@ -24,8 +24,11 @@ Arms, the same queries, the same run:
   nearest the query by mean vector, scored from their windows;
 - Duplens, every window: adds the texts holding the windows nearest the query from every
   stored window (`engine.documents.window_finder`), scored from their windows;
-- Duplens: the product's search (`Project.search`), which then reads its first long hits
-  close up, on stretches of a short query's own length (`engine.documents.close_up`);
+- Duplens, close-up: then reads a short query's first long hits close up, on stretches of
+  its own length (`engine.documents.close_up`);
+- Duplens: the product's search (`Project.search`), which also reads close up the
+  documents holding the query's words (`engine.store.text_words`,
+  `engine.documents.word_candidates`);
 - every text scored: each document's best window, exact, over all documents (for a
   one-window query this is the window score, `pair_similarity`): the ceiling of scoring by
   windows, with no candidate step.
@@ -80,11 +83,13 @@ def run(quick: bool) -> dict:
                          "queries": {kind: len(qs) for kind, qs in queries.items()},
                          "arms": arms})
     from engine.documents import close_up
+    from engine.documents.word_candidates import WORD_CANDIDATES
 
     return {"seed": SEED, "sizes_asked": list(sizes), "full_sizes": list(FULL_SIZES),
             "k": K, "middle_words": MIDDLE_WORDS,
             "close_up": {"candidates": close_up.CLOSE_UP_CANDIDATES,
-                         "fewest_words": close_up.FEWEST_WORDS},
+                         "fewest_words": close_up.FEWEST_WORDS,
+                         "words": WORD_CANDIDATES},
             "corpus": {"package": dc.PACKAGE, "version": package.version,
                        "paragraphs": len(paragraphs)},
             "engine": _engine_state(), "cpu": _cpu(), "measured": measured}
@@ -149,12 +154,16 @@ def _duplens_arms(project_path: Path, texts: dict[str, str], queries: dict) -> d
             every = read_windows(conn, model_id, index.dim, windowed)
 
         before = product.without_finder()
+        unnamed = product.without_words()
 
         def by_mean(text: str):
             return search(project.store, encoder, index, text, K, before, close_up=0)
 
         def windows_only(text: str):
             return search(project.store, encoder, index, text, K, product, close_up=0)
+
+        def close_up_only(text: str):
+            return search(project.store, encoder, index, text, K, unnamed)
 
         t0 = time.perf_counter()
         first = project.search(FIRST_QUERY, K)   # reads the window matrix
@@ -169,6 +178,7 @@ def _duplens_arms(project_path: Path, texts: dict[str, str], queries: dict) -> d
                 "by_mean": _score_arm(queries, texts, by_mean, passages=True),
                 "every_window": _score_arm(queries, texts, windows_only,
                                            passages=True),
+                "close_up_only": _score_arm(queries, texts, close_up_only, passages=True),
                 "every_text": _every_text(queries, texts, encoder, every, project)}
     return arms
 
@@ -262,7 +272,10 @@ def _cpu() -> dict:
 ARMS = (("plain", "plain sentence-transformers (first 256 word pieces)"),
         ("by_mean", "Duplens, candidates by mean vector only, scored by windows"),
         ("every_window", "Duplens, candidates from every window too, scored by windows"),
-        ("duplens", "Duplens (short queries then read close up)"),
+        ("close_up_only", "Duplens, short queries then read close up (first long hits "
+                          "only)"),
+        ("duplens", "Duplens (short queries read close up, with the documents holding "
+                    "their words)"),
         ("every_text", "every document's best window, exact (the ceiling of window "
                        "scores)"))
 KINDS = (("pasted", "pasted passage (two paragraphs)"),
@@ -322,7 +335,11 @@ def present(result: dict, results: dict | None = None) -> dict:
         *([f"Read close up: the first {result['close_up']['candidates']} long hits of a "
            "query of at most half a window, on stretches of the query's word count around "
            "each hit's best window, end to end and then half a stretch either side of the "
-           "best (`engine/documents/close_up.py`)."] if "close_up" in result else []),
+           "best (`engine/documents/close_up.py`)"
+           + (f", and the product also the first {result['close_up']['words']} documents "
+              "its words name in the project's full-text index (`engine/store/"
+              "text_words.py`)." if "words" in result["close_up"] else ".")]
+          if "close_up" in result else []),
         f"Measured on {cpu.get('cores', '?')} cores ({cpu.get('vendor', '?')}, "
         f"{cpu.get('int8_kernels', '?')}, {'with' if cpu.get('bf16_units') else 'without'} "
         f"bf16 units); engine {result['engine']['commit']}"

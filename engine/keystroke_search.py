@@ -94,9 +94,10 @@ def search(store: Store, encoder: SentenceEncoder, index: HnswIndex, text: str, 
     (`Windows.widen`), and each long one is scored from its windows as the neighbour
     graph scores it (`window_match.pair_similarity`: its best window, or how the query
     covers it, whichever is more), with the best window's span as the hit's passage. A
-    short query then reads its first `close_up` long hits close up (`read_close_up`; None:
-    `CLOSE_UP_CANDIDATES`, 0: none, the search as it was, which
-    `benchmarks/document_search.py` runs beside it)."""
+    short query then reads its first `close_up` long hits close up (`read_close_up_each`;
+    None: `CLOSE_UP_CANDIDATES`, 0: none, the search as it was, which
+    `benchmarks/document_search.py` runs beside it), and with them the documents holding
+    its words (`Windows.by_words`, `engine.documents.word_candidates`)."""
     import numpy as np
 
     query = encoder.encode([text])
@@ -110,8 +111,8 @@ def search(store: Store, encoder: SentenceEncoder, index: HnswIndex, text: str, 
     text_ids, sims = index.query(query, wide)
     text_ids, sims = windows.widen(text_ids[0], sims[0], query)
     count = CLOSE_UP_CANDIDATES if close_up is None else close_up
-    word_ids = windows.by_words([text])[0] \
-        if count > 0 and reads_close_up(encoder, [text])[0] else []
+    short = count > 0 and reads_close_up(encoder, [text])[0]
+    word_ids = windows.by_words([text])[0] if short else []
     text_ids, sims = with_word_hits(text_ids, sims, word_ids)
     scores, passages = windows.rescore(text_ids, sims, query[0])
     order, moved = promoted(np.argsort(-scores, kind="stable"), text_ids, windows.windowed,
@@ -119,8 +120,9 @@ def search(store: Store, encoder: SentenceEncoder, index: HnswIndex, text: str, 
     # All candidates in order, then the first k live ones: a text whose rows were all
     # deleted keeps its windows until the graph is rebuilt, and is skipped here.
     hits = hits_for(store, text_ids[order][None, :], scores[order][None, :], passages)[0]
-    if count > 0:
-        hits = read_close_up(encoder, text, query[0], hits, count + moved)
+    if short:
+        hits = read_close_up_each(encoder, [text], query, [hits], [count + moved],
+                                  short=[True])[0]
     return hits[:k]
 
 
@@ -141,27 +143,25 @@ def reads_close_up(encoder: SentenceEncoder, texts: list[str]) -> list[bool]:
     return out
 
 
-def read_close_up(encoder: SentenceEncoder, text: str, query: np.ndarray,
-                  hits: list[SearchHit], candidates: int | None = None) -> list[SearchHit]:
-    """`hits` (best first) with the first `candidates` long ones (None:
+def read_close_up_each(encoder: SentenceEncoder, texts: list[str], queries,
+                       hits: list[list[SearchHit]],
+                       candidates: int | Sequence[int] | None = None,
+                       each: Callable[[int], None] | None = None,
+                       short: Sequence[bool] | None = None) -> list[list[SearchHit]]:
+    """Each query's `hits` (best first) with its first `candidates` long ones (None:
     `CLOSE_UP_CANDIDATES`) scored again on stretches of the query's length around their
     passage (`engine.documents.close_up`), where the query is short: at most half a window,
     so its windows' cosine is diluted by the rest of the window. A hit keeps the larger of
     its two scores, and takes the stretch as its passage where the stretch scored more;
     then all are ordered again. Unchanged for a longer query, or one of fewer than
-    `FEWEST_WORDS` words."""
-    return read_close_up_each(encoder, [text], [query], [hits], candidates)[0]
+    `FEWEST_WORDS` words.
 
-
-def read_close_up_each(encoder: SentenceEncoder, texts: list[str], queries,
-                       hits: list[list[SearchHit]],
-                       candidates: int | Sequence[int] | None = None,
-                       each: Callable[[int], None] | None = None) -> list[list[SearchHit]]:
-    """`read_close_up` for several queries at once (a batch of a checked file's rows, so
-    that a row scores a document as the search would score the same text): the stretches
+    Several queries at once (a batch of a checked file's rows, so that a row scores a
+    document as the search would score the same text, or one search's query): the stretches
     of `CLOSE_UP_ROWS` short queries encoded together, then `each(queries read so far)`
     (where a caller reports progress or cancels). `candidates` may be one count per
-    query (where each read some documents named by its words as well)."""
+    query (where each read some documents named by its words as well); `short` is
+    `reads_close_up`'s answer where the caller has it already."""
     from dataclasses import replace
 
     from engine.documents.close_up import CLOSE_UP_CANDIDATES, close_up_each, query_words
@@ -172,8 +172,12 @@ def read_close_up_each(encoder: SentenceEncoder, texts: list[str], queries,
     long_at = [[i for i, hit in enumerate(row) if hit.passage is not None][:n]
                for row, n in zip(hits, counts, strict=True)]
     wanted = [q for q in range(len(texts)) if long_at[q]]
-    asked = [q for q, yes in zip(wanted, reads_close_up(encoder, [texts[q] for q in wanted]),
-                                 strict=True) if yes]
+    if short is None:
+        asked = [q for q, yes in zip(wanted,
+                                     reads_close_up(encoder, [texts[q] for q in wanted]),
+                                     strict=True) if yes]
+    else:
+        asked = [q for q in wanted if short[q]]
     out = [list(row) for row in hits]
     for at in range(0, len(asked), CLOSE_UP_ROWS):
         chunk = asked[at:at + CLOSE_UP_ROWS]

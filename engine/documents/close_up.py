@@ -31,11 +31,13 @@ from dataclasses import dataclass
 import numpy as np
 
 # The long hits read close up per search, so a document its windows ranked below the first
-# ten can still rise to the top. Chosen on validation queries by
-# `benchmarks/close_up_choice.py` (the rule: the best found-at-1, or a smaller count within
-# one point): 20 found the document first for 72.9% of queries, 10 for 67.8%, 5 for 60.8%,
-# at 455, 251 and 171 ms a pasted passage's search on 2 cores.
-CLOSE_UP_CANDIDATES = 20
+# ten can still rise to the top. Chosen with `WORD_CANDIDATES` (the documents holding the
+# query's words, read too) on validation queries by `benchmarks/close_up_choice.py` (the
+# rule: the best found-at-1, or, within one point, the fewest documents read): 10 hits and
+# 10 named by words found the document first for 89.6% of queries (pasted and typed
+# alike), 20 and 10 for 90.0%, 20 and none (the count before words) for 72.9%, at 397,
+# 590 and 437 ms a pasted passage's search on 2 cores.
+CLOSE_UP_CANDIDATES = 10
 # The fewest words a stretch holds: a one- or two-word query is matched by its windows.
 FEWEST_WORDS = 3
 

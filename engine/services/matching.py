@@ -332,7 +332,7 @@ class Matching:
             out.append(hits_for(self._store, ids[order][None, :], scores[order][None, :],
                                 passages)[0])
         return [hits[:k] for hits in read_close_up_each(encoder, texts, vectors, out,
-                                                         counts, each)]
+                                                         counts, each, short)]
 
     def keep_verdicts(self, file_sha256: str, file_name: str,
                       verdicts: Sequence[PendingVerdict]) -> bool:
