@@ -211,6 +211,7 @@ class Windows:
         self._signatures = signatures
         self._finder = finder
         self._words = words
+        self._long_set: set[int] | None = None
 
     def by_words(self, queries: list[str], limit: int | None = None) -> list[list[int]]:
         """Each query's long texts that hold its words best, best first (at most `limit`,
@@ -220,7 +221,15 @@ class Windows:
         limit = WORD_CANDIDATES if limit is None else limit
         if self._words is None or not self.any() or limit <= 0:
             return [[] for _ in queries]
-        return [self._words(q, limit) for q in queries]
+        # The index holds texts any model read in windows; the active model's long texts
+        # are the candidates (a text it read in one window is found by its vector).
+        return [[t for t in self._words(q, limit) if t in self._long] for q in queries]
+
+    @property
+    def _long(self) -> set[int]:
+        if self._long_set is None:
+            self._long_set = set(self.windowed.tolist())
+        return self._long_set
 
     def any(self) -> bool:
         return bool(len(self.windowed))

@@ -30,3 +30,21 @@ def test_named_long_texts_move_to_just_after_the_first_long_hits():
     assert promoted(order, text_ids, windowed, [15], 2)[1] == 0
     kept, none = promoted(order, text_ids, windowed, [14], 0)
     assert none == 0 and kept.tolist() == order.tolist()
+
+
+def test_only_the_active_models_long_texts_are_named():
+    """The word index holds texts any model read in windows; a text the active model read
+    in one window (or not at all) is not named: its vector finds it."""
+    from engine.keystroke_search import Windows
+
+    asked = []
+
+    def words(query: str, limit: int) -> list[int]:
+        asked.append((query, limit))
+        return [3, 2, 9]
+
+    windows = Windows([1, 2, 9], read=lambda ids: {}, words=words)
+    assert windows.by_words(["a query", "another"], 4) == [[2, 9], [2, 9]]
+    assert asked == [("a query", 4), ("another", 4)]
+    assert Windows([], read=lambda ids: {}, words=words).by_words(["q"]) == [[]]
+    assert windows.without_words().by_words(["q"]) == [[]]
