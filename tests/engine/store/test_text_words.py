@@ -140,3 +140,33 @@ def test_a_copied_project_finds_its_documents_by_their_words(tmp_path, store_loc
             assert text_words.texts_by_words(conn, "sea wall mended", 5) == [ids["tides"]]
     finally:
         copied.close()
+
+
+def test_a_sentence_copied_word_for_word_finds_its_text_before_those_richer_in_its_words(
+        store_location):
+    """The phrase comes first: "boats leave the harbour" names the text holding it in that
+    order before one that repeats every word in another order (which BM25 alone ranks
+    first, being short and full of them); a sentence typed with a wrong word still finds
+    texts by its words."""
+    store = Store.open(store_location, create=True)
+    try:
+        ids = _texts(store)
+        with store.write() as conn:
+            source = source_store.add_source(conn, file_name="g.csv", file_path="/g.csv",
+                                             sha256="t", mapping_key="m", format={},
+                                             text_columns=["text"], columns=["text"])
+            mixed = "Harbour boats leave; leave the boats. The harbour boats leave the quay."
+            items.add_rows(conn, source, [items.NewRow(0, "mixed", mixed, norm_key(mixed),
+                                                       {})])
+            ids["mixed"] = items.text_ids_for_keys(conn, [norm_key(mixed)])[norm_key(mixed)]
+            text_words.add_words(conn, list(ids.values()))
+        with store.read() as conn:
+            assert text_words.texts_by_words(conn, "Boats leave the harbour", 5)[0] == \
+                ids["ferry"]
+            if conn.dialect.name == "sqlite":
+                words = text_words.query_words("Boats leave the harbour")
+                assert text_words._ranked(conn, words, 5)[0] == ids["mixed"]   # the ground
+                assert set(text_words.texts_by_words(conn, "boats leeve the harbour", 5)) \
+                    >= {ids["ferry"], ids["mixed"]}
+    finally:
+        store.close()
