@@ -247,7 +247,7 @@ class Windows:
 
     def without_words(self) -> Windows:
         """The same reader with no candidates named by words: the search as it was before
-        (`benchmarks/close_up_choice.py` and `check_documents` run both)."""
+        (`benchmarks/document_search.py` runs both)."""
         return Windows(self.windowed, self._read, self._vectors, self._signatures,
                        self._finder)
 
