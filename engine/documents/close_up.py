@@ -34,9 +34,9 @@ import numpy as np
 # ten can still rise to the top. Chosen with `WORD_CANDIDATES` (the documents holding the
 # query's words, read too) on validation queries by `benchmarks/close_up_choice.py` (the
 # rule: the best found-at-1, or, within one point, the fewest documents read): 10 hits and
-# 10 named by words found the document first for 89.6% of queries (pasted and typed
-# alike), 20 and 10 for 90.0%, 20 and none (the count before words) for 72.9%, at 397,
-# 590 and 437 ms a pasted passage's search on 2 cores.
+# 3 named by words found the document first for 92.3% of queries (pasted and typed
+# alike), 10 and 5 for 92.6%, 20 and none (the count before words) for 72.9%, at 281, 319
+# and 425 ms a pasted passage's search on 2 cores.
 CLOSE_UP_CANDIDATES = 10
 # The fewest words a stretch holds: a one- or two-word query is matched by its windows.
 FEWEST_WORDS = 3

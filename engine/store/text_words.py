@@ -25,12 +25,15 @@ without FTS5 the table is missing and the search goes on without it (`has_words`
 
 from __future__ import annotations
 
+import logging
 import re
 import unicodedata
 from collections.abc import Sequence
 
 from sqlalchemy import Connection, bindparam, inspect, text
-from sqlalchemy.exc import OperationalError
+from sqlalchemy.exc import DatabaseError, OperationalError
+
+log = logging.getLogger("duplens.text_words")
 
 TABLE = "text_words"
 VOCAB = "text_words_vocab"
@@ -122,7 +125,16 @@ def texts_by_words(conn: Connection, query: str, limit: int) -> list[int]:
     words = query_words(query)
     if not words or limit <= 0 or not has_words(conn):
         return []
-    found = list(dict.fromkeys(_phrase(conn, query, limit) + _ranked(conn, words, limit)))
+    try:
+        with conn.begin_nested():   # a failure leaves the caller's read usable
+            found = list(dict.fromkeys(_phrase(conn, query, limit)
+                                       + _ranked(conn, words, limit)))
+    except DatabaseError as exc:
+        # A damaged index (or a table of that name that is not one) only costs the search
+        # these candidates: the model still finds what it finds, and the log says why.
+        log.warning("the word index could not be read, searching without it: %s",
+                    " ".join(str(exc).split())[:300])
+        return []
     return found[:limit]
 
 

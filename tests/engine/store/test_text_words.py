@@ -170,3 +170,21 @@ def test_a_sentence_copied_word_for_word_finds_its_text_before_those_richer_in_i
                     >= {ids["ferry"], ids["mixed"]}
     finally:
         store.close()
+
+
+def test_a_damaged_word_index_costs_only_its_candidates(tmp_path, caplog):
+    """A project whose `text_words` is not an index (damaged, or made by hand) answers no
+    words, says why in the log, and leaves the read it ran in usable."""
+    store = Store.open(tmp_path / "project.duplens", create=True)
+    try:
+        ids = _texts(store)
+        with store.write() as conn:
+            conn.execute(text("DROP TABLE text_words_vocab"))
+            conn.execute(text("DROP TABLE text_words"))
+            conn.execute(text("CREATE TABLE text_words (body TEXT)"))
+        with store.read() as conn, caplog.at_level("WARNING", logger="duplens.text_words"):
+            assert text_words.texts_by_words(conn, "sea wall mended", 5) == []
+            assert conn.execute(text("SELECT count(*) FROM texts")).scalar_one() == len(ids)
+        assert "the word index could not be read" in caplog.text
+    finally:
+        store.close()
