@@ -29,8 +29,8 @@ def with_word_hits(text_ids: np.ndarray, sims: np.ndarray, word_ids: list[int]
     """The candidates (`text_ids`, `sims`) and, after them, the texts of `word_ids` they
     lack, with similarity 0 until they are scored (a long text is scored from its
     windows)."""
-    new = [t for t in dict.fromkeys(int(t) for t in word_ids)
-           if t not in set(np.asarray(text_ids).tolist())]
+    have = set(np.asarray(text_ids).tolist())
+    new = [t for t in dict.fromkeys(int(t) for t in word_ids) if t not in have]
     if not new:
         return text_ids, sims
     return (np.concatenate([np.asarray(text_ids, dtype=np.int64),

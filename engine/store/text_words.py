@@ -38,8 +38,10 @@ log = logging.getLogger("duplens.text_words")
 TABLE = "text_words"
 VOCAB = "text_words_vocab"
 # The query's words a SQLite search ranks by, rarest first: a sentence of 8 to 30 words is
-# found by its rarest few; more words only make the ranking read longer lists. At 2,000
-# documents, 8 to 24 words found the same documents for typed sentences.
+# found by its rarest few; more words only make the ranking read longer lists. Not chosen
+# on validation: a first look by hand (the word index alone, on check_documents' 2,000
+# documents and typed sentences, which are test rows) found the same documents in its top
+# 10 with 8, 12, 16 or 24 words, at 4 to 13 ms a query, and 16 was kept as a middle value.
 RAREST_WORDS = 16
 # The most distinct words taken from a query at all (a pasted paragraph has more).
 MOST_WORDS = 64
@@ -108,9 +110,15 @@ def fill(conn: Connection) -> None:
 def query_words(query: str) -> list[str]:
     """The query's distinct words as the index holds them: lower case, accents removed,
     split at anything but letters and digits; at most `MOST_WORDS`, in order."""
+    return list(dict.fromkeys(_sequence(query)))[:MOST_WORDS]
+
+
+def _sequence(query: str) -> list[str]:
+    """Every word of the query in order, as the index holds them: lower case, accents
+    removed, split at anything but letters and digits."""
     folded = "".join(c for c in unicodedata.normalize("NFKD", query.lower())
                      if not unicodedata.combining(c))
-    return list(dict.fromkeys(_WORD.findall(folded)))[:MOST_WORDS]
+    return _WORD.findall(folded)
 
 
 def texts_by_words(conn: Connection, query: str, limit: int) -> list[int]:
@@ -127,8 +135,9 @@ def texts_by_words(conn: Connection, query: str, limit: int) -> list[int]:
         return []
     try:
         with conn.begin_nested():   # a failure leaves the caller's read usable
-            found = list(dict.fromkeys(_phrase(conn, query, limit)
-                                       + _ranked(conn, words, limit)))
+            found = _phrase(conn, query, limit)
+            if len(found) < limit:   # the words' ranking only fills what the phrase left
+                found = list(dict.fromkeys(found + _ranked(conn, words, limit)))
     except DatabaseError as exc:
         # A damaged index (or a table of that name that is not one) only costs the search
         # these candidates: the model still finds what it finds, and the log says why.
@@ -140,9 +149,7 @@ def texts_by_words(conn: Connection, query: str, limit: int) -> list[int]:
 
 def _phrase(conn: Connection, query: str, limit: int) -> list[int]:
     """Texts holding the query's words in its order, ranked (BM25 or `ts_rank`)."""
-    folded = "".join(c for c in unicodedata.normalize("NFKD", query.lower())
-                     if not unicodedata.combining(c))
-    sequence = _WORD.findall(folded)[:MOST_WORDS]
+    sequence = _sequence(query)[:MOST_WORDS]
     if len(sequence) < 2:
         return []
     if conn.dialect.name == "postgresql":
