@@ -47,6 +47,7 @@ running beside it shows in the load average recorded):
 from __future__ import annotations
 
 import csv
+import functools
 import itertools
 import json
 import os
@@ -116,7 +117,8 @@ def run(quick: bool) -> dict:
 
     arms: dict[str, dict] = {}
     for name, fn in (("minhash_lsh", _minhash), ("semhash", _semhash),
-                     ("plain_st", _plain_st), ("duplens", _duplens)):
+                     ("plain_st", _plain_st),
+                     ("duplens", functools.partial(_duplens, quick=quick))):
         _say(f"  {name}…")
         load = _load()
         found = fn(ids, texts, built, half)
@@ -320,7 +322,8 @@ def _semhash(ids: list[str], texts: list[str], built: dc.Built, half: dict) -> d
             "validation": score(pairs, built, half, "validation")["all"]}
 
 
-def _duplens(ids: list[str], texts: list[str], built: dc.Built, half: dict) -> dict:
+def _duplens(ids: list[str], texts: list[str], built: dc.Built, half: dict,
+             quick: bool = False) -> dict:
     from benchmarks.console import run_cli_output
 
     with tempfile.TemporaryDirectory(prefix="duplens-documents-") as tmp:
@@ -339,6 +342,8 @@ def _duplens(ids: list[str], texts: list[str], built: dc.Built, half: dict) -> d
             threshold = json.loads(run_cli_output(["threshold", project, "--json"])[1])
             chosen = _duplens_chosen_on_validation(project, built, half)
             sweep = _covered_share_sweep(project, built, half, float(threshold["value"]))
+            cut_rule = _cut_rule_choice(project, built, half, float(threshold["value"]),
+                                        quick)
             footprint = sum(f.stat().st_size for f in Path(tmp).iterdir()
                             if f.name.startswith("documents.duplens"))
             same_windows = _plain_same_windows(project)
@@ -352,7 +357,7 @@ def _duplens(ids: list[str], texts: list[str], built: dc.Built, half: dict) -> d
              "project_bytes": footprint,
              "project_mib_per_1000_documents": round(footprint / 2**20 / len(ids) * 1000, 2)}
     return {"ran": True, "engine": _engine_state(), "extra_arms": {"duplens_tuned": chosen},
-            "covered_share_sweep": sweep, "speed": speed,
+            "covered_share_sweep": sweep, "cut_choice": cut_rule, "speed": speed,
             "commands": ["duplens import P documents.csv --column text --id-column id",
                          "duplens duplicates P --json"],
             "threshold": {k: threshold.get(k) for k in ("value", "source", "reason")},
@@ -387,6 +392,22 @@ def _duplens_chosen_on_validation(project: str, built: dc.Built, half: dict) -> 
                         "what": f"{len(TUNING_GRID)} runs of duplicates --threshold"},
             "test": score(found_at[best], built, half, "test"),
             "validation": score(found_at[best], built, half, "validation")["all"]}
+
+
+def _cut_rule_choice(project: str, built: dc.Built, half: dict, threshold: float,
+                     quick: bool) -> dict:
+    """The cut's rule for documents, on the validation half, and the same rule for every
+    text on questions (`benchmarks.cut_choice`)."""
+    from benchmarks import cut_choice
+
+    def on_validation(found: set[frozenset]) -> dict:
+        scored = score(found, built, half, "validation")
+        return {"all": scored["all"],
+                **{kind: scored[kind]["f1"] for kind in dc.DUPLICATE_KINDS},
+                **{kind: scored[kind]["flagged_share"] for kind in dc.DECOY_KINDS}}
+
+    return {"documents": cut_choice.documents_side(project, threshold, on_validation),
+            "questions": cut_choice.questions_side(threshold, quick, prf)}
 
 
 def _plain_same_windows(project_path: str, sample: int | None = None) -> dict:
@@ -617,6 +638,9 @@ def present(result: dict, results: dict | None = None) -> dict:
             "rows": [["mean of best matches" if share == "None" else share,
                       pct(m["precision"]), pct(m["recall"]), pct(m["f1"]), m["found"]]
                      for share, m in sweep["validation_by_share"].items()]})
+    cut_rule = ours.get("cut_choice") if ours.get("ran") else None
+    if cut_rule:
+        tables.append(_cut_choice_table(cut_rule, pct))
     speed = ours.get("speed") if ours.get("ran") else None
     if speed:
         tables.append({
@@ -705,6 +729,42 @@ def present(result: dict, results: dict | None = None) -> dict:
                 "ratio": f"{speed['speedup']:.2f}×", "goal": "≥ 1.5×",
                 "met": speed["speedup"] >= 1.5})
     return {"headline": headline, "tables": tables, "notes": notes}
+
+
+def _cut_choice_table(choice: dict, pct) -> dict:
+    """The cut's rule, chosen on validation: documents, then questions."""
+    from benchmarks.cut_choice import RULES
+
+    docs, questions = choice["documents"], choice["questions"]
+    rows = []
+    for rule in RULES:
+        m = docs[rule]
+        rows.append([f"documents: the validation half (of a graph of {docs['texts']} "
+                     "texts)", rule,
+                     pct(m["all"]["precision"]), pct(m["all"]["recall"]),
+                     pct(m["all"]["f1"]),
+                     ", ".join(f"{k} {pct(m[k])}" for k in dc.DUPLICATE_KINDS)
+                     + "; flagged: " + ", ".join(f"{k} {pct(m[k])}"
+                                                for k in dc.DECOY_KINDS)])
+    for name in ("sample questions", "Quora validation pairs"):
+        part = questions[name]
+        for rule in RULES:
+            m = part[rule]
+            shown = "every text kept whole" if rule == RULES[1] else rule
+            what = f"{name} ({part['texts']:,} texts"
+            what += f", {part['labelled_pairs']:,} labelled pairs)" if "labelled_pairs" \
+                in part else ", answer key)"
+            rows.append([what, shown, pct(m["precision"]), pct(m["recall"]), pct(m["f1"]),
+                         f"{m['found_right']} of {m['found']} found pairs right, "
+                         f"{m['truth']} to find"])
+    return {"title": f"How the cut treats documents: the centre rule alone, or documents "
+                     f"kept whole (each within the threshold of every other document of its "
+                     f"cluster), at the threshold {docs['threshold']:g}; chosen on validation "
+                     "data (the product's run above is the test); questions keep the centre "
+                     "rule",
+            "columns": ["texts", "rule", "precision", "recall", "F1", "F1 per kind, share "
+                        "of decoys flagged / pairs"],
+            "rows": rows}
 
 
 def _brief(arm: dict) -> str:

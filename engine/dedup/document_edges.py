@@ -68,7 +68,8 @@ def rescored(graph: KnnGraph, windowed: np.ndarray, windows: WindowReader,
              ) -> KnnGraph:
     """`graph` with every edge touching a text of `windowed` (ids read in several windows)
     scored from the windows, and the `candidates` pairs (text ids) added where both are in
-    the graph. The same graph object when there is nothing to score.
+    the graph, its `documents` marked (`KnnGraph.documents`: the cut keeps them whole).
+    The same graph object when there is nothing to score or mark.
 
     Idempotent: an edge's score is computed from the windows, never from the score it had,
     so a graph updated after an import can be rescored whole again. `bounds` says how much
@@ -77,7 +78,7 @@ def rescored(graph: KnnGraph, windowed: np.ndarray, windows: WindowReader,
     is_long = np.isin(ids, np.asarray(windowed, dtype=np.int64))
     indptr, indices, sims, added = _with_candidates(graph, candidates)
     if not is_long.any() and not added.any():
-        return graph
+        return graph.with_documents(None)
     steps = list(_row_steps(indptr, bounds.entries_at_once))
     keys = _pair_keys(indptr, indices, is_long, added, steps)
     scores = _key_scores(keys, ids, is_long, windows, vectors, signatures, bounds)
@@ -92,7 +93,8 @@ def rescored(graph: KnnGraph, windowed: np.ndarray, windows: WindowReader,
                                                                 n))]
         order = _row_order(rows - s, cols, step_sims, n)
         new_indices[a:b], new_sims[a:b] = cols[order], step_sims[order]
-    return KnnGraph(ids, indptr, new_indices, new_sims, graph.k, graph.floor)
+    return KnnGraph(ids, indptr, new_indices, new_sims, graph.k, graph.floor,
+                    is_long if is_long.any() else None)
 
 
 def _key_scores(keys: np.ndarray, ids: np.ndarray, is_long: np.ndarray,

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import io
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -50,6 +50,11 @@ class KnnGraph:
     sims: np.ndarray      # (e,) float32 cosine similarity
     k: int                # neighbours searched per text
     floor: float = math.inf   # complete at and above this similarity (inf: nothing promised)
+    # (n,) bool: texts read in several windows (documents), whose edges are scored from
+    # their windows and whose clusters the cut keeps whole (`engine.dedup.cut`); None when
+    # the graph holds none. Derived from the project's windows whenever a graph is made or
+    # read (`engine.services.document_graph`), so it is not stored with the graph.
+    documents: np.ndarray | None = None
 
     @classmethod
     def from_rows(cls, ids: np.ndarray, rows: np.ndarray, cols: np.ndarray,
@@ -98,6 +103,19 @@ class KnnGraph:
         valid = nbr.ravel() >= 0
         return cls.from_rows(ids, rows[valid], nbr.ravel()[valid],
                              np.asarray(sim, dtype=np.float32).ravel()[valid], k, floor)
+
+    def with_documents(self, documents: np.ndarray | None) -> KnnGraph:
+        """This graph with `documents` (a bool per position) as its documents: itself when
+        they are already, so a graph's identity (what a re-cut compares) survives marking
+        it twice. No document at all is None."""
+        mask = None if documents is None or not np.any(documents) \
+            else np.asarray(documents, dtype=bool)
+        if mask is not None and len(mask) != len(self.ids):
+            raise ValueError(f"{len(mask)} document flags for a graph of {len(self.ids)} texts")
+        same = (mask is None and self.documents is None) or (
+            mask is not None and self.documents is not None
+            and np.array_equal(mask, self.documents))
+        return self if same else replace(self, documents=mask)
 
     # -- views -------------------------------------------------------------------------------
     def degrees(self) -> np.ndarray:

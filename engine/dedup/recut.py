@@ -66,7 +66,13 @@ def recut_clusters(previous: CutState, graph: KnnGraph, touched: np.ndarray) -> 
     """`cut_clusters(graph, previous.threshold)`, worked out from `previous` (the cut of
     the graph that `graph` was updated from) and `touched`: the ids of the texts whose rows
     changed (texts added; texts that gained or lost a neighbour). Texts removed since need
-    not be named: their rows are gone, and their neighbours' rows changed."""
+    not be named: their rows are gone, and their neighbours' rows changed.
+
+    For a graph without documents only: the rule that keeps documents whole
+    (`engine.dedup.cut`) makes a centre's take depend on edges among its members, which
+    this replay does not follow; such a graph is cut whole (`full_cut`)."""
+    if graph.documents is not None or previous.graph.documents is not None:
+        raise ValueError("a graph holding documents is cut whole, not re-cut")
     t, min_size = previous.threshold, previous.min_size
     ids = graph.ids
     n = len(ids)

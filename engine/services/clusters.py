@@ -21,12 +21,7 @@ from engine.dedup.graph import DEFAULT_FLOOR, KnnGraph, build_knn_graph, texts_n
 from engine.dedup.graph_update import update_graph
 from engine.dedup.last_cut import LastCut, assemble, plan
 from engine.dedup.recut import full_cut, recut_clusters
-from engine.dedup.row_clusters import (
-    Cluster,
-    expand_keyed,
-    rank_row_clusters,
-    texts_in_no_cluster,
-)
+from engine.dedup.row_clusters import Cluster, expand_keyed, rank_row_clusters, texts_in_no_cluster
 from engine.dedup.row_clusters import text_clusters_as_ids as as_ids
 from engine.errors import InputError
 from engine.progress import CancelToken, ProgressCallback, no_progress
@@ -36,7 +31,7 @@ from engine.review.layout import MAP_SAMPLE, EmbeddingMap
 from engine.review.verdict_joins import Joined, join_by_verdicts
 from engine.review.verdict_overlay import apply_verdicts
 from engine.services.cluster_ids import ClusterIds
-from engine.services.document_graph import scored_for_documents, similarities_to
+from engine.services.document_graph import marked_documents, scored_for_documents, similarities_to
 from engine.services.graph_save import GraphSave, build_once_per_team
 from engine.services.review_plots import cluster_map
 from engine.services.vectors import Vectors
@@ -163,7 +158,9 @@ class Clusters:
         if graph is None and not self._store.is_file and not self._store.read_only \
                 and signature is not None:
             graph = self._build_once_per_team(index, k, name, stamp, progress, cancel)
-        if graph is None:
+        if graph is not None:   # read back: which texts are documents is not kept
+            graph = marked_documents(self._store, model_id, graph)
+        else:
             graph = self._make(index, k, name, progress, cancel)
             if not self._store.read_only and signature is not None:
                 # Kept for the next review, written on another thread while the cut goes
@@ -273,8 +270,8 @@ class Clusters:
         (`review.verdict_overlay`: canonical choices lead, no two rows judged "not
         duplicate" stay together, a cluster left with one row is none; then
         `review.verdict_joins`: rows judged "duplicate" share a cluster unless a "not"
-        forbids it); without,
-        the clusters are exactly as cut, which is what `apply_verdicts` takes. Either way
+        forbids it); without, the clusters are exactly as cut, which is what
+        `apply_verdicts` takes. Either way
         each cluster carries its stored id (`ClusterIds.label`, decided on the clusters as
         the verdicts make them), and the cut is recorded as the project's assignment.
 
@@ -309,7 +306,9 @@ class Clusters:
                 joining = verdict_store.duplicate_pairs(conn)
             touched = self._kept.take_touched()
             last, update = self._last, self._update
+            # Documents are cut whole: `recut` replays the centre rule only (`dedup.cut`).
             same = last is not None and last.threshold == threshold and last.k == k \
+                and graph.documents is None and last.state.graph.documents is None \
                 and last.verdicts == decided_by and touched is not None \
                 and last.ids_change_count == self._ids.stored()
             if same and update is not None and update.before is last.state.graph \

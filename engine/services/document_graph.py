@@ -46,6 +46,15 @@ def scored_for_documents(store: Store, model_id: int, dim: int, graph: KnnGraph,
                         lambda text_ids: {t: decoded[t] for t in text_ids if t in decoded})
 
 
+def marked_documents(store: Store, model_id: int, graph: KnnGraph) -> KnnGraph:
+    """`graph` with its texts read in several windows marked as documents
+    (`KnnGraph.documents`), for a graph read back from the project or from the team's
+    store, where the marks are not kept; the same object when they are already right."""
+    with store.read() as conn:
+        windowed = np.asarray(windowed_text_ids(conn, model_id), dtype=np.int64)
+    return graph.with_documents(np.isin(graph.ids, windowed) if len(windowed) else None)
+
+
 def _candidates(signatures: dict[int, bytes]) -> Iterator[tuple[int, int]]:
     """Pairs of texts MinHash LSH puts together (estimated Jaccard at its threshold)."""
     if len(signatures) < 2:

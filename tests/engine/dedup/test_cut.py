@@ -1,4 +1,5 @@
 import numpy as np
+import pytest
 
 from engine.dedup.cut import cut_clusters
 from engine.dedup.graph import KnnGraph, build_knn_graph, texts_near
@@ -37,6 +38,50 @@ def test_chain_broken_when_centre_cannot_reach_both_ends():
     sets = [set(c.members.tolist()) for c in clusters]
     assert all(not ({0, 3} <= s) for s in sets)
     assert sum(len(s) for s in sets) <= 4
+
+
+def _as_documents(graph: KnnGraph, *positions: int) -> KnnGraph:
+    flags = np.zeros(len(graph.ids), dtype=bool)
+    flags[list(positions)] = True
+    return graph.with_documents(flags)
+
+
+def test_documents_join_a_centre_only_within_the_threshold_of_every_document_in_it():
+    # The graph of test_clusters_do_not_chain: as questions, A and C both join B; as
+    # documents, C is not within 0.8 of A (0.5), so it is left out, and alone it is in none.
+    g = _graph({0: [(1, 0.9), (2, 0.5)], 1: [(0, 0.9), (2, 0.9)], 2: [(1, 0.9), (0, 0.5)]}, 3)
+    assert [c.members.tolist() for c in cut_clusters(g, 0.8)] == [[1, 0, 2]]
+    assert [c.members.tolist() for c in cut_clusters(_as_documents(g, 0, 1, 2), 0.8)] \
+        == [[1, 0]]
+    # Only documents are held to it: with A a question, C (a document) joins B as before,
+    # and so it does when B, the centre, is the only document.
+    assert [c.members.tolist() for c in cut_clusters(_as_documents(g, 1, 2), 0.8)] \
+        == [[1, 0, 2]]
+    assert [c.members.tolist() for c in cut_clusters(_as_documents(g, 1), 0.8)] \
+        == [[1, 0, 2]]
+
+
+def test_a_document_left_out_of_a_cluster_stays_free_for_its_own_partner():
+    # Two reworded copies and their originals: A (0) and A' (1) at 0.89; B' (2) reaches A
+    # at 0.752 but its own original B (3) at 0.797. A, with more neighbours, is the centre
+    # first. As questions it takes B' and leaves B alone; as documents B' is not within the
+    # threshold of A', so B' and B make their own cluster.
+    g = _graph({0: [(1, 0.89), (2, 0.752)], 1: [(0, 0.89)], 2: [(3, 0.797), (0, 0.752)],
+                3: [(2, 0.797)]}, 4)
+    assert sorted(sorted(c.members.tolist()) for c in cut_clusters(g, 0.75)) == [[0, 1, 2]]
+    documents = _as_documents(g, 0, 1, 2, 3)
+    assert sorted(sorted(c.members.tolist()) for c in cut_clusters(documents, 0.75)) \
+        == [[0, 1], [2, 3]]
+
+
+def test_document_flags_are_none_without_a_document_and_must_fit_the_graph():
+    g = _graph({0: [(1, 0.9)], 1: [(0, 0.9)]}, 2)
+    assert g.with_documents(np.zeros(2, dtype=bool)) is g
+    marked = g.with_documents(np.array([True, False]))
+    assert marked.documents.tolist() == [True, False]
+    assert marked.with_documents(np.array([True, False])) is marked
+    with pytest.raises(ValueError, match="3 document flags for a graph of 2 texts"):
+        g.with_documents(np.ones(3, dtype=bool))
 
 
 def test_threshold_above_everything_gives_no_clusters():

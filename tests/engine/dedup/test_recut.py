@@ -4,6 +4,7 @@ added and removed, edges gained and lost, similarities tied on purpose."""
 from __future__ import annotations
 
 import numpy as np
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -90,6 +91,17 @@ def test_nothing_touched_is_the_same_cut():
     previous = full_cut(g, 0.8)
     result = recut_clusters(previous, g, np.zeros(0, np.int64))
     assert result.state.clusters == previous.clusters and not result.changed
+
+
+def test_a_graph_holding_documents_is_not_replayed():
+    """The replay follows the centre rule only; a graph with documents (whose clusters the
+    cut keeps whole) is refused, and the clusters service cuts such a graph whole."""
+    g = graph_of([1, 2, 3], {(1, 2): 0.9, (2, 3): 0.85})
+    documents = g.with_documents(np.ones(3, dtype=bool))
+    with pytest.raises(ValueError, match="cut whole"):
+        recut_clusters(full_cut(g, 0.8), documents, np.zeros(0, np.int64))
+    with pytest.raises(ValueError, match="cut whole"):
+        recut_clusters(full_cut(documents, 0.8), g, np.zeros(0, np.int64))
 
 
 def test_rows_that_changed_only_below_the_threshold_are_not_cut_again():

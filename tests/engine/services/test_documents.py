@@ -128,3 +128,17 @@ def test_long_texts_are_read_whole_on_both_stores(store_location, encoder, tmp_p
         assert [len(c.members) for c in clusters] == [2]
         first, second = (m.item_id for m in clusters[0].members)
         assert project.documents.pair(first, second).similarity > 0.95
+        graph = project.clusters.graph()
+        with project.store.read() as conn:
+            long_ids = sorted(int(t) for t in conn.execute(
+                select(items.c.text_id).where(items.c.id.in_([first, second]))).scalars())
+        marked = graph.ids[graph.documents].tolist() if graph.documents is not None else []
+        assert marked == long_ids
+    # Read back (the project's stored graph, or the team's), the documents are marked
+    # again, so the cut keeps them whole the same way.
+    with Project.open(store_location) as project:
+        again = project.clusters.graph()
+        assert again is not graph and again.documents is not None
+        assert again.ids[again.documents].tolist() == long_ids
+        assert [[m.item_id for m in c.members] for c in project.clusters.cut(threshold=0.9)] \
+            == [[first, second]]
