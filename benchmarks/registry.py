@@ -62,5 +62,7 @@ REGISTRY = (
               "validation queries", quick=False),
     Benchmark("check_documents", "Check a file against documents: rows from documents' "
               "middles, with their truth key"),
+    Benchmark("rarest_words_choice", "How many of a query's rarest words the word index "
+              "ranks by, chosen on validation queries", quick=False),
 )
 BY_NAME = {b.name: b for b in REGISTRY}

@@ -121,10 +121,12 @@ def _sequence(query: str) -> list[str]:
     return _WORD.findall(folded)
 
 
-def texts_by_words(conn: Connection, query: str, limit: int) -> list[int]:
+def texts_by_words(conn: Connection, query: str, limit: int,
+                   rarest: int | None = None) -> list[int]:
     """Up to `limit` text ids whose words best match the query's, best first: those
     holding the query's words in its order (a phrase), then those ranked by its words
-    (`_ranked`); none where the project has no index or the query no word.
+    (`_ranked`, by its `rarest` rarest on SQLite, default `RAREST_WORDS`); none where the
+    project has no index or the query no word.
 
     The phrase comes first because a sentence copied from a document is made of that
     document's common words as often as of rare ones: among 2,000 pages of one manual,
@@ -137,7 +139,8 @@ def texts_by_words(conn: Connection, query: str, limit: int) -> list[int]:
         with conn.begin_nested():   # a failure leaves the caller's read usable
             found = _phrase(conn, query, limit)
             if len(found) < limit:   # the words' ranking only fills what the phrase left
-                found = list(dict.fromkeys(found + _ranked(conn, words, limit)))
+                found = list(dict.fromkeys(found + _ranked(
+                    conn, words, limit, RAREST_WORDS if rarest is None else rarest)))
     except DatabaseError as exc:
         # A damaged index (or a table of that name that is not one) only costs the search
         # these candidates: the model still finds what it finds, and the log says why.
@@ -162,9 +165,9 @@ def _phrase(conn: Connection, query: str, limit: int) -> list[int]:
         {"m": '"' + " ".join(sequence) + '"', "n": limit}).scalars()]
 
 
-def _ranked(conn: Connection, words: list[str], limit: int) -> list[int]:
-    """Texts ranked by the query's words: on SQLite BM25 over its `RAREST_WORDS` rarest,
-    on PostgreSQL those holding every word, by `ts_rank`."""
+def _ranked(conn: Connection, words: list[str], limit: int, rarest: int) -> list[int]:
+    """Texts ranked by the query's words: on SQLite BM25 over its `rarest` rarest, on
+    PostgreSQL those holding every word, by `ts_rank`."""
     if conn.dialect.name == "postgresql":
         terms = " & ".join("'" + w.replace("'", "''") + "'" for w in words)
         return [int(t) for t in conn.execute(text(
@@ -174,10 +177,10 @@ def _ranked(conn: Connection, words: list[str], limit: int) -> list[int]:
     counts = dict(conn.execute(text(f"SELECT term, doc FROM {VOCAB} WHERE term IN :words")
                                .bindparams(bindparam("words", expanding=True)),
                                {"words": words}).all())
-    rarest = sorted((w for w in words if w in counts), key=lambda w: (counts[w], w))
-    if not rarest:
+    by_rarity = sorted((w for w in words if w in counts), key=lambda w: (counts[w], w))
+    if not by_rarity:
         return []
-    match = " OR ".join('"' + w.replace('"', '""') + '"' for w in rarest[:RAREST_WORDS])
+    match = " OR ".join('"' + w.replace('"', '""') + '"' for w in by_rarity[:rarest])
     return [int(t) for t in conn.execute(
         text(f"SELECT rowid FROM {TABLE} WHERE {TABLE} MATCH :m ORDER BY rank LIMIT :n"),
         {"m": match, "n": limit}).scalars()]
