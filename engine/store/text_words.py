@@ -37,11 +37,11 @@ log = logging.getLogger("duplens.text_words")
 
 TABLE = "text_words"
 VOCAB = "text_words_vocab"
-# The query's words a SQLite search ranks by, rarest first: a sentence of 8 to 30 words is
-# found by its rarest few; more words only make the ranking read longer lists. Not chosen
-# on validation: a first look by hand (the word index alone, on check_documents' 2,000
-# documents and typed sentences, which are test rows) found the same documents in its top
-# 10 with 8, 12, 16 or 24 words, at 4 to 13 ms a query, and 16 was kept as a middle value.
+# The query's words a SQLite search ranks by, rarest first: a sentence is found by its
+# rarest few, and more words only make the ranking read longer lists. Chosen on validation
+# queries no phrase holds (`benchmarks/rarest_words_choice.py`: close_up_choice's, one word
+# left out of each): 16 named the document of every pasted passage among 3 and 79% of
+# typed sentences, as 32 and 64 did, at 9-11 ms a query; 8 named 97% / 79%, 4 91% / 79%.
 RAREST_WORDS = 16
 # The most distinct words taken from a query at all (a pasted paragraph has more).
 MOST_WORDS = 64
