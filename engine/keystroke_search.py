@@ -36,6 +36,14 @@ class SearchHit:
     # A long text's passage nearest the query: (start, end) characters of `text`.
     passage: tuple[int, int] | None = None
 
+    def matched_text(self) -> str:
+        """What the query matched: a long text's passage, else the whole text. A document's
+        words against the query are its passage's (the window's ∩, the command line's):
+        the thousands of words around it are not what matched."""
+        if self.passage is None:
+            return self.text
+        return self.text[self.passage[0]:self.passage[1]]
+
     def as_json(self) -> dict:
         out = {"id": self.id, "row": self.row, "text": self.text,
                "score": round(self.score, 6), "item_id": self.item_id,
@@ -152,9 +160,10 @@ def read_close_up_each(encoder: SentenceEncoder, texts: list[str], queries,
     `CLOSE_UP_CANDIDATES`) scored again on stretches of the query's length around their
     passage (`engine.documents.close_up`), where the query is short: at most half a window,
     so its windows' cosine is diluted by the rest of the window. A hit keeps the larger of
-    its two scores, and takes the stretch as its passage where the stretch scored more;
-    then all are ordered again. Unchanged for a longer query, or one of fewer than
-    `FEWEST_WORDS` words.
+    its two scores, and takes the stretch as its passage where the stretch scored more,
+    or where the query lies word for word near that stretch, exactly that
+    (`engine.documents.verbatim`); then all are ordered again. Unchanged for a longer
+    query, or one of fewer than `FEWEST_WORDS` words.
 
     Several queries at once (a batch of a checked file's rows, so that a row scores a
     document as the search would score the same text, or one search's query): the stretches
@@ -165,6 +174,7 @@ def read_close_up_each(encoder: SentenceEncoder, texts: list[str], queries,
     from dataclasses import replace
 
     from engine.documents.close_up import CLOSE_UP_CANDIDATES, close_up_each, query_words
+    from engine.documents.verbatim import verbatim_span
 
     count = CLOSE_UP_CANDIDATES if candidates is None else candidates
     counts = [count] * len(texts) if isinstance(count, int) else list(count)
@@ -187,8 +197,14 @@ def read_close_up_each(encoder: SentenceEncoder, texts: list[str], queries,
                                for q in chunk])
         for q, nears in zip(chunk, found, strict=True):
             for i, near in zip(long_at[q], nears, strict=True):
-                if near is not None and near.score > out[q][i].score:
-                    out[q][i] = replace(out[q][i], score=near.score, passage=near.span)
+                if near is None:
+                    continue
+                hit = out[q][i]
+                # Shown: where the query lies word for word near its best stretch, if it
+                # does (a copied sentence), else the stretch where it scored more.
+                shown = verbatim_span(hit.text, texts[q], near.span) or (
+                    near.span if near.score > hit.score else hit.passage)
+                out[q][i] = replace(hit, score=max(hit.score, near.score), passage=shown)
             out[q].sort(key=lambda hit: -hit.score)
         if each is not None:
             each(at + len(chunk))

@@ -263,7 +263,7 @@ class SearchPanel(QWidget):
         item.setData(BAND_ROLE, band)
         # A document's overlap with the query is its passage's: the rest of it is not what
         # matched (and words of thousands, on the GUI thread, per hit, would be slow).
-        found = overlap(text, hit.text[passage[0]:passage[1]] if passage else hit.text)
+        found = overlap(text, hit.matched_text())
         # A hit at or above the threshold whose meaning flips (a number, negation, an
         # opposite, a name differs) is marked: it is what the analyst checks first.
         marked = found.marked(hit.score, self.threshold)

@@ -29,7 +29,8 @@ def register(sub) -> None:
                    help="how many of the most similar rows to print (default 10)")
     p.add_argument("--json", action="store_true",
                    help="print the hits as JSON: [{id, row, text, score, item_id, source_id, "
-                   "copies, overlap, differing}, ...]")
+                   "copies, overlap, differing}, ...], with passage [start, end] for a long "
+                   "text, whose overlap is the passage's")
     p.add_argument("--device", default="auto", help="auto (CUDA, then MPS, then CPU), cpu, "
                    "cuda or mps; on the CPU a model already checked against its ONNX export "
                    "answers without loading torch")
@@ -63,7 +64,7 @@ def cmd_search(args, _cancel: CancelToken) -> int:
 def _print_hits(args, hits) -> None:
     from engine.review.overlap import overlap
 
-    found = [overlap(args.text, h.text) for h in hits]
+    found = [overlap(args.text, h.matched_text()) for h in hits]
     if args.json:
         print(json.dumps([{**h.as_json(), "overlap": round(o.jaccard, 4),
                            "differing": list(o.differing)} for h, o in zip(hits, found,

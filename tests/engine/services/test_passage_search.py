@@ -4,6 +4,7 @@ from the passage: more than `WIDE_CANDIDATES` other documents are nearer by mean
 from __future__ import annotations
 
 import csv
+import json
 
 from engine.keystroke_search import WIDE_CANDIDATES, search
 from engine.store.items import items_by_ids
@@ -120,10 +121,18 @@ def test_a_typed_sentence_is_read_close_up_and_finds_its_document(new_project, t
     assert hits[0].score > ours.score                         # the stretch, not the window
     a, b = hits[0].passage
     start = TYPED_IN.index(SENTENCE)
-    shown = set(range(a, b)) & set(range(start, start + len(SENTENCE)))
-    assert len(shown) >= 0.75 * len(SENTENCE)                 # most of the sentence shown
-    assert b - a < 2 * len(SENTENCE)                          # and little else
+    assert (a, b) == (start, start + len(SENTENCE))           # the sentence, exactly
     assert [h.score for h in hits] == sorted((h.score for h in hits), reverse=True)
+    # The command line's overlap is the passage's too, as the window's is: against the
+    # whole document (twenty-four cooking sentences round it) it would be small.
+    from engine.review.overlap import overlap
+    from tests.engine.cli.test_cli import run
+
+    printed = json.loads(run("search", str(project.store.path), SENTENCE, "-k", "3",
+                             "--json").stdout)
+    assert printed[0]["id"] == "cooking" and printed[0]["passage"] == [a, b]
+    assert printed[0]["overlap"] == round(overlap(SENTENCE, TYPED_IN[a:b]).jaccard, 4) > 0.5
+    assert overlap(SENTENCE, TYPED_IN).jaccard < 0.3
 
     # Check a file: the same sentence as a row scores the document as the search does, in
     # a batch with another short row read close up beside it.
