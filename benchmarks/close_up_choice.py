@@ -23,6 +23,9 @@ named.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from pathlib import Path
+
 import numpy as np
 
 SIZE = 2_000
@@ -43,30 +46,46 @@ def arm_key(count: int, words: int) -> str:
 def run(quick: bool) -> dict:
     from benchmarks import document_corpus as dc
     from benchmarks import document_search as ds
-    from benchmarks.document_scale import corpus_paragraphs, imported_documents
-    from benchmarks.documents import _engine_state, cache_folder
+    from benchmarks.documents import _engine_state
     from engine.documents.close_up import CLOSE_UP_CANDIDATES
     from engine.documents.word_candidates import WORD_CANDIDATES
 
+    size = QUICK_SIZE if quick else SIZE
     try:
-        _, paragraphs = corpus_paragraphs(cache_folder())
+        for project, texts, queries, held in validation_queries(quick,
+                                                                "duplens-close-up-choice-"):
+            arms, excluded = _arms(project, texts, queries), held
     except dc.CorpusUnavailable as exc:
         return {"skipped": f"the corpus could not be read: {exc}"}
-    size = QUICK_SIZE if quick else SIZE
-    count = QUICK_QUERIES if quick else QUERIES
-    for done in imported_documents((size,), paragraphs, "duplens-close-up-choice-"):
-        texts = ds._read_table(done.table)
-        tested = ds._queries(texts, ds.QUICK_QUERIES if quick else ds.QUERIES)
-        held = {d for qs in tested.values() for q in qs for d in q["truth"]}
-        rest = {d: t for d, t in texts.items() if d not in held}
-        queries = ds._queries(texts, count, seed=SEED, among=rest)
-        arms = _arms(done.project, texts, queries)
     chosen = choose(arms)
-    return {"documents": size, "seed": SEED, "excluded_documents": len(held),
+    return {"documents": size, "seed": SEED, "excluded_documents": excluded,
             "queries": {kind: len(qs) for kind, qs in queries.items()},
             "arms": arms, "chosen": {"close_up": chosen[0], "words": chosen[1]},
             "product": {"close_up": CLOSE_UP_CANDIDATES, "words": WORD_CANDIDATES},
             "engine": _engine_state(), "cpu": ds._cpu()}
+
+
+def validation_queries(quick: bool, prefix: str
+                       ) -> Iterator[tuple[Path, dict[str, str], dict[str, list[dict]], int]]:
+    """The validation setting, once: `document_scale`'s documents (`SIZE`, quick
+    `QUICK_SIZE`) imported by `duplens import` into a scratch folder named from `prefix`,
+    and (the project, its texts by id, the queries, how many documents were left out):
+    queries drawn with `SEED` from the documents holding none of document_search's. The
+    project is there until the loop over this goes on. Raises `CorpusUnavailable`."""
+    from benchmarks import document_search as ds
+    from benchmarks.document_scale import corpus_paragraphs, imported_documents
+    from benchmarks.documents import cache_folder
+
+    _, paragraphs = corpus_paragraphs(cache_folder())
+    size = QUICK_SIZE if quick else SIZE
+    for done in imported_documents((size,), paragraphs, prefix):
+        texts = ds._read_table(done.table)
+        tested = ds._queries(texts, ds.QUICK_QUERIES if quick else ds.QUERIES)
+        held = {d for qs in tested.values() for q in qs for d in q["truth"]}
+        rest = {d: t for d, t in texts.items() if d not in held}
+        queries = ds._queries(texts, QUICK_QUERIES if quick else QUERIES, seed=SEED,
+                              among=rest)
+        yield done.project, texts, queries, len(held)
 
 
 def _arms(project_path, texts: dict[str, str], queries: dict) -> dict[str, dict]:

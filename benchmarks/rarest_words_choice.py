@@ -28,8 +28,6 @@ import time
 
 import numpy as np
 
-SIZE = 2_000
-QUICK_SIZE = 300
 GRID = (4, 8, 16, 32, 64)
 WITHIN = 0.01
 LEFT_OUT_SEED = 3
@@ -40,26 +38,19 @@ def run(quick: bool) -> dict:
     from benchmarks import close_up_choice as cc
     from benchmarks import document_corpus as dc
     from benchmarks import document_search as ds
-    from benchmarks.document_scale import corpus_paragraphs, imported_documents
-    from benchmarks.documents import _engine_state, cache_folder
+    from benchmarks.documents import _engine_state
     from engine.store.text_words import RAREST_WORDS
 
+    size = cc.QUICK_SIZE if quick else cc.SIZE
+    rng = np.random.default_rng(LEFT_OUT_SEED)
     try:
-        _, paragraphs = corpus_paragraphs(cache_folder())
+        for project, _, queries, _ in cc.validation_queries(quick,
+                                                            "duplens-rarest-words-choice-"):
+            remembered = {kind: [{**q, "text": left_one_out(q["text"], rng)} for q in qs]
+                          for kind, qs in queries.items()}
+            counts = _sweep(project, remembered)
     except dc.CorpusUnavailable as exc:
         return {"skipped": f"the corpus could not be read: {exc}"}
-    size = QUICK_SIZE if quick else SIZE
-    for done in imported_documents((size,), paragraphs, "duplens-rarest-words-choice-"):
-        texts = ds._read_table(done.table)
-        tested = ds._queries(texts, ds.QUICK_QUERIES if quick else ds.QUERIES)
-        held = {d for qs in tested.values() for q in qs for d in q["truth"]}
-        rest = {d: t for d, t in texts.items() if d not in held}
-        queries = ds._queries(texts, cc.QUICK_QUERIES if quick else cc.QUERIES,
-                              seed=cc.SEED, among=rest)
-        rng = np.random.default_rng(LEFT_OUT_SEED)
-        remembered = {kind: [{**q, "text": left_one_out(q["text"], rng)} for q in qs]
-                      for kind, qs in queries.items()}
-        counts = _sweep(done.project, remembered)
     chosen = choose(counts)
     return {"documents": size, "seed": cc.SEED, "left_out_seed": LEFT_OUT_SEED,
             "queries": {kind: len(qs) for kind, qs in remembered.items()},
