@@ -9,9 +9,10 @@ at least one duplicate" (`engine.estimation.judged_draws`).
 
 A flagged pair is a pair of texts in one cluster of the cut (`engine.dedup.cut`): the
 centre and each member, and two members of one cluster (both within the threshold of the
-centre; a deduplicated export treats them as duplicates too), whether or not the graph holds
-that pair. Pairs one cluster holds at the design threshold are candidates even when the graph
-does not hold them, so every flagged pair at that threshold is in a candidate stratum.
+centre, two documents of each other too; a deduplicated export treats them as duplicates
+too), whether or not the graph holds that pair. Pairs one cluster holds at the design
+threshold are candidates even when the graph does not hold them, so every flagged pair at
+that threshold is in a candidate stratum.
 """
 
 from __future__ import annotations
