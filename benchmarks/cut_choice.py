@@ -48,7 +48,7 @@ def documents_side(project_path: str, threshold: float,
     documents = int(graph.documents.sum()) if graph.documents is not None else 0
     out = {"threshold": threshold, "texts": len(graph.ids), "documents": documents}
     for rule, g in zip(RULES, (graph.with_documents(None), graph), strict=True):
-        out[rule] = scored(_pairs(g, cut_clusters(g, threshold), ext))
+        out[rule] = scored(cluster_pairs(g, cut_clusters(g, threshold), ext))
     return out
 
 
@@ -114,11 +114,11 @@ def _both_rules(rows: list[tuple[str, str]], threshold: float,
                     select(items.c.ext_id, items.c.text_id))}
     whole = graph.with_documents(np.ones(len(graph.ids), dtype=bool))
     return {"texts": len(graph.ids),
-            **{rule: scored(_pairs(g, cut_clusters(g, threshold), ext))
+            **{rule: scored(cluster_pairs(g, cut_clusters(g, threshold), ext))
                for rule, g in zip(RULES, (graph, whole), strict=True)}}
 
 
-def _pairs(graph, clusters, ext: dict[int, str]) -> set[frozenset]:
+def cluster_pairs(graph, clusters, ext: dict[int, str]) -> set[frozenset]:
     """Every pair of rows' external ids that share a cluster."""
     return {frozenset((ext[int(graph.ids[a])], ext[int(graph.ids[b])]))
             for c in clusters for a, b in itertools.combinations(c.members.tolist(), 2)}

@@ -344,6 +344,8 @@ def _duplens(ids: list[str], texts: list[str], built: dc.Built, half: dict,
             sweep = _covered_share_sweep(project, built, half, float(threshold["value"]))
             cut_rule = _cut_rule_choice(project, built, half, float(threshold["value"]),
                                         quick)
+            shingle_rule = _shingle_rule_choice(project, built, half,
+                                                float(threshold["value"]))
             footprint = sum(f.stat().st_size for f in Path(tmp).iterdir()
                             if f.name.startswith("documents.duplens"))
             same_windows = _plain_same_windows(project)
@@ -357,7 +359,8 @@ def _duplens(ids: list[str], texts: list[str], built: dc.Built, half: dict,
              "project_bytes": footprint,
              "project_mib_per_1000_documents": round(footprint / 2**20 / len(ids) * 1000, 2)}
     return {"ran": True, "engine": _engine_state(), "extra_arms": {"duplens_tuned": chosen},
-            "covered_share_sweep": sweep, "cut_choice": cut_rule, "speed": speed,
+            "covered_share_sweep": sweep, "cut_choice": cut_rule,
+            "shingle_choice": shingle_rule, "speed": speed,
             "commands": ["duplens import P documents.csv --column text --id-column id",
                          "duplens duplicates P --json"],
             "threshold": {k: threshold.get(k) for k in ("value", "source", "reason")},
@@ -408,6 +411,23 @@ def _cut_rule_choice(project: str, built: dc.Built, half: dict, threshold: float
 
     return {"documents": cut_choice.documents_side(project, threshold, on_validation),
             "questions": cut_choice.questions_side(threshold, quick, prf)}
+
+
+def _shingle_rule_choice(project: str, built: dc.Built, half: dict, threshold: float
+                         ) -> dict:
+    """MinHash's runs over the whole text or within paragraphs, on the validation half
+    (`benchmarks.shingle_choice`)."""
+    from benchmarks import shingle_choice
+
+    def on_validation(found: set[frozenset]) -> dict:
+        scored = score(found, built, half, "validation")
+        return {"all": scored["all"],
+                **{kind: scored[kind]["f1"] for kind in dc.DUPLICATE_KINDS},
+                **{kind: scored[kind]["flagged_share"] for kind in dc.DECOY_KINDS}}
+
+    duplicates = {kind: [(c.a, c.b) for c in built.cases if c.kind == kind
+                         and half[c.group] == "validation"] for kind in dc.DUPLICATE_KINDS}
+    return shingle_choice.documents_side(project, threshold, on_validation, duplicates)
 
 
 def _plain_same_windows(project_path: str, sample: int | None = None) -> dict:
@@ -641,6 +661,12 @@ def present(result: dict, results: dict | None = None) -> dict:
     cut_rule = ours.get("cut_choice") if ours.get("ran") else None
     if cut_rule:
         tables.append(_cut_choice_table(cut_rule, pct))
+    shingle_rule = ours.get("shingle_choice") if ours.get("ran") else None
+    if shingle_rule:
+        from benchmarks import shingle_choice
+
+        tables.append(shingle_choice.table(shingle_rule, pct, dc.DUPLICATE_KINDS,
+                                           dc.DECOY_KINDS))
     speed = ours.get("speed") if ours.get("ran") else None
     if speed:
         tables.append({

@@ -15,8 +15,21 @@ uint64, so a BLOB is always NUM_PERM x 8 bytes (2 KiB a document). Why not "affi
 datasketch keeps it for sets of about 100 million shingles, where 32-bit hashes collide; a
 document has thousands, and affine64 made signatures 2.5 times slower here (3.4 ms against
 1.4 ms for 1,000 words: numpy's 64-bit multiply of every shingle by every permutation).
-Signatures are comparable only when made with the same SHINGLE_WORDS, NUM_PERM, SEED and
-SCHEME: change any of them and every stored signature must be computed again.
+Signatures are comparable only when made with the same SHINGLE_WORDS, NUM_PERM, SEED,
+SCHEME and paragraph rule: change any of them and every stored signature must be computed
+again (schema v11 did so for the paragraph rule, `engine.store.migrations`).
+
+**Runs are taken within paragraphs.** A paragraph ends at a blank line (or U+2029); a run
+never spans two. Reordering a document's paragraphs cuts its runs at every moved
+paragraph's edges: taken across paragraphs, the documents benchmark's reordered pairs
+shared only 72-73% of their runs (a Jaccard just under the threshold, so two of them were
+missed on validation and one on test), and within paragraphs they share all of them. What
+else a run spanning paragraphs holds is little: the last words of one paragraph and the
+first of the next. Chosen on the documents benchmark's validation half
+(`benchmarks/shingle_choice.py`). A line break alone is not a paragraph's end: a text
+wrapped at a fixed width has one every dozen words, and a copy wrapped at another width
+would share few runs (about half, for 12 against 10 words a line). A text without blank
+lines is one paragraph, shingled as before.
 
 datasketch is imported where it is used, not at the top: it imports scipy.integrate (about
 half a second), which a module that only reads or writes stored signatures should not pay.
@@ -51,6 +64,9 @@ SCHEME = "affine32"
 MIN_WORDS_FOR_MINHASH = 50
 
 _WORD = re.compile(r"\w+")
+# A paragraph's end: a blank line (spaces, tabs or \r between the two line breaks) or the
+# Unicode paragraph separator.
+_PARAGRAPH_END = re.compile(r"\n\s*\n|\u2029")
 
 
 def _words(text: str) -> list[str]:
@@ -64,14 +80,22 @@ def wants_signature(text: str) -> bool:
     return sum(1 for _ in found) >= MIN_WORDS_FOR_MINHASH
 
 
-def shingles(text: str) -> set[bytes]:
-    """The text's runs of SHINGLE_WORDS consecutive words: lowercased \\w+ words joined by
-    one space, UTF-8. A text of fewer words is one shingle of all of them; no words, none."""
-    words = _words(text)
-    if len(words) < SHINGLE_WORDS:
-        return {" ".join(words).encode()} if words else set()
-    return {" ".join(words[i:i + SHINGLE_WORDS]).encode()
-            for i in range(len(words) - SHINGLE_WORDS + 1)}
+def shingles(text: str, *, across_paragraphs: bool = False) -> set[bytes]:
+    """The text's runs of SHINGLE_WORDS consecutive words within each paragraph: lowercased
+    \\w+ words joined by one space, UTF-8. A paragraph of fewer words is one shingle of all
+    of them; no words, none. `across_paragraphs` takes runs over the whole text as before
+    schema v11, for the benchmark that chose between the two only."""
+    parts = [text] if across_paragraphs else _PARAGRAPH_END.split(text)
+    out: set[bytes] = set()
+    for part in parts:
+        words = _words(part)
+        if len(words) < SHINGLE_WORDS:
+            if words:
+                out.add(" ".join(words).encode())
+            continue
+        out.update(" ".join(words[i:i + SHINGLE_WORDS]).encode()
+                   for i in range(len(words) - SHINGLE_WORDS + 1))
+    return out
 
 
 @functools.cache
@@ -84,14 +108,15 @@ def _permutations() -> np.ndarray:
     return MinHash(num_perm=NUM_PERM, seed=SEED, scheme=SCHEME).permutations
 
 
-def signature(text: str) -> np.ndarray:
-    """The text's MinHash: NUM_PERM uint64 hash values. A text with no words gives the
-    empty set's signature (every value the maximum); see `wants_signature`."""
+def signature(text: str, *, across_paragraphs: bool = False) -> np.ndarray:
+    """The text's MinHash: NUM_PERM uint64 hash values of its `shingles`. A text with no
+    words gives the empty set's signature (every value the maximum); see
+    `wants_signature`."""
     from datasketch import MinHash
 
     minhash = MinHash(num_perm=NUM_PERM, seed=SEED, scheme=SCHEME,
                       permutations=_permutations())
-    minhash.update_batch(shingles(text))
+    minhash.update_batch(shingles(text, across_paragraphs=across_paragraphs))
     return np.asarray(minhash.hashvalues, dtype=np.uint64)
 
 

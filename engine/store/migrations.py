@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from sqlalchemy import Connection, inspect, select, text
+from sqlalchemy import Connection, bindparam, inspect, select, text
 
 from engine.store import schema
 
@@ -87,6 +87,34 @@ def _v10_text_words(conn: Connection) -> None:
     text_words.fill(conn)
 
 
+def _v11_paragraph_signatures(conn: Connection) -> None:
+    # MinHash runs are now taken within paragraphs (`engine.documents.minhash`): every
+    # stored signature is made again, and the neighbour graphs kept in the project, whose
+    # document edges were scored with the old ones, are dropped (made again when next
+    # needed). About 1.5 ms a long text.
+    from engine.documents import minhash
+
+    remake_signatures(conn, lambda body: minhash.to_bytes(minhash.signature(body)))
+
+
+def remake_signatures(conn: Connection, sign: Callable[[str], bytes]) -> int:
+    """Make every stored MinHash signature again from its text with `sign`, inside the
+    caller's transaction, 500 texts at a time, and drop the stored neighbour graphs; returns
+    how many. For a change of how signatures are made: one made the old way is never
+    compared with one made the new way. (Tables are used directly: `store.text_signatures`
+    and `store.blobs` import the dialects, which import this module.)"""
+    table, texts = schema.text_signatures, schema.texts
+    ids = sorted(int(t) for t in conn.execute(select(table.c.text_id)).scalars())
+    update = (table.update().where(table.c.text_id == bindparam("tid"))
+              .values(signature=bindparam("sig")))
+    for start in range(0, len(ids), 500):
+        rows = conn.execute(select(texts.c.id, texts.c.text)
+                            .where(texts.c.id.in_(ids[start:start + 500]))).all()
+        conn.execute(update, [{"tid": int(t), "sig": sign(body)} for t, body in rows])
+    conn.execute(schema.blobs.delete().where(schema.blobs.c.name.startswith("knn/")))
+    return len(ids)
+
+
 _ADDED_LATER = {"canonical_items", "offered_pairs", "pending_verdicts", "cluster_ids",
                 "item_clusters", "cluster_history", "quality_samples", "quality_draws",
                 "canonical_history", "text_windows", "text_signatures"}
@@ -98,7 +126,8 @@ MIGRATIONS: list[Callable[[Connection], None]] = [_v1_initial, _v2_canonical_ite
                                                   _v6_quality_samples,
                                                   _v7_canonical_history,
                                                   _v8_text_windows, _v9_judges,
-                                                  _v10_text_words]
+                                                  _v10_text_words,
+                                                  _v11_paragraph_signatures]
 SCHEMA_VERSION = len(MIGRATIONS)
 
 

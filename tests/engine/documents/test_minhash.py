@@ -109,6 +109,32 @@ def test_shingles():
                                                 b"d e a b c", b"e a b c d"}
 
 
+def test_runs_are_taken_within_paragraphs():
+    """A blank line (or U+2029) ends a paragraph and no run spans two; a line break alone,
+    as in a text wrapped at a fixed width, does not."""
+    two = "a b c d e f\n \t\r\n g h i j k"
+    assert shingles(two) == {b"a b c d e", b"b c d e f", b"g h i j k"}
+    assert shingles("a b c d e f\u2029g h i j k") == shingles(two)
+    assert shingles("Title\n\na b c d e") == {b"title", b"a b c d e"}
+    wrapped = "a b c\nd e f"
+    assert shingles(wrapped) == {b"a b c d e", b"b c d e f"}
+    across = shingles(two, across_paragraphs=True)
+    assert across == shingles("a b c d e f g h i j k")
+    assert len(across) == 7
+
+
+def test_reordered_paragraphs_keep_every_run(texts):
+    """The reordered text's runs are exactly the original's when both keep their paragraph
+    breaks; taken across paragraphs, every moved edge costs runs."""
+    paragraphs = texts["reordered"].split("\n\n")
+    by_start = {p.split()[0]: p for p in paragraphs}
+    in_order = [by_start[w] for w in texts["original"].split()[::100]]
+    original = "\n\n".join(in_order)
+    assert signature(original).tolist() == signature(texts["reordered"]).tolist()
+    assert jaccard(signature(original, across_paragraphs=True),
+                   signature(texts["reordered"], across_paragraphs=True)) < 0.97
+
+
 def test_only_texts_of_enough_words_want_a_signature():
     assert not wants_signature("How do I learn Python quickly?")
     assert not wants_signature("word " * (MIN_WORDS_FOR_MINHASH - 1))
