@@ -64,5 +64,7 @@ REGISTRY = (
               "middles, with their truth key"),
     Benchmark("rarest_words_choice", "How many of a query's rarest words the word index "
               "ranks by, chosen on validation queries", quick=False),
+    Benchmark("postgres_words_choice", "How a team project (PostgreSQL) names documents by "
+              "a query's words, chosen on validation queries", quick=False),
 )
 BY_NAME = {b.name: b for b in REGISTRY}

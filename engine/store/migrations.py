@@ -97,6 +97,18 @@ def _v11_paragraph_signatures(conn: Connection) -> None:
     remake_signatures(conn, lambda body: minhash.to_bytes(minhash.signature(body)))
 
 
+def _v12_folded_words(conn: Connection) -> None:
+    # PostgreSQL's word vectors made again from the words as a query splits them
+    # (`engine.store.text_words.folded`); SQLite's FTS5 already splits them so.
+    from engine.store import text_words
+
+    if conn.dialect.name == "postgresql" and text_words.has_words(conn):
+        indexed = conn.execute(text(f"SELECT text_id FROM {text_words.TABLE}")).scalars()
+        ids = [int(t) for t in indexed]
+        conn.execute(text(f"DELETE FROM {text_words.TABLE}"))
+        text_words.add_words(conn, ids)
+
+
 def remake_signatures(conn: Connection, sign: Callable[[str], bytes]) -> int:
     """Make every stored MinHash signature again from its text with `sign`, inside the
     caller's transaction, 500 texts at a time, and drop the stored neighbour graphs; returns
@@ -127,7 +139,8 @@ MIGRATIONS: list[Callable[[Connection], None]] = [_v1_initial, _v2_canonical_ite
                                                   _v7_canonical_history,
                                                   _v8_text_windows, _v9_judges,
                                                   _v10_text_words,
-                                                  _v11_paragraph_signatures]
+                                                  _v11_paragraph_signatures,
+                                                  _v12_folded_words]
 SCHEMA_VERSION = len(MIGRATIONS)
 
 

@@ -13,9 +13,14 @@ Each dialect uses what it ships with, no index of ours:
 - SQLite: an FTS5 table holding only the index (`content=''`; the texts stay in `texts`),
   ranked by FTS5's BM25 over the query's rarest words (their document counts read from an
   `fts5vocab` table), so a sentence's common words cost nothing.
-- PostgreSQL: a `tsvector` column with a GIN index; the documents holding every word of the
-  query (`simple` configuration: no stemming, as FTS5's `unicode61`), ranked by `ts_rank`.
-  An OR of every word would make `ts_rank` read most documents' vectors on every keystroke.
+- PostgreSQL: a `tsvector` column with a GIN index (`simple` configuration: no stemming, as
+  FTS5's `unicode61`), made from the text's words as the query's are split (`folded`:
+  lower case, accents removed, split at anything but letters and digits), since
+  PostgreSQL's own parser keeps "os.path", "3.11", "www.python.org" and "café" as single
+  tokens that a query's words "os", "path" or "cafe" never match (schema v12 made every
+  vector again). Ranked by the query's `RAREST_WORDS` rarest words, as on SQLite: the
+  documents holding any of them, each scored by the sum of the inverse document frequency
+  of those it holds (BM25's weight as FTS5 computes it, without the term frequency).
 
 Only texts read in several windows (documents) are indexed: a short text is found by its
 one vector. Written in the transaction that stores a text's windows (`add_words`); a
@@ -26,6 +31,7 @@ without FTS5 the table is missing and the search goes on without it (`has_words`
 from __future__ import annotations
 
 import logging
+import math
 import re
 import unicodedata
 from collections.abc import Sequence
@@ -82,10 +88,15 @@ def add_words(conn: Connection, text_ids: Sequence[int]) -> None:
     for start in range(0, len(wanted), 500):
         part = wanted[start:start + 500]
         if conn.dialect.name == "postgresql":
-            conn.execute(text(f"INSERT INTO {TABLE} (text_id, words) SELECT id, "
-                              "to_tsvector('simple', text) FROM texts WHERE id IN :ids "
-                              "ON CONFLICT (text_id) DO NOTHING")
-                         .bindparams(bindparam("ids", expanding=True)), {"ids": part})
+            rows = conn.execute(text(f"SELECT id, text FROM texts WHERE id IN :ids AND id "
+                                     f"NOT IN (SELECT text_id FROM {TABLE})")
+                                .bindparams(bindparam("ids", expanding=True)),
+                                {"ids": part}).all()
+            if rows:
+                conn.execute(text(f"INSERT INTO {TABLE} (text_id, words) VALUES "
+                                  "(:id, to_tsvector('simple', :words)) "
+                                  "ON CONFLICT (text_id) DO NOTHING"),
+                             [{"id": int(t), "words": folded(body)} for t, body in rows])
             continue
         # An FTS5 table without content takes a second row of a rowid without complaint,
         # and its counts would then be wrong: skip those it has.
@@ -111,6 +122,12 @@ def query_words(query: str) -> list[str]:
     """The query's distinct words as the index holds them: lower case, accents removed,
     split at anything but letters and digits; at most `MOST_WORDS`, in order."""
     return list(dict.fromkeys(_sequence(query)))[:MOST_WORDS]
+
+
+def folded(body: str) -> str:
+    """The text's words as the index and a query hold them, one space apart (what
+    PostgreSQL's vector is made from)."""
+    return " ".join(_sequence(body))
 
 
 def _sequence(query: str) -> list[str]:
@@ -166,14 +183,10 @@ def _phrase(conn: Connection, query: str, limit: int) -> list[int]:
 
 
 def _ranked(conn: Connection, words: list[str], limit: int, rarest: int) -> list[int]:
-    """Texts ranked by the query's words: on SQLite BM25 over its `rarest` rarest, on
-    PostgreSQL those holding every word, by `ts_rank`."""
+    """Texts ranked by the query's `rarest` rarest words: on SQLite by FTS5's BM25, on
+    PostgreSQL by the summed inverse document frequency of those each holds."""
     if conn.dialect.name == "postgresql":
-        terms = " & ".join("'" + w.replace("'", "''") + "'" for w in words)
-        return [int(t) for t in conn.execute(text(
-            f"SELECT text_id FROM {TABLE}, to_tsquery('simple', :q) AS q "
-            "WHERE words @@ q ORDER BY ts_rank(words, q) DESC, text_id LIMIT :n"),
-            {"q": terms, "n": limit}).scalars()]
+        return _ranked_postgresql(conn, words, limit, rarest)
     counts = dict(conn.execute(text(f"SELECT term, doc FROM {VOCAB} WHERE term IN :words")
                                .bindparams(bindparam("words", expanding=True)),
                                {"words": words}).all())
@@ -184,3 +197,30 @@ def _ranked(conn: Connection, words: list[str], limit: int, rarest: int) -> list
     return [int(t) for t in conn.execute(
         text(f"SELECT rowid FROM {TABLE} WHERE {TABLE} MATCH :m ORDER BY rank LIMIT :n"),
         {"m": match, "n": limit}).scalars()]
+
+
+def _ranked_postgresql(conn: Connection, words: list[str], limit: int, rarest: int
+                       ) -> list[int]:
+    """The texts holding any of the query's `rarest` rarest words, by the summed weight of
+    those they hold: BM25's inverse document frequency as FTS5 computes it,
+    ln((N - df + 0.5) / (df + 0.5)) and at least 1e-6, where df counts the texts holding
+    the word (through the GIN index) and N all the indexed texts."""
+    total = conn.execute(text(f"SELECT count(*) FROM {TABLE}")).scalar_one()
+    counts = dict(conn.execute(text(
+        f"SELECT w, (SELECT count(*) FROM {TABLE} WHERE words @@ "
+        "plainto_tsquery('simple', w)) FROM unnest(CAST(:words AS text[])) AS w"),
+        {"words": list(words)}).all())
+    by_rarity = sorted((w for w in words if counts.get(w)),
+                       key=lambda w: (counts[w], w))[:rarest]
+    if not by_rarity:
+        return []
+    parts, params = [], {"n": limit}
+    for i, word in enumerate(by_rarity):
+        parts.append(f"SELECT text_id, CAST(:f{i} AS float8) AS weight FROM {TABLE} "
+                     f"WHERE words @@ plainto_tsquery('simple', :w{i})")
+        df = counts[word]
+        params[f"w{i}"] = word
+        params[f"f{i}"] = max(math.log((total - df + 0.5) / (df + 0.5)), 1e-6)
+    return [int(t) for t in conn.execute(text(
+        f"SELECT text_id FROM ({' UNION ALL '.join(parts)}) AS held GROUP BY text_id "
+        "ORDER BY sum(weight) DESC, text_id LIMIT :n"), params).scalars()]

@@ -20,16 +20,16 @@ DOCS = {
 }
 
 
-def _texts(store: Store) -> dict[str, int]:
+def _texts(store: Store, docs: dict[str, str] = DOCS) -> dict[str, int]:
     """The documents as rows and texts of the store: {key: text id}."""
     with store.write() as conn:
         source = source_store.add_source(conn, file_name="f.csv", file_path="/f.csv",
                                          sha256="s", mapping_key="m", format={},
                                          text_columns=["text"], columns=["text"])
         items.add_rows(conn, source, [items.NewRow(i, key, body, norm_key(body), {})
-                                      for i, (key, body) in enumerate(DOCS.items())])
-        ids = items.text_ids_for_keys(conn, [norm_key(b) for b in DOCS.values()])
-    return {key: ids[norm_key(body)] for key, body in DOCS.items()}
+                                      for i, (key, body) in enumerate(docs.items())])
+        ids = items.text_ids_for_keys(conn, [norm_key(b) for b in docs.values()])
+    return {key: ids[norm_key(body)] for key, body in docs.items()}
 
 
 def test_a_texts_words_find_it_rarest_first_once_indexed(store_location):
@@ -187,5 +187,69 @@ def test_a_damaged_word_index_costs_only_its_candidates(tmp_path, caplog):
             assert text_words.texts_by_words(conn, "sea wall mended", 5) == []
             assert conn.execute(text("SELECT count(*) FROM texts")).scalar_one() == len(ids)
         assert "the word index could not be read" in caplog.text
+    finally:
+        store.close()
+
+
+TECHNICAL = {
+    "paths": "Use os.path_join(base, name) on Python 3.11, as www.python.org says; the "
+             "café's menu is not a path.",
+    "other": "Join the two paths by hand with a slash, then check the name of the base "
+             "folder twice.",
+}
+
+
+def test_the_index_splits_words_as_a_query_does(store_location):
+    """Dotted names, versions, hosts and accents are words as the query splits them, on
+    both dialects (PostgreSQL's own parser keeps "os.path" or "café" whole)."""
+    store = Store.open(store_location, create=True)
+    try:
+        ids = _texts(store, TECHNICAL)
+        with store.write() as conn:
+            text_words.add_words(conn, list(ids.values()))
+        with store.read() as conn:
+            for query in ("os path join", "Python 3.11", "python org", "CAFE'S MENU",
+                          "the café"):
+                assert text_words.texts_by_words(conn, query, 1) == [ids["paths"]], query
+    finally:
+        store.close()
+
+
+def test_a_sentence_remembered_with_a_word_changed_still_names_its_text(store_location):
+    """No text holds every word and no phrase holds the query: its rarest words still
+    name the text (PostgreSQL too, where the index once asked for every word)."""
+    store = Store.open(store_location, create=True)
+    try:
+        ids = _texts(store)
+        with store.write() as conn:
+            text_words.add_words(conn, list(ids.values()))
+        with store.read() as conn:
+            found = text_words.texts_by_words(
+                conn, "the ferry stayed tied up while the sea wall was rebuilt", 5)
+            assert found[0] == ids["tides"]
+            assert text_words.texts_by_words(conn, "ferry timetable", 5)[0] == ids["ferry"]
+    finally:
+        store.close()
+
+
+def test_a_schema_11_team_project_gets_its_words_split_as_a_query_does(postgres_url):
+    """Before schema 12 a team project's vectors were PostgreSQL's own parse of the
+    text; opening makes them again from the words as a query splits them."""
+    store = Store.open(postgres_url, create=True)
+    try:
+        ids = _texts(store, TECHNICAL)
+        with store.write() as conn:
+            conn.execute(text("INSERT INTO text_words (text_id, words) SELECT id, "
+                              "to_tsvector('simple', text) FROM texts"))
+            conn.execute(text("UPDATE meta SET value = '11' WHERE key = 'schema_version'"))
+        with store.read() as conn:
+            assert text_words.texts_by_words(conn, "cafe", 5) == []   # as it was
+    finally:
+        store.close()
+    store = Store.open(postgres_url)
+    try:
+        with store.read() as conn:
+            assert text_words.texts_by_words(conn, "cafe", 5) == [ids["paths"]]
+            assert text_words.texts_by_words(conn, "os path", 5) == [ids["paths"]]
     finally:
         store.close()
