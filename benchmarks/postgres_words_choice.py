@@ -148,7 +148,18 @@ def _add_parsed_words(conn) -> None:
 
 def _every_word(conn, query: str, limit: int, column: str) -> list[int]:
     """The ranking before: the phrase, then the texts holding every word by `ts_rank`
-    (the code of schema v10-v11, on `column`)."""
+    (the code of schema v10-v11, on `column`). On the split words it reads the index as
+    the product does (`through_the_index`), so the two rankings' times compare; on the
+    parsed ones it runs as it ran."""
+    from contextlib import nullcontext
+
+    from engine.store.text_words import through_the_index
+
+    with through_the_index(conn) if column == "words" else nullcontext():
+        return _every_word_now(conn, query, limit, column)
+
+
+def _every_word_now(conn, query: str, limit: int, column: str) -> list[int]:
     from sqlalchemy import text
 
     from engine.store.text_words import MOST_WORDS, _sequence, query_words
