@@ -64,7 +64,7 @@ REGISTRY = (
               "middles, with their truth key"),
     Benchmark("rarest_words_choice", "How many of a query's rarest words the word index "
               "ranks by, chosen on validation queries", quick=False),
-    Benchmark("postgres_words_choice", "How a team project (PostgreSQL) names documents by "
-              "a query's words, chosen on validation queries", quick=False),
+    Benchmark("word_ranking_choice", "How a short query's words name documents, on SQLite "
+              "and PostgreSQL, chosen on validation queries", quick=False),
 )
 BY_NAME = {b.name: b for b in REGISTRY}

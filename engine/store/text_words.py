@@ -50,6 +50,11 @@ VOCAB = "text_words_vocab"
 # left out of each): 16 named the document of every pasted passage among 3 and 79% of
 # typed sentences, as 32 and 64 did, at 9-11 ms a query; 8 named 97% / 79%, 4 91% / 79%.
 RAREST_WORDS = 16
+# Whether the texts holding every word of a query come before those its rarest words rank:
+# the way a sentence remembered with a word left out is named most surely, and one
+# remembered with a word changed is held by no text, so the rarest words still name it.
+# Chosen on validation queries (`benchmarks/word_ranking_choice.py`).
+EVERY_WORD = True
 # The most distinct words taken from a query at all (a pasted paragraph has more).
 MOST_WORDS = 64
 # PostgreSQL has no document counts to read (FTS5 has its vocabulary table), so a query's
@@ -146,11 +151,12 @@ def _sequence(query: str) -> list[str]:
 
 
 def texts_by_words(conn: Connection, query: str, limit: int,
-                   rarest: int | None = None) -> list[int]:
+                   rarest: int | None = None, every_word: bool = EVERY_WORD) -> list[int]:
     """Up to `limit` text ids whose words best match the query's, best first: those
-    holding the query's words in its order (a phrase), then those ranked by its words
-    (`_ranked`, by its `rarest` rarest on SQLite, default `RAREST_WORDS`); none where the
-    project has no index or the query no word.
+    holding the query's words in its order (a phrase), then (with `every_word`) those
+    holding every one of its words, then those ranked by its `rarest` rarest words
+    (`_ranked`, default `RAREST_WORDS`); each step only fills what the ones before left.
+    None where the project has no index or the query no word.
 
     The phrase comes first because a sentence copied from a document is made of that
     document's common words as often as of rare ones: among 2,000 pages of one manual,
@@ -162,7 +168,9 @@ def texts_by_words(conn: Connection, query: str, limit: int,
     try:
         with conn.begin_nested(), through_the_index(conn):   # a failure leaves the read usable
             found = _phrase(conn, query, limit)
-            if len(found) < limit:   # the words' ranking only fills what the phrase left
+            if every_word and len(found) < limit:
+                found = list(dict.fromkeys(found + _every_word(conn, words, limit)))
+            if len(found) < limit:
                 found = list(dict.fromkeys(found + _ranked(
                     conn, words, limit, RAREST_WORDS if rarest is None else rarest)))
     except DatabaseError as exc:
@@ -204,6 +212,21 @@ def _phrase(conn: Connection, query: str, limit: int) -> list[int]:
     return [int(t) for t in conn.execute(
         text(f"SELECT rowid FROM {TABLE} WHERE {TABLE} MATCH :m ORDER BY rank LIMIT :n"),
         {"m": '"' + " ".join(sequence) + '"', "n": limit}).scalars()]
+
+
+def _every_word(conn: Connection, words: list[str], limit: int) -> list[int]:
+    """Texts holding every one of `words`, in any order, ranked (BM25 or `ts_rank`)."""
+    if len(words) < 2:    # one word: what the rarest words' ranking asks too
+        return []
+    if conn.dialect.name == "postgresql":
+        return [int(t) for t in conn.execute(text(
+            f"SELECT text_id FROM {TABLE}, plainto_tsquery('simple', :q) AS q "
+            "WHERE words @@ q ORDER BY ts_rank(words, q) DESC, text_id LIMIT :n"),
+            {"q": " ".join(words), "n": limit}).scalars()]
+    match = " AND ".join('"' + w.replace('"', '""') + '"' for w in words)
+    return [int(t) for t in conn.execute(
+        text(f"SELECT rowid FROM {TABLE} WHERE {TABLE} MATCH :m ORDER BY rank LIMIT :n"),
+        {"m": match, "n": limit}).scalars()]
 
 
 def _ranked(conn: Connection, words: list[str], limit: int, rarest: int) -> list[int]:

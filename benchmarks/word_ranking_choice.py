@@ -1,16 +1,17 @@
-"""How a team project (PostgreSQL) names documents by a query's words, chosen on validation
-queries.
+"""How a short query's words name documents, chosen on validation queries, on SQLite and on
+a team project's PostgreSQL.
 
-    DUPLENS_SHARED=/work/shared python -m benchmarks --only postgres_words_choice
+    DUPLENS_SHARED=/work/shared python -m benchmarks --only word_ranking_choice
 
-A short query names documents by its words (`engine.store.text_words.texts_by_words`): those
-holding its words in its order (a phrase), then documents ranked by its words. On SQLite the
-ranking is FTS5's BM25 over the query's 16 rarest words (`rarest_words_choice`). PostgreSQL
-ranked the documents holding every word by `ts_rank`, over vectors of PostgreSQL's own parse
-of the text, which keeps "os.path", "3.11" or "café" whole while a query's words are split
-and folded ("os", "path", "cafe"): such a word matched nothing, and with it the whole AND.
+A short query names documents by its words (`engine.store.text_words.texts_by_words`):
+those holding its words in its order (a phrase), then (`EVERY_WORD`) those holding every
+one of its words, then those its 16 rarest words rank (SQLite: FTS5's BM25; PostgreSQL:
+the summed inverse document frequency of the words each holds). Until schema v12
+PostgreSQL asked only for the phrase and then every word, over vectors of its own parse of
+the text, which keeps "os.path", "3.11" or "café" whole while a query's words are split and
+folded ("os", "path", "cafe"): such a word matched nothing, and with it the whole query.
 
-The setting is `close_up_choice`'s: its 2,000 documents imported by `duplens import`, then
+The setting is `close_up_choice`'s: its 2,000 documents imported by `duplens import`, and
 copied to a private PostgreSQL server by `duplens copy` (`devtools/postgres_server.py`; the
 benchmark is skipped, saying why, where none can start). Its 150 pasted passages and 150
 typed sentences, each asked three ways: as drawn (a copy), with one word left out
@@ -18,15 +19,12 @@ typed sentences, each asked three ways: as drawn (a copy), with one word left ou
 word of another document (a sentence remembered wrong). Measured per arm: the share of the
 queries whose document is among the `WORD_CANDIDATES` documents named, and ms a query.
 
-The arms, on the same documents and queries:
-- SQLite, the product (for reference);
-- PostgreSQL before: its own parse, then every word (reproduced here in SQL);
-- PostgreSQL, words split as a query splits them, then every word (reproduced here);
-- PostgreSQL, words split as a query splits them, then the 16 rarest by their inverse
-  document frequency (the product now).
-The split is not a choice (index and query must split alike). The ranking is: the rule,
-fixed before the run, takes the higher mean share over the six query sets, or every word
-(the old ranking, which reads fewer lists) where the other is within one point.
+Every arm but the first PostgreSQL one runs the product's `texts_by_words` with its
+settings: `every_word` on or off, and `rarest=0` for every word alone. The first is
+reproduced here in SQL (the code before schema v12, on a column of PostgreSQL's own parse).
+The choice is `EVERY_WORD`, one setting for both dialects; the rule, fixed before the run:
+on when the mean share over both dialects' six query sets each is more than one point
+above off's, else off (one query fewer).
 """
 
 from __future__ import annotations
@@ -36,13 +34,19 @@ import time
 
 import numpy as np
 
-ARMS = ("sqlite", "postgresql before", "postgresql split, every word",
-        "postgresql split, rarest words")
-RANKINGS = ("postgresql split, every word", "postgresql split, rarest words")
-# The arm that runs the product's own `texts_by_words` on PostgreSQL (the others are
-# reproduced here); tests/engine/store/test_text_words.py checks on a server that it names a
-# text whose words no text all holds, which every word's ranking cannot.
-PRODUCT = RANKINGS[1]
+# arm -> (dialect, every_word, rarest); None: the code before schema v12, reproduced.
+ARMS: dict[str, tuple[str, bool, int] | None] = {
+    "SQLite: phrase, rarest words": ("sqlite", False, 16),
+    "SQLite: phrase, every word, rarest words": ("sqlite", True, 16),
+    "PostgreSQL before (its own parse): phrase, every word": None,
+    "PostgreSQL: phrase, every word": ("postgresql", True, 0),
+    "PostgreSQL: phrase, rarest words": ("postgresql", False, 16),
+    "PostgreSQL: phrase, every word, rarest words": ("postgresql", True, 16),
+}
+# The arms EVERY_WORD off and on run, one a dialect.
+SETTINGS = {False: ("SQLite: phrase, rarest words", "PostgreSQL: phrase, rarest words"),
+            True: ("SQLite: phrase, every word, rarest words",
+                   "PostgreSQL: phrase, every word, rarest words")}
 WITHIN = 0.01
 CHANGED_SEED = 4
 LEFT_OUT_SEED = 3
@@ -56,6 +60,7 @@ def run(quick: bool) -> dict:
     from benchmarks.documents import _engine_state
     from benchmarks.rarest_words_choice import left_one_out
     from devtools.postgres_server import ANALYST_PASSWORD, NoServer, PostgresServer
+    from engine.store.text_words import EVERY_WORD
 
     try:
         server = PostgresServer().start()
@@ -63,7 +68,7 @@ def run(quick: bool) -> dict:
         return {"skipped": f"no PostgreSQL server could be started here: {exc}"}
     try:
         for project, texts, queries, _ in cc.validation_queries(quick,
-                                                                "duplens-postgres-words-"):
+                                                                "duplens-word-ranking-"):
             vocabulary = sorted({w for t in texts.values() for w in _WORD.findall(t.lower())})
             left, changed = (np.random.default_rng(LEFT_OUT_SEED),
                              np.random.default_rng(CHANGED_SEED))
@@ -84,7 +89,7 @@ def run(quick: bool) -> dict:
     return {"documents": cc.QUICK_SIZE if quick else cc.SIZE, "seed": cc.SEED,
             "left_out_seed": LEFT_OUT_SEED, "changed_seed": CHANGED_SEED,
             "queries": {name: len(qs) for name, qs in sets.items()}, "arms": arms,
-            "chosen": choose(arms), "product": PRODUCT,
+            "chosen": choose(arms), "product": EVERY_WORD,
             "engine": _engine_state(), "cpu": ds._cpu()}
 
 
@@ -113,26 +118,28 @@ def _arms(project, url: str, sets: dict[str, list[dict]]) -> dict[str, dict]:
 
     copy_project(project, url)
     out: dict[str, dict] = {}
-    for location in (project, url):
+    for dialect, location in (("sqlite", project), ("postgresql", url)):
         store = Store.open(location)
         try:
-            if location == url:
+            if dialect == "postgresql":
                 with store.write() as conn:
                     _add_parsed_words(conn)
             with store.read() as conn:
                 ext_of = {int(t): str(e) for e, t in conn.execute(
                     select(items.c.ext_id, items.c.text_id).where(~items.c.deleted))}
-                finders = ({"sqlite": texts_by_words} if location == project else {
-                    "postgresql before": lambda c, q, n: _every_word(c, q, n, "parsed"),
-                    "postgresql split, every word": lambda c, q, n: _every_word(c, q, n,
-                                                                                 "words"),
-                    "postgresql split, rarest words": texts_by_words})
-                for arm, find in finders.items():
+                for arm, how in ARMS.items():
+                    if how is None and dialect == "postgresql":
+                        find = _every_word_before
+                    elif how is not None and how[0] == dialect:
+                        def find(c, q, n, every=how[1], rarest=how[2]):
+                            return texts_by_words(c, q, n, rarest=rarest, every_word=every)
+                    else:
+                        continue
                     out[arm] = {name: _score(conn, find, qs, ext_of, WORD_CANDIDATES)
                                 for name, qs in sets.items()}
         finally:
             store.close()
-    return out
+    return {arm: out[arm] for arm in ARMS}
 
 
 def _add_parsed_words(conn) -> None:
@@ -146,20 +153,9 @@ def _add_parsed_words(conn) -> None:
     conn.execute(text("CREATE INDEX ix_text_words_parsed ON text_words USING gin (parsed)"))
 
 
-def _every_word(conn, query: str, limit: int, column: str) -> list[int]:
-    """The ranking before: the phrase, then the texts holding every word by `ts_rank`
-    (the code of schema v10-v11, on `column`). On the split words it reads the index as
-    the product does (`through_the_index`), so the two rankings' times compare; on the
-    parsed ones it runs as it ran."""
-    from contextlib import nullcontext
-
-    from engine.store.text_words import through_the_index
-
-    with through_the_index(conn) if column == "words" else nullcontext():
-        return _every_word_now(conn, query, limit, column)
-
-
-def _every_word_now(conn, query: str, limit: int, column: str) -> list[int]:
+def _every_word_before(conn, query: str, limit: int) -> list[int]:
+    """The code before schema v12, on PostgreSQL's own parse: the phrase, then the texts
+    holding every word, by `ts_rank`, read as the planner chose (a scan of every vector)."""
     from sqlalchemy import text
 
     from engine.store.text_words import MOST_WORDS, _sequence, query_words
@@ -171,14 +167,14 @@ def _every_word_now(conn, query: str, limit: int, column: str) -> list[int]:
     sequence = _sequence(query)[:MOST_WORDS]
     if len(sequence) >= 2:
         found = [int(t) for t in conn.execute(text(
-            f"SELECT text_id FROM text_words, phraseto_tsquery('simple', :q) AS q "
-            f"WHERE {column} @@ q ORDER BY ts_rank({column}, q) DESC, text_id LIMIT :n"),
+            "SELECT text_id FROM text_words, phraseto_tsquery('simple', :q) AS q "
+            "WHERE parsed @@ q ORDER BY ts_rank(parsed, q) DESC, text_id LIMIT :n"),
             {"q": " ".join(sequence), "n": limit}).scalars()]
     if len(found) < limit:
         terms = " & ".join("'" + w.replace("'", "''") + "'" for w in words)
         found = list(dict.fromkeys(found + [int(t) for t in conn.execute(text(
-            f"SELECT text_id FROM text_words, to_tsquery('simple', :q) AS q "
-            f"WHERE {column} @@ q ORDER BY ts_rank({column}, q) DESC, text_id LIMIT :n"),
+            "SELECT text_id FROM text_words, to_tsquery('simple', :q) AS q "
+            "WHERE parsed @@ q ORDER BY ts_rank(parsed, q) DESC, text_id LIMIT :n"),
             {"q": terms, "n": limit}).scalars()]))
     return found[:limit]
 
@@ -199,10 +195,14 @@ def mean_share(arm: dict) -> float:
     return float(np.mean([s["named"] for s in arm.values()]))
 
 
-def choose(arms: dict[str, dict]) -> str:
-    """The module docstring's rule between the two rankings of split words."""
-    every, rarest = RANKINGS
-    return rarest if mean_share(arms[rarest]) > mean_share(arms[every]) + WITHIN else every
+def setting_share(arms: dict[str, dict], every_word: bool) -> float:
+    """The mean share over both dialects' query sets with `EVERY_WORD` so."""
+    return float(np.mean([mean_share(arms[arm]) for arm in SETTINGS[every_word]]))
+
+
+def choose(arms: dict[str, dict]) -> bool:
+    """The module docstring's rule: `EVERY_WORD` on only when more than a point better."""
+    return setting_share(arms, True) > setting_share(arms, False) + WITHIN
 
 
 def present(result: dict, results: dict | None = None) -> dict:
@@ -210,13 +210,16 @@ def present(result: dict, results: dict | None = None) -> dict:
     if "skipped" in result:
         return {"headline": [], "tables": [], "notes": [result["skipped"]]}
     sets = list(result["queries"])
+    chosen_arms = SETTINGS[result["chosen"]]
     rows = []
     for arm, by_set in result["arms"].items():
-        shown = arm + (" (chosen)" if arm == result["chosen"] else "")
+        shown = arm + (" (chosen)" if arm in chosen_arms else "")
         rows.append([shown, *[f"{by_set[s]['named']:.0%}" for s in sets],
                      f"{mean_share(by_set):.1%}",
                      f"{np.median([by_set[s]['ms']['median'] for s in sets]):.1f}"])
-    cpu, engine = result.get("cpu", {}), result["engine"]
+    arms, engine, cpu = result["arms"], result["engine"], result.get("cpu", {})
+    on, off = setting_share(arms, True), setting_share(arms, False)
+    said = {True: "on", False: "off"}
     return {
         "headline": [],
         "tables": [{
@@ -228,12 +231,13 @@ def present(result: dict, results: dict | None = None) -> dict:
         "notes": [
             f"close_up_choice's queries (seed {result['seed']}; {result['queries'][sets[0]]} "
             f"a set); a word left out with seed {result['left_out_seed']}, changed with seed "
-            f"{result['changed_seed']}. The rule: the rarest words where their mean share "
-            "is more than one point above every word's; else every word.",
-            f"Chosen: {result['chosen']}. The product ranked by {result['product']} when "
-            "this ran" + ("." if result["chosen"] == result["product"] else
-                          "; tests/benchmarks/test_postgres_words_choice.py holds it to "
-                          "the choice."),
+            f"{result['changed_seed']}. The rule: every word before the rarest words "
+            "(EVERY_WORD) where it raises the mean share over both dialects by more than one "
+            f"point; it gave {on:.1%} on against {off:.1%} off.",
+            f"Chosen: EVERY_WORD {said[result['chosen']]}. The product had it "
+            f"{said[result['product']]} when this ran"
+            + ("." if result["chosen"] == result["product"] else
+               "; tests/benchmarks/test_word_ranking_choice.py holds it to the choice."),
             f"Measured on {cpu.get('cores', '?')} cores ({cpu.get('vendor', '?')}), "
             f"PostgreSQL on this machine; engine {engine['commit']}"
             + (f" with {', '.join(engine['changed_since'])} changed"
