@@ -58,7 +58,6 @@ def run(quick: bool) -> dict:
     from benchmarks import document_corpus as dc
     from benchmarks import document_search as ds
     from benchmarks.documents import _engine_state
-    from benchmarks.rarest_words_choice import left_one_out
     from devtools.postgres_server import ANALYST_PASSWORD, NoServer, PostgresServer
     from engine.store.text_words import EVERY_WORD
 
@@ -70,18 +69,11 @@ def run(quick: bool) -> dict:
         for project, texts, queries, _ in cc.validation_queries(quick,
                                                                 "duplens-word-ranking-"):
             vocabulary = sorted({w for t in texts.values() for w in _WORD.findall(t.lower())})
-            left, changed = (np.random.default_rng(LEFT_OUT_SEED),
-                             np.random.default_rng(CHANGED_SEED))
-            sets = {}
-            for kind, qs in queries.items():
-                sets[f"{kind}, as drawn"] = qs
-                sets[f"{kind}, a word left out"] = [
-                    {**q, "text": left_one_out(q["text"], left)} for q in qs]
-                sets[f"{kind}, a word changed"] = [
-                    {**q, "text": one_word_changed(q["text"], vocabulary, changed)}
-                    for q in qs]
+            tested = ds._queries(texts, ds.QUICK_QUERIES if quick else ds.QUERIES)
+            sets = _three_ways(queries, vocabulary)
+            test_sets = _three_ways(tested, vocabulary)
             url = server.url(server.create_database(), password=ANALYST_PASSWORD)
-            arms = _arms(project, url, sets)
+            arms, test = _arms(project, url, [sets, test_sets])
     except dc.CorpusUnavailable as exc:
         return {"skipped": f"the corpus could not be read: {exc}"}
     finally:
@@ -90,7 +82,27 @@ def run(quick: bool) -> dict:
             "left_out_seed": LEFT_OUT_SEED, "changed_seed": CHANGED_SEED,
             "queries": {name: len(qs) for name, qs in sets.items()}, "arms": arms,
             "chosen": choose(arms), "product": EVERY_WORD,
+            "test_queries": {name: len(qs) for name, qs in test_sets.items()},
+            "test": test,
             "engine": _engine_state(), "cpu": ds._cpu()}
+
+
+def _three_ways(queries: dict[str, list[dict]], vocabulary: list[str]
+                ) -> dict[str, list[dict]]:
+    """Each kind's queries as drawn, with a word left out and with a word changed (the
+    seeds drawn again for each call, so validation and test are asked alike)."""
+    from benchmarks.rarest_words_choice import left_one_out
+
+    left, changed = (np.random.default_rng(LEFT_OUT_SEED),
+                     np.random.default_rng(CHANGED_SEED))
+    sets = {}
+    for kind, qs in queries.items():
+        sets[f"{kind}, as drawn"] = qs
+        sets[f"{kind}, a word left out"] = [
+            {**q, "text": left_one_out(q["text"], left)} for q in qs]
+        sets[f"{kind}, a word changed"] = [
+            {**q, "text": one_word_changed(q["text"], vocabulary, changed)} for q in qs]
+    return sets
 
 
 def one_word_changed(text: str, vocabulary: list[str], rng: np.random.Generator) -> str:
@@ -107,7 +119,8 @@ def one_word_changed(text: str, vocabulary: list[str], rng: np.random.Generator)
     return text[:start] + word + text[end:]
 
 
-def _arms(project, url: str, sets: dict[str, list[dict]]) -> dict[str, dict]:
+def _arms(project, url: str, sets: list[dict[str, list[dict]]]) -> list[dict[str, dict]]:
+    """Every arm on each of `sets` (validation, then test): {arm: {set: figures}} each."""
     from sqlalchemy import select
 
     from engine.copy_project import copy_project
@@ -117,7 +130,7 @@ def _arms(project, url: str, sets: dict[str, list[dict]]) -> dict[str, dict]:
     from engine.store.text_words import texts_by_words
 
     copy_project(project, url)
-    out: dict[str, dict] = {}
+    out: list[dict[str, dict]] = [{} for _ in sets]
     for dialect, location in (("sqlite", project), ("postgresql", url)):
         store = Store.open(location)
         try:
@@ -135,11 +148,12 @@ def _arms(project, url: str, sets: dict[str, list[dict]]) -> dict[str, dict]:
                             return texts_by_words(c, q, n, rarest=rarest, every_word=every)
                     else:
                         continue
-                    out[arm] = {name: _score(conn, find, qs, ext_of, WORD_CANDIDATES)
-                                for name, qs in sets.items()}
+                    for part, named in zip(out, sets, strict=True):
+                        part[arm] = {name: _score(conn, find, qs, ext_of, WORD_CANDIDATES)
+                                     for name, qs in named.items()}
         finally:
             store.close()
-    return {arm: out[arm] for arm in ARMS}
+    return [{arm: part[arm] for arm in ARMS} for part in out]
 
 
 def _add_parsed_words(conn) -> None:
@@ -205,6 +219,22 @@ def choose(arms: dict[str, dict]) -> bool:
     return setting_share(arms, True) > setting_share(arms, False) + WITHIN
 
 
+def _test_table(result: dict) -> list[dict]:
+    """The test queries (document_search's, held out of the choice), reported once."""
+    test = result.get("test")
+    if not test:
+        return []
+    sets = list(result["test_queries"])
+    chosen_arms = SETTINGS[result["chosen"]]
+    rows = [[arm + (" (chosen)" if arm in chosen_arms else ""),
+             *[f"{by_set[s]['named']:.0%}" for s in sets], f"{mean_share(by_set):.1%}"]
+            for arm, by_set in test.items()]
+    return [{"title": f"Test: document_search's queries among the same documents "
+                      f"({result['test_queries'][sets[0]]} a set), asked the same three "
+                      "ways; reported once, after the choice",
+             "columns": ["arm", *sets, "mean"], "rows": rows}]
+
+
 def present(result: dict, results: dict | None = None) -> dict:
     """The arms by query set, and the choice (benchmarks/report.py)."""
     if "skipped" in result:
@@ -227,7 +257,7 @@ def present(result: dict, results: dict | None = None) -> dict:
                      "asked as drawn, with a word left out and with a word changed: the "
                      "share whose document is among the 3 the words name",
             "columns": ["arm", *sets, "mean", "ms a query (median of the sets' medians)"],
-            "rows": rows}],
+            "rows": rows}] + _test_table(result),
         "notes": [
             f"close_up_choice's queries (seed {result['seed']}; {result['queries'][sets[0]]} "
             f"a set); a word left out with seed {result['left_out_seed']}, changed with seed "
