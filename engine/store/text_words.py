@@ -274,4 +274,7 @@ def _ranked_postgresql(conn: Connection, words: list[str], limit: int, rarest: i
         params[f"f{i}"] = max(math.log((total - df + 0.5) / (df + 0.5)), 1e-6)
     return [int(t) for t in conn.execute(text(
         f"SELECT text_id FROM ({' UNION ALL '.join(parts)}) AS held GROUP BY text_id "
-        "ORDER BY sum(weight) DESC, text_id LIMIT :n"), params).scalars()]
+        # rounded: a sum of the same weights added in another order may differ in its
+        # last bits, which would order two texts holding the same words differently
+        "ORDER BY round(CAST(sum(weight) AS numeric), 9) DESC, text_id LIMIT :n"),
+        params).scalars()]
