@@ -8,7 +8,10 @@ sentence was typed with find its document directly. They only propose candidates
 candidate is scored by the model, as any other (`engine.keystroke_search`), so the one
 similarity stays the model's.
 
-Each dialect uses what it ships with, no index of ours:
+A query names, each step filling what the ones before left: the texts holding its words in
+its order (a phrase), then those holding every one of its words (`EVERY_WORD`), then those
+ranked by its `RAREST_WORDS` rarest words. Each dialect uses what it ships with, no index
+of ours:
 
 - SQLite: an FTS5 table holding only the index (`content=''`; the texts stay in `texts`),
   ranked by FTS5's BM25 over the query's rarest words (their document counts read from an
@@ -18,9 +21,10 @@ Each dialect uses what it ships with, no index of ours:
   lower case, accents removed, split at anything but letters and digits), since
   PostgreSQL's own parser keeps "os.path", "3.11", "www.python.org" and "café" as single
   tokens that a query's words "os", "path" or "cafe" never match (schema v12 made every
-  vector again). Ranked by the query's `RAREST_WORDS` rarest words, as on SQLite: the
-  documents holding any of them, each scored by the sum of the inverse document frequency
-  of those it holds (BM25's weight as FTS5 computes it, without the term frequency).
+  vector again). The phrase and every word are ranked by `ts_rank`; the rarest words
+  name the documents holding any of them, each scored by the sum of the inverse document
+  frequency of those it holds (BM25's weight as FTS5 computes it, without the term
+  frequency). Its queries read the GIN index (`through_the_index`).
 
 Only texts read in several windows (documents) are indexed: a short text is found by its
 one vector. Written in the transaction that stores a text's windows (`add_words`); a
@@ -63,6 +67,12 @@ MOST_WORDS = 64
 # (BM25's weight of a word held by half the texts or more is nil anyway, so up to 2,000
 # texts this changes nothing).
 COUNTED_AT_MOST = 1_000
+# PostgreSQL refuses a tsvector over 1 MB ("string is too long for tsvector"), and the
+# import's transaction with it: 200,000 words drawn from 200,000 distinct ones made 1.5 MB.
+# 200,000 characters of words keep it under the limit whatever the words (their letters,
+# two bytes a position, a few bytes a distinct word) and hold about 30,000 words, more
+# than a text's windows read (256 windows, about 24,000 words).
+MOST_FOLDED_CHARACTERS = 200_000
 _WORD = re.compile(r"[^\W_]+")   # as FTS5's unicode61 splits: letters and digits only
 
 
@@ -137,9 +147,12 @@ def query_words(query: str) -> list[str]:
 
 
 def folded(body: str) -> str:
-    """The text's words as the index and a query hold them, one space apart (what
-    PostgreSQL's vector is made from)."""
-    return " ".join(_sequence(body))
+    """The text's words as the index and a query hold them, one space apart, up to
+    `MOST_FOLDED_CHARACTERS` (what PostgreSQL's vector is made from)."""
+    out = " ".join(_sequence(body))
+    if len(out) <= MOST_FOLDED_CHARACTERS:
+        return out
+    return out[:MOST_FOLDED_CHARACTERS].rsplit(" ", 1)[0]
 
 
 def _sequence(query: str) -> list[str]:

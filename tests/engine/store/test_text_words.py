@@ -256,3 +256,48 @@ def test_a_schema_11_team_project_gets_its_words_split_as_a_query_does(postgres_
             assert text_words.texts_by_words(conn, "os path", 5) == [ids["paths"]]
     finally:
         store.close()
+
+
+def test_a_text_holding_every_word_comes_before_one_rich_in_the_rarest(store_location):
+    """No phrase holds the query; one text holds all its words once, another its rarest
+    word many times, and the query's other words are common: every word is asked first
+    (EVERY_WORD), so the first comes first, where SQLite's BM25 over the rarest words alone
+    puts the second."""
+    docs = {"all": "The lighthouse keeper wrote down the harbour tides and the ferry times "
+                   "every morning before the boats went out.",
+            "rare": "Lighthouse, lighthouse, lighthouse: the lighthouse by the lighthouse "
+                    "steps.",
+            **{f"other{i}": f"Ferry notice {i}: times changed in March; the harbour office "
+                            f"has list {i}." for i in range(6)}}
+    store = Store.open(store_location, create=True)
+    try:
+        ids = _texts(store, docs)
+        with store.write() as conn:
+            text_words.add_words(conn, list(ids.values()))
+        with store.read() as conn:
+            query = "lighthouse ferry harbour"
+            assert text_words.EVERY_WORD
+            assert text_words.texts_by_words(conn, query, 3)[0] == ids["all"]
+            if conn.dialect.name == "sqlite":
+                alone = text_words.texts_by_words(conn, query, 3, every_word=False)
+                assert alone[0] == ids["rare"]
+    finally:
+        store.close()
+
+
+def test_a_text_too_long_for_a_tsvector_is_indexed_from_its_start(store_location):
+    """PostgreSQL refuses a vector over 1 MB, which 200,000 distinct words make: its words
+    are indexed up to `MOST_FOLDED_CHARACTERS`, and the import's transaction goes on."""
+    rng = np.random.default_rng(0)
+    long = "lighthouse keeper " + " ".join(f"w{i}x" for i in rng.permutation(200_000))
+    store = Store.open(store_location, create=True)
+    try:
+        ids = _texts(store, {"long": long, "short": "a ferry and a harbour"})
+        with store.write() as conn:
+            text_words.add_words(conn, list(ids.values()))
+        with store.read() as conn:
+            assert text_words.texts_by_words(conn, "lighthouse keeper", 2) == [ids["long"]]
+        assert len(text_words.folded(long)) <= text_words.MOST_FOLDED_CHARACTERS
+        assert text_words.folded(long).split()[-1] in long.split()   # cut between words
+    finally:
+        store.close()
