@@ -7,13 +7,11 @@ import numpy as np
 from sqlalchemy import select
 
 from engine.documents import minhash
-from engine.store import items
-from engine.store import sources as source_store
 from engine.store.blobs import get_blob, put_blob
 from engine.store.database import Store
 from engine.store.schema import meta, text_signatures
 from engine.store.text_signatures import add_signatures, signatures_of
-from engine.text import norm_key
+from tests.engine.store.stored_texts import add_texts
 
 
 def _document(rng: np.random.Generator, paragraphs: int) -> list[str]:
@@ -34,14 +32,8 @@ def test_a_schema_10_project_gets_signatures_within_paragraphs(store_location):
               "short": "a question of a few words"}
     store = Store.open(store_location, create=True)
     try:
+        tid = add_texts(store, bodies)
         with store.write() as conn:
-            source = source_store.add_source(conn, file_name="f.csv", file_path="/f.csv",
-                                             sha256="s", mapping_key="m", format={},
-                                             text_columns=["text"], columns=["text"])
-            items.add_rows(conn, source, [items.NewRow(i, key, body, norm_key(body), {})
-                                          for i, (key, body) in enumerate(bodies.items())])
-            ids = items.text_ids_for_keys(conn, [norm_key(b) for b in bodies.values()])
-            tid = {key: ids[norm_key(body)] for key, body in bodies.items()}
             long = ["original", "reordered"]
             add_signatures(conn, [tid[k] for k in long], [minhash.to_bytes(
                 minhash.signature(bodies[k], across_paragraphs=True)) for k in long])

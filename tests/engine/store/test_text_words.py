@@ -10,6 +10,7 @@ from engine.store import items, text_words
 from engine.store import sources as source_store
 from engine.store.database import Store
 from engine.text import norm_key
+from tests.engine.store.stored_texts import add_texts, indexed
 
 DOCS = {
     "tides": "The harbour master logged the spring tides; the ferry stayed tied up for "
@@ -21,15 +22,7 @@ DOCS = {
 
 
 def _texts(store: Store, docs: dict[str, str] = DOCS) -> dict[str, int]:
-    """The documents as rows and texts of the store: {key: text id}."""
-    with store.write() as conn:
-        source = source_store.add_source(conn, file_name="f.csv", file_path="/f.csv",
-                                         sha256="s", mapping_key="m", format={},
-                                         text_columns=["text"], columns=["text"])
-        items.add_rows(conn, source, [items.NewRow(i, key, body, norm_key(body), {})
-                                      for i, (key, body) in enumerate(docs.items())])
-        ids = items.text_ids_for_keys(conn, [norm_key(b) for b in docs.values()])
-    return {key: ids[norm_key(body)] for key, body in docs.items()}
+    return add_texts(store, docs)
 
 
 def test_a_texts_words_find_it_rarest_first_once_indexed(store_location):
@@ -202,37 +195,23 @@ TECHNICAL = {
 def test_the_index_splits_words_as_a_query_does(store_location):
     """Dotted names, versions, hosts and accents are words as the query splits them, on
     both dialects (PostgreSQL's own parser keeps "os.path" or "café" whole)."""
-    store = Store.open(store_location, create=True)
-    try:
-        ids = _texts(store, TECHNICAL)
-        with store.write() as conn:
-            text_words.add_words(conn, list(ids.values()))
-        with store.read() as conn:
-            for query in ("os path join", "Python 3.11", "python org", "CAFE'S MENU",
-                          "the café"):
-                assert text_words.texts_by_words(conn, query, 1) == [ids["paths"]], query
-    finally:
-        store.close()
+    with indexed(store_location, TECHNICAL) as (conn, ids):
+        for query in ("os path join", "Python 3.11", "python org", "CAFE'S MENU",
+                      "the café"):
+            assert text_words.texts_by_words(conn, query, 1) == [ids["paths"]], query
 
 
 def test_a_sentence_remembered_with_a_word_changed_still_names_its_text(store_location):
     """No text holds every word and no phrase holds the query: its rarest words still
     name the text (PostgreSQL too, where the index once asked for every word)."""
-    store = Store.open(store_location, create=True)
-    try:
-        ids = _texts(store)
-        with store.write() as conn:
-            text_words.add_words(conn, list(ids.values()))
-        with store.read() as conn:
-            found = text_words.texts_by_words(
-                conn, "the ferry stayed tied up while the sea wall was rebuilt", 5)
-            assert found[0] == ids["tides"]
-            if conn.dialect.name == "postgresql":   # read through the index, then as before
-                assert conn.execute(text("SELECT current_setting('enable_seqscan')")
-                                    ).scalar_one() == "on"
-            assert text_words.texts_by_words(conn, "ferry timetable", 5)[0] == ids["ferry"]
-    finally:
-        store.close()
+    with indexed(store_location, DOCS) as (conn, ids):
+        found = text_words.texts_by_words(
+            conn, "the ferry stayed tied up while the sea wall was rebuilt", 5)
+        assert found[0] == ids["tides"]
+        if conn.dialect.name == "postgresql":   # read through the index, then as before
+            assert conn.execute(text("SELECT current_setting('enable_seqscan')")
+                                ).scalar_one() == "on"
+        assert text_words.texts_by_words(conn, "ferry timetable", 5)[0] == ids["ferry"]
 
 
 def test_a_schema_11_team_project_gets_its_words_split_as_a_query_does(postgres_url):
@@ -269,20 +248,13 @@ def test_a_text_holding_every_word_comes_before_one_rich_in_the_rarest(store_loc
                     "steps.",
             **{f"other{i}": f"Ferry notice {i}: times changed in March; the harbour office "
                             f"has list {i}." for i in range(6)}}
-    store = Store.open(store_location, create=True)
-    try:
-        ids = _texts(store, docs)
-        with store.write() as conn:
-            text_words.add_words(conn, list(ids.values()))
-        with store.read() as conn:
-            query = "lighthouse ferry harbour"
-            assert text_words.EVERY_WORD
-            assert text_words.texts_by_words(conn, query, 3)[0] == ids["all"]
-            if conn.dialect.name == "sqlite":
-                alone = text_words.texts_by_words(conn, query, 3, every_word=False)
-                assert alone[0] == ids["rare"]
-    finally:
-        store.close()
+    with indexed(store_location, docs) as (conn, ids):
+        query = "lighthouse ferry harbour"
+        assert text_words.EVERY_WORD
+        assert text_words.texts_by_words(conn, query, 3)[0] == ids["all"]
+        if conn.dialect.name == "sqlite":
+            alone = text_words.texts_by_words(conn, query, 3, every_word=False)
+            assert alone[0] == ids["rare"]
 
 
 def test_a_text_too_long_for_a_tsvector_is_indexed_from_its_start(store_location):
@@ -290,14 +262,8 @@ def test_a_text_too_long_for_a_tsvector_is_indexed_from_its_start(store_location
     are indexed up to `MOST_FOLDED_CHARACTERS`, and the import's transaction goes on."""
     rng = np.random.default_rng(0)
     long = "lighthouse keeper " + " ".join(f"w{i}x" for i in rng.permutation(200_000))
-    store = Store.open(store_location, create=True)
-    try:
-        ids = _texts(store, {"long": long, "short": "a ferry and a harbour"})
-        with store.write() as conn:
-            text_words.add_words(conn, list(ids.values()))
-        with store.read() as conn:
-            assert text_words.texts_by_words(conn, "lighthouse keeper", 2) == [ids["long"]]
-        assert len(text_words.folded(long)) <= text_words.MOST_FOLDED_CHARACTERS
-        assert text_words.folded(long).split()[-1] in long.split()   # cut between words
-    finally:
-        store.close()
+    with indexed(store_location, {"long": long, "short": "a ferry and a harbour"}) \
+            as (conn, ids):
+        assert text_words.texts_by_words(conn, "lighthouse keeper", 2) == [ids["long"]]
+    assert len(text_words.folded(long)) <= text_words.MOST_FOLDED_CHARACTERS
+    assert text_words.folded(long).split()[-1] in long.split()   # cut between words

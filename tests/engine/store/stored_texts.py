@@ -1,0 +1,40 @@
+"""Texts stored as rows of a project for the store's tests, and indexed by their words."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+from sqlalchemy import Connection
+
+from engine.store import items, text_words
+from engine.store import sources as source_store
+from engine.store.database import Store
+from engine.text import norm_key
+
+
+def add_texts(store: Store, docs: dict[str, str]) -> dict[str, int]:
+    """`docs` ({key: body}) as rows of one source and texts of the store: {key: text id}."""
+    with store.write() as conn:
+        source = source_store.add_source(conn, file_name="f.csv", file_path="/f.csv",
+                                         sha256="s", mapping_key="m", format={},
+                                         text_columns=["text"], columns=["text"])
+        items.add_rows(conn, source, [items.NewRow(i, key, body, norm_key(body), {})
+                                      for i, (key, body) in enumerate(docs.items())])
+        ids = items.text_ids_for_keys(conn, [norm_key(b) for b in docs.values()])
+    return {key: ids[norm_key(body)] for key, body in docs.items()}
+
+
+@contextmanager
+def indexed(location, docs: dict[str, str]) -> Iterator[tuple[Connection, dict[str, int]]]:
+    """A new project at `location` holding `docs`, every one indexed by its words: a read
+    connection and {key: text id}."""
+    store = Store.open(location, create=True)
+    try:
+        ids = add_texts(store, docs)
+        with store.write() as conn:
+            text_words.add_words(conn, list(ids.values()))
+        with store.read() as conn:
+            yield conn, ids
+    finally:
+        store.close()
