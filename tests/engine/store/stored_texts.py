@@ -1,4 +1,5 @@
-"""Texts stored as rows of a project for the store's tests, and indexed by their words."""
+"""Texts stored as rows of a project for the store's tests, indexed by their words, and
+projects reopened after a schema step."""
 
 from __future__ import annotations
 
@@ -36,5 +37,20 @@ def indexed(location, docs: dict[str, str]) -> Iterator[tuple[Connection, dict[s
             text_words.add_words(conn, list(ids.values()))
         with store.read() as conn:
             yield conn, ids
+    finally:
+        store.close()
+
+
+@contextmanager
+def upgraded(location) -> Iterator[Connection]:
+    """The project at `location` opened again, which runs any schema step it lacks: a read
+    connection, once its version is checked to be the current one."""
+    from engine.store.migrations import SCHEMA_VERSION
+
+    store = Store.open(location)
+    try:
+        assert store.get_meta("schema_version") == str(SCHEMA_VERSION)
+        with store.read() as conn:
+            yield conn
     finally:
         store.close()

@@ -11,7 +11,7 @@ from engine.store.blobs import get_blob, put_blob
 from engine.store.database import Store
 from engine.store.schema import meta, text_signatures
 from engine.store.text_signatures import add_signatures, signatures_of
-from tests.engine.store.stored_texts import add_texts
+from tests.engine.store.stored_texts import add_texts, upgraded
 
 
 def _document(rng: np.random.Generator, paragraphs: int) -> list[str]:
@@ -23,8 +23,6 @@ def test_a_schema_10_project_gets_signatures_within_paragraphs(store_location):
     """Opening a schema-10 project makes every stored signature again with today's rule (a
     reordered copy's Jaccard goes from under 1 to 1) and drops the neighbour graphs whose
     document edges were scored with the old ones; other blobs stay."""
-    from engine.store.migrations import SCHEMA_VERSION
-
     rng = np.random.default_rng(3)
     paragraphs = _document(rng, 8)
     bodies = {"original": "\n\n".join(paragraphs),
@@ -48,18 +46,12 @@ def test_a_schema_10_project_gets_signatures_within_paragraphs(store_location):
     finally:
         store.close()
 
-    store = Store.open(store_location)
-    try:
-        assert store.get_meta("schema_version") == str(SCHEMA_VERSION)
-        with store.read() as conn:
-            new = {t: minhash.from_bytes(b) for t, b in signatures_of(conn, tid.values())
-                   .items()}
-            assert get_blob(conn, "knn/1/10") is None
-            assert get_blob(conn, "other/kept") == b"not a graph"
-            stored = conn.execute(select(text_signatures.c.text_id)).scalars().all()
-        assert sorted(stored) == sorted(tid[k] for k in long)     # none added, none lost
-        for key in long:
-            assert new[tid[key]].tolist() == minhash.signature(bodies[key]).tolist()
-        assert minhash.jaccard(new[tid["original"]], new[tid["reordered"]]) == 1.0
-    finally:
-        store.close()
+    with upgraded(store_location) as conn:
+        new = {t: minhash.from_bytes(b) for t, b in signatures_of(conn, tid.values()).items()}
+        assert get_blob(conn, "knn/1/10") is None
+        assert get_blob(conn, "other/kept") == b"not a graph"
+        stored = conn.execute(select(text_signatures.c.text_id)).scalars().all()
+    assert sorted(stored) == sorted(tid[k] for k in long)     # none added, none lost
+    for key in long:
+        assert new[tid[key]].tolist() == minhash.signature(bodies[key]).tolist()
+    assert minhash.jaccard(new[tid["original"]], new[tid["reordered"]]) == 1.0

@@ -10,7 +10,7 @@ from engine.store import items, text_words
 from engine.store import sources as source_store
 from engine.store.database import Store
 from engine.text import norm_key
-from tests.engine.store.stored_texts import add_texts, indexed
+from tests.engine.store.stored_texts import add_texts, indexed, upgraded
 
 DOCS = {
     "tides": "The harbour master logged the spring tides; the ferry stayed tied up for "
@@ -66,7 +66,7 @@ def test_a_schema_9_project_gains_the_words_of_its_documents(store_location):
     that some model read in several windows, and no other."""
     from engine.store.dialects import backend
     from engine.store.location import parse_location
-    from engine.store.migrations import MIGRATIONS, SCHEMA_VERSION
+    from engine.store.migrations import MIGRATIONS
     from engine.store.schema import meta, models, text_windows
 
     where = parse_location(store_location)
@@ -95,15 +95,10 @@ def test_a_schema_9_project_gains_the_words_of_its_documents(store_location):
             conn.execute(meta.update().where(meta.c.key == "schema_version").values(value="9"))
     finally:
         store.close()
-    store = Store.open(store_location)
-    try:
-        assert store.get_meta("schema_version") == str(SCHEMA_VERSION)
-        with store.read() as conn:
-            assert text_words.texts_by_words(conn, "sea wall mended", 5) == [ids["tides"]]
-            assert text_words.texts_by_words(conn, "stewed apples", 5) == [ids["pastry"]]
-            assert text_words.texts_by_words(conn, "timetable", 5) == []   # one window
-    finally:
-        store.close()
+    with upgraded(store_location) as conn:
+        assert text_words.texts_by_words(conn, "sea wall mended", 5) == [ids["tides"]]
+        assert text_words.texts_by_words(conn, "stewed apples", 5) == [ids["pastry"]]
+        assert text_words.texts_by_words(conn, "timetable", 5) == []   # one window
 
 
 def test_a_copied_project_finds_its_documents_by_their_words(tmp_path, store_location):
@@ -228,13 +223,9 @@ def test_a_schema_11_team_project_gets_its_words_split_as_a_query_does(postgres_
             assert text_words.texts_by_words(conn, "cafe", 5) == []   # as it was
     finally:
         store.close()
-    store = Store.open(postgres_url)
-    try:
-        with store.read() as conn:
-            assert text_words.texts_by_words(conn, "cafe", 5) == [ids["paths"]]
-            assert text_words.texts_by_words(conn, "os path", 5) == [ids["paths"]]
-    finally:
-        store.close()
+    with upgraded(postgres_url) as conn:
+        assert text_words.texts_by_words(conn, "cafe", 5) == [ids["paths"]]
+        assert text_words.texts_by_words(conn, "os path", 5) == [ids["paths"]]
 
 
 def test_a_text_holding_every_word_comes_before_one_rich_in_the_rarest(store_location):
