@@ -11,6 +11,9 @@ no "beside". Going to a server, each version's folder travels inside the databas
 tar blob (`store.folder_blobs`, the form a server project keeps its own versions in);
 coming back to a file, those blobs become folders beside the new file again and the
 versions' locations are rewritten to name them.
+
+A source saved by an older Duplens is upgraded in place first, as opening it anywhere else
+would do: the copy reads tables in this version's schema, so it cannot read the old one.
 """
 
 from __future__ import annotations
@@ -21,7 +24,7 @@ from pathlib import Path
 
 from sqlalchemy import Connection, Table, delete, func, insert, select, update
 
-from engine.errors import ProjectError
+from engine.errors import NeedsUpgrade, ProjectError
 from engine.store import text_words
 from engine.store.database import Store
 from engine.store.dialects import backend_of
@@ -32,6 +35,7 @@ from engine.store.folder_blobs import (
     tar_folder,
     untar_folder,
 )
+from engine.store.location import parse_location
 from engine.store.schema import blobs, items, metadata, models, texts
 from engine.training.version_folders import model_folder, models_folder, stored_location
 
@@ -39,13 +43,15 @@ BATCH_ROWS = 1000            # rows per INSERT: bounded memory, few round trips
 
 
 def copy_project(source: str | os.PathLike, destination: str | os.PathLike, *,
-                 on_table: Callable[[str, int], None] = lambda name, rows: None) -> dict:
+                 on_table: Callable[[str, int], None] = lambda name, rows: None,
+                 on_upgrade: Callable[[str], None] = lambda name: None) -> dict:
     """Copy the project at `source` into a new project at `destination`; rows per table.
 
-    `on_table(name, rows)` is told as each table is done. Raises `ProjectError` when the
-    destination already holds a project with rows, or a model version's folder is missing.
+    `on_table(name, rows)` is told as each table is done, `on_upgrade(name)` before an old
+    source is upgraded. Raises `ProjectError` when the destination already holds a project
+    with rows, or a model version's folder is missing.
     """
-    src = Store.open(source, read_only=True)
+    src = _open_source(source, on_upgrade)
     try:
         dst = Store.open(destination, create=True)
         try:
@@ -54,6 +60,17 @@ def copy_project(source: str | os.PathLike, destination: str | os.PathLike, *,
             dst.close()
     finally:
         src.close()
+
+
+def _open_source(source: str | os.PathLike, on_upgrade: Callable[[str], None]) -> Store:
+    """The source, read-only once it is in this version's schema."""
+    try:
+        return Store.open(source, read_only=True)
+    except NeedsUpgrade:
+        pass
+    on_upgrade(parse_location(source).name)
+    Store.open(source).close()          # runs the schema steps, in one transaction
+    return Store.open(source, read_only=True)
 
 
 def _copy(src: Store, dst: Store, on_table: Callable[[str, int], None]) -> dict:

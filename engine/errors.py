@@ -49,6 +49,11 @@ class Cancelled(Exception):
     """Raised inside a job when its `CancelToken` was set; what was committed stays."""
 
 
+class NeedsUpgrade(ProjectError):
+    """A project saved by an older Duplens was opened read-only, so its schema steps could
+    not run; a caller that may write (`engine.copy_project`) upgrades it and opens it again."""
+
+
 class ProjectBusy(ProjectError):
     """Another Duplens process held the project's write lock longer than we wait for it."""
 

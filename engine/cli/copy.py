@@ -19,7 +19,8 @@ def cmd_copy(args, _cancel: CancelToken) -> int:
     from engine.copy_project import copy_project
     from engine.store.location import parse_location
 
-    counts = copy_project(args.source, args.destination)
+    counts = copy_project(args.source, args.destination, on_upgrade=lambda name: say(
+        f"{name} was saved by an older Duplens; upgrading it first, as opening it would"))
     say(f"copied {counts.get('items', 0)} rows, {counts.get('embeddings', 0)} embeddings, "
         f"{counts.get('pair_labels', 0)} verdicts and {counts.get('models', 0)} models to "
         f"{parse_location(args.destination).display}")

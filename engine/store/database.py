@@ -24,7 +24,7 @@ from pathlib import Path
 from sqlalchemy import Connection, select
 from sqlalchemy.exc import DBAPIError
 
-from engine.errors import DiskFull, ProjectError, user_error
+from engine.errors import DiskFull, NeedsUpgrade, ProjectError, user_error
 from engine.store import schema
 from engine.store.dialects import backend, upsert
 from engine.store.location import Location, parse_location
@@ -179,7 +179,7 @@ def _check_version(name: str, version: int | None, read_only: bool) -> None:
             f"up to {SCHEMA_VERSION}); update Duplens to open it"
         )
     if (version or 0) < SCHEMA_VERSION and read_only:
-        raise ProjectError(f"{name}: needs an upgrade but was opened read-only")
+        raise NeedsUpgrade(f"{name}: needs an upgrade but was opened read-only")
 
 
 def meta_value(conn: Connection, key: str) -> str | None:

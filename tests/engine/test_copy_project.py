@@ -105,6 +105,35 @@ def test_copying_into_a_project_with_rows_is_refused_untouched(original, tmp_pat
     assert tables(other) == before
 
 
+def test_a_project_of_an_older_duplens_is_upgraded_then_copied(original, tmp_path):
+    """Every other command upgrades an old project as it opens it; a copy does too, says
+    so, and copies what the upgrade made."""
+    from sqlalchemy import update
+
+    from engine.store.migrations import SCHEMA_VERSION
+    from engine.store.schema import meta
+
+    path, hits = original
+    old = tmp_path / "old.duplens"
+    cli("copy", str(path), str(old))
+    store = Store.open(old)
+    try:
+        with store.write() as conn:
+            conn.execute(update(meta).where(meta.c.key == "schema_version").values(value="10"))
+    finally:
+        store.close()
+
+    new = tmp_path / "new.duplens"
+    proc = cli("copy", str(old), str(new))
+    assert "old.duplens was saved by an older Duplens; upgrading it first" in proc.stderr
+    upgraded, copied = tables(old), tables(new)
+    assert ("schema_version", str(SCHEMA_VERSION)) in upgraded["meta"]
+    assert {k: v for k, v in copied.items() if k != "models"} == {
+        k: v for k, v in upgraded.items() if k != "models"}
+    with Project.open(new) as copy:
+        assert [(h.id, round(h.score, 6)) for h in copy.search(QUERY, 5)] == hits
+
+
 def test_a_version_served_by_its_fast_form_is_copied_with_it(tmp_path, encoder,
                                                               postgres_url):
     """The fast form's row shares its version's folder: a copy that moves the folder (to a
