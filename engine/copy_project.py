@@ -35,7 +35,6 @@ from engine.store.folder_blobs import (
     tar_folder,
     untar_folder,
 )
-from engine.store.location import parse_location
 from engine.store.schema import blobs, items, metadata, models, texts
 from engine.training.version_folders import model_folder, models_folder, stored_location
 
@@ -44,10 +43,11 @@ BATCH_ROWS = 1000            # rows per INSERT: bounded memory, few round trips
 
 def copy_project(source: str | os.PathLike, destination: str | os.PathLike, *,
                  on_table: Callable[[str, int], None] = lambda name, rows: None,
-                 on_upgrade: Callable[[str], None] = lambda name: None) -> dict:
+                 on_upgrade: Callable[[str, int], None] = lambda name, version: None
+                 ) -> dict:
     """Copy the project at `source` into a new project at `destination`; rows per table.
 
-    `on_table(name, rows)` is told as each table is done, `on_upgrade(name)` before an old
+    `on_table(name, rows)` is told as each table is done, `on_upgrade(name, version)` before an old
     source is upgraded. Raises `ProjectError` when the destination already holds a project
     with rows, or a model version's folder is missing.
     """
@@ -62,14 +62,14 @@ def copy_project(source: str | os.PathLike, destination: str | os.PathLike, *,
         src.close()
 
 
-def _open_source(source: str | os.PathLike, on_upgrade: Callable[[str], None]) -> Store:
+def _open_source(source: str | os.PathLike, on_upgrade: Callable[[str, int], None]
+                 ) -> Store:
     """The source, read-only once it is in this version's schema."""
     try:
         return Store.open(source, read_only=True)
     except NeedsUpgrade:
         pass
-    on_upgrade(parse_location(source).name)
-    Store.open(source).close()          # runs the schema steps, in one transaction
+    Store.open(source, on_upgrade=on_upgrade).close()     # the schema steps, one transaction
     return Store.open(source, read_only=True)
 
 

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import logging
 import os
+from collections.abc import Callable
 from pathlib import Path
 
 from engine.dedup.clustered_rows import RowsByText
@@ -71,8 +72,10 @@ class Project:
 
     @classmethod
     def open(cls, path: str | os.PathLike, *, create: bool = False,
-             read_only: bool = False) -> Project:
-        return cls(Store.open(path, create=create, read_only=read_only))
+             read_only: bool = False,
+             on_upgrade: Callable[[str, int], None] = lambda name, version: None) -> Project:
+        return cls(Store.open(path, create=create, read_only=read_only,
+                              on_upgrade=on_upgrade))
 
     @property
     def path(self) -> Path:

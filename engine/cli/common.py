@@ -93,10 +93,10 @@ def open_project(path: str, *, create: bool = False, trust_models: bool = False)
     from engine.store.location import looks_like_url
 
     if looks_like_url(path):
-        return Project.open(path, create=create)
+        return Project.open(path, create=create, on_upgrade=say_upgrade)
     p = Path(path)
     read_only = p.exists() and not create and not _writable(p)
-    project = Project.open(p, create=create, read_only=read_only)
+    project = Project.open(p, create=create, read_only=read_only, on_upgrade=say_upgrade)
     if trust_models:
         from engine.model_trust import consent_file
         from engine.training.version_folders import approve_locations
@@ -119,9 +119,9 @@ def open_store(path: str):
     from engine.store.location import looks_like_url
 
     if looks_like_url(path):
-        return Store.open(path)
+        return Store.open(path, on_upgrade=say_upgrade)
     p = Path(path)
-    return Store.open(p, read_only=p.exists() and not _writable(p))
+    return Store.open(p, read_only=p.exists() and not _writable(p), on_upgrade=say_upgrade)
 
 
 def nothing_indexed(project, consequence: str) -> str | None:
@@ -164,6 +164,13 @@ def prepare_torch_free(project) -> None:
 
 def _writable(path: Path) -> bool:
     return os.access(path, os.W_OK) and os.access(path.parent.resolve(), os.W_OK)
+
+
+def say_upgrade(name: str, version: int) -> None:
+    """Told before an old project's schema steps run: on a large project of documents they
+    remake every MinHash signature and word vector, which takes a while in silence."""
+    say(f"{name} was saved by an older Duplens (schema {version}); upgrading it first, in "
+        f"one transaction")
 
 
 def say(message: str) -> None:

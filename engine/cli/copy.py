@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from engine.cli.common import EXIT_OK, say
+from engine.cli.common import EXIT_OK, say, say_upgrade
 from engine.progress import CancelToken
 
 
@@ -19,8 +19,7 @@ def cmd_copy(args, _cancel: CancelToken) -> int:
     from engine.copy_project import copy_project
     from engine.store.location import parse_location
 
-    counts = copy_project(args.source, args.destination, on_upgrade=lambda name: say(
-        f"{name} was saved by an older Duplens; upgrading it first, as opening it would"))
+    counts = copy_project(args.source, args.destination, on_upgrade=say_upgrade)
     say(f"copied {counts.get('items', 0)} rows, {counts.get('embeddings', 0)} embeddings, "
         f"{counts.get('pair_labels', 0)} verdicts and {counts.get('models', 0)} models to "
         f"{parse_location(args.destination).display}")

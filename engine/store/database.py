@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import os
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -58,12 +58,15 @@ class Store:
 
     @classmethod
     def open(cls, location: str | os.PathLike, *, create: bool = False,
-             read_only: bool = False) -> Store:
+             read_only: bool = False,
+             on_upgrade: Callable[[str, int], None] = lambda name, version: None) -> Store:
         """Open (or, with `create`, make) a project, checking it really is one we can use.
 
         `location`: a project file's path, or a URL such as
         postgresql+psycopg://analyst@db.example:5432/support_faq. On a server, `create` fills
         an existing empty database; a database holding other tables is refused.
+        `on_upgrade(name, version)` is told before a project saved by an older Duplens (at
+        schema `version`) is upgraded, since some steps take a while on a large project.
         """
         where = parse_location(location)
         dialect, snapshot = backend(where.dialect), False
@@ -78,6 +81,8 @@ class Store:
         _check_version(where.name, version, read_only or snapshot)
         store = cls(where, read_only=read_only, snapshot=snapshot)
         if (version or 0) < SCHEMA_VERSION:
+            if version:
+                on_upgrade(where.name, version)
             try:
                 store._upgrade()
             except BaseException:

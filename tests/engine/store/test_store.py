@@ -149,13 +149,17 @@ def test_a_first_schema_project_is_upgraded_on_open(store_location):
                                      {"key": "schema_version", "value": "1"}])
         assert not inspect(conn).has_table("canonical_items")
     engine.dispose()
-    store = Store.open(store_location)
+    told: list[tuple[str, int]] = []
+    store = Store.open(store_location, on_upgrade=lambda *heard: told.append(heard))
     try:
         assert store.get_meta("schema_version") == str(SCHEMA_VERSION)
         with store.read() as conn:
             assert inspect(conn).has_table("canonical_items")
     finally:
         store.close()
+    assert told == [(where.name, 1)]                   # before its steps ran, once
+    Store.open(store_location, on_upgrade=lambda *heard: told.append(heard)).close()
+    assert len(told) == 1                              # a current project: nothing to tell
 
 
 def test_a_schema_3_project_gains_batches_and_cluster_ids(store_location):
