@@ -39,6 +39,7 @@ class EngineBridge(JobRunner):
     """Owns the open `Project` and runs jobs on it in the background (`run`)."""
 
     projectOpened = Signal(dict)                 # project_info(counts=False) of the one open
+    projectUpgrading = Signal(str, int)          # name, schema: an old project's steps begin
     searchResults = Signal(int, str, list)       # sequence number, query, [SearchHit]
     modelReady = Signal(str)                     # device
     modelFailed = Signal(str, str)               # message, details: the warm-up failed
@@ -98,7 +99,9 @@ class EngineBridge(JobRunner):
 
         has_bf16_units()   # cached off the GUI thread for Settings (0.2 s on Windows, macOS)
 
-        project = Project.open(path, create=create)
+        project = Project.open(path, create=create,
+                               on_upgrade=lambda name, version: self.projectUpgrading.emit(
+                                   name, version))
         try:
             # fast queries are prepared where the model is attached (this job thread)
             project.model.configure(device=self.device_preference,

@@ -144,6 +144,7 @@ class MainWindow(QMainWindow):
     def _connect(self) -> None:
         b = self.bridge
         b.projectOpened.connect(self.on_project_opened)
+        b.projectUpgrading.connect(self.status.show_upgrading)
         self.counts.counted.connect(self._counted)
         b.failed.connect(self.show_error)
         b.modelLoading.connect(self.on_model_loading)

@@ -124,6 +124,11 @@ class WindowStatusBar(QStatusBar):
         """While a project opens; the next `show_info` replaces it."""
         self.project.setText(f"Opening {name}…")
 
+    def show_upgrading(self, name: str, _schema: int) -> None:
+        """While an old project's schema steps run as it opens (on a large project of
+        documents they remake every signature); the next `show_info` replaces it."""
+        self.project.setText(f"Upgrading {name}, saved by an older Duplens…")
+
     def follow(self, title: str, job: JobHandle) -> None:
         """Show `job`'s strip (its Cancel stops it) until `idle()`."""
         self._busy = True

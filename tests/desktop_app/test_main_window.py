@@ -402,3 +402,32 @@ def test_a_new_project_from_a_blank_text_column_is_refused_and_creates_nothing(
     assert window.import_action.isEnabled()            # not left busy
     assert list(tmp_path.glob("blank.duplens*")) == []
     assert window.recent.paths() == [str(questions_project)]
+
+
+def test_an_old_project_says_it_is_upgraded_while_it_opens(qtbot, window, questions_project):
+    """Opening a project saved by an older Duplens runs its schema steps in the open's job;
+    the status bar says so while they run, then shows the project as usual."""
+    from sqlalchemy import update
+
+    from engine.store.database import Store
+    from engine.store.schema import meta
+
+    store = Store.open(questions_project)
+    try:
+        with store.write() as conn:
+            conn.execute(update(meta).where(meta.c.key == "schema_version").values(value="10"))
+    finally:
+        store.close()
+    shown: list[tuple] = []
+    window.bridge.projectUpgrading.connect(lambda *args: shown.append(
+        (*args, window.status.project.text())))
+    with qtbot.waitSignals([window.bridge.projectUpgrading, window.bridge.projectOpened],
+                           timeout=SIGNAL_TIMEOUT_MS, order="strict"):
+        window.open_project(str(questions_project))
+    assert shown == [("questions.duplens", 10,
+                      "Upgrading questions.duplens, saved by an older Duplens…")]
+    qtbot.waitUntil(lambda: "Upgrading" not in window.status.project.text())
+    window.bridge.projectUpgrading.disconnect()
+    with qtbot.assertNotEmitted(window.bridge.projectUpgrading), qtbot.waitSignal(
+            window.bridge.projectOpened, timeout=SIGNAL_TIMEOUT_MS):
+        window.open_project(str(questions_project))      # now current: nothing to upgrade
