@@ -89,19 +89,16 @@ class EngineBridge(JobRunner):
                      on_failed: Callable[[str, str], object] | None = None) -> JobHandle:
         """Open (or create) a project in the background; `projectOpened` when it is ready.
         The project open before is closed once the searches and review work on it end."""
-        path = os.fspath(path)
         return self.run(lambda _job: self._open(path, create), pool=Pool.CHANGES,
                         on_done=self._opened, on_failed=on_failed)
 
-    def _open(self, path: str, create: bool) -> dict:
+    def _open(self, path: str | os.PathLike[str], create: bool) -> dict:
         from engine.encoding.cpu_features import has_bf16_units
         from engine.project import Project
 
         has_bf16_units()   # cached off the GUI thread for Settings (0.2 s on Windows, macOS)
 
-        project = Project.open(path, create=create,
-                               on_upgrade=lambda name, version: self.projectUpgrading.emit(
-                                   name, version))
+        project = Project.open(path, create=create, on_upgrade=self.projectUpgrading.emit)
         try:
             # fast queries are prepared where the model is attached (this job thread)
             project.model.configure(device=self.device_preference,

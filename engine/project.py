@@ -20,8 +20,8 @@ from __future__ import annotations
 
 import logging
 import os
-from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from engine.dedup.clustered_rows import RowsByText
 from engine.keystroke_search import SearchHit
@@ -71,11 +71,8 @@ class Project:
                          "until there is room again")
 
     @classmethod
-    def open(cls, path: str | os.PathLike, *, create: bool = False,
-             read_only: bool = False,
-             on_upgrade: Callable[[str, int], None] = lambda name, version: None) -> Project:
-        return cls(Store.open(path, create=create, read_only=read_only,
-                              on_upgrade=on_upgrade))
+    def open(cls, path: str | os.PathLike, **how: Any) -> Project:
+        return cls(Store.open(path, **how))   # how: create, read_only, on_upgrade
 
     @property
     def path(self) -> Path:
