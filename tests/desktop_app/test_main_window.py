@@ -407,17 +407,9 @@ def test_a_new_project_from_a_blank_text_column_is_refused_and_creates_nothing(
 def test_an_old_project_says_it_is_upgraded_while_it_opens(qtbot, window, questions_project):
     """Opening a project saved by an older Duplens runs its schema steps in the open's job;
     the status bar says so while they run, then shows the project as usual."""
-    from sqlalchemy import update
+    from tests.engine.store.stored_texts import saved_at_schema
 
-    from engine.store.database import Store
-    from engine.store.schema import meta
-
-    store = Store.open(questions_project)
-    try:
-        with store.write() as conn:
-            conn.execute(update(meta).where(meta.c.key == "schema_version").values(value="10"))
-    finally:
-        store.close()
+    saved_at_schema(questions_project, 10)
     shown: list[tuple] = []
     window.bridge.projectUpgrading.connect(lambda *args: shown.append(
         (*args, window.status.project.text())))

@@ -108,20 +108,13 @@ def test_copying_into_a_project_with_rows_is_refused_untouched(original, tmp_pat
 def test_a_project_of_an_older_duplens_is_upgraded_then_copied(original, tmp_path):
     """Every other command upgrades an old project as it opens it; a copy does too, says
     so, and copies what the upgrade made."""
-    from sqlalchemy import update
-
     from engine.store.migrations import SCHEMA_VERSION
-    from engine.store.schema import meta
+    from tests.engine.store.stored_texts import saved_at_schema
 
     path, hits = original
     old = tmp_path / "old.duplens"
     cli("copy", str(path), str(old))
-    store = Store.open(old)
-    try:
-        with store.write() as conn:
-            conn.execute(update(meta).where(meta.c.key == "schema_version").values(value="10"))
-    finally:
-        store.close()
+    saved_at_schema(old, 10)
 
     new = tmp_path / "new.duplens"
     proc = cli("copy", str(old), str(new))

@@ -41,6 +41,22 @@ def indexed(location, docs: dict[str, str]) -> Iterator[tuple[Connection, dict[s
         store.close()
 
 
+def saved_at_schema(location, version: int) -> None:
+    """Mark the project at `location` as saved by a Duplens of schema `version`, so the next
+    open runs every step after it again (each step can run on a project that had it)."""
+    from sqlalchemy import update
+
+    from engine.store.schema import meta
+
+    store = Store.open(location)
+    try:
+        with store.write() as conn:
+            conn.execute(update(meta).where(meta.c.key == "schema_version")
+                         .values(value=str(version)))
+    finally:
+        store.close()
+
+
 @contextmanager
 def upgraded(location) -> Iterator[Connection]:
     """The project at `location` opened again, which runs any schema step it lacks: a read
