@@ -838,7 +838,10 @@ def present(result: dict, results: dict | None = None) -> dict:
     if ours.get("ran"):
         for name, what in (("plain_st", "plain sentence-transformers, threshold chosen on the "
                                         "validation half"),
-                           ("minhash_lsh", "datasketch MinHash LSH at Jaccard 0.5")):
+                           ("minhash_lsh", "datasketch MinHash LSH at Jaccard 0.5"),
+                           ("semhash_distilled_tuned",
+                            "SemHash with a model2vec model distilled here from the bundled "
+                            "MiniLM, threshold chosen on the validation half")):
             base = arms.get(name, {})
             if not base.get("ran"):
                 continue
