@@ -66,5 +66,7 @@ REGISTRY = (
               "ranks by, chosen on validation queries", quick=False),
     Benchmark("word_ranking_choice", "How a short query's words name documents, on SQLite "
               "and PostgreSQL, chosen on validation queries", quick=False),
+    Benchmark("word_ranking_scale", "How a short query's words name documents at 10,000 and "
+              "100,000 documents, on SQLite and PostgreSQL", quick=False),
 )
 BY_NAME = {b.name: b for b in REGISTRY}
