@@ -23,7 +23,6 @@ lifted), to show what the cap changes.
 
 from __future__ import annotations
 
-import csv
 import tempfile
 import time
 from pathlib import Path
@@ -60,7 +59,7 @@ def run(quick: bool) -> dict:
             with tempfile.TemporaryDirectory(prefix="duplens-word-scale-") as tmp:
                 table, words = dsc._write_table(Path(tmp) / "documents.csv", paragraphs,
                                                 size)
-                texts = _read(table)
+                texts = ds._read_table(table)
                 queries = ds._queries(texts, QUICK_QUERIES if quick else QUERIES)
                 vocabulary = sorted({w for t in texts.values()
                                      for w in wrc._WORD.findall(t.lower())})
@@ -69,7 +68,7 @@ def run(quick: bool) -> dict:
                 arms = {}
                 for dialect, location in (("SQLite", Path(tmp) / "p.duplens"),
                                           ("PostgreSQL", url)):
-                    arms.update(_arms(dialect, location, texts, sets,
+                    arms.update(_arms(dialect, location, table, sets,
                                       exact=dialect == "PostgreSQL"))
                 measured.append({"documents": size, "words": words,
                                  "queries": {n: len(q) for n, q in sets.items()},
@@ -81,36 +80,34 @@ def run(quick: bool) -> dict:
             "measured": measured, "engine": _engine_state(), "cpu": ds._cpu()}
 
 
-def _read(table: Path) -> dict[str, str]:
-    csv.field_size_limit(1 << 30)
-    with table.open(encoding="utf-8", newline="") as fh:
-        return {row["id"]: row["text"] for row in csv.DictReader(fh)}
-
-
-def _arms(dialect: str, location, texts: dict[str, str], sets: dict[str, list[dict]],
+def _arms(dialect: str, location, table: Path, sets: dict[str, list[dict]],
           exact: bool) -> dict[str, dict]:
     """The product's ranking on one dialect (and, with `exact`, PostgreSQL's counts
-    uncapped) over every query set, with the seconds the word index took to fill."""
+    uncapped) over every query set, with the seconds the word index took to fill. The
+    table is stored by the product's importer (no encoding), then every text indexed."""
+    from sqlalchemy import select
+
     from benchmarks import word_ranking_choice as wrc
     from engine.documents.word_candidates import WORD_CANDIDATES
+    from engine.importer import import_table
     from engine.store import text_words
     from engine.store.database import Store
+    from engine.store.schema import items
 
     store = Store.open(location, create=True)
     try:
-        ids = _stored(store, texts)
+        import_table(store, table, ["text"], id_column="id")
+        with store.read() as conn:
+            ext_of = {int(t): str(e) for e, t in conn.execute(
+                select(items.c.ext_id, items.c.text_id))}
         started = time.perf_counter()
         with store.write() as conn:
-            text_words.add_words(conn, list(ids.values()))
+            text_words.add_words(conn, sorted(set(ext_of)))
         filled = time.perf_counter() - started
-        ext_of = {t: key for key, t in ids.items()}
         out = {}
-        caps = [(dialect, text_words.COUNTED_AT_MOST)]
-        if exact:
-            caps.append((f"{dialect}, counts exact", None))
-        for name, cap in caps:
+        for name, cap in [(dialect, None)] + exact * [(f"{dialect}, counts exact", 1 << 62)]:
             kept = text_words.COUNTED_AT_MOST
-            text_words.COUNTED_AT_MOST = cap if cap is not None else 1 << 62
+            text_words.COUNTED_AT_MOST = cap or kept
             try:
                 with store.read() as conn:
                     out[name] = {"index_seconds": round(filled, 1), "sets": {
@@ -122,30 +119,6 @@ def _arms(dialect: str, location, texts: dict[str, str], sets: dict[str, list[di
         return out
     finally:
         store.close()
-
-
-def _stored(store, texts: dict[str, str]) -> dict[str, int]:
-    """`texts` as rows of one source of the store, 5,000 a transaction: {key: text id}."""
-    from engine.store import items
-    from engine.store import sources as source_store
-    from engine.text import norm_key
-
-    keys = list(texts)
-    with store.write() as conn:
-        source = source_store.add_source(conn, file_name="documents.csv",
-                                         file_path="documents.csv", sha256="-",
-                                         mapping_key="-", format={}, text_columns=["text"],
-                                         columns=["id", "text"])
-    ids: dict[str, int] = {}
-    for start in range(0, len(keys), 5000):
-        part = keys[start:start + 5000]
-        with store.write() as conn:
-            items.add_rows(conn, source, [items.NewRow(start + i, k, texts[k],
-                                                       norm_key(texts[k]), {})
-                                          for i, k in enumerate(part)])
-            found = items.text_ids_for_keys(conn, [norm_key(texts[k]) for k in part])
-        ids.update({k: found[norm_key(texts[k])] for k in part})
-    return ids
 
 
 def mean_share(arm: dict) -> float:

@@ -4,6 +4,8 @@ put back after the uncapped arm."""
 
 from __future__ import annotations
 
+import csv
+
 from benchmarks import word_ranking_scale as wrs
 from engine.store import text_words
 
@@ -21,9 +23,12 @@ SETS = {"typed": [{"text": "the cider press ran from dawn", "truth": ["orchard"]
                             "truth": ["lighthouse"]}]}
 
 
-def test_each_query_names_its_document_and_the_cap_is_put_back(store_location):
+def test_each_query_names_its_document_and_the_cap_is_put_back(store_location, tmp_path):
+    table = tmp_path / "documents.csv"
+    with table.open("w", newline="", encoding="utf-8") as fh:
+        csv.writer(fh).writerows([("id", "text"), *TEXTS.items()])
     cap = text_words.COUNTED_AT_MOST
-    arms = wrs._arms("dialect", store_location, TEXTS, SETS, exact=True)
+    arms = wrs._arms("dialect", store_location, table, SETS, exact=True)
     assert list(arms) == ["dialect", "dialect, counts exact"]
     assert cap == text_words.COUNTED_AT_MOST
     for arm in arms.values():
