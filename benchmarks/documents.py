@@ -323,15 +323,21 @@ def _semhash(ids: list[str], texts: list[str], built: dc.Built, half: dict) -> d
                 "seconds_to_fail": round(time.perf_counter() - t0, 2)}
     result = index.self_deduplicate()
     seconds = time.perf_counter() - t0
-    groups: dict[str, set[str]] = {}
-    for dup in result.filtered:
-        canonical = dup.duplicate_of["id"]
-        groups.setdefault(canonical, {canonical}).add(dup.record["id"])
-    pairs = _cluster_pairs([sorted(g) for g in groups.values()])
+    pairs = _semhash_pairs(result)
     return {"ran": True, "version": version, "model": SEMHASH_MODEL,
             "threshold": result.threshold, "seconds": {"total": round(seconds, 2)},
             "test": score(pairs, built, half, "test"),
             "validation": score(pairs, built, half, "validation")["all"]}
+
+
+def _semhash_pairs(result) -> set[frozenset]:
+    """The pairs of a SemHash deduplication: each removed record with the one it duplicates
+    grouped, and every pair within a group."""
+    groups: dict[str, set[str]] = {}
+    for dup in result.filtered:
+        canonical = dup.duplicate_of["id"]
+        groups.setdefault(canonical, {canonical}).add(dup.record["id"])
+    return _cluster_pairs([sorted(g) for g in groups.values()])
 
 
 def _semhash_distilled(ids: list[str], texts: list[str], built: dc.Built, half: dict
@@ -357,13 +363,8 @@ def _semhash_distilled(ids: list[str], texts: list[str], built: dc.Built, half: 
 
     def found_at(threshold: float) -> tuple[set[frozenset], float]:
         started = time.perf_counter()
-        result = index.self_deduplicate(threshold=threshold)
-        groups: dict[str, set[str]] = {}
-        for dup in result.filtered:
-            canonical = dup.duplicate_of["id"]
-            groups.setdefault(canonical, {canonical}).add(dup.record["id"])
-        return (_cluster_pairs([sorted(g) for g in groups.values()]),
-                time.perf_counter() - started)
+        pairs = _semhash_pairs(index.self_deduplicate(threshold=threshold))
+        return pairs, time.perf_counter() - started
 
     curve, pairs_at = {}, {}
     for t in sorted({*TUNING_GRID, SEMHASH_THRESHOLD}):
@@ -373,7 +374,7 @@ def _semhash_distilled(ids: list[str], texts: list[str], built: dc.Built, half: 
         curve[f"{t:.2f}"] = score(pairs_at[t], built, half, "validation")["all"]["f1"]
     best = max(TUNING_GRID, key=lambda t: (curve[f"{t:.2f}"], t))
     about = {"version": getattr(semhash, "__version__", None) or installed("semhash"),
-             "model": made, "max_length": "model2vec's default (512 tokens)"}
+             "model": made, "max_length": f"model2vec's default ({model.max_length} tokens)"}
     tuned = {"ran": True, **about,
              "threshold": {"value": float(best), "source": "chosen on validation"},
              "validation_f1_by_threshold": curve,
