@@ -31,10 +31,10 @@ from pathlib import Path
 
 from benchmarks import document_corpus as dc
 
-QUICK_SIZES = (300,)
+QUICK_SIZES = (30,)
 FULL_SIZES = (2_000,)
 QUERIES = 200
-QUICK_QUERIES = 60
+QUICK_QUERIES = 15
 K = 5
 
 

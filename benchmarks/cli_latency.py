@@ -4,14 +4,15 @@ same run.
 
     python -m benchmarks --only cli_latency [--quick]
 
-The project is the shipped sample (`sample_questions.csv`, 2,254 questions;
---quick: its first 500), imported with `duplens import … --column question --id-column id`
-into a temporary folder, with its own cache folder (so the model's ONNX export is made and
+The project is the shipped sample (`sample_questions.csv`, 2,254 questions; --quick, a
+smoke run: its first 100), imported with `duplens import … --column question --id-column
+id` into a temporary folder, with its own cache folder (so the model's ONNX export is made and
 checked by that import, as on a user's computer after their first import) and log folder.
 Then every command below runs as a fresh process (`python -m desktop_app.launcher`, what the
 `duplens` console script runs) once untimed, so the files are in the page cache ("warm file
-cache"), then in turns, round after round (5; --quick: 3), so that other work on the machine
-slows every command alike; the figure is each command's median wall time.
+cache"), then in turns, round after round (5; --quick: 1, with no untimed round), so that
+other work on the machine slows every command alike; the figure is each command's median
+wall time.
 
 The baseline is what an analyst without Duplens would run for the same answer: a script that
 loads the bundled model with sentence-transformers, reads the project's texts and their
@@ -83,8 +84,8 @@ with open(out, "w") as fh:
 
 
 def run(quick: bool) -> dict:
-    rows = 500 if quick else None
-    rounds = 3 if quick else 5
+    rows = 100 if quick else None
+    rounds = 1 if quick else 5
     with tempfile.TemporaryDirectory(prefix="duplens-cli-latency-") as tmp:
         folder = Path(tmp)
         env = {**os.environ, "PYTHONPATH": str(ROOT),
@@ -108,7 +109,8 @@ def run(quick: bool) -> dict:
             'python -c "pass"': ["-c", "pass"],
         }
         runs: dict[str, list[float]] = {name: [] for name in [*commands, *baselines]}
-        for round_ in range(rounds + 1):       # round 0 warms the page cache, untimed
+        warm_up = 0 if quick else 1     # round 0 warms the page cache, untimed
+        for round_ in range(1 - warm_up, rounds + 1):
             shutil.copy(project, labelled)
             for name, args in commands.items():
                 seconds = timed_python(["-m", "desktop_app.launcher", *args],

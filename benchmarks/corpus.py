@@ -5,6 +5,11 @@ so the 43,944 distinct Quora questions are encoded once (Duplens' own
 `SentenceEncoder`, batch 64) and the vectors cached under benchmarks/results/tmp/ (ignored
 by git), keyed by the model's fingerprint and the texts. The encode time is never reported.
 
+A quick (smoke) run, which `benchmarks.run` marks with `QUICK_ENV` in its children's
+environment, takes the first `QUICK_QUESTIONS` of them instead (the encode is the slow part
+of a cold cache, and its figures are not quoted), and caches what it builds from them under
+benchmarks/results/tmp/quick/, apart from the full run's.
+
 Beyond those the extra rows are noisy copies of real embeddings: Gaussian noise with a
 per-row σ drawn uniformly from [0.01, 0.05], renormalised, so a copy's cosine to its
 original lies between about 0.7 and 0.98. They are index-only rows (no text), which every
@@ -14,6 +19,7 @@ benchmark that uses them says.
 from __future__ import annotations
 
 import hashlib
+import os
 import sys
 from functools import lru_cache
 from pathlib import Path
@@ -22,17 +28,27 @@ import numpy as np
 
 from benchmarks.data import quora_questions
 
-CACHE = Path(__file__).resolve().parent / "results" / "tmp"
 QUERIES = 1000
+QUICK_ENV = "DUPLENS_BENCHMARKS_QUICK"   # set to "1" in a quick run's processes
+QUICK_QUESTIONS = 3_000
 NOISE_SIGMA = (0.01, 0.05)
 NOISE_NOTE = ("real question embeddings plus noisy copies of them (Gaussian noise, σ per row "
               "uniform in [0.01, 0.05], renormalised) as index-only rows")
 
 
+def quick_run() -> bool:
+    """Whether this process belongs to a quick (smoke) run of the suite."""
+    return os.environ.get(QUICK_ENV) == "1"
+
+
+CACHE = Path(__file__).resolve().parent / "results" / "tmp" / ("quick" if quick_run() else "")
+
+
 @lru_cache(maxsize=1)
 def questions() -> list[str]:
-    """Every distinct Quora question of the pairs file, in file order."""
-    return quora_questions()
+    """Every distinct Quora question of the pairs file, in file order (a quick run: the
+    first `QUICK_QUESTIONS`)."""
+    return quora_questions(QUICK_QUESTIONS if quick_run() else None)
 
 
 def query_and_pool() -> tuple[list[str], list[str]]:

@@ -24,7 +24,7 @@ from pathlib import Path
 
 import numpy as np
 
-QUICK_PAIRS = 1500
+QUICK_PAIRS = 500
 SEED = 0
 RULES = ("centre rule", "documents kept whole")
 Scorer = Callable[[int, int, int], dict]

@@ -5,7 +5,7 @@ what it finds on the test pairs and on the sample questions' answer key.
 
 Quora's labelled pairs are split three ways as the fine-tuning benchmarks split them
 (`benchmarks.finetune_quora.quora_splits`, seed 0, by question groups; quick: a seeded
-sample of 1,500 pairs of validation and of test). Each pair's similarity is the bundled
+sample of 500 pairs of validation and of test). Each pair's similarity is the bundled
 model's through torch (`load_encoder(backend="torch")`: the model itself; the quantised
 backends move a score by about 0.01). Then, in the same run:
 
@@ -39,7 +39,7 @@ from pathlib import Path
 import numpy as np
 
 OLD_DEFAULT = 0.80
-QUICK_PAIRS = 1500
+QUICK_PAIRS = 500
 SEED = 0
 
 

@@ -4,10 +4,10 @@ memory, the project's size, and plain sentence-transformers on the same windows.
     DUPLENS_SHARED=/work/shared python -m benchmarks --only document_scale [--quick]
     DUPLENS_DOCUMENT_SCALE_SIZES=10000 python -m benchmarks --only document_scale
 
-Sizes: quick 300 documents; full 10,000 and 100,000 (`DUPLENS_DOCUMENT_SCALE_SIZES`, comma
-separated, runs fewer: on 2 cores Duplens reads about 90 windows a second, so 100,000
-documents of 1,000 words, about a million windows, take hours; the result records which
-sizes ran).
+Sizes: quick (a smoke run) 40 documents, the baseline on 150 of their windows; full 10,000
+and 100,000 (`DUPLENS_DOCUMENT_SCALE_SIZES`, comma separated, runs fewer: on 2 cores Duplens
+reads about 90 windows a second, so 100,000 documents of 1,000 words, about a million
+windows, take hours; the result records which sizes ran).
 
 The documents: paragraphs of the Python 3.11 documentation (Debian's `python3.11-doc`, read
 as `benchmarks/document_corpus.py` reads it), drawn uniformly at random (seed 0) until each
@@ -49,10 +49,10 @@ from benchmarks.child_peak import run_python
 
 ROOT = Path(__file__).resolve().parents[1]
 SEED = 0
-QUICK_SIZES = (300,)
+QUICK_SIZES = (40,)
 FULL_SIZES = (10_000, 100_000)
 WORDS = (800, 1_200)
-BASELINE_SAMPLE = 20_000
+BASELINE_SAMPLE, QUICK_BASELINE_SAMPLE = 20_000, 150
 GOAL = 1.5
 
 
@@ -72,7 +72,8 @@ def run(quick: bool) -> dict:
         clusters = json.loads(duplicates.pop("stdout"))
         footprint = sum(f.stat().st_size for f in done.folder.iterdir()
                         if f.name.startswith("documents.duplens"))
-        baseline = _plain_same_windows(str(project), sample=BASELINE_SAMPLE)
+        baseline = (_plain_same_windows(str(project), sample=QUICK_BASELINE_SAMPLE, trial=32)
+                    if quick else _plain_same_windows(str(project), sample=BASELINE_SAMPLE))
         pieces = baseline["pieces"]
         ours_rate = pieces / imported["seconds"]
         measured.append({

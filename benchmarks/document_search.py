@@ -53,10 +53,10 @@ import numpy as np
 from benchmarks import document_corpus as dc
 
 SEED = 1
-QUICK_SIZES = (300,)
+QUICK_SIZES = (30,)
 FULL_SIZES = (2_000, 10_000)
 QUERIES = 200
-QUICK_QUERIES = 60
+QUICK_QUERIES = 15
 MIDDLE_WORDS = 300
 K = 5
 # Searched first, on its own: the first search reads every window into memory.

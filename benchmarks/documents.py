@@ -5,13 +5,13 @@ table of long documents and their constructed near-duplicates.
 
 The table (`benchmarks/document_corpus.py`, where every construction is described): base
 documents of 600 to 1,500 words cut from the Python 3.11 documentation (Debian's
-`python3.11-doc`; full run 300 base documents, quick 60), with cases of each kind built
+`python3.11-doc`; full run 300 base documents, quick 40), with cases of each kind built
 from them: `near_copy`, `new_intro`, `reordered`, `inside` (duplicates), `decoy` (NOT a
 duplicate: a's first 300 words, then another document); and, from Quora's labelled pairs,
 `reworded` (every sentence paraphrased: a duplicate) and `reworded_decoy` (built the same
 way from pairs labelled not duplicate: NOT a duplicate). Full run: 50 cases of each of the
 five document kinds and 50 of each Quora kind, 50 base documents left as unrelated
-distractors; quick: 10, 10 and 10. Seed 0.
+distractors; quick: 8, 8 and 8. Seed 0.
 
 The cases are split by base document into validation (40%) and test (60%) halves, per kind.
 Every method sees the whole table once; a found pair is scored where both its documents
@@ -70,10 +70,11 @@ from benchmarks import document_corpus as dc
 
 SEED = 0
 FULL = {"base": 300, "per_kind": 50, "paraphrase_cases": 50}
-QUICK = {"base": 60, "per_kind": 10, "paraphrase_cases": 10}
+QUICK = {"base": 40, "per_kind": 8, "paraphrase_cases": 8}
 MINHASH = {"ngram": 5, "num_perm": 256, "threshold": 0.5}
 MINHASH_TEXT_DEDUP_DEFAULT = 0.7
 TUNING_GRID = tuple(round(0.75 + 0.01 * i, 2) for i in range(25))   # 0.75 … 0.99
+QUICK_GRID = TUNING_GRID[::4]       # a smoke run's: 7 runs of `duplicates` instead of 25
 SEMHASH_MODEL = "minishlab/potion-base-8M"
 SEMHASH_THRESHOLD = 0.9        # self_deduplicate's default
 DISTILL_PCA_DIMS = 256
@@ -429,7 +430,8 @@ def _duplens(ids: list[str], texts: list[str], built: dc.Built, half: dict,
             clusters = json.loads(out)
             info = json.loads(run_cli_output(["info", project, "--json"])[1])
             threshold = json.loads(run_cli_output(["threshold", project, "--json"])[1])
-            chosen = _duplens_chosen_on_validation(project, built, half)
+            chosen = _duplens_chosen_on_validation(project, built, half,
+                                                   QUICK_GRID if quick else TUNING_GRID)
             sweep = _covered_share_sweep(project, built, half, float(threshold["value"]))
             cut_rule = _cut_rule_choice(project, built, half, float(threshold["value"]),
                                         quick)
@@ -437,7 +439,8 @@ def _duplens(ids: list[str], texts: list[str], built: dc.Built, half: dict,
                                                 float(threshold["value"]))
             footprint = sum(f.stat().st_size for f in Path(tmp).iterdir()
                             if f.name.startswith("documents.duplens"))
-            same_windows = _plain_same_windows(project)
+            same_windows = (_plain_same_windows(project, sample=60, trial=16) if quick
+                            else _plain_same_windows(project))
         except RuntimeError as exc:     # a command failed: said, not measured
             return {"ran": False, "engine": _engine_state(),
                     "why": " ".join(str(exc).split())[-600:]}
@@ -463,25 +466,26 @@ def _duplens(ids: list[str], texts: list[str], built: dc.Built, half: dict,
             "validation": score(pairs, built, half, "validation")["all"]}
 
 
-def _duplens_chosen_on_validation(project: str, built: dc.Built, half: dict) -> dict:
-    """Not the product's default: `duplens duplicates --threshold T` at each of
-    `TUNING_GRID`, T chosen by best F1 on the validation half (ties to the higher T) and
+def _duplens_chosen_on_validation(project: str, built: dc.Built, half: dict,
+                                  grid: tuple[float, ...] = TUNING_GRID) -> dict:
+    """Not the product's default: `duplens duplicates --threshold T` at each of `grid`
+    (`TUNING_GRID`), T chosen by best F1 on the validation half (ties to the higher T) and
     reported once on test, as plain_st's threshold is: what the same vectors do at a
     threshold chosen for documents."""
     from benchmarks.console import run_cli_output
 
     curve, found_at = {}, {}
     t0 = time.perf_counter()
-    for t in TUNING_GRID:
+    for t in grid:
         out = run_cli_output(["duplicates", project, "--json", "--threshold", f"{t:.2f}"])[1]
         found_at[t] = _cluster_pairs([[m["id"] for m in c["members"]]
                                       for c in json.loads(out)])
         curve[f"{t:.2f}"] = score(found_at[t], built, half, "validation")["all"]["f1"]
-    best = max(TUNING_GRID, key=lambda t: (curve[f"{t:.2f}"], t))
+    best = max(grid, key=lambda t: (curve[f"{t:.2f}"], t))
     return {"ran": True, "threshold": {"value": float(best), "source": "chosen on validation"},
             "validation_f1_by_threshold": curve,
             "seconds": {"total": round(time.perf_counter() - t0, 2),
-                        "what": f"{len(TUNING_GRID)} runs of duplicates --threshold"},
+                        "what": f"{len(grid)} runs of duplicates --threshold"},
             "test": score(found_at[best], built, half, "test"),
             "validation": score(found_at[best], built, half, "validation")["all"]}
 
@@ -519,14 +523,17 @@ def _shingle_rule_choice(project: str, built: dc.Built, half: dict, threshold: f
     return shingle_choice.documents_side(project, threshold, on_validation, duplicates)
 
 
-def _plain_same_windows(project_path: str, sample: int | None = None) -> dict:
+def _plain_same_windows(project_path: str, sample: int | None = None,
+                        trial: int = 256) -> dict:
     """The speed baseline: plain sentence-transformers (torch, fp32, on this machine's
     cores) encoding the very pieces the project was encoded in (each long text's windows,
     read from the project, and every short text whole), at the batch size of 16, 32 or 64
     that was fastest on a sample; its encoding alone against Duplens' whole import command
     (reading the file, encoding, indexing, saving). `sample`: encode only that many of the
     pieces, drawn uniformly (seed 0), where there are more: its rate (pieces per second)
-    is then what compares, and the result says how many it encoded."""
+    is then what compares, and the result says how many it encoded. `trial`: how many
+    pieces each batch size is tried on."""
+    import sentence_transformers
     from sentence_transformers import SentenceTransformer
     from sqlalchemy import select
 
@@ -552,11 +559,11 @@ def _plain_same_windows(project_path: str, sample: int | None = None) -> dict:
         drawn = np.random.default_rng(0).choice(len(pieces), size=sample, replace=False)
         pieces = [pieces[i] for i in sorted(drawn)]
     model = SentenceTransformer(str(default_model_path()), device="cpu")
-    trial = pieces[:256]
+    tried = pieces[:trial]
     timed = {}
     for batch in (16, 32, 64):
         t0 = time.perf_counter()
-        model.encode(trial, batch_size=batch, normalize_embeddings=True)
+        model.encode(tried, batch_size=batch, normalize_embeddings=True)
         timed[batch] = time.perf_counter() - t0
     best = min(timed, key=timed.get)
     t0 = time.perf_counter()
@@ -564,7 +571,8 @@ def _plain_same_windows(project_path: str, sample: int | None = None) -> dict:
     encode_s = time.perf_counter() - t0
     return {"pieces": all_pieces, "pieces_encoded": len(pieces),
             "texts": len(stored), "windowed_texts": len(windows),
-            "baseline": "sentence-transformers 6.2.0, torch fp32, encode(pieces)",
+            "baseline": f"sentence-transformers {sentence_transformers.__version__}, torch "
+                        "fp32, encode(pieces)",
             "batch_size": best, "batch_trial_seconds": {str(k): round(v, 2)
                                                          for k, v in timed.items()},
             "seconds": {"encode": round(encode_s, 2)},

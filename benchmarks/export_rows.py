@@ -2,7 +2,7 @@
 
     python -m benchmarks --only export_rows [--quick]
 
-For 100k and 1M rows (quick: 30k and 100k) a CSV of distinct question-like texts (the one
+For 100k and 1M rows (quick: 10k and 30k) a CSV of distinct question-like texts (the one
 `import_memory` writes) is imported rows only (`duplens import --no-encode`, not timed
 here). Then, in a fresh process, the project is opened, synthetic clusters are laid over it
 (5 consecutive rows out of every 50, the first the canonical, the rest at similarity 0.9:
@@ -34,7 +34,7 @@ CLUSTER_EVERY, CLUSTER_SIZE = 50, 5
 GOAL_TIME_RATIO = 1.5
 
 def run(quick: bool) -> dict:
-    sizes = [30_000, 100_000] if quick else [100_000, 1_000_000]
+    sizes = [10_000, 30_000] if quick else [100_000, 1_000_000]
     measured = []
     with tempfile.TemporaryDirectory(prefix="duplens-export-rows-") as tmp:
         folder = Path(tmp)

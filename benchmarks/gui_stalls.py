@@ -8,8 +8,8 @@ project every read is a network round trip, so one read there freezes the window
 long as the server takes to answer. This measures what the user feels, on the same project
 twice:
 
-- **file**: a `.duplens` file of --rows rows (100,000; `--quick`: 10,000): Quora questions
-  (the first 5,000 distinct ones, `--quick` 2,000, repeated), a topic and a number column,
+- **file**: a `.duplens` file of --rows rows (100,000; `--quick`: 3,000): Quora questions
+  (the first 5,000 distinct ones, `--quick` 1,000, repeated), a topic and a number column,
   encoded by the bundled model;
 - **server, 50 ms each way**: the same project copied (`engine.copy_project`, what
   `duplens copy` runs) into a private PostgreSQL server on 127.0.0.1
@@ -17,9 +17,10 @@ twice:
   proxy on loopback that holds every chunk 50 ms in each direction: 100 ms a round trip).
 
 In a real window (under a private Xvfb when there is one, else Qt's offscreen platform),
-for each: open the project; page down 40 times from the top, each time until the rows on
-screen have arrived; drag the table's scroll bar from the first row to the last in 300
-steps (`--quick`: 150), one every 16 ms (a 60 Hz drag); type 20 queries (Quora questions
+for each: open the project; page down 40 times (`--quick`: 10) from the top, each time until
+the rows on screen have arrived; drag the table's scroll bar from the first row to the last
+in 300 steps (`--quick`: 60), one every 16 ms (a 60 Hz drag); type 20 queries (`--quick`: 2;
+Quora questions
 not in the project) key by key, 40 ms apart, each until its results show. Meanwhile a 5 ms
 timer records the gaps between its ticks: a gap is how long the event loop could not run,
 i.e. a stall of the GUI thread.
@@ -50,21 +51,24 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-ROWS_FULL, ROWS_QUICK = 100_000, 10_000
-TEXTS_FULL, TEXTS_QUICK = 5_000, 2_000
+ROWS_FULL, ROWS_QUICK = 100_000, 3_000
+TEXTS_FULL, TEXTS_QUICK = 5_000, 1_000
 DELAY_S = 0.050           # each way
 TICK_MS = 5               # the stall timer's interval
 STALL_GOAL_MS = 50
 DRAG_STEPS, DRAG_STEP_MS = 300, 16
 PAGE_DOWNS = 40
 QUERIES, KEY_DELAY_MS = 20, 40
+QUICK_QUERIES, QUICK_PAGE_DOWNS, QUICK_DRAG_STEPS = 2, 10, 60
 TOPICS = ["billing", "shipping", "account", "science", "travel", "health", "career", "code"]
 
 
 def run(quick: bool) -> dict:
     """The suite's entry point (`benchmarks.run`)."""
     return measure(ROWS_QUICK if quick else ROWS_FULL, TEXTS_QUICK if quick else TEXTS_FULL,
-                   DRAG_STEPS // 2 if quick else DRAG_STEPS)
+                   QUICK_DRAG_STEPS if quick else DRAG_STEPS,
+                   QUICK_QUERIES if quick else QUERIES,
+                   QUICK_PAGE_DOWNS if quick else PAGE_DOWNS)
 
 
 # -- a slow link: an asyncio relay that delays every chunk ------------------------------------
@@ -142,13 +146,13 @@ class DelayProxy:
 
 
 # -- the project ---------------------------------------------------------------------------------
-def build_project(path: Path, rows: int, texts: int) -> dict:
+def build_project(path: Path, rows: int, texts: int, queries: int = QUERIES) -> dict:
     """A project of `rows` rows repeating `texts` distinct Quora questions, encoded."""
     from benchmarks.data import quora_questions
     from engine.encoding.loading import load_encoder
     from engine.project import Project
 
-    questions = quora_questions(texts + QUERIES * 5)
+    questions = quora_questions(texts + queries * 5)
     rng = random.Random(0)
     csv_path = path.with_suffix(".csv")
     with csv_path.open("w", newline="", encoding="utf-8") as fh:
@@ -164,8 +168,8 @@ def build_project(path: Path, rows: int, texts: int) -> dict:
         project.rows.import_table(csv_path, ["question"], id_column="qid")
         project.vectors.encode()
     csv_path.unlink()
-    queries = [q for q in questions[texts:] if q.isascii()][:QUERIES]
-    return {"encoder": encoder, "queries": queries, "build_s": time.perf_counter() - t0}
+    asked = [q for q in questions[texts:] if q.isascii()][:queries]
+    return {"encoder": encoder, "queries": asked, "build_s": time.perf_counter() - t0}
 
 
 # -- the window ----------------------------------------------------------------------------------
@@ -202,7 +206,7 @@ class StallTimer:
 
 
 def in_window(targets: list[tuple[str, str]], encoder, queries: list[str],
-              drag_steps: int) -> dict:
+              drag_steps: int, page_downs: int = PAGE_DOWNS) -> dict:
     from PySide6.QtCore import QSettings
     from PySide6.QtTest import QTest
     from PySide6.QtWidgets import QApplication
@@ -259,14 +263,14 @@ def in_window(targets: list[tuple[str, str]], encoder, queries: list[str],
 
                 stalls.start()
                 waits = []
-                for _ in range(PAGE_DOWNS):
+                for _ in range(page_downs):
                     t0 = time.perf_counter()
                     bar.setValue(bar.value() + bar.pageStep())
                     table.viewport().repaint()        # the frame the user sees first
                     wait_for("a page's rows", on_screen, 120)
                     waits.append((time.perf_counter() - t0) * 1000)
                     QTest.qWait(DRAG_STEP_MS)         # and the frame with the rows
-                out["page_down"] = {"steps": PAGE_DOWNS,
+                out["page_down"] = {"steps": page_downs,
                                     "rows_shown_p50_ms": round(statistics.median(waits), 1),
                                     "rows_shown_max_ms": round(max(waits), 1),
                                     **stalls.stop()}
@@ -310,7 +314,8 @@ def in_window(targets: list[tuple[str, str]], encoder, queries: list[str],
 
 
 # -- the run ---------------------------------------------------------------------------------
-def measure(rows: int, texts: int, drag_steps: int) -> dict:
+def measure(rows: int, texts: int, drag_steps: int, queries: int = QUERIES,
+            page_downs: int = PAGE_DOWNS) -> dict:
     from devtools.postgres_server import ANALYST_PASSWORD, NoServer, PostgresServer
     from engine.copy_project import copy_project
 
@@ -326,7 +331,7 @@ def measure(rows: int, texts: int, drag_steps: int) -> dict:
     try:
         _say(f"  building a {rows:,}-row project ({texts:,} distinct texts), encoded…")
         path = folder / "stalls.duplens"
-        built = build_project(path, rows, texts)
+        built = build_project(path, rows, texts, queries)
         database = server.create_database()
         _say("  copying it to the server…")
         t0 = time.perf_counter()
@@ -336,7 +341,7 @@ def measure(rows: int, texts: int, drag_steps: int) -> dict:
         slow = server.url(database, password=ANALYST_PASSWORD).replace(
             f":{server.port}/", f":{proxy.port}/")
         measured = in_window([("file", str(path)), ("server_50ms", slow)],
-                             built["encoder"], built["queries"], drag_steps)
+                             built["encoder"], built["queries"], drag_steps, page_downs)
     finally:
         if proxy is not None:
             proxy.stop()

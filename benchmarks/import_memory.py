@@ -2,7 +2,7 @@
 
     python -m benchmarks --only import_memory [--quick]
 
-Generates CSVs of 100k, 300k and 1M rows (quick: 30k, 100k, 300k) of distinct question-like
+Generates CSVs of 100k, 300k and 1M rows (quick: 10k, 30k, 100k) of distinct question-like
 texts in a temporary folder and imports each, rows only, in a fresh process
 (`python -m engine.cli import P F --column question --id-column id --no-encode`), reading
 that process's own peak RSS (VmHWM, `benchmarks/child_peak.py`). Streaming in chunks should
@@ -31,7 +31,7 @@ GROWTH_GOAL = 1.25  # peak RSS of the biggest file / of the smallest
 
 
 def run(quick: bool) -> dict:
-    sizes = [30_000, 100_000, 300_000] if quick else [100_000, 300_000, 1_000_000]
+    sizes = [10_000, 30_000, 100_000] if quick else [100_000, 300_000, 1_000_000]
     measured = []
     with tempfile.TemporaryDirectory(prefix="duplens-import-memory-") as tmp:
         folder = Path(tmp)

@@ -2,7 +2,7 @@
 plain sentence-transformers encoding the same texts.
 
     python -m benchmarks.import_throughput [--rows 5000 50000] [--batch-size 64]
-    python -m benchmarks --only import_throughput [--quick]     (quick: 5,000 rows only)
+    python -m benchmarks --only import_throughput [--quick]     (quick: 500 rows only)
 
 For each size, the first N distinct Quora questions are written to a CSV, then, one after
 the other on the same machine:
@@ -46,7 +46,7 @@ from benchmarks.data import quora_questions, write_questions_csv
 from benchmarks.plain_encode import BATCH_SIZES, best_encode
 
 GOAL_RATIO = 2.5
-QUICK_ROWS = (5_000,)
+QUICK_ROWS = (500,)
 FULL_ROWS = (5_000, 50_000)
 
 

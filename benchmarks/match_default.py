@@ -3,11 +3,12 @@ plain sentence-transformers encoding the file's texts.
 
     python -m benchmarks --only match_default [--quick]
 
-A project of the first 20,000 distinct Quora questions is made with `duplens import` at the
-default settings (not timed), so it is encoded by whatever backend a new project gets here
-(`engine.encoding.backend_choice.default_backend`: OpenVINO in bf16 on a CPU with bf16 units).
+A project of the first 20,000 distinct Quora questions (quick, a smoke run: 3,000) is made
+with `duplens import` at the default settings (not timed), so it is encoded by whatever
+backend a new project gets here (`engine.encoding.backend_choice.default_backend`: OpenVINO
+in bf16 on a CPU with bf16 units).
 Then, one after the other in the same run, for a file of the next 5,000 questions (quick:
-2,000):
+500):
 
 - the baseline: plain `SentenceTransformer.encode` of the file's texts (the bundled model
   loaded and warm, normalised, torch's default threads, the faster of batch 32 and 64, both
@@ -34,18 +35,18 @@ from benchmarks.data import quora_questions, write_questions_csv
 from benchmarks.import_throughput import GOAL_RATIO
 from benchmarks.plain_encode import BATCH_SIZES, best_encode
 
-PROJECT_ROWS = 20_000
-FILE_ROWS, QUICK_FILE_ROWS = 5_000, 2_000
+PROJECT_ROWS, QUICK_PROJECT_ROWS = 20_000, 3_000
+FILE_ROWS, QUICK_FILE_ROWS = 5_000, 500
 
 
-def measure(file_rows: int, batch_size: int = 64) -> dict:
+def measure(file_rows: int, batch_size: int = 64, project_rows: int = PROJECT_ROWS) -> dict:
     import torch
 
     from engine.encoding.backend_choice import default_backend
     from engine.encoding.model_spec import load_model, resolve_model
 
-    texts = quora_questions(PROJECT_ROWS + file_rows)
-    known, new = texts[:PROJECT_ROWS], texts[PROJECT_ROWS:]
+    texts = quora_questions(project_rows + file_rows)
+    known, new = texts[:project_rows], texts[project_rows:]
     model = load_model(resolve_model(None), "cpu")
     model.encode(new[:256], batch_size=batch_size)   # warm-up, not timed
     with tempfile.TemporaryDirectory(prefix="duplens-match-default-") as tmp:
@@ -64,7 +65,7 @@ def measure(file_rows: int, batch_size: int = 64) -> dict:
         matched = sum(1 for _ in out.open(encoding="utf-8-sig")) - 1
     print(f"  {file_rows:,} rows: plain encode {bare:.1f} s, duplens match {command:.1f} s "
           f"({bare / command:.2f}x)", file=sys.stderr)
-    return {"backend": default_backend("cpu"), "project_rows": PROJECT_ROWS,
+    return {"backend": default_backend("cpu"), "project_rows": project_rows,
             "file_rows": file_rows, "rows_written": matched, "batch_size": batch_size,
             "torch_threads": torch.get_num_threads(), "import_s": round(import_s, 1),
             "bare_encode_s": round(bare, 2), "bare_batch": bare_batch,
@@ -101,4 +102,6 @@ def present(result: dict, results: dict | None = None) -> dict:
 
 def run(quick: bool) -> dict:
     """The suite's entry point (benchmarks/run.py)."""
-    return measure(QUICK_FILE_ROWS if quick else FILE_ROWS)
+    if quick:
+        return measure(QUICK_FILE_ROWS, project_rows=QUICK_PROJECT_ROWS)
+    return measure(FILE_ROWS)

@@ -6,7 +6,7 @@ encoding its rows; the searches are a small share.
 The product's whole match path, `project.matching.check_file` (read the CSV, encode each
 batch of 1,024 rows, search the project's HNSW index for the k=3 nearest, one store read
 per batch to turn hits into rows and fold exact copies, the look for repeats within the
-file, the words' overlap), on a CSV of real Quora questions: 10,000 (2,000 with --quick).
+file, the words' overlap), on a CSV of real Quora questions: 10,000 (500 with --quick).
 Beside it, in the same process, plain `SentenceTransformer.encode` of the same texts with
 the same batch size, timed before and after the match (the machine is shared; the ratio is
 against their mean).
@@ -15,7 +15,8 @@ The project is benchmarks/scale_1m.py's 1M-item project (its docstring: the 43,9
 distinct Quora questions, their real embeddings, then noisy copies of them up to 1M rows,
 indexed by the product). Every Quora question of the corpus is in it, so the checked rows
 are in the project too: each finds itself (and its noisy copies) — there are no real Quora
-questions left outside it. The same project serves --quick (fewer rows, same index).
+questions left outside it. --quick (a smoke run) checks against scale_1m's quick project
+(5,000 items) instead, and measures recall on 200 rows.
 
 The shares of the match time in the searches (`HnswIndex.query`), the store read
 (`hits_for`) and the in-file check (`InFileTwins.add`) are measured by wrapping those calls.
@@ -39,18 +40,18 @@ from benchmarks.data import write_questions_csv
 
 K = 3
 ITEMS = 1_000_000
-RECALL_SAMPLE = 500
+RECALL_SAMPLE, QUICK_RECALL_SAMPLE = 500, 200
 EF_SWEEP = (32, 64, 128, 256, 512)
 
 
-def project_path() -> Path:
-    """The cached 1M-item project of scale_1m (built now when absent: long)."""
+def project_path(items: int = ITEMS) -> Path:
+    """The cached `items`-item project of scale_1m (built now when absent: long at 1M)."""
     from benchmarks import scale_1m
 
-    cached = sorted(corpus.CACHE.glob(f"scale-{ITEMS}-v{scale_1m.BUILDER_VERSION}-*.duplens"))
+    cached = sorted(corpus.CACHE.glob(f"scale-{items}-v{scale_1m.BUILDER_VERSION}-*.duplens"))
     if cached:
         return cached[-1]
-    return scale_1m.cached_project(ITEMS)[0]
+    return scale_1m.cached_project(items)[0]
 
 
 class _Timer:
@@ -96,14 +97,16 @@ def run(quick: bool) -> dict:
     from sentence_transformers import SentenceTransformer
 
     import engine.services.matching as matching
+    from benchmarks.scale_1m import ITEMS_QUICK
     from engine.encoding.model_spec import default_model_path
     from engine.project import Project
 
-    rows = 2_000 if quick else 10_000
+    rows = 500 if quick else 10_000
+    sample = QUICK_RECALL_SAMPLE if quick else RECALL_SAMPLE
     texts = corpus.questions()[:rows]
     encoder = corpus.encoder()
     plain = SentenceTransformer(str(default_model_path()), device="cpu")
-    path = project_path()
+    path = project_path(ITEMS_QUICK if quick else ITEMS)
 
     t0 = time.perf_counter()
     project = Project.open(path)
@@ -141,14 +144,14 @@ def run(quick: bool) -> dict:
     found_self = sum(1 for r in result.rows if r.matches and r.matches[0].score > 0.999)
 
     ef_used = matching.match_ef(index, K)
-    sample = encoder.encode(texts[:RECALL_SAMPLE])
+    sampled = encoder.encode(texts[:sample])
     t0 = time.perf_counter()
-    exact = exact_top(project, sample, K)
+    exact = exact_top(project, sampled, K)
     exact_s = time.perf_counter() - t0
     batch = encoder.encode(texts[:matching.BATCH_ROWS])
     sweep = {}
     for ef in sorted({*EF_SWEEP, ef_used, index.query_ef()}):
-        found, _ = index.query(sample, K, ef=ef, threads=os.cpu_count() or 1)
+        found, _ = index.query(sampled, K, ef=ef, threads=os.cpu_count() or 1)
         t0 = time.perf_counter()
         index.query(batch, K, ef=ef, threads=os.cpu_count() or 1)
         sweep[ef] = (round(recall(found, exact), 4),
@@ -171,7 +174,7 @@ def run(quick: bool) -> dict:
                                  + twins.seconds) / match_s, 4),
         "rows_whose_best_match_is_itself": found_self,
         "match_ef": ef_used, "index_default_ef": index.query_ef(),
-        "recall_at_3_sample": RECALL_SAMPLE,
+        "recall_at_3_sample": sample,
         "recall_at_3": sweep[ef_used][0],
         "recall_at_3_by_ef": {str(ef): r for ef, (r, _) in sweep.items()},
         "batch_search_ms_by_ef": {str(ef): ms for ef, (_, ms) in sweep.items()},

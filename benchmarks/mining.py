@@ -20,7 +20,7 @@ recall: the share whose two texts end in one cluster.
 
 10k: the first 10,000 distinct Quora questions. 100k: all 43,944 plus noisy copies of their
 embeddings (benchmarks/corpus.py) imported as rows "question [copy k]"; the copies make the
-100k set far denser in duplicates than real data. `--quick`: 10k only. The 1M run is its own
+100k set far denser in duplicates than real data. `--quick`: 5k only. The 1M run is its own
 benchmark, benchmarks/mining_1m.py (full runs only).
 """
 
@@ -41,7 +41,7 @@ from benchmarks.data import write_questions_csv
 
 THRESHOLD = 0.8
 RECUT_THRESHOLDS = (0.75, 0.85, 0.9, 0.95)
-SIZES_QUICK = (10_000,)
+SIZES_QUICK = (5_000,)
 SIZES_FULL = (10_000, 100_000)
 K_KNOB = 20  # clusters.cut(k=...): more neighbours per text, for the recall it buys
 GOAL_SPEEDUP = 10.0

@@ -136,12 +136,14 @@ class GateData:
 
 
 def load_data(questions: int = CUT_QUESTIONS, *, part: str = CHOICE,
-              with_threshold: bool = True) -> GateData:
+              with_threshold: bool = True, quora_pairs: int = QUORA_PAIRS,
+              sts_pairs: int | None = None) -> GateData:
     """The gate's data of `part` (CHOICE or TEST, see the module doc): STSb pairs, held-out
     Quora pairs, the sample pairs, and up to `questions` distinct Quora questions with the
     labelled duplicates among them. `with_threshold` False leaves the threshold NaN, for a
     machine that only encodes the texts (benchmarks/gpu_gate.py) with a copy of the weights
-    whose digest is not recorded."""
+    whose digest is not recorded. Fewer `quora_pairs` and `sts_pairs` (the first ones) make
+    a smoke run's data, too small for a verdict."""
     from benchmarks.data import STSB_DEV, STSB_TEST
     from benchmarks.finetune_quora import quora_splits
 
@@ -151,7 +153,8 @@ def load_data(questions: int = CUT_QUESTIONS, *, part: str = CHOICE,
     if not sts.exists():
         raise SystemExit(f"benchmark data not found: {sts} (set DUPLENS_SHARED)")
     a, b, gold = read_sts(sts)
-    splits = quora_splits(0, QUORA_PAIRS)
+    a, b, gold = a[:sts_pairs], b[:sts_pairs], gold[:sts_pairs]
+    splits = quora_splits(0, quora_pairs)
     held = splits.validation if part == CHOICE else splits.test
     texts = part_questions(part, questions)
     return GateData(a, b, gold, held, sample_pairs(), texts, labelled_duplicates(texts),

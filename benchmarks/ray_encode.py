@@ -5,12 +5,13 @@
 
 Same texts (distinct Quora questions), same model (the bundled all-MiniLM-L6-v2), batch
 size 64, one process driving everything, one configuration after the other:
-- plain `SentenceTransformer.encode` (normalised; all cores, and one torch thread);
+- plain `SentenceTransformer.encode` (normalised; all cores, and one torch thread but in a
+  quick run);
 - Duplens' import pipeline encoding in this thread (`project.vectors.encode`, `LocalExecutor`);
 - the same pipeline on a local Ray (`RayExecutor`, started once with every core) with N CPU
   actors of one CPU and one torch thread each, for each N of `--workers`, and (with CUDA)
   one or more GPU actors (fp16, as local CUDA encoding);
-- the same Ray import into a PostgreSQL project (a team's), with 1 and 2 workers, on a
+- the same Ray import into a PostgreSQL project (a team's), with 1 and 2 workers (--quick: 1), on a
   private server (`devtools/postgres_server.py`; left out where none can start);
 - the writer, on SQLite and on PostgreSQL: the same pipeline fed precomputed vectors
   (planning, commits of 2,048 rows, HNSW indexing on the job's one indexing thread), i.e.
@@ -39,7 +40,7 @@ import numpy as np
 from benchmarks.data import write_questions_csv
 
 BATCH = 64
-ROWS_QUICK, ROWS_FULL = 3_000, 10_000
+ROWS_QUICK, ROWS_FULL = 1_000, 10_000
 GOAL_GAIN = 0.8
 
 
@@ -60,10 +61,13 @@ def run(quick: bool) -> dict:
 
     texts = quora_questions(ROWS_QUICK if quick else ROWS_FULL)
     gpus = 1 if torch.cuda.is_available() else 0
+    if quick:   # a smoke run: plain encoding on every core only, one team worker
+        return measure(texts, default_workers(), gpus, team_workers=1, one_thread_too=False)
     return measure(texts, default_workers(), gpus)
 
 
-def measure(texts: list[str], workers: list[int], gpu_workers: int = 0) -> dict:
+def measure(texts: list[str], workers: list[int], gpu_workers: int = 0,
+            team_workers: int = 2, one_thread_too: bool = True) -> dict:
     import torch
     from sentence_transformers import SentenceTransformer
 
@@ -76,7 +80,7 @@ def measure(texts: list[str], workers: list[int], gpu_workers: int = 0) -> dict:
     spec = resolve_model(None)
     rows: list[dict] = []
     threads = torch.get_num_threads()
-    for n_threads in (threads, 1):
+    for n_threads in (threads, 1) if one_thread_too else (threads,):
         # The whole job (load the model, encode every text) and then the steady rate (the
         # same texts again, the model warm), at each thread count: the report compares
         # Ray with the faster of them, whole job with whole job and steady with steady.
@@ -110,7 +114,7 @@ def measure(texts: list[str], workers: list[int], gpu_workers: int = 0) -> dict:
             stores = [("SQLite", lambda n: Path(tmp) / f"ray{n}.duplens", workers)]
             if server is not None:     # the team project: 1 and 2 workers suffice to compare
                 stores.append(("PostgreSQL", server.new_project,
-                               [n for n in workers if n <= 2]))
+                               [n for n in workers if n <= team_workers]))
             for store, location, counts in stores:
                 for n in counts:
                     executor = RayExecutor(workers=n, use_gpus=False)

@@ -4,7 +4,7 @@ with the same version.
 
     python -m benchmarks --only reencode [--quick]
 
-Not timed, in order: a project of the first 5,000 distinct Quora questions (quick: 2,000)
+Not timed, in order: a project of the first 5,000 distinct Quora questions (quick: 500)
 made with `duplens import` at the default settings; then `duplens finetune PROJECT --pairs
 PAIRS --max-steps 10` on the first `TRAIN_PAIRS` labelled Quora pairs, which saves version 2
 and, on a CPU whose default backend is a fast one, makes and checks its fast form
@@ -35,7 +35,7 @@ from benchmarks.data import QUORA, quora_questions, write_questions_csv
 from benchmarks.import_throughput import GOAL_RATIO
 from benchmarks.plain_encode import BATCH_SIZES, best_encode
 
-ROWS, QUICK_ROWS = 5_000, 2_000
+ROWS, QUICK_ROWS = 5_000, 500
 TRAIN_PAIRS = 400
 STEPS = 10
 

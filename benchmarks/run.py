@@ -8,6 +8,11 @@ is saved as benchmarks/results/NAME.json together with the hardware, the command
 reproduces it, the date, library versions, wall time and peak memory. Then
 `benchmarks.report` rewrites the generated blocks of docs/benchmarks.md from every JSON file.
 
+`--quick` is a smoke run: every quick benchmark at small sizes, about ten minutes on 2 cores
+from a cold cache. Its figures are too small to quote, so it writes them to
+benchmarks/results/quick/ (ignored by git) and renders no page: a quick run never replaces
+a recorded result.
+
 The dict holds what was measured. A benchmark module with `present(result, results)` makes
 its headline, tables, plots and notes from it when the report renders (so wording lives in
 code, and nothing shown can be edited in a results file); otherwise the dict may hold them
@@ -40,9 +45,11 @@ import time
 from datetime import UTC, datetime
 from pathlib import Path
 
+from benchmarks.corpus import QUICK_ENV
 from benchmarks.registry import BY_NAME, REGISTRY, Benchmark
 
 RESULTS = Path(__file__).resolve().parent / "results"
+QUICK_RESULTS = RESULTS / "quick"   # a smoke run's figures: never rendered, never committed
 
 
 
@@ -53,7 +60,8 @@ def main(argv: list[str] | None = None) -> int:
         epilog="benchmarks: " + ", ".join(
             b.name + ("" if b.quick else " (full only)") for b in REGISTRY))
     ap.add_argument("--quick", action="store_true",
-                    help="smaller sizes, and leave out the slow benchmarks (a few minutes)")
+                    help="a smoke run: small sizes, the slow benchmarks left out, about ten "
+                    "minutes on 2 cores; figures go to benchmarks/results/quick/, not the page")
     ap.add_argument("--only", nargs="+", metavar="NAME", choices=list(BY_NAME),
                     help="run these benchmarks only (named ones run even if full-only)")
     ap.add_argument("--list", action="store_true", help="name the benchmarks and stop")
@@ -81,14 +89,17 @@ def main(argv: list[str] | None = None) -> int:
         t0 = time.perf_counter()
         child = [sys.executable, "-m", "benchmarks.run", "--one", b.name,
                  "--suite-command", command, *(["--quick"] if args.quick else [])]
-        code = subprocess.run(child, check=False).returncode
+        # A quick run's mark is in the child's environment from its start, so the corpus
+        # and every process the benchmark starts see it (benchmarks/corpus.py).
+        env = {**os.environ, QUICK_ENV: "1"} if args.quick else None
+        code = subprocess.run(child, check=False, env=env).returncode
         if code not in (0, NOT_AVAILABLE):
             failed.append(b.name)
         state = {0: "done", NOT_AVAILABLE: "not available"}.get(code, f"FAILED ({code})")
         _say(f"[{b.name}] {state} in {time.perf_counter() - t0:.0f} s")
     _say(f"suite: {len(chosen)} benchmarks in {time.perf_counter() - started:.0f} s"
          + (f"; failed: {', '.join(failed)}" if failed else ""))
-    if not args.no_report:
+    if not args.no_report and not args.quick:
         from benchmarks import report
 
         report.main([])
@@ -115,7 +126,8 @@ def run_one(bench: Benchmark, quick: bool, suite_command: str) -> int:
     wall = time.perf_counter() - t0
     if result is None:  # the benchmark wrote its own results file
         return 0
-    path = RESULTS / f"{bench.name}.json"
+    folder = QUICK_RESULTS if quick else RESULTS
+    path = folder / f"{bench.name}.json"
     if "skipped" in result and path.exists():
         old = json.loads(path.read_text(encoding="utf-8"))
         if "skipped" not in old.get("result", {"skipped": True}):
@@ -129,7 +141,7 @@ def run_one(bench: Benchmark, quick: bool, suite_command: str) -> int:
         "load_average_before": [round(x, 2) for x in load_before],
         "hardware": hardware(), "versions": versions(), "result": result,
     }
-    RESULTS.mkdir(parents=True, exist_ok=True)
+    folder.mkdir(parents=True, exist_ok=True)
     tmp = path.with_suffix(".json.part")
     tmp.write_text(json.dumps(record, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
     tmp.replace(path)

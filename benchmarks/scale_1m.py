@@ -2,7 +2,8 @@
 search, peak memory while open and while importing.
 
     python -m benchmarks.scale_1m [--quick] [--items N] [--import-rows 20000]
-    python -m benchmarks --only scale_1m [--quick]          (the suite; --quick: 100k)
+    python -m benchmarks --only scale_1m [--quick]   (the suite; --quick: 5k items, one
+                                   round of warm opens only, 2,000 rows imported)
 
 How the big project is made (benchmark-only, `build_project`, not a product path): a CSV of
 N rows goes through the real importer; the rows are the 43,944 distinct Quora questions,
@@ -58,9 +59,9 @@ from benchmarks.child_peak import json_child
 from benchmarks.data import write_questions_csv
 
 ITEMS_FULL = 1_000_000
-ITEMS_QUICK = 100_000
-IMPORT_ROWS = 20_000
-OPENS = 3
+ITEMS_QUICK = 5_000
+IMPORT_ROWS, QUICK_IMPORT_ROWS = 20_000, 2_000
+OPENS = 3            # rounds of opens (a quick run: one)
 GOAL_OPEN_S = 3.0
 GOAL_RSS_GIB = 4.0
 BUILDER_VERSION = 1  # bump when build_project changes what it writes
@@ -344,10 +345,11 @@ def _open_child(path: Path, route: str, *extra: str) -> dict:
                    *extra])
 
 
-def run(quick: bool, items: int | None = None, import_rows: int = IMPORT_ROWS) -> dict:
+def run(quick: bool, items: int | None = None, import_rows: int | None = None) -> dict:
     from engine.index.side_file import folder_for
 
     n = items or (ITEMS_QUICK if quick else ITEMS_FULL)
+    import_rows = import_rows or (QUICK_IMPORT_ROWS if quick else IMPORT_ROWS)
     path, built = cached_project(n)
     sizes = _file_sizes(path)
     first = None
@@ -355,12 +357,12 @@ def run(quick: bool, items: int | None = None, import_rows: int = IMPORT_ROWS) -
         _say("  first open without a side file (blob route, writes it)…")
         first = _open_child(path, "side file")
     opens: list[dict] = []
-    for i in range(OPENS):
+    for i in range(1 if quick else OPENS):
         for route in ("side file", "blobs"):
             for temp in ("cold", "warm"):
-                if temp == "cold" and not _drop_caches():
+                if temp == "cold" and (quick or not _drop_caches()):
                     continue
-                _say(f"  round {i + 1}/{OPENS}: {route}, {temp}…")
+                _say(f"  round {i + 1}: {route}, {temp}…")
                 opens.append({"round": i + 1, "cache": temp, "asked": route,
                               **_open_child(path, route)})
     _say("  reconcile and save, in one more warm open…")
@@ -456,7 +458,7 @@ def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--quick", action="store_true", help=f"{ITEMS_QUICK:,} items")
     ap.add_argument("--items", type=int)
-    ap.add_argument("--import-rows", type=int, default=IMPORT_ROWS)
+    ap.add_argument("--import-rows", type=int)
     ap.add_argument("--build", help=argparse.SUPPRESS)
     ap.add_argument("--without-queries", action="store_true", help=argparse.SUPPRESS)
     ap.add_argument("--measure-open", help=argparse.SUPPRESS)

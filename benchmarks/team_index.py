@@ -2,7 +2,7 @@
 
     python -m benchmarks --only team_index [--quick]
 
-Two designs, on the same 100k-item project (`--quick`: 20k) on a private server on
+Two designs, on the same 100k-item project (`--quick`: 5k) on a private server on
 127.0.0.1 (`devtools/postgres_server.py`; PostgreSQL 16 with pgvector from the `pgserver`
 package when it is installed, else the machine's own PostgreSQL and the local cache only):
 
@@ -43,7 +43,7 @@ from engine.store.schema import indexes
 
 K = 10
 DIM = 384
-N_FULL, N_QUICK = 100_000, 20_000
+N_FULL, N_QUICK = 100_000, 5_000
 QUERIES_QUICK = 300
 OPEN_RUNS = 3
 GOAL_P95_MS = 10.0

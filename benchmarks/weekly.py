@@ -6,7 +6,7 @@ time from "a week's rows encoded" to "clusters updated".
 
 Weeks (churn and quality): distinct Quora questions (benchmarks/data.py), shuffled with a
 fixed seed so that duplicates of one another arrive in different weeks, in five weekly
-files: 20,000 then 4 x 5,000 (--quick: 2,000 then 4 x 500). Each file goes through the
+files: 20,000 then 4 x 5,000 (--quick: 1,000 then 4 x 250). Each file goes through the
 real importer and the product's encode job; the vectors are the bundled model's, computed
 once and cached (benchmarks/corpus.py), handed to the encode job by `CachedVectors`, an
 executor (the seam Ray plugs into) that looks a batch's texts up instead of running the
@@ -21,7 +21,7 @@ model again. After each import the product cuts at `THRESHOLD` as the window or
   `build_knn_graph`, and cut, `cut_clusters`). Goal: F1 within 0.5 point of 100. For
   context, each one's F1 on the Quora labels of the pairs whose two questions are in.
 
-Speed: scale_1m's 1M-item project (benchmarks/scale_1m.py; --quick: a 20,000-item one
+Speed: scale_1m's 1M-item project (benchmarks/scale_1m.py; --quick: a 5,000-item one
 built the same way), copied, reviewed once (graph, cut at `THRESHOLD`, ids recorded);
 then 10,000 more rows (--quick: 1,000: more noisy copies of real questions, as the build
 makes them) are imported and encoded through the product, and the clock runs over
@@ -55,9 +55,9 @@ from benchmarks.registry import BY_NAME
 
 THRESHOLD = 0.8
 WEEKS_FULL = (20_000, 5_000, 5_000, 5_000, 5_000)
-WEEKS_QUICK = (2_000, 500, 500, 500, 500)
+WEEKS_QUICK = (1_000, 250, 250, 250, 250)
 SPEED_ITEMS_FULL, SPEED_ADD_FULL = 1_000_000, 10_000
-SPEED_ITEMS_QUICK, SPEED_ADD_QUICK = 20_000, 1_000
+SPEED_ITEMS_QUICK, SPEED_ADD_QUICK = 5_000, 500
 SPEED_TRIALS = 3
 GOAL_CHURN = 0
 GOAL_F1_POINTS = 0.5
