@@ -513,8 +513,9 @@ def main(argv: list[str] | None = None) -> int:
               "date": date, "wall_seconds": round(time.perf_counter() - t0, 1),
               "hardware": {**hardware(), "cpu_flags": result["cpu"]["flags"]},
               "versions": found, "result": result}
-    RESULTS.mkdir(parents=True, exist_ok=True)
-    path = RESULTS / "backends.json"
+    folder = RESULTS / "quick" if args.quick else RESULTS   # a smoke run's: benchmarks.run
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / "backends.json"
     path.write_text(json.dumps(record, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
     table = present(result)["tables"][0]
     for row in [table["columns"], *table["rows"]]:

@@ -486,9 +486,10 @@ def main(argv: list[str] | None = None) -> None:
               + " ".join(sys.argv[1:] if argv is None else argv),
               "date": datetime.now(UTC).isoformat(timespec="seconds"),
               "hardware": hardware(), "versions": versions(), "result": result}
-    RESULTS.mkdir(parents=True, exist_ok=True)
-    (RESULTS / "scale_1m.json").write_text(json.dumps(record, indent=1) + "\n",
-                                           encoding="utf-8")
+    folder = RESULTS / "quick" if args.quick else RESULTS   # a smoke run's: benchmarks.run
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "scale_1m.json").write_text(json.dumps(record, indent=1) + "\n",
+                                          encoding="utf-8")
     print(json.dumps(result, indent=1))
 
 
