@@ -11,7 +11,8 @@ duplicate: a's first 300 words, then another document); and, from Quora's labell
 `reworded` (every sentence paraphrased: a duplicate) and `reworded_decoy` (built the same
 way from pairs labelled not duplicate: NOT a duplicate). Full run: 50 cases of each of the
 five document kinds and 50 of each Quora kind, 50 base documents left as unrelated
-distractors; quick: 8, 8 and 8. Seed 0.
+distractors; quick (a smoke run): 8, 8 and 8, every fourth threshold of the grid, and
+the speed baseline on 60 windows. Seed 0.
 
 The cases are split by base document into validation (40%) and test (60%) halves, per kind.
 Every method sees the whole table once; a found pair is scored where both its documents

@@ -23,7 +23,7 @@ model again. After each import the product cuts at `THRESHOLD` as the window or
 
 Speed: scale_1m's 1M-item project (benchmarks/scale_1m.py; --quick: a 5,000-item one
 built the same way), copied, reviewed once (graph, cut at `THRESHOLD`, ids recorded);
-then 10,000 more rows (--quick: 1,000: more noisy copies of real questions, as the build
+then 10,000 more rows (--quick: 500: more noisy copies of real questions, as the build
 makes them) are imported and encoded through the product, and the clock runs over
 `project.clusters.cut(THRESHOLD)` (graph updated, changed clusters re-cut, built and
 labelled); three such trials, each on a fresh copy, and their median counts. The
