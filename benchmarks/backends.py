@@ -475,15 +475,16 @@ def _say(message: str) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--quick", action="store_true", help="the five offered backends, fewer "
-                    "texts timed (the quality gate's data is the same: minutes per backend)")
+    ap.add_argument("--quick", action="store_true", help="a smoke run: the offered backends, "
+                    "fewer texts timed, the gate's data cut down (no verdict); written to "
+                    "results/quick/backends.json")
     ap.add_argument("--gate-only", action="store_true", help="only the quality gate's "
                     "figures, no timing; written to results/gate/backends_gate.json")
     ap.add_argument("--backends", nargs="+", metavar="NAME", help="with --gate-only: these "
                     "backends (torch always runs, as the reference); default every offered one")
     args = ap.parse_args(argv)
     from benchmarks.registry import BY_NAME
-    from benchmarks.run import hardware, versions
+    from benchmarks.run import QUICK_RESULTS, hardware, versions
 
     date = datetime.now(UTC).isoformat(timespec="seconds")
     t0 = time.perf_counter()
@@ -513,7 +514,7 @@ def main(argv: list[str] | None = None) -> int:
               "date": date, "wall_seconds": round(time.perf_counter() - t0, 1),
               "hardware": {**hardware(), "cpu_flags": result["cpu"]["flags"]},
               "versions": found, "result": result}
-    folder = RESULTS / "quick" if args.quick else RESULTS   # a smoke run's: benchmarks.run
+    folder = QUICK_RESULTS if args.quick else RESULTS   # a smoke run's, as benchmarks.run
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / "backends.json"
     path.write_text(json.dumps(record, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")

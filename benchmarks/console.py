@@ -22,10 +22,16 @@ def run_cli(args: list[str], extra: dict[str, str] | None = None) -> float:
     return run_cli_output(args, extra)[0]
 
 
+def python_path() -> str:
+    """A child's PYTHONPATH: this repository first, then whatever this process was given (a
+    run kept to AVX2 puts its capped copies of OpenVINO there, `benchmarks.mlas_cap`)."""
+    return os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH", "")) if p)
+
+
 def run_cli_output(args: list[str], extra: dict[str, str] | None = None
                    ) -> tuple[float, str]:
     """`run_cli`, and what the command wrote on stdout (its `--json`, say)."""
-    env = {**os.environ, "PYTHONPATH": str(ROOT), **(extra or {})}
+    env = {**os.environ, "PYTHONPATH": python_path(), **(extra or {})}
     return _timed(["-m", "desktop_app.launcher", *args], env)
 
 

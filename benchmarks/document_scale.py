@@ -169,7 +169,9 @@ def table_bytes(words: dict) -> float:
 
 def _child(args: list[str]) -> dict:
     """`duplens ARGS` in a fresh process: wall seconds, its own peak RSS, its stdout."""
-    env = dict(os.environ, PYTHONPATH=str(ROOT), TQDM_DISABLE="1")
+    from benchmarks.console import python_path
+
+    env = dict(os.environ, PYTHONPATH=python_path(), TQDM_DISABLE="1")
     done = run_python(["-m", "desktop_app.launcher", *args], env=env, cwd=ROOT)
     if done.returncode != 0:
         raise RuntimeError(f"duplens {' '.join(args)} failed ({done.returncode}): "

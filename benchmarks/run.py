@@ -8,10 +8,10 @@ is saved as benchmarks/results/NAME.json together with the hardware, the command
 reproduces it, the date, library versions, wall time and peak memory. Then
 `benchmarks.report` rewrites the generated blocks of docs/benchmarks.md from every JSON file.
 
-`--quick` is a smoke run: every quick benchmark at small sizes, ten to twelve minutes on 2
-cores from a cold cache (docs/benchmarks.md says what it took where). Its figures are too
-small to quote, so it writes them to benchmarks/results/quick/ (ignored by git) and renders
-no page: a quick run never replaces a recorded result.
+`--quick` is a smoke run: every quick benchmark at small sizes, about ten minutes on 2 cores
+with bf16 units from a cold cache, longer without (docs/benchmarks.md says what it took).
+Its figures are too small to quote, so it writes them to benchmarks/results/quick/ (ignored
+by git) and renders no page: a quick run never replaces a recorded result.
 
 The dict holds what was measured. A benchmark module with `present(result, results)` makes
 its headline, tables, plots and notes from it when the report renders (so wording lives in
@@ -60,9 +60,9 @@ def main(argv: list[str] | None = None) -> int:
         epilog="benchmarks: " + ", ".join(
             b.name + ("" if b.quick else " (full only)") for b in REGISTRY))
     ap.add_argument("--quick", action="store_true",
-                    help="a smoke run: small sizes, the slow benchmarks left out, ten to "
-                    "twelve minutes on 2 cores; figures go to benchmarks/results/quick/, not "
-                    "the page")
+                    help="a smoke run: small sizes, the slow benchmarks left out, about ten "
+                    "minutes on 2 cores with bf16 units, longer without; figures go to "
+                    "benchmarks/results/quick/, not the page")
     ap.add_argument("--only", nargs="+", metavar="NAME", choices=list(BY_NAME),
                     help="run these benchmarks only (named ones run even if full-only)")
     ap.add_argument("--list", action="store_true", help="name the benchmarks and stop")

@@ -479,14 +479,14 @@ def main(argv: list[str] | None = None) -> None:
         print(json.dumps(measure_import(args.measure_import)))
         return
     result = run(args.quick, args.items, args.import_rows)
-    from benchmarks.run import hardware, versions
+    from benchmarks.run import QUICK_RESULTS, hardware, versions
 
     record = {"benchmark": "scale_1m", "title": "Scale and footprint (1M items)",
               "command": "python -m benchmarks.scale_1m "
               + " ".join(sys.argv[1:] if argv is None else argv),
               "date": datetime.now(UTC).isoformat(timespec="seconds"),
               "hardware": hardware(), "versions": versions(), "result": result}
-    folder = RESULTS / "quick" if args.quick else RESULTS   # a smoke run's: benchmarks.run
+    folder = QUICK_RESULTS if args.quick else RESULTS   # a smoke run's, as benchmarks.run
     folder.mkdir(parents=True, exist_ok=True)
     (folder / "scale_1m.json").write_text(json.dumps(record, indent=1) + "\n",
                                           encoding="utf-8")

@@ -77,3 +77,16 @@ def test_a_quick_runs_corpus_is_cached_apart(quick: bool) -> None:
          "print(corpus.quick_run(), corpus.CACHE.relative_to(Path(corpus.__file__).parent))"],
         cwd=ROOT, env=env, capture_output=True, text=True, check=True).stdout.split()
     assert out == (["True", "results/tmp/quick"] if quick else ["False", "results/tmp"])
+
+
+def test_a_commands_child_keeps_the_python_path_the_run_was_given(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A run kept to AVX2 puts its capped OpenVINO on PYTHONPATH; a `duplens` child the
+    benchmark starts must still find it, after the repository."""
+    from benchmarks.console import ROOT as REPO
+    from benchmarks.console import python_path
+
+    monkeypatch.setenv("PYTHONPATH", "/capped/copies")
+    assert python_path().split(os.pathsep) == [str(REPO), "/capped/copies"]
+    monkeypatch.delenv("PYTHONPATH")
+    assert python_path() == str(REPO)
