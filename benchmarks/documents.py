@@ -190,7 +190,7 @@ def score(found: set[frozenset], built: dc.Built, half: dict[str, str], which: s
     found = {p for p in found if p <= members}
     truth = {p for p in built.duplicate_pairs if p <= members}
     out = {"all": prf(len(found & truth), len(found), len(truth))}
-    for kind in dc.KINDS:
+    for kind in kinds_of(built):
         cases = [c for c in built.cases if c.kind == kind and half[c.group] == which]
         pairs = {frozenset((c.a, c.b)) for c in cases}
         docs = {d for c in cases for d in (c.a, c.b)}
@@ -207,6 +207,13 @@ def score(found: set[frozenset], built: dc.Built, half: dict[str, str], which: s
     out["distractor"] = {"documents": len(lone),
                          "found_touching": sum(1 for p in found if p & lone)}
     return out
+
+
+def kinds_of(built: dc.Built) -> list[str]:
+    """The kinds of `built`'s cases: the constructed ones in `dc.KINDS`' order, then any
+    other (a table of real documents names its own), each once."""
+    present = [c.kind for c in built.cases]
+    return list(dict.fromkeys([*(k for k in dc.KINDS if k in present), *present]))
 
 
 def _pairs_at(sims: np.ndarray, ids: list[str], threshold: float) -> set[frozenset]:
@@ -259,7 +266,7 @@ def _plain_st(ids: list[str], texts: list[str], built: dc.Built, half: dict) -> 
             "seconds": {"load": round(load_s, 2), "encode": round(encode_s, 2),
                         "total": round(total_s, 2)},
             "validation": score(found, built, half, "validation")["all"],
-            "test": score(found, built, half, "test"), "_sims": sims}
+            "test": score(found, built, half, "test"), "_sims": sims, "_pairs": found}
 
 
 def _minhash(ids: list[str], texts: list[str], built: dc.Built, half: dict) -> dict:
@@ -296,7 +303,8 @@ def _minhash(ids: list[str], texts: list[str], built: dc.Built, half: dict) -> d
                            f"datasketch {datasketch.__version__}",
                 "seconds": {"total": round(seconds, 2)},
                 "test": score(pairs, built, half, "test"),
-                "validation": score(pairs, built, half, "validation")["all"]}
+                "validation": score(pairs, built, half, "validation")["all"],
+                "_pairs": pairs}
 
     main = measure(MINHASH["threshold"])
     main["extra_arms"] = {"minhash_lsh_0.7": measure(MINHASH_TEXT_DEDUP_DEFAULT)}
@@ -382,13 +390,14 @@ def _semhash_distilled(ids: list[str], texts: list[str], built: dc.Built, half: 
              "validation_f1_by_threshold": curve,
              "seconds": {"total": round(indexed + at_default, 2)},
              "test": score(pairs_at[best], built, half, "test"),
-             "validation": score(pairs_at[best], built, half, "validation")["all"]}
+             "validation": score(pairs_at[best], built, half, "validation")["all"],
+             "_pairs": pairs_at[best]}
     chosen = pairs_at[SEMHASH_THRESHOLD]
     return {"ran": True, **about, "threshold": SEMHASH_THRESHOLD,
             "seconds": {"total": round(indexed + at_default, 2), "index": round(indexed, 2),
                         "deduplicate": round(at_default, 2)},
             "test": score(chosen, built, half, "test"),
-            "validation": score(chosen, built, half, "validation")["all"],
+            "validation": score(chosen, built, half, "validation")["all"], "_pairs": chosen,
             "extra_arms": {"semhash_distilled_tuned": tuned}}
 
 
@@ -488,7 +497,8 @@ def _duplens_chosen_on_validation(project: str, built: dc.Built, half: dict,
             "seconds": {"total": round(time.perf_counter() - t0, 2),
                         "what": f"{len(grid)} runs of duplicates --threshold"},
             "test": score(found_at[best], built, half, "test"),
-            "validation": score(found_at[best], built, half, "validation")["all"]}
+            "validation": score(found_at[best], built, half, "validation")["all"],
+            "_pairs": found_at[best]}
 
 
 def _cut_rule_choice(project: str, built: dc.Built, half: dict, threshold: float,

@@ -56,6 +56,8 @@ REGISTRY = (
     Benchmark("default_threshold", "The default threshold, chosen on data"),
     Benchmark("meaning_flags", "The ⚠ beside a close pair: non-duplicates against duplicates"),
     Benchmark("documents", "Documents read whole: near-duplicate documents of any length"),
+    Benchmark("document_revisions", "Real near-duplicates: Django's documentation pages "
+              "in two releases"),
     Benchmark("document_scale", "Documents at scale: imports of thousands of long documents"),
     Benchmark("document_search", "Search in documents: a passage from a document's middle"),
     Benchmark("close_up_choice", "How many hits a short query reads close up, chosen on "
