@@ -8,9 +8,15 @@ from tqdm import tqdm
 
 from engine.progress import Progress
 
+# A stage whose units differ in cost (texts of one window or of fifty) shows the job's own
+# time left in place of tqdm's, which divides the texts left by the texts' rate.
+_JOBS_TIME_LEFT = "{l_bar}{bar}| {n_fmt}/{total_fmt}{unit} [{elapsed}, {rate_fmt}{postfix}]"
+
 
 class TqdmProgress:
-    """Feed engine `Progress` snapshots into tqdm: rate and ETA come from tqdm itself."""
+    """Feed engine `Progress` snapshots into tqdm: the rate from tqdm, the time left from
+    the job where it gives one (`Progress.seconds_left`: an import of long texts plans its
+    windows, so a 1,000-word document counts as the ten windows it costs), else tqdm's."""
 
     def __init__(self, enabled: bool = True) -> None:
         self._enabled = enabled
@@ -27,6 +33,14 @@ class TqdmProgress:
             self._bars[p.stage] = bar
         if p.total and bar.total != p.total:
             bar.total = p.total
+        if bar.disable:          # TQDM_DISABLE: a disabled bar has no format to set
+            pass
+        elif p.seconds_left is not None and p.done < p.total:
+            bar.bar_format = _JOBS_TIME_LEFT
+            bar.set_postfix_str(f"{tqdm.format_interval(round(p.seconds_left))} left",
+                                refresh=False)
+        elif bar.bar_format == _JOBS_TIME_LEFT:
+            bar.set_postfix_str("", refresh=False)        # finished: nothing is left
         bar.update(p.done - bar.n)
 
     def close(self) -> None:
