@@ -221,6 +221,7 @@ def run(quick: bool) -> dict:
         pairs = arm.pop("_pairs", None)
         if pairs is not None:
             arm["cross_page_found"] = cross_page(pairs, built, half)
+            arm["missed"] = missed(pairs, built, half)
 
     shares = list(built.details["changed_share"].values())
     return {
@@ -264,6 +265,16 @@ def cross_page(found: set[frozenset], built: dc.Built, half: dict) -> dict:
     return {"pairs": len(pairs), "sharing_a_fifth_or_more": sum(
         max(p["a_held_by_b"], p["b_held_by_a"]) >= 0.2 for p in pairs),
         "largest": pairs[:CROSS_LISTED]}
+
+
+def missed(found: set[frozenset], built: dc.Built, half: dict) -> list[dict]:
+    """The test half's cases not found, with how much of the page changed, the most changed
+    first."""
+    shares = built.details["changed_share"]
+    left = [{"page": c.group, "kind": c.kind, "changed_share": shares[c.group]}
+            for c in built.cases if half[c.group] == "test"
+            and frozenset((c.a, c.b)) not in found]
+    return sorted(left, key=lambda m: -m["changed_share"])
 
 
 def _duplens(ids: list[str], texts: list[str], built: dc.Built, half: dict,
@@ -364,6 +375,13 @@ def present(result: dict, results: dict | None = None) -> dict:
         ["rows in no case (distractors)", ", ".join(
             f"{k.replace('_', ' ')} {v}" for k, v in corpus["rows_not_in_a_case"].items())],
     ]})
+    misses = [[documents.ARM_LABELS[name], ", ".join(
+        f"{m['page']} ({pct(m['changed_share'])})" for m in arms[name]["missed"]) or "none"]
+        for name in ARMS if arms.get(name, {}).get("ran") and "missed" in arms[name]]
+    if misses:
+        tables.append({"title": "The test half's revised pages each method missed, with the "
+                                "share of the page's words changed",
+                       "columns": ["method", "missed"], "rows": misses})
     ours = arms.get("duplens", {})
     if ours.get("ran") and ours["cross_page_found"]["largest"]:
         tables.append({

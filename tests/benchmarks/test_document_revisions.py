@@ -99,3 +99,14 @@ def test_scoring_names_the_real_kinds_and_lists_cross_page_pairs():
     first = cross["largest"][0]
     assert (first["a"], first["b"]) == ("1.0/p", "2.0/t")
     assert first["a_held_by_b"] > first["b_held_by_a"] > 0     # 3/7 of p, 1/4 of t
+
+
+def test_missed_cases_are_named_with_how_much_changed():
+    long = dr.MIN_WORDS + 100
+    old = {p: _page(p, long) for p in ("p", "q")}
+    new = {"p": _edited(old["p"], 40), "q": _edited(old["q"], 3)}
+    built, _ = dr.build_table(old, new, ("1.0", "2.0"))
+    half = {g: "test" for g in built.kind_of_group}
+    left = dr.missed({frozenset(("1.0/p", "2.0/p"))}, built, half)
+    assert [(m["page"], m["kind"]) for m in left] == [("q", "revised_heavy")]
+    assert left[0]["changed_share"] == pytest.approx(1 / 3, abs=0.01)
