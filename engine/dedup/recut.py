@@ -68,11 +68,14 @@ def recut_clusters(previous: CutState, graph: KnnGraph, touched: np.ndarray) -> 
     changed (texts added; texts that gained or lost a neighbour). Texts removed since need
     not be named: their rows are gone, and their neighbours' rows changed.
 
-    For a graph without documents only: the rule that keeps documents whole
-    (`engine.dedup.cut`) makes a centre's take depend on edges among its members, which
-    this replay does not follow; such a graph is cut whole (`full_cut`)."""
-    if graph.documents is not None or previous.graph.documents is not None:
-        raise ValueError("a graph holding documents is cut whole, not re-cut")
+    Documents: the rule that keeps them whole (`engine.dedup.cut`) makes a centre's take
+    depend on the edges among the documents it could take, so a step is evaluated with
+    that rule, and every document's row is compared with its earlier one, with those of
+    its neighbours (an edge with a document at one end is scored from windows after the
+    vectors' update, which `touched` does not see): a changed one is evaluated again with
+    every text that holds it near the threshold, as if it had changed hands. A text that
+    became or stopped being a document counts as changed. In a project of questions with
+    a few documents that is a few hundred rows, not the whole cut."""
     t, min_size = previous.threshold, previous.min_size
     ids = graph.ids
     n = len(ids)
@@ -128,6 +131,10 @@ def recut_clusters(previous: CutState, graph: KnnGraph, touched: np.ndarray) -> 
         part = flat_of[first_of[i]:first_of[i] + size_of[i]]
         return [p for p in part if p >= 0] if some_gone else part
 
+    def row_above(p: int) -> list[int]:
+        lo = row_start[p]
+        return indices[lo:lo + count_of[p]].tolist()
+
     def above(p: int) -> tuple[list[int], list[float]]:
         lo = row_start[p]
         hi = lo + count_of[p]
@@ -175,10 +182,23 @@ def recut_clusters(previous: CutState, graph: KnnGraph, touched: np.ndarray) -> 
                 hands.append(p)
         members[c] = []
     touched_at = _positions(ids, np.asarray(touched, dtype=np.int64))
-    touched_at = _changed_above(previous.graph, graph, touched_at[touched_at >= 0], counts, t)
+    touched_at = touched_at[touched_at >= 0]
+    documents = graph.documents.tolist() if graph.documents is not None else None
+    around, flipped = _around_documents(previous.graph, graph)
+    touched_at = np.union1d(_changed_above(previous.graph, graph,
+                                           np.union1d(touched_at, around), counts, t),
+                            flipped)
     for p in touched_at.tolist():
         if owner_of[p] == p:
             hands.extend(held_by(p)[1:])
+    if documents is not None:
+        # A document whose links changed counts as changing hands. So does each text near
+        # a changed row: the rule may have left a neighbour of a centre free, and a free
+        # text is not among the members that the centre rule alone would hand on.
+        hands.extend(p for p in touched_at.tolist() if documents[p])
+        for p in touched_at.tolist():
+            hands.extend(indices[row_start[p]:row_start[p] + near[p]].tolist())
+    hands.extend(flipped.tolist())
     queued_now = _first_steps(graph, np.asarray(hands, dtype=np.int64), touched_at, rank,
                               counts_near)
     queue.extend(rank[queued_now].tolist())      # ascending: already a heap
@@ -198,6 +218,8 @@ def recut_clusters(previous: CutState, graph: KnnGraph, touched: np.ndarray) -> 
                 h = owner_of[q]
                 if h < 0 or h == c or rank_of[h] > r:
                     take.append(q)
+            if documents is not None and len(take) + 1 >= min_size:
+                take = _linked(take, documents, row_above)
         was = held_by(c)
         if taken or len(take) + 1 < min_size:
             if owner_of[c] == c:
@@ -252,6 +274,46 @@ def recut_clusters(previous: CutState, graph: KnnGraph, touched: np.ndarray) -> 
     now = {int(ids[c]) for c in centres}
     gone = {int(previous.graph.ids[c.members[0]]) for c in old} - now
     return Recut(CutState(graph, t, rank_clusters(made), min_size), changed, gone)
+
+
+def _linked(take: list[int], documents: list[bool], row_above) -> list[int]:
+    """`take` (a centre's free neighbours at the threshold, most similar first) as
+    `cut._linked_documents` keeps it: every question, and each document at the threshold
+    with every document kept before it."""
+    kept: list[int] = []
+    kept_documents: list[int] = []
+    rows: dict[int, set[int]] = {}
+
+    def row(p: int) -> set[int]:
+        if p not in rows:
+            rows[p] = set(row_above(p))
+        return rows[p]
+
+    for q in take:
+        if documents[q]:
+            if not all(o in row(q) or q in row(o) for o in kept_documents):
+                continue
+            kept_documents.append(q)
+        kept.append(q)
+    return kept
+
+
+def _around_documents(before: KnnGraph, after: KnnGraph) -> tuple[np.ndarray, np.ndarray]:
+    """Positions (of `after`): its documents and every text in their rows, the rows an
+    update may have changed without naming them; and the texts whose being a document
+    changed since `before`."""
+    now = after.documents if after.documents is not None \
+        else np.zeros(len(after.ids), dtype=bool)
+    old = _positions(before.ids, after.ids)
+    was = np.zeros(len(after.ids), dtype=bool)
+    if before.documents is not None:
+        held = old >= 0
+        was[held] = before.documents[old[held]]
+    flipped = np.flatnonzero(now != was)
+    docs = np.flatnonzero(now)
+    degrees = after.degrees()[docs]
+    neighbours = after.indices[row_spans(after.indptr[docs], degrees)]
+    return np.union1d(docs, neighbours).astype(np.int64), flipped.astype(np.int64)
 
 
 def _first_steps(graph: KnnGraph, hands: np.ndarray, evaluate: np.ndarray, rank: np.ndarray,

@@ -306,9 +306,7 @@ class Clusters:
                 joining = verdict_store.duplicate_pairs(conn)
             touched = self._kept.take_touched()
             last, update = self._last, self._update
-            # Documents are cut whole: `recut` replays the centre rule only (`dedup.cut`).
             same = last is not None and last.threshold == threshold and last.k == k \
-                and graph.documents is None and last.state.graph.documents is None \
                 and last.verdicts == decided_by and touched is not None \
                 and last.ids_change_count == self._ids.stored()
             if same and update is not None and update.before is last.state.graph \

@@ -4,7 +4,6 @@ added and removed, edges gained and lost, similarities tied on purpose."""
 from __future__ import annotations
 
 import numpy as np
-import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -93,15 +92,38 @@ def test_nothing_touched_is_the_same_cut():
     assert result.state.clusters == previous.clusters and not result.changed
 
 
-def test_a_graph_holding_documents_is_not_replayed():
-    """The replay follows the centre rule only; a graph with documents (whose clusters the
-    cut keeps whole) is refused, and the clusters service cuts such a graph whole."""
-    g = graph_of([1, 2, 3], {(1, 2): 0.9, (2, 3): 0.85})
-    documents = g.with_documents(np.ones(3, dtype=bool))
-    with pytest.raises(ValueError, match="cut whole"):
-        recut_clusters(full_cut(g, 0.8), documents, np.zeros(0, np.int64))
-    with pytest.raises(ValueError, match="cut whole"):
-        recut_clusters(full_cut(documents, 0.8), g, np.zeros(0, np.int64))
+@st.composite
+def changes_with_documents(draw):
+    """`changes`, with some texts documents before and after (a text may become one, or
+    stop being one), and some rows after the update differing outside `touched` (as the
+    windows' scores of document edges do)."""
+    ids, edges, after, new_edges, threshold = draw(changes())
+    was = {t: draw(st.booleans()) for t in ids}
+    now = {t: was.get(t, False) if draw(st.integers(0, 5)) else not was.get(t, False)
+           for t in after}
+    return ids, edges, after, new_edges, threshold, was, now
+
+
+def with_documents(graph: KnnGraph, flags: dict[int, bool]) -> KnnGraph:
+    marks = np.asarray([flags[t] for t in graph.ids.tolist()], dtype=bool)
+    return graph.with_documents(marks) if marks.any() else graph
+
+
+@settings(max_examples=600, deadline=None)
+@given(changes_with_documents())
+def test_a_graph_holding_documents_is_re_cut_as_it_is_cut_whole(case):
+    """Documents are kept whole by the cut (each within the threshold of every other
+    document of its cluster); the replay follows that rule too, and finds the rows of
+    documents that changed without being named (only the added texts are named here)."""
+    ids, edges, after, new_edges, threshold, was, now = case
+    old = with_documents(graph_of(ids, edges), was)
+    new = with_documents(graph_of(after, new_edges), now)
+    before, rows_now = rows_by_id(old), rows_by_id(new)
+    named = [t for t in rows_now if before.get(t) != rows_now[t]
+             and not (was.get(t) or now[t])]
+    previous = full_cut(old, threshold)
+    result = recut_clusters(previous, new, np.asarray(sorted(named), dtype=np.int64))
+    assert as_ids(new, result.state.clusters) == as_ids(new, cut_clusters(new, threshold))
 
 
 def test_rows_that_changed_only_below_the_threshold_are_not_cut_again():
