@@ -46,7 +46,6 @@ threshold chosen on validation. See `benchmarks/documents.py` for each arm's det
 
 from __future__ import annotations
 
-import csv
 import difflib
 import hashlib
 import json
@@ -197,10 +196,7 @@ def run(quick: bool) -> dict:
     short = tuple(".".join(v.split(".")[:2]) for v in RELEASES)
     built, counts = build_table(pages[RELEASES[0]], pages[RELEASES[1]], short,
                                 limit=QUICK_PAGES if quick else None)
-    half = dc.split_groups(built, SEED + 1)
-    ids = list(built.texts)
-    ids = [ids[i] for i in np.random.default_rng(SEED + 2).permutation(len(ids))]
-    texts = [built.texts[i] for i in ids]
+    half, ids, texts = documents.split_and_shuffled(built)
     _say(f"  {len(ids)} pages, {len(built.cases)} revised in both releases; arms…")
 
     arms: dict[str, dict] = {}
@@ -284,11 +280,7 @@ def _duplens(ids: list[str], texts: list[str], built: dc.Built, half: dict,
     from benchmarks.console import run_cli_output
 
     with tempfile.TemporaryDirectory(prefix="duplens-revisions-") as tmp:
-        table = Path(tmp) / "pages.csv"
-        with table.open("w", newline="", encoding="utf-8") as fh:
-            writer = csv.writer(fh)
-            writer.writerow(["id", "text"])
-            writer.writerows(zip(ids, texts, strict=True))
+        table = documents.write_table(Path(tmp) / "pages.csv", ids, texts)
         project = str(Path(tmp) / "pages.duplens")
         try:
             import_s, _ = run_cli_output(["import", project, str(table), "--column", "text",

@@ -122,10 +122,7 @@ def run(quick: bool) -> dict:
     filler = [docs[i] for i in sorted(order[sizes["base"]:sizes["base"] + n_filler])]
     built = dc.build_cases(base, filler, dc.read_quora(QUORA), sizes["per_kind"],
                            sizes["paraphrase_cases"], SEED)
-    half = dc.split_groups(built, SEED + 1)
-    ids = list(built.texts)
-    ids = [ids[i] for i in np.random.default_rng(SEED + 2).permutation(len(ids))]
-    texts = [built.texts[i] for i in ids]
+    half, ids, texts = split_and_shuffled(built)
     _say(f"  {len(ids)} documents, {len(built.cases)} cases; arms…")
 
     arms: dict[str, dict] = {}
@@ -173,6 +170,15 @@ def run(quick: bool) -> dict:
                  "scored on test",
         "arms": {name: arms[name] for name in ARMS if name in arms},
     }
+
+
+def split_and_shuffled(built: dc.Built) -> tuple[dict[str, str], list[str], list[str]]:
+    """The table's split into validation and test (seed 1), and its ids and texts in a
+    seeded shuffle (seed 2): the order every method reads the rows in."""
+    half = dc.split_groups(built, SEED + 1)
+    ids = list(built.texts)
+    ids = [ids[i] for i in np.random.default_rng(SEED + 2).permutation(len(ids))]
+    return half, ids, [built.texts[i] for i in ids]
 
 
 # -- scoring ---------------------------------------------------------------------------------
@@ -422,16 +428,21 @@ def _distilled_model():
     return StaticModel.from_pretrained(str(folder)), made
 
 
+def write_table(path: Path, ids: list[str], texts: list[str]) -> Path:
+    """The table as a user's CSV (columns id, text), for `duplens import`."""
+    with path.open("w", newline="", encoding="utf-8") as fh:
+        writer = csv.writer(fh)
+        writer.writerow(["id", "text"])
+        writer.writerows(zip(ids, texts, strict=True))
+    return path
+
+
 def _duplens(ids: list[str], texts: list[str], built: dc.Built, half: dict,
              quick: bool = False) -> dict:
     from benchmarks.console import run_cli_output
 
     with tempfile.TemporaryDirectory(prefix="duplens-documents-") as tmp:
-        table = Path(tmp) / "documents.csv"
-        with table.open("w", newline="", encoding="utf-8") as fh:
-            writer = csv.writer(fh)
-            writer.writerow(["id", "text"])
-            writer.writerows(zip(ids, texts, strict=True))
+        table = write_table(Path(tmp) / "documents.csv", ids, texts)
         project = str(Path(tmp) / "documents.duplens")
         try:
             import_s, _ = run_cli_output(["import", project, str(table), "--column", "text",

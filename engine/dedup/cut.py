@@ -25,6 +25,7 @@ A document left out by that rule stays free and may become a centre, or join one
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -75,7 +76,9 @@ def cut_clusters(graph: KnnGraph, threshold: float, min_size: int = 2) -> list[T
         if len(free) + 1 < min_size:
             continue
         if documents is not None:
-            free = _linked_documents(free, targets, start, documents)
+            row = rows_above(lambda t: targets[start[t]:start[t + 1]])
+            joining = set(linked_documents([targets[i] for i in free], documents, row))
+            free = [i for i in free if targets[i] in joining]
             if len(free) + 1 < min_size:
                 continue
         members = [centre, *(targets[i] for i in free)]
@@ -87,30 +90,36 @@ def cut_clusters(graph: KnnGraph, threshold: float, min_size: int = 2) -> list[T
     return rank_clusters(clusters)
 
 
-def _linked_documents(free: list[int], targets: list[int], start: list[int],
-                      documents: list[bool]) -> list[int]:
-    """The entries of `free` (a centre's free neighbours above the threshold, most similar
+def linked_documents(texts: list[int], documents: list[bool],
+                     row: Callable[[int], set[int]]) -> list[int]:
+    """The entries of `texts` (a centre's free neighbours above the threshold, most similar
     first) that join it: every question, and each document that is above the threshold
     with every document taken before it (its row or theirs holds the other: the graph is
     symmetric, and a pair's two entries carry one score). The centre itself is not checked:
-    every entry is above the threshold with it."""
+    every entry is above the threshold with it. `row(t)`: t's neighbours above the
+    threshold (`rows_above`). The re-cut (`engine.dedup.recut`) takes documents the same
+    way."""
     kept: list[int] = []
     taken_documents: list[int] = []
-    rows: dict[int, set[int]] = {}
-
-    def row(t: int) -> set[int]:
-        if t not in rows:
-            rows[t] = set(targets[start[t]:start[t + 1]])
-        return rows[t]
-
-    for entry in free:
-        t = targets[entry]
+    for t in texts:
         if documents[t]:
             if not all(other in row(t) or t in row(other) for other in taken_documents):
                 continue
             taken_documents.append(t)
-        kept.append(entry)
+        kept.append(t)
     return kept
+
+
+def rows_above(read: Callable[[int], list[int]]) -> Callable[[int], set[int]]:
+    """`read` (a text's neighbours above the threshold) as sets, each read once."""
+    rows: dict[int, set[int]] = {}
+
+    def row(t: int) -> set[int]:
+        if t not in rows:
+            rows[t] = set(read(t))
+        return rows[t]
+
+    return row
 
 
 def rank_clusters(clusters: list[TextCluster]) -> list[TextCluster]:

@@ -33,7 +33,7 @@ from heapq import heappop, heappush
 
 import numpy as np
 
-from engine.dedup.cut import TextCluster, cut_clusters, rank_clusters
+from engine.dedup.cut import TextCluster, cut_clusters, linked_documents, rank_clusters, rows_above
 from engine.dedup.graph import KnnGraph, row_spans
 
 # Mirrored copies of an edge may carry similarities a rounding apart (each search measures
@@ -219,7 +219,7 @@ def recut_clusters(previous: CutState, graph: KnnGraph, touched: np.ndarray) -> 
                 if h < 0 or h == c or rank_of[h] > r:
                     take.append(q)
             if documents is not None and len(take) + 1 >= min_size:
-                take = _linked(take, documents, row_above)
+                take = linked_documents(take, documents, rows_above(row_above))
         was = held_by(c)
         if taken or len(take) + 1 < min_size:
             if owner_of[c] == c:
@@ -274,28 +274,6 @@ def recut_clusters(previous: CutState, graph: KnnGraph, touched: np.ndarray) -> 
     now = {int(ids[c]) for c in centres}
     gone = {int(previous.graph.ids[c.members[0]]) for c in old} - now
     return Recut(CutState(graph, t, rank_clusters(made), min_size), changed, gone)
-
-
-def _linked(take: list[int], documents: list[bool], row_above) -> list[int]:
-    """`take` (a centre's free neighbours at the threshold, most similar first) as
-    `cut._linked_documents` keeps it: every question, and each document at the threshold
-    with every document kept before it."""
-    kept: list[int] = []
-    kept_documents: list[int] = []
-    rows: dict[int, set[int]] = {}
-
-    def row(p: int) -> set[int]:
-        if p not in rows:
-            rows[p] = set(row_above(p))
-        return rows[p]
-
-    for q in take:
-        if documents[q]:
-            if not all(o in row(q) or q in row(o) for o in kept_documents):
-                continue
-            kept_documents.append(q)
-        kept.append(q)
-    return kept
 
 
 def _around_documents(before: KnnGraph, after: KnnGraph) -> tuple[np.ndarray, np.ndarray]:
