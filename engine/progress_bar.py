@@ -33,15 +33,18 @@ class TqdmProgress:
             self._bars[p.stage] = bar
         if p.total and bar.total != p.total:
             bar.total = p.total
-        if bar.disable:          # TQDM_DISABLE: a disabled bar has no format to set
-            pass
-        elif p.seconds_left is not None and p.done < p.total:
+        if not bar.disable:      # (TQDM_DISABLE: a disabled bar has no format to set)
+            self._time_left(bar, p)
+        bar.update(p.done - bar.n)
+
+    @staticmethod
+    def _time_left(bar: tqdm, p: Progress) -> None:
+        if p.seconds_left is not None and p.done < p.total:
             bar.bar_format = _JOBS_TIME_LEFT
             bar.set_postfix_str(f"{tqdm.format_interval(round(p.seconds_left))} left",
                                 refresh=False)
         elif bar.bar_format == _JOBS_TIME_LEFT:
             bar.set_postfix_str("", refresh=False)        # finished: nothing is left
-        bar.update(p.done - bar.n)
 
     def close(self) -> None:
         for bar in self._bars.values():

@@ -277,9 +277,9 @@ def recut_clusters(previous: CutState, graph: KnnGraph, touched: np.ndarray) -> 
 
 
 def _around_documents(before: KnnGraph, after: KnnGraph) -> tuple[np.ndarray, np.ndarray]:
-    """Positions (of `after`): its documents and every text in their rows, the rows an
-    update may have changed without naming them; and the texts whose being a document
-    changed since `before`."""
+    """Positions (of `after`): the documents and every text in their rows, before and
+    after, the rows an update may have changed without naming them; and the texts whose
+    being a document changed since `before`."""
     now = after.documents if after.documents is not None \
         else np.zeros(len(after.ids), dtype=bool)
     old = _positions(before.ids, after.ids)
@@ -289,9 +289,14 @@ def _around_documents(before: KnnGraph, after: KnnGraph) -> tuple[np.ndarray, np
         was[held] = before.documents[old[held]]
     flipped = np.flatnonzero(now != was)
     docs = np.flatnonzero(now)
-    degrees = after.degrees()[docs]
-    neighbours = after.indices[row_spans(after.indptr[docs], degrees)]
-    return np.union1d(docs, neighbours).astype(np.int64), flipped.astype(np.int64)
+    neighbours = after.indices[row_spans(after.indptr[docs], after.degrees()[docs])]
+    around = np.union1d(docs, neighbours)
+    if before.documents is not None:
+        earlier = np.flatnonzero(before.documents)
+        held = before.indices[row_spans(before.indptr[earlier], before.degrees()[earlier])]
+        still = _positions(after.ids, before.ids[np.union1d(earlier, held)])
+        around = np.union1d(around, still[still >= 0])
+    return around.astype(np.int64), flipped.astype(np.int64)
 
 
 def _first_steps(graph: KnnGraph, hands: np.ndarray, evaluate: np.ndarray, rank: np.ndarray,
