@@ -86,10 +86,12 @@ def cpu_summary() -> dict:
 
 def class_of(flags: list[str]) -> str:
     """The CPU class (`cpu_features.cpu_class`) of a recorded run's flags."""
-    from engine.encoding.cpu_features import BF16_FLAGS, INT8_FLAGS
+    from engine.encoding.cpu_features import AMX_FLAGS, BF16_FLAGS, INT8_FLAGS
 
     found = set(flags)
-    return "bf16" if BF16_FLAGS & found else ("int8" if INT8_FLAGS & found else "avx2")
+    if BF16_FLAGS & found:
+        return "amx" if AMX_FLAGS & found else "bf16"
+    return "int8" if INT8_FLAGS & found else "avx2"
 
 
 def _load(spec, backend, cache: Path, batch: int = BATCH):

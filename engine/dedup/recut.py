@@ -196,8 +196,8 @@ def recut_clusters(previous: CutState, graph: KnnGraph, touched: np.ndarray) -> 
         # a changed row: the rule may have left a neighbour of a centre free, and a free
         # text is not among the members that the centre rule alone would hand on.
         hands.extend(p for p in touched_at.tolist() if documents[p])
-        for p in touched_at.tolist():
-            hands.extend(indices[row_start[p]:row_start[p] + near[p]].tolist())
+        spans = row_spans(graph.indptr[touched_at], counts_near[touched_at].astype(np.int64))
+        hands.extend(indices[spans].tolist())
     hands.extend(flipped.tolist())
     queued_now = _first_steps(graph, np.asarray(hands, dtype=np.int64), touched_at, rank,
                               counts_near)

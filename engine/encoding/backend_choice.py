@@ -23,11 +23,11 @@ from __future__ import annotations
 
 from engine.encoding import backends
 from engine.encoding.backends import DEFAULT_BACKEND, is_auto
-from engine.encoding.cpu_features import cpu_class, cpu_vendor
+from engine.encoding.cpu_features import cpu_class, cpu_flags, cpu_vendor
 from engine.encoding.model_spec import DEFAULT_MODEL, pick_device
 
 # The classes benchmarks/cpu_classes.py measured (the others keep torch unmeasured).
-MEASURED_CLASSES = frozenset({"bf16", "int8", "avx2"})
+MEASURED_CLASSES = frozenset({"amx", "bf16", "int8", "avx2"})
 
 
 def default_backend(device: str) -> str:
@@ -58,9 +58,12 @@ def why_default(device: str) -> str:
     klass, vendor = cpu_class(), cpu_vendor()
     wanted = backends.class_default_name(klass, vendor)
     chosen = cpu_class_default(klass, vendor)
-    what = {"bf16": "a CPU with bfloat16 units", "int8": "a CPU with int8 units (VNNI)",
-            "avx2": "an AVX2 CPU", "arm64": "an arm64 CPU",
-            "older": "an x86-64 CPU without AVX2"}.get(klass, klass)
+    what = {"amx": "a CPU with AMX bfloat16 units",
+            "bf16": "a CPU with AVX512-BF16 units and no AMX",
+            "int8": "a CPU with int8 units (VNNI)", "avx2": "an AVX2 CPU",
+            "arm64": "an arm64 CPU", "older": "an x86-64 CPU without AVX2"}.get(klass, klass)
+    if klass in ("amx", "bf16") and not cpu_flags():
+        what += " (taken from its vendor: this system does not say which bf16 units it has)"
     if klass in backends.VENDOR_CLASS_DEFAULTS.get(vendor, {}):
         what += f" made by {vendor.upper()}"
     if klass not in MEASURED_CLASSES:

@@ -42,6 +42,7 @@ AUTO = "auto"
 # These were measured on an Intel Xeon; `VENDOR_CLASS_DEFAULTS` holds where another vendor's
 # measured verdict differs.
 CPU_CLASS_DEFAULTS: dict[str, str] = {
+    "amx": "openvino-bf16",
     "bf16": "openvino-bf16",
     "int8": "torch",
     "avx2": "torch",

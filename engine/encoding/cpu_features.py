@@ -2,6 +2,13 @@
 chosen by), the int8 kernel family for quantised exports, and whether it has bfloat16 units
 for the openvino-bf16 backend.
 
+bfloat16 units come in two kinds that the default must tell apart: AMX tiles (Intel Sapphire
+Rapids and later) and AVX512-BF16 alone (AMD Zen 4 and 5; Intel Cooper Lake; an AMX Xeon in a
+virtual machine or kernel that does not enable AMX). The same openvino-bf16 model was
+measured at 2.18x plain sentence-transformers on an AMX Xeon, 2.85x on a Zen 5, and slower
+than torch on an Intel Xeon whose AMX was not enabled (`benchmarks/cpu_classes.py`), so each
+kind is its own class.
+
 The flags are those the kernels may use: a cap on oneDNN's instruction set
 (`ONEDNN_MAX_CPU_ISA`, which OpenVINO's CPU plugin and torch's oneDNN obey too) takes away
 what it forbids, so a computer capped to AVX2 is an AVX2 computer to Duplens as it is to
@@ -41,8 +48,9 @@ _CAP_FORBIDS: dict[str, tuple[str, ...]] = {
     "AVX512_CORE_BF16": ("avx512_fp16", "amx"),
     "AVX512_CORE_FP16": ("amx",),
 }
+AMX_FLAGS = frozenset({"amx_bf16"})
 # The classes Duplens picks a default backend for (`backends.CPU_CLASS_DEFAULTS`).
-CPU_CLASSES = ("bf16", "int8", "avx2", "arm64", "older")
+CPU_CLASSES = ("amx", "bf16", "int8", "avx2", "arm64", "older")
 
 
 def cpu_flags() -> set[str]:
@@ -73,14 +81,22 @@ def isa_cap() -> str | None:
 
 
 def cpu_class() -> str:
-    """The class of this CPU that picks the default backend: "bf16" (bfloat16 units),
-    "int8" (int8 dot-product units, no bf16), "avx2" (neither), "arm64", or "older" (an
-    x86-64 CPU without AVX2, or one whose flags cannot be read and OpenVINO cannot say)."""
+    """The class of this CPU that picks the default backend: "amx" (AMX bfloat16 tiles),
+    "bf16" (AVX512-BF16 units, no AMX), "int8" (int8 dot-product units, no bf16), "avx2"
+    (neither), "arm64", or "older" (an x86-64 CPU without AVX2, or one whose flags cannot be
+    read and OpenVINO cannot say)."""
     if platform.machine().lower() in ("arm64", "aarch64"):
         return "arm64"
-    if has_bf16_units():
-        return "bf16"
     flags = cpu_flags()
+    if has_bf16_units():
+        if flags:
+            return "amx" if AMX_FLAGS & flags else "bf16"
+        # No flags to read (Windows, macOS) and OpenVINO says bf16, which it says of both
+        # kinds. AMD has no AMX; an Intel CPU with bf16 units outside a Linux server is a
+        # Xeon W or Xeon Scalable of Sapphire Rapids or later, whose AMX Windows enables
+        # (Cooper Lake, the one Intel CPU with AVX512-BF16 alone, is a 4- and 8-socket
+        # server part). A guess, said as one by `backend_choice.why_default`.
+        return "amx" if cpu_vendor() == "intel" else "bf16"
     if flags:
         if INT8_FLAGS & flags:
             return "int8"

@@ -10,9 +10,32 @@ def test_the_bf16_class_names_the_units_the_recorded_cpu_has():
     5), so the label says which ran, from the flags the run recorded."""
     xeon = ["avx2", "avx512f", "avx512_vnni", "avx512_bf16", "amx_bf16", "amx_int8"]
     zen = ["avx2", "avx512f", "avx512_vnni", "avx512_bf16"]
-    assert class_label("bf16", xeon) == "bf16 units (AMX, AVX512-BF16): this CPU as it is"
+    assert class_label("amx", xeon) == "AMX bf16 units: this CPU as it is"
+    assert class_label("bf16", xeon) == "AVX512-BF16 units, no AMX (capped to AVX512-BF16)"
     assert class_label("bf16", zen) == "bf16 units (AVX512-BF16, no AMX): this CPU as it is"
     assert class_label("avx2", zen) == "AVX2 only (capped to AVX2)"
+
+
+def test_a_cpu_with_amx_measures_both_kinds_of_bf16_units():
+    """On an AMX CPU the run measures it as it is ("amx") and capped below AMX ("bf16",
+    oneDNN and OpenVINO to AVX512_CORE_BF16, oneMKL to AVX512_E3); elsewhere as it is is
+    "bf16"; and a run recorded before AMX was a class reads its "bf16" as "amx"."""
+    from benchmarks.cpu_classes import classes_here, recorded_classes
+
+    xeon = ["avx2", "avx512f", "avx512_vnni", "avx512_bf16", "amx_bf16", "amx_int8"]
+    zen = ["avx2", "avx512f", "avx512_vnni", "avx512_bf16"]
+    here = classes_here(xeon)
+    assert list(here) == ["amx", "bf16", "int8", "avx2"]
+    assert here["amx"]["env"] == {}
+    assert here["bf16"]["env"]["ONEDNN_MAX_CPU_ISA"] == "AVX512_CORE_BF16"
+    assert here["bf16"]["env"]["MKL_ENABLE_INSTRUCTIONS"] == "AVX512_E3"
+    assert list(classes_here(zen)) == ["bf16", "int8", "avx2"]
+    assert classes_here(zen)["bf16"]["env"] == {}
+    old = {"cpu": {"flags": xeon}, "classes": {"bf16": 1, "int8": 2}}
+    assert recorded_classes(old) == {"amx": 1, "int8": 2}
+    new = {"cpu": {"flags": xeon}, "classes": {"amx": 1, "bf16": 3}}
+    assert recorded_classes(new) == {"amx": 1, "bf16": 3}
+    assert recorded_classes({"cpu": {"flags": zen}, "classes": {"bf16": 3}}) == {"bf16": 3}
 
 
 def _measured(shares: dict | None) -> dict:

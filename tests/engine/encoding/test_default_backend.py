@@ -39,31 +39,47 @@ def _needs_fast() -> None:
                                 f"pip install 'duplens[openvino]'")
 
 
-@pytest.mark.parametrize("result", sorted(RESULT.parent.glob("cpu_classes*.json")),
-                         ids=lambda p: p.stem)
-def test_the_code_defaults_are_the_recorded_verdicts_of_every_cpu_class(result):
+def _runs() -> list[tuple[str, str, dict]]:
+    """Every recorded full run of benchmarks/cpu_classes.py: (vendor, date, classes under
+    today's names), oldest first."""
+    from benchmarks.cpu_classes import recorded_classes
+
+    runs = []
+    for path in RESULT.parent.glob("cpu_classes*.json"):
+        data = json.loads(path.read_text(encoding="utf-8"))
+        assert data["result"]["mode"] == "full", path.name
+        vendor = cpu_features.vendor_of(data["hardware"]["cpu"])
+        assert vendor, path.name
+        runs.append((vendor, data["date"], recorded_classes(data["result"])))
+    return sorted(runs, key=lambda run: run[1])
+
+
+def test_the_code_defaults_are_the_recorded_verdicts_of_every_cpu_class():
     """The defaults of each vendor's CPUs (`class_default_name`: `CPU_CLASS_DEFAULTS`, and
-    `VENDOR_CLASS_DEFAULTS` where a vendor differs) are the verdicts of the recorded full
-    run of benchmarks/cpu_classes.py on a CPU of that vendor (cpu_classes.json, and
-    cpu_classes@MACHINE.json from other machines; each class's gate and whole imports in
-    one process, kernels capped to it): a default that failed the gate, was never measured,
-    or was passed over for a faster passing one fails here; classes no run measured keep
+    `VENDOR_CLASS_DEFAULTS` where a vendor differs) are the verdicts of the newest recorded
+    full run of benchmarks/cpu_classes.py that measured the class on a CPU of that vendor
+    (cpu_classes.json, and cpu_classes@MACHINE.json from other machines; each class's gate
+    and whole imports in one process, kernels capped to it; a newer run measures the code
+    as it is now, so it decides): a default that failed the gate, was never measured, or
+    was passed over for a faster passing one fails here; classes no run measured keep
     torch."""
     from benchmarks.cpu_classes import decide
     from benchmarks.quality_gate import MIN_SPEEDUP
 
-    data = json.loads(result.read_text(encoding="utf-8"))
-    record, vendor = data["result"], cpu_features.vendor_of(data["hardware"]["cpu"])
-    assert record["mode"] == "full" and vendor
-    for klass, measured in record["classes"].items():
+    newest: dict[tuple[str, str], dict] = {}
+    for vendor, _, classes in _runs():
+        newest.update({(vendor, klass): measured for klass, measured in classes.items()})
+    assert newest
+    for (vendor, klass), measured in newest.items():
         verdict, why = decide(measured)
         assert class_default_name(klass, vendor) == verdict, f"{vendor} {klass}: {why}"
         if verdict != "torch":
             assert measured["gate"][verdict]["gate"]["passed"]
             imports = measured["speed"]["imports"]   # the bar is Duplens' own torch import
             assert imports["torch"]["seconds"] / imports[verdict]["seconds"] >= MIN_SPEEDUP
-    for klass in set(cpu_features.CPU_CLASSES) - set(record["classes"]):
-        assert class_default_name(klass, vendor) == "torch", f"{klass} was not measured"
+    for vendor in {v for v, _ in newest}:
+        for klass in set(cpu_features.CPU_CLASSES) - {k for v, k in newest if v == vendor}:
+            assert class_default_name(klass, vendor) == "torch", f"{klass} was not measured"
 
 
 def test_every_vendor_default_was_measured_on_that_vendors_cpu():
@@ -111,7 +127,9 @@ def test_a_class_default_is_used_where_installed_and_torch_where_not(monkeypatch
 
 
 @pytest.mark.parametrize(("flags", "cap", "klass"), [
-    ({"avx2", "avx512f", "avx512_vnni", "avx512_bf16", "amx_bf16", "amx_int8"}, None, "bf16"),
+    ({"avx2", "avx512f", "avx512_vnni", "avx512_bf16", "amx_bf16", "amx_int8"}, None, "amx"),
+    ({"avx2", "avx512f", "avx512_vnni", "avx512_bf16", "amx_bf16"}, "AVX512_CORE_BF16", "bf16"),
+    ({"avx2", "avx512f", "avx512_vnni", "avx512_bf16", "avx512_fp16"}, None, "bf16"),
     ({"avx2", "avx512f", "avx512_vnni", "avx512_bf16", "amx_bf16"}, "AVX512_CORE_VNNI", "int8"),
     ({"avx2", "avx512f", "avx512_vnni", "avx512_bf16", "amx_bf16"}, "avx2", "avx2"),
     ({"avx2", "avx512f", "avx512_vnni"}, None, "int8"),
@@ -131,6 +149,25 @@ def test_the_cpu_class_follows_the_flags_and_a_cap_on_the_kernels(monkeypatch, f
     else:
         monkeypatch.delenv("ONEDNN_MAX_CPU_ISA", raising=False)
     assert cpu_features.cpu_class() == klass
+
+
+@pytest.mark.parametrize(("vendor", "klass"), [("intel", "amx"), ("amd", "bf16"), ("", "bf16")])
+def test_without_flags_the_bf16_units_are_taken_from_the_vendor_and_said_so(
+        monkeypatch, vendor, klass):
+    """Windows and macOS give no flags, and OpenVINO says "BF16" of AMX and AVX512-BF16
+    alike: AMD has no AMX, Intel's bf16 CPUs outside a Linux server have it; the words
+    say that the class was inferred."""
+    from engine.encoding import backend_choice
+
+    monkeypatch.setattr(cpu_features, "_linux_flags", set)
+    monkeypatch.setattr(cpu_features.platform, "machine", lambda: "AMD64")
+    monkeypatch.setattr(cpu_features, "openvino_capabilities",
+                        lambda: frozenset({"BF16", "FP32", "INT8"}))
+    monkeypatch.setattr(cpu_features, "cpu_vendor", lambda: vendor)
+    monkeypatch.setattr(backend_choice, "cpu_vendor", lambda: vendor)
+    assert cpu_features.cpu_class() == klass
+    monkeypatch.setattr(backend_choice, "cpu_class", cpu_features.cpu_class)
+    assert "taken from its vendor" in why_default("cpu")
 
 
 @pytest.fixture
