@@ -34,34 +34,34 @@ AUTO = "auto"
 # STSb, pair AP, the cut at the default threshold, the partner in the top 5), each class
 # measured in one run with the kernels capped to it (benchmarks/cpu_classes.py;
 # docs/benchmarks.md, "The default backend of each CPU class").
-# tests/engine/encoding/test_default_backend.py checks that these are that run's verdicts.
-# Without bf16 units nothing passed at that speed: openvino-int8 loses the cut (pair F1
-# 0.939 with VNNI, 0.932 on AVX2's int8 kernels, which also lose 0.66 of sample-pair AP),
-# and exact OpenVINO imported at 0.98x (int8 class) and 1.09x (AVX2) Duplens' torch import.
+# tests/engine/encoding/test_default_backend.py checks that these are the newest recorded
+# run's verdicts for each class on each vendor's CPUs. Measured on Intel Xeons:
+# - amx (Sapphire Rapids, benchmarks/results/cpu_classes.json): openvino-bf16, 4.05x
+#   Duplens' torch import (2.18x plain sentence-transformers);
+# - bf16 without AMX, int8 and AVX2 (a Xeon whose AMX is not enabled,
+#   cpu_classes@intel-xeon-no-amx.json): bf16 arithmetic on AVX512-BF16 alone ran at 0.68x
+#   plain sentence-transformers there, so with bf16 units and with VNNI
+#   openvino-int8-dynamic (int8 weights, inputs quantised as they run; 3.27x and 2.03x
+#   Duplens' torch import, cut F1 0.986); on AVX2 exact OpenVINO served without torch
+#   (1.52x). openvino-int8 (static) is faster still and fails the gate in every class (cut
+#   F1 0.954; 0.936 on AVX2).
 # arm64 and x86-64 CPUs without AVX2 were not measured: torch, which runs everywhere.
-# These were measured on an Intel Xeon; `VENDOR_CLASS_DEFAULTS` holds where another vendor's
-# measured verdict differs.
 CPU_CLASS_DEFAULTS: dict[str, str] = {
     "amx": "openvino-bf16",
-    "bf16": "openvino-bf16",
-    "int8": "torch",
-    "avx2": "torch",
+    "bf16": "openvino-int8-dynamic",
+    "int8": "openvino-int8-dynamic",
+    "avx2": "openvino",
     "arm64": "torch",
     "older": "torch",
 }
 # Per vendor (`cpu_features.cpu_vendor`), the classes whose measured verdict differs from
 # `CPU_CLASS_DEFAULTS`'. On an AMD EPYC (Zen 5, benchmarks/results/cpu_classes@amd-epyc-zen5
-# .json): in the int8 class openvino-int8-dynamic passed the gate (cut F1 0.9862; 0.9841 on
-# the test data) and imported at 3.09x Duplens' torch import (2.47x plain
-# sentence-transformers); in the AVX2 class, where OpenVINO does not quantise activations
-# as they run, exact OpenVINO, served without torch, imported at 1.64x (every kernel kept
-# off AVX-512, OpenVINO's MLAS included: benchmarks/mlas_cap.py). torch's float32
-# matrix products run through oneMKL, which on AMD CPUs takes its generic path (its verbose
-# line says "Intel(R) Architecture processors", whatever the cap), while OpenVINO's own
-# kernels do not depend on the vendor. bf16 agrees on both. (The Xeon's run predates
-# serving exact OpenVINO without torch and openvino-int8-dynamic.)
+# .json) AVX512-BF16 runs bfloat16 fast: openvino-bf16 imported at 4.10x Duplens' torch
+# import (2.85x plain sentence-transformers), ahead of openvino-int8-dynamic (2.58x plain).
+# Its int8 and AVX2 classes agree with Intel's (openvino-int8-dynamic at 3.09x, exact
+# OpenVINO at 1.64x; on AMD torch's float32 products run through oneMKL's generic path).
 VENDOR_CLASS_DEFAULTS: dict[str, dict[str, str]] = {
-    "amd": {"int8": "openvino-int8-dynamic", "avx2": "openvino"},
+    "amd": {"bf16": "openvino-bf16"},
 }
 
 
