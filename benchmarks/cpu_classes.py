@@ -482,9 +482,26 @@ def _versions() -> dict:
     return {p: version(p) for p in ("openvino", "nncf", "torch", "sentence-transformers")}
 
 
-def present(result: dict, results: dict | None = None, hardware: dict | None = None) -> dict:
+def newer_run(klass: str, vendor: str, date: str, results: dict[str, dict]) -> str | None:
+    """The name of a results file newer than `date` that measured `klass` on a CPU of
+    `vendor` (its verdict is the default now: tests/engine/encoding/test_default_backend.py),
+    or None."""
+    from engine.encoding.cpu_features import vendor_of
+
+    newer = [(data.get("date", ""), name) for name, data in results.items()
+             if name.split("@", 1)[0] == "cpu_classes" and data.get("date", "") > date
+             and vendor_of(data.get("hardware", {}).get("cpu", "")) == vendor
+             and klass in recorded_classes(data.get("result", {"cpu": {"flags": []},
+                                                               "classes": {}}))]
+    return max(newer)[1] if newer else None
+
+
+def present(result: dict, results: dict | None = None, hardware: dict | None = None,
+            file: dict | None = None) -> dict:
     """Headline, the class table and the gate table from the measured classes; `hardware`
-    (the results file's) names the CPU, whose vendor picks the code's defaults compared."""
+    (the results file's) names the CPU, whose vendor picks the code's defaults compared;
+    `file` (the whole results file) dates the run, so that a class a newer run measured on
+    the same vendor's CPU is said to be decided there."""
     from engine.encoding.backends import (
         CPU_CLASS_DEFAULTS,
         VENDOR_CLASS_DEFAULTS,
@@ -556,7 +573,7 @@ def present(result: dict, results: dict | None = None, hardware: dict | None = N
         f"(`CPU_CLASS_DEFAULTS`"
         + (", `VENDOR_CLASS_DEFAULTS`" if vendor in VENDOR_CLASS_DEFAULTS else "") + "): "
         + ", ".join(
-            f"{k} {code}" + ("" if v == code else f" (DISAGREES with this run's {v})")
+            f"{k} {code}" + ("" if v == code else _differs(k, v, vendor, file, results))
             for k, (v, code) in agree.items())
         + f"; arm64 {CPU_CLASS_DEFAULTS.get('arm64')} and older x86-64 "
           f"{CPU_CLASS_DEFAULTS.get('older')} are not measured (no such CPU here, and no cap "
@@ -592,6 +609,16 @@ def present(result: dict, results: dict | None = None, hardware: dict | None = N
                         "recall@10", "top-1", "gate on test"], "rows": test_rows}]
           if test_rows else [])],
         "notes": notes}
+
+
+def _differs(klass: str, verdict: str, vendor: str, file: dict | None,
+             results: dict | None) -> str:
+    """Words for a code default that is not this run's verdict: decided by a newer run on
+    the same vendor's CPU, or a disagreement."""
+    newer = newer_run(klass, vendor, (file or {}).get("date", ""), results or {})
+    if newer:
+        return f" (this run's {verdict}; decided by the newer run, {newer})"
+    return f" (DISAGREES with this run's {verdict})"
 
 
 def _onnx_words(result: dict) -> str:

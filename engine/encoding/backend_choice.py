@@ -109,7 +109,8 @@ def for_trained_version(preference: str | None, device: str | None) -> str | Non
     backend is left to Duplens ("auto"), models run on the CPU and the default has
     embeddings of its own (bf16, int8); None when versions stay with torch's embeddings (a
     backend the user named, a GPU, a CPU whose default is torch, or an exact default such
-    as AMD's OpenVINO, which serves a version's torch embeddings as they are: `for_stored`)."""
+    as the AVX2 class's OpenVINO, which serves a version's torch embeddings as they are:
+    `for_stored`)."""
     if not is_auto(preference) or pick_device(device or "auto") != "cpu":
         return None
     chosen = default_backend("cpu")

@@ -104,7 +104,7 @@ def _torch_free_bulk(backend: Backend) -> bool:
     which it runs with a batch in flight per stream (measured with bf16 on 2 cores: about
     870 sentences/s against 600 through sentence-transformers, cosine 0.99999 between the
     two): those whose embeddings are their own (int8 static, bf16), and exact OpenVINO, the
-    default of AMD CPUs without bf16 units, whose IR gives torch's embeddings and is checked
+    default of AVX2 CPUs, whose IR gives torch's embeddings and is checked
     against them the same way. Not torch's embeddings under torch: torch encodes bulk
     batches faster than onnxruntime. Not onnx-int8: its dynamic quantisation scales each
     batch by its own texts, so a text's embedding depends on its batch and never passes

@@ -94,7 +94,7 @@ def export_file(stored_fingerprint: str, serving: str | None = None) -> Path:
 
 def exact_openvino(backend: str | None) -> bool:
     """Whether `backend` is OpenVINO giving torch's embeddings (float32): the default of
-    AMD CPUs without bf16 units (`backends.VENDOR_CLASS_DEFAULTS`)."""
+    AVX2 CPUs (`backends.CPU_CLASS_DEFAULTS`)."""
     found = BACKENDS.get(backend or "")
     return found is not None and found.exact and found.runtime == "openvino"
 

@@ -1,7 +1,7 @@
 """A fine-tuned version's fast form: the version run by the backend a new project encodes
 with on this CPU (`backend_choice.for_trained_version`: OpenVINO in bf16 where the CPU has
-the units), made right after training and checked against the version itself before it may
-serve.
+AMX, OpenVINO's dynamic int8 where it has int8 or AVX512-BF16 units alone), made right after
+training and checked against the version itself before it may serve.
 
 The bundled model's fast form passed the benchmark's quality gate on public data
 (docs/benchmarks.md). A version's weights are new, so its fast form is checked again, with

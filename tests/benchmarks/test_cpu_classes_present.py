@@ -68,3 +68,22 @@ def test_a_torch_import_that_ran_avx512_leaves_no_bar():
 
     with pytest.raises(ValueError, match="no bar"):
         decide(_measured({"torch": 0.5, "openvino": 0.0}))
+
+
+def test_a_class_a_newer_run_measured_on_the_same_vendor_is_decided_there():
+    """An older run's verdict that the code no longer follows is not called a disagreement
+    when a newer run on the same vendor's CPU measured the class; another vendor's run does
+    not count."""
+    from benchmarks.cpu_classes import newer_run
+
+    def run(cpu: str, date: str, classes: list[str]) -> dict:
+        return {"date": date, "hardware": {"cpu": cpu},
+                "result": {"cpu": {"flags": ["avx2"]}, "classes": dict.fromkeys(classes)}}
+
+    results = {"cpu_classes": run("Intel(R) Xeon(R) Processor", "2026-11-30", ["int8"]),
+               "cpu_classes@b": run("Intel(R) Xeon(R) Processor", "2026-12-01", ["int8"]),
+               "cpu_classes@amd": run("AMD EPYC", "2026-12-02", ["avx2"]),
+               "backends": run("Intel(R) Xeon(R) Processor", "2026-12-03", ["avx2"])}
+    assert newer_run("int8", "intel", "2026-11-30", results) == "cpu_classes@b"
+    assert newer_run("int8", "intel", "2026-12-01", results) is None
+    assert newer_run("avx2", "intel", "2026-11-30", results) is None
