@@ -86,12 +86,9 @@ def cpu_summary() -> dict:
 
 def class_of(flags: list[str]) -> str:
     """The CPU class (`cpu_features.cpu_class`) of a recorded run's flags."""
-    from engine.encoding.cpu_features import AMX_FLAGS, BF16_FLAGS, INT8_FLAGS
+    from engine.encoding.cpu_features import class_of_flags
 
-    found = set(flags)
-    if BF16_FLAGS & found:
-        return "amx" if AMX_FLAGS & found else "bf16"
-    return "int8" if INT8_FLAGS & found else "avx2"
+    return class_of_flags(set(flags))
 
 
 def _load(spec, backend, cache: Path, batch: int = BATCH):

@@ -88,23 +88,28 @@ def cpu_class() -> str:
     if platform.machine().lower() in ("arm64", "aarch64"):
         return "arm64"
     flags = cpu_flags()
+    if flags:
+        return class_of_flags(flags)
     if has_bf16_units():
-        if flags:
-            return "amx" if AMX_FLAGS & flags else "bf16"
         # No flags to read (Windows, macOS) and OpenVINO says bf16, which it says of both
         # kinds. AMD has no AMX; an Intel CPU with bf16 units outside a Linux server is a
         # Xeon W or Xeon Scalable of Sapphire Rapids or later, whose AMX Windows enables
         # (Cooper Lake, the one Intel CPU with AVX512-BF16 alone, is a 4- and 8-socket
         # server part). A guess, said as one by `backend_choice.why_default`.
         return "amx" if cpu_vendor() == "intel" else "bf16"
-    if flags:
-        if INT8_FLAGS & flags:
-            return "int8"
-        return "avx2" if "avx2" in flags else "older"
     # No flags to read (Windows, macOS): OpenVINO says whether it has bf16 units (above),
     # not whether it has VNNI, so such a CPU is taken for the class below it, "avx2",
     # whose default every x86-64 CPU OpenVINO runs on computes exactly.
     return "avx2" if openvino_capabilities() else "older"
+
+
+def class_of_flags(flags: set[str] | frozenset[str]) -> str:
+    """The class of an x86-64 CPU with these flags (Linux's, or a recorded run's)."""
+    if BF16_FLAGS & flags:
+        return "amx" if AMX_FLAGS & flags else "bf16"
+    if INT8_FLAGS & flags:
+        return "int8"
+    return "avx2" if "avx2" in flags else "older"
 
 
 def cpu_vendor() -> str:
