@@ -290,6 +290,8 @@ def _duplens(ids: list[str], texts: list[str], built: dc.Built, half: dict,
             info = json.loads(run_cli_output(["info", project, "--json"])[1])
             grid = documents.QUICK_GRID if quick else documents.TUNING_GRID
             tuned = documents._duplens_chosen_on_validation(project, built, half, grid)
+            jaccard_scale = documents.jaccard_scale_choice(
+                project, built, half, float(threshold["value"]))
         except RuntimeError as exc:     # a command failed: said, not measured
             return {"ran": False, "engine": documents._engine_state(),
                     "why": " ".join(str(exc).split())[-600:]}
@@ -304,6 +306,7 @@ def _duplens(ids: list[str], texts: list[str], built: dc.Built, half: dict,
                         "total": round(import_s + duplicates_s, 2)},
             "test": documents.score(pairs, built, half, "test"),
             "validation": documents.score(pairs, built, half, "validation")["all"],
+            "jaccard_scale_choice": jaccard_scale,
             "_pairs": pairs, "extra_arms": {"duplens_tuned": tuned}}
 
 

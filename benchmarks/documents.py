@@ -458,6 +458,8 @@ def _duplens(ids: list[str], texts: list[str], built: dc.Built, half: dict,
                                         quick)
             shingle_rule = _shingle_rule_choice(project, built, half,
                                                 float(threshold["value"]))
+            jaccard_scale = jaccard_scale_choice(project, built, half,
+                                                 float(threshold["value"]))
             footprint = sum(f.stat().st_size for f in Path(tmp).iterdir()
                             if f.name.startswith("documents.duplens"))
             same_windows = (_plain_same_windows(project, sample=60, trial=16) if quick
@@ -473,7 +475,8 @@ def _duplens(ids: list[str], texts: list[str], built: dc.Built, half: dict,
              "project_mib_per_1000_documents": round(footprint / 2**20 / len(ids) * 1000, 2)}
     return {"ran": True, "engine": _engine_state(), "extra_arms": {"duplens_tuned": chosen},
             "covered_share_sweep": sweep, "cut_choice": cut_rule,
-            "shingle_choice": shingle_rule, "speed": speed,
+            "shingle_choice": shingle_rule, "jaccard_scale_choice": jaccard_scale,
+            "speed": speed,
             "commands": ["duplens import P documents.csv --column text --id-column id",
                          "duplens duplicates P --json"],
             "threshold": {k: threshold.get(k) for k in ("value", "source", "reason")},
@@ -543,6 +546,24 @@ def _shingle_rule_choice(project: str, built: dc.Built, half: dict, threshold: f
     duplicates = {kind: [(c.a, c.b) for c in built.cases if c.kind == kind
                          and half[c.group] == "validation"] for kind in dc.DUPLICATE_KINDS}
     return shingle_choice.documents_side(project, threshold, on_validation, duplicates)
+
+
+def jaccard_scale_choice(project: str, built: dc.Built, half: dict, threshold: float
+                         ) -> dict:
+    """Where a Jaccard of 5-word runs sits on the similarity scale, each rule's graph cut
+    and scored on the validation half (`benchmarks.jaccard_scale_choice`); the revisions
+    benchmark runs it on its own project too."""
+    from benchmarks import jaccard_scale_choice as choice
+
+    def on_validation(found: set[frozenset]) -> dict:
+        scored = score(found, built, half, "validation")
+        return {"all": scored["all"],
+                **{kind: scored[kind]["f1"] for kind in kinds_of(built)
+                   if "f1" in scored[kind]},
+                **{kind: scored[kind]["flagged_share"] for kind in kinds_of(built)
+                   if "flagged_share" in scored[kind]}}
+
+    return choice.project_side(project, threshold, on_validation)
 
 
 def _plain_same_windows(project_path: str, sample: int | None = None,
@@ -787,6 +808,12 @@ def present(result: dict, results: dict | None = None) -> dict:
 
         tables.append(shingle_choice.table(shingle_rule, pct, dc.DUPLICATE_KINDS,
                                            dc.DECOY_KINDS))
+    if ours.get("ran") and results:
+        from benchmarks import jaccard_scale_choice
+
+        scale = jaccard_scale_choice.choice_table(results, pct)
+        if scale:
+            tables.append(scale)
     speed = ours.get("speed") if ours.get("ran") else None
     if speed:
         tables.append({

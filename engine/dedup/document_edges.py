@@ -12,12 +12,13 @@ anyway: a question's similarity stays what it was.
 
 MinHash (`engine.documents.minhash`) is the second signal. Where both texts have a
 signature, the similarity is the larger of what the windows share and the estimated share
-of 5-word runs the two texts have in common (Jaccard): a near-exact copy (a few words
+of 5-word runs the two texts have in common (Jaccard), put on the similarity scale
+(`minhash.on_similarity_scale`: Jaccard 0.5 reads as 0.75): a near-exact copy (a few words
 changed, paragraphs reordered) is a duplicate whatever the vectors make of it, while a
-reworded copy, sharing few runs, is found by its windows. Both are similarities on the same
-0-1 scale, so the project's one threshold reads both: at 0.75, texts sharing three quarters
-of their 5-word runs. LSH candidates (pairs above Jaccard 0.5) join the graph as edges, so
-copies are scored even where their vectors did not find each other.
+reworded copy, sharing few runs, is found by its windows. The project's one threshold reads
+both: at 0.75, texts sharing half their 5-word runs. LSH candidates (pairs above Jaccard
+0.5) join the graph as edges, so copies are scored even where their vectors did not find
+each other.
 
 Bounded memory: a dense graph of documents pairs each text with hundreds of others (3,000
 of the scale benchmark's documents make 1.06 million pairs), and reading every long text's
@@ -254,7 +255,8 @@ def _row_order(local_rows: np.ndarray, cols: np.ndarray, sims: np.ndarray, n: in
 
 def _jaccards(ids: np.ndarray, lo: np.ndarray, hi: np.ndarray,
               signatures: SignatureReader) -> np.ndarray:
-    """Each pair's estimated Jaccard of 5-word runs; 0 where a text has no signature."""
+    """Each pair's estimated Jaccard of 5-word runs on the similarity scale; 0 where a text
+    has no signature."""
     from engine.documents.minhash import with_jaccard
 
     read = signatures([int(t) for t in ids[np.unique(np.concatenate((lo, hi)))]])

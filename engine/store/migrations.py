@@ -109,6 +109,15 @@ def _v12_folded_words(conn: Connection) -> None:
         text_words.add_words(conn, ids)
 
 
+def _v13_jaccard_scale(conn: Connection) -> None:
+    # A Jaccard of 5-word runs now reads as its power on the similarity scale
+    # (`engine.documents.minhash.on_similarity_scale`): the neighbour graphs kept in a
+    # project holding long texts were scored with the Jaccard itself, and are dropped (made
+    # again when next needed). A project of questions has no signatures and keeps them.
+    if conn.execute(select(schema.text_signatures.c.text_id).limit(1)).first() is not None:
+        conn.execute(schema.blobs.delete().where(schema.blobs.c.name.startswith("knn/")))
+
+
 def remake_signatures(conn: Connection, sign: Callable[[str], bytes]) -> int:
     """Make every stored MinHash signature again from its text with `sign`, inside the
     caller's transaction, 500 texts at a time, and drop the stored neighbour graphs; returns
@@ -140,7 +149,8 @@ MIGRATIONS: list[Callable[[Connection], None]] = [_v1_initial, _v2_canonical_ite
                                                   _v8_text_windows, _v9_judges,
                                                   _v10_text_words,
                                                   _v11_paragraph_signatures,
-                                                  _v12_folded_words]
+                                                  _v12_folded_words,
+                                                  _v13_jaccard_scale]
 SCHEMA_VERSION = len(MIGRATIONS)
 
 

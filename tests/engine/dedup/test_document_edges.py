@@ -7,6 +7,7 @@ import pytest
 
 from engine.dedup.document_edges import Bounds, rescored
 from engine.dedup.graph import KnnGraph
+from engine.documents.minhash import on_similarity_scale
 from engine.documents.window_match import match_windows, window_weights
 
 DIM = 16
@@ -139,11 +140,14 @@ def test_a_pair_with_signatures_scores_the_larger_of_windows_and_jaccard():
     plain = rescored(graph, np.array([1, 2, 4]), read_windows, read_vectors)
     low = _sim(plain, 1, 4)
     same = np.arange(256, dtype=np.uint64)
-    half_same = np.where(np.arange(256) < 230, same, same + 1000)       # Jaccard 0.898
+    half_same = np.where(np.arange(256) < 141, same, same + 1000)       # Jaccard 0.551
     signatures = {1: same, 2: same + 5000, 4: half_same}                  # 1-2: Jaccard 0
     with_jaccard = rescored(graph, np.array([1, 2, 4]), read_windows, read_vectors,
                             signatures=lambda t: {i: signatures[i] for i in t})
-    assert low < 0.5 and _sim(with_jaccard, 1, 4) == np.float32(230 / 256)
+    # The Jaccard on the similarity scale: sharing just over half their runs, a duplicate
+    # at the documents' threshold 0.75.
+    assert low < 0.5 and _sim(with_jaccard, 1, 4) == np.float32(on_similarity_scale(141 / 256))
+    assert _sim(with_jaccard, 1, 4) >= 0.75
     assert _sim(with_jaccard, 1, 2) == _sim(plain, 1, 2) > 0.99   # the windows' score stays
 
 

@@ -15,10 +15,12 @@ from engine.documents.minhash import (
     candidate_pairs,
     from_bytes,
     jaccard,
+    on_similarity_scale,
     shingles,
     signature,
     to_bytes,
     wants_signature,
+    with_jaccard,
 )
 
 VOCABULARY = [f"word{i}" for i in range(3000)]
@@ -139,3 +141,32 @@ def test_only_texts_of_enough_words_want_a_signature():
     assert not wants_signature("How do I learn Python quickly?")
     assert not wants_signature("word " * (MIN_WORDS_FOR_MINHASH - 1))
     assert wants_signature("word " * MIN_WORDS_FOR_MINHASH)
+
+
+def test_jaccard_on_the_similarity_scale():
+    """Jaccard 0.5, the LSH threshold, reads as 0.75, the documents' default threshold; the
+    ends stay where they are and the order of any two Jaccards is kept."""
+    assert on_similarity_scale(0.5) == pytest.approx(0.75, abs=1e-12)
+    assert on_similarity_scale(0.0) == 0.0 and on_similarity_scale(1.0) == 1.0
+    grid = np.linspace(0.0, 1.0, 257)
+    scaled = np.array([on_similarity_scale(j) for j in grid])
+    assert (np.diff(scaled) > 0).all()
+    assert (scaled >= grid).all()                          # never lower than the Jaccard
+
+
+def test_a_copy_sharing_just_over_half_its_runs_reaches_the_threshold(texts):
+    """A text with 7% of its words edited here and there keeps about half its 5-word runs:
+    read as the Jaccard itself it scored far under 0.75 where its windows said little; on
+    the similarity scale it is a duplicate at 0.75. The decoy sharing only its first 300 words
+    stays well under, whatever its windows say."""
+    rng = np.random.default_rng(5)
+    words = texts["original"].split()
+    edited = list(words)
+    for i in rng.choice(len(words), 70, replace=False):
+        edited[i] = "edited" + edited[i]
+    original, copy = signature(texts["original"]), signature(" ".join(edited))
+    assert 0.5 <= jaccard(original, copy) < 0.75
+    assert with_jaccard(0.2, original, copy) >= 0.75
+    assert with_jaccard(0.2, original, signature(texts["decoy"])) < 0.6
+    assert with_jaccard(0.9, original, signature(texts["decoy"])) == 0.9   # windows' is more
+    assert with_jaccard(0.2, original, None) == 0.2                        # no signature

@@ -1,9 +1,11 @@
-"""`store.text_signatures`: long texts' MinHash signatures, and schema v11, which made every
-stored one again when runs came to be taken within paragraphs."""
+"""`store.text_signatures`: long texts' MinHash signatures; schema v11, which made every
+stored one again when runs came to be taken within paragraphs; and schema v13, which drops
+the graphs scored before a Jaccard was put on the similarity scale."""
 
 from __future__ import annotations
 
 import numpy as np
+import pytest
 from sqlalchemy import select
 
 from engine.documents import minhash
@@ -55,3 +57,29 @@ def test_a_schema_10_project_gets_signatures_within_paragraphs(store_location):
     for key in long:
         assert new[tid[key]].tolist() == minhash.signature(bodies[key]).tolist()
     assert minhash.jaccard(new[tid["original"]], new[tid["reordered"]]) == 1.0
+
+
+@pytest.mark.parametrize("with_signatures", [True, False])
+def test_a_schema_12_project_drops_graphs_scored_with_the_jaccard_itself(store_location,
+                                                                          with_signatures):
+    """Opening a schema-12 project holding long texts drops its stored neighbour graphs,
+    whose document edges read a Jaccard as itself (made again when next needed); a project
+    of questions, with no signatures, has none of those edges and keeps its graphs."""
+    rng = np.random.default_rng(4)
+    store = Store.open(store_location, create=True)
+    try:
+        tid = add_texts(store, {"long": "\n\n".join(_document(rng, 3)), "short": "a question"})
+        with store.write() as conn:
+            if with_signatures:
+                add_signatures(conn, [tid["long"]], [minhash.to_bytes(
+                    minhash.signature("\n\n".join(_document(rng, 3))))])
+            put_blob(conn, "knn/1/10", b"a graph")
+            put_blob(conn, "other/kept", b"not a graph")
+            conn.execute(meta.update().where(meta.c.key == "schema_version")
+                         .values(value="12"))
+    finally:
+        store.close()
+
+    with upgraded(store_location) as conn:
+        assert (get_blob(conn, "knn/1/10") is None) == with_signatures
+        assert get_blob(conn, "other/kept") == b"not a graph"
