@@ -808,7 +808,9 @@ def present(result: dict, results: dict | None = None) -> dict:
 
         tables.append(shingle_choice.table(shingle_rule, pct, dc.DUPLICATE_KINDS,
                                            dc.DECOY_KINDS))
-    if ours.get("ran") and results:
+    if ours.get("ran") and ours.get("jaccard_scale_choice") and results:
+        # Both benchmarks' sweeps side by side, under the run that made this one (an older
+        # run, or another machine's, has none).
         from benchmarks import jaccard_scale_choice
 
         scale = jaccard_scale_choice.choice_table(results, pct)
