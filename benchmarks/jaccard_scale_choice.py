@@ -19,7 +19,6 @@ pair F1, and which of them the product uses.
 from __future__ import annotations
 
 import math
-import shutil
 import tempfile
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -52,20 +51,16 @@ def project_side(project_path: str, threshold: float,
                  scored: Callable[[set[frozenset]], dict]) -> dict:
     """Every rule of GRID on copies of the project at `threshold`; `scored(pairs)` scores
     found pairs of external ids on the validation half."""
-    from benchmarks.shingle_choice import _cut
+    from benchmarks.shingle_choice import copied, cut_pairs
 
     out: dict = {"threshold": threshold, "rules": {}}
     source = Path(project_path)
     for reads_as in GRID:
         with tempfile.TemporaryDirectory(prefix="duplens-jaccard-scale-") as tmp:
-            copy = Path(tmp) / source.name
-            for part in source.parent.iterdir():
-                if part.name.startswith(source.name):
-                    target = Path(tmp) / part.name
-                    (shutil.copytree if part.is_dir() else shutil.copy2)(part, target)
+            copy = copied(source, Path(tmp))
             _drop_graphs(copy)
             with _power(power_of(reads_as)):
-                found, _, _ = _cut(copy, threshold)
+                found, _, _ = cut_pairs(copy, threshold)
         out["rules"][rule_name(reads_as)] = {"reads_as": reads_as, **scored(found)}
     out["product_reads_as"] = product_reads_as()
     return out

@@ -43,18 +43,24 @@ def documents_side(project_path: str, threshold: float,
     source = Path(project_path)
     for rule, across in RULES.items():
         with tempfile.TemporaryDirectory(prefix="duplens-shingle-choice-") as tmp:
-            copy = Path(tmp) / source.name
-            for part in source.parent.iterdir():
-                if part.name.startswith(source.name):
-                    target = Path(tmp) / part.name
-                    (shutil.copytree if part.is_dir() else shutil.copy2)(part, target)
+            copy = copied(source, Path(tmp))
             seconds = _remake(copy, across)
-            found, ext, signatures = _cut(copy, threshold)
+            found, ext, signatures = cut_pairs(copy, threshold)
         out[rule] = {**scored(found), "remake_seconds": round(seconds, 2),
                      "jaccard_of_duplicates": _jaccards(duplicates, ext, signatures)}
     out["chosen"] = choose(out)
     out["product"] = product_rule()
     return out
+
+
+def copied(project: Path, folder: Path) -> Path:
+    """A copy of the project file and everything beside it that its name starts (the WAL,
+    the index) in `folder`; the copy's path."""
+    for part in project.parent.iterdir():
+        if part.name.startswith(project.name):
+            target = folder / part.name
+            (shutil.copytree if part.is_dir() else shutil.copy2)(part, target)
+    return folder / project.name
 
 
 def choose(choice: dict) -> str:
@@ -94,7 +100,7 @@ def _remake(project: Path, across: bool) -> float:
         store.close()
 
 
-def _cut(project: Path, threshold: float
+def cut_pairs(project: Path, threshold: float
          ) -> tuple[set[frozenset], dict[int, str], dict[int, bytes]]:
     """The pairs of external ids that the product's cut puts together in the project, its
     {text id: external id} and its signatures."""

@@ -32,3 +32,19 @@ def test_the_product_follows_the_rule_chosen_on_validation():
     if choice is None:
         return   # recorded before the choice was measured, or a run that did not get there
     assert shingle_choice.choose(choice) == shingle_choice.product_rule()
+
+
+def test_a_project_is_copied_with_everything_named_after_it(tmp_path):
+    source, into = tmp_path / "from", tmp_path / "into"
+    source.mkdir()
+    into.mkdir()
+    (source / "p.duplens").write_bytes(b"file")
+    (source / "p.duplens-wal").write_bytes(b"wal")
+    (source / "p.duplens.index").mkdir()
+    (source / "p.duplens.index" / "hnsw.bin").write_bytes(b"index")
+    (source / "other.csv").write_bytes(b"not the project's")
+    copy = shingle_choice.copied(source / "p.duplens", into)
+    assert copy == into / "p.duplens" and copy.read_bytes() == b"file"
+    assert sorted(p.name for p in into.iterdir()) == ["p.duplens", "p.duplens-wal",
+                                                      "p.duplens.index"]
+    assert (into / "p.duplens.index" / "hnsw.bin").read_bytes() == b"index"
