@@ -65,14 +65,20 @@ def passage_colour(n: int) -> QColor:
 
 
 def shares_line(pair: DocumentPair, left: str, right: str) -> str:
-    """"B holds 100% of A · A holds 62% of B · 5 matching passages at 0.75". Shares are
-    rounded down: 100% only when all of a document is found in the other."""
+    """"B holds 100% of A · A holds 62% of B · 5 matching passages at 0.75 · 48% of
+    5-word runs shared". Shares are rounded down: 100% only when all of a document is
+    found in the other. The runs shared (MinHash's Jaccard, where both texts have a
+    signature) are the other signal: a copy with words edited throughout can share few
+    passages at the threshold and still most of its runs, and the similarity then comes
+    from them."""
     count = len(pair.passages)
     passages = (f"{count:,} matching passage{'' if count == 1 else 's'}" if count
                 else "no passage matches")
+    runs = ("" if pair.runs_shared is None
+            else f" · {_percent(pair.runs_shared)} of 5-word runs shared")
     return (f"{right} holds {_percent(pair.held_a)} of {left} · {left} holds "
             f"{_percent(pair.held_b)} of {right} · {passages} at "
-            f"{format_threshold(pair.threshold)}")
+            f"{format_threshold(pair.threshold)}{runs}")
 
 
 def _percent(share: float) -> str:

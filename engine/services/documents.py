@@ -40,11 +40,17 @@ class DocumentPair:
     windows_a: int
     windows_b: int
     threshold: float
+    # The estimated share of 5-word runs the two texts have in common (MinHash Jaccard),
+    # where both have a signature: the other signal, shown beside the passages so the
+    # analyst sees which one the similarity came from. None: one of them has no signature.
+    runs_shared: float | None = None
 
     def as_json(self) -> dict:
         return {"similarity": round(self.similarity, 6), "held_a": round(self.held_a, 4),
                 "held_b": round(self.held_b, 4), "windows_a": self.windows_a,
                 "windows_b": self.windows_b, "threshold": self.threshold,
+                "runs_shared": None if self.runs_shared is None
+                else round(self.runs_shared, 4),
                 "passages": [{"a": [p.a_start, p.a_end], "b": [p.b_start, p.b_end],
                               "similarity": round(p.similarity, 6)} for p in self.passages]}
 
@@ -94,9 +100,11 @@ class Documents:
                       if t in signatures}
             similarity = minhash.with_jaccard(match.similarity, signed.get(ta),
                                               signed.get(tb))   # as the graph scores it
+            runs = (minhash.jaccard(signed[ta], signed[tb]) if ta in signed and tb in signed
+                    else None)
             out.append(DocumentPair(texts[ta], texts[tb], similarity, match.held_ab,
                                     match.held_ba, match.passages, len(spans_a),
-                                    len(spans_b), threshold))
+                                    len(spans_b), threshold, runs))
         return out
 
     def export_shares(self, clusters: Sequence[Cluster], threshold: float

@@ -327,6 +327,11 @@ def test_passages_never_take_the_colour_of_what_was_shown_before(qtbot):
     assert highlighted(panel.left) == [(0, 8, colours[1]), (9, len(text_a), colours[0])]
     assert panel.shares.text() == "b holds 100% of a · a holds 80% of b · 2 matching " \
                                   "passages at 0.75"
+    signed = DocumentPair(text_a, text_b, 0.86, 0.9, 0.9, pair.passages, 12, 16, 0.75,
+                          runs_shared=0.699)     # both have a MinHash signature
+    panel.show_documents(1, 2, signed)
+    assert panel.shares.text().endswith("2 matching passages at 0.75 · 69% of 5-word runs "
+                                        "shared")
     panel.show_documents(2, 1, pair)                       # not the pair on screen
     panel.show_pair("a", "x", "b", "y")
     assert not panel.shares.isVisible() and panel.documents is None

@@ -46,9 +46,16 @@ def test_a_document_with_a_new_introduction_holds_the_original(new_project, tmp_
     assert max(graph.sims) >= pair.similarity - 1e-6
     assert [sorted(m.item_id for m in c.members)
             for c in project.clusters.cut(threshold=0.9)] == [[original, prefixed]]
+    # Both long texts have a MinHash signature: the runs they share come with the pair,
+    # and the similarity is at least what those runs read as on the similarity scale.
+    from engine.documents.minhash import on_similarity_scale
+
+    assert pair.runs_shared is not None and 0.0 < pair.runs_shared <= 1.0
+    assert pair.similarity >= on_similarity_scale(pair.runs_shared) - 1e-9
     # Two questions: nothing to show beyond the word diff.
     assert project.documents.pair(q1, q2) is None
     assert project.documents.pair(original, q1).windows_b == 1
+    assert project.documents.pair(original, q1).runs_shared is None   # a question has none
 
 
 def test_a_checked_files_long_row_is_read_whole_and_scored_as_the_graph_scores(new_project,
