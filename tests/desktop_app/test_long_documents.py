@@ -150,7 +150,10 @@ def test_two_documents_show_their_passages_and_how_much_each_holds(qtbot, window
     assert "d2 holds 100% of d1" in line
     assert f"d1 holds {int(held_d2 * 100)}% of d2" in line
     count = len(pair.passages)
-    assert f"{count} matching passage" in line and line.endswith(" at 0.75")
+    assert f"{count} matching passage{'' if count == 1 else 's'} at 0.75" in line
+    # Both are long enough for a MinHash signature: the runs they share end the line.
+    assert pair.runs_shared is not None
+    assert line.endswith(f" · {int(pair.runs_shared * 100)}% of 5-word runs shared")
     # Each passage in its colour, the same on both sides; the texts as read, whole.
     assert compare.left.toPlainText() == pair.text_a
     assert compare.right.toPlainText() == pair.text_b
