@@ -58,3 +58,12 @@ def test_a_recipe_at_the_gates_recall_but_slower_than_bf16_does_not() -> None:
     assert "none faster than openvino bf16" in shown["notes"][0]
     faster = int8_recipes.present(result({"int8 weights": 0.9814}, speed=850.0, bf16=True))
     assert faster["headline"][0]["met"] is True
+
+
+def test_the_verdict_names_the_recorded_class_default() -> None:
+    """A run records its CPU's class: an Intel CPU with VNNI and no bf16 units (no bf16
+    row) is the int8 class, whose default is not AVX2's."""
+    recorded = {**result({"shipped": 0.947}), "cpu_class": "int8"}
+    shown = int8_recipes.present(recorded, hardware={"cpu": "Intel(R) Xeon(R) Processor"})
+    assert f"stays {class_default_name('int8', 'intel')}." in shown["notes"][0]
+    assert class_default_name("int8", "intel") != class_default_name("avx2", "intel")
