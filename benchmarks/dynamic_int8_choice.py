@@ -13,14 +13,16 @@ and `compare` on the choice data: STSb dev, Quora validation pairs, the sample p
 cut over 20,000 questions of Quora's training and validation parts), in one process capped
 like `cpu_classes`' int8 class:
 
-- smaller groups (16: finer scales, slower);
+- smaller groups (16: finer scales, slower), and larger ones (64, 128) with the feed-forward
+  outputs in float32;
 - products kept in float32 (NNCF's ignored scope, `Backend.float32_layers`): each layer's
   feed-forward output (the product that hurt most in `int8_recipes`), the first layer, the
   last layer.
 
 Speed: sentences per second on 2,000 of the cut's questions (the benchmark's own
 tokenise-run-pool loop of `int8_recipes`, batch 64, best of two), beside exact OpenVINO in
-the same process. The recipe the backend ships (`BACKENDS["openvino-int8-dynamic"]`) is
+the same process, and windows per second on texts that fill the model's 256-piece window
+(a long document's windows). The recipe the backend ships (`BACKENDS["openvino-int8-dynamic"]`) is
 marked; whether it becomes a class's default is `cpu_classes`' verdict, and only that
 verdict is measured on the test data.
 """
