@@ -89,3 +89,20 @@ def test_the_rule_judged_on_other_speeds_keeps_the_gate_figures() -> None:
     assert shown["tables"][1]["rows"][2][5] == "0.94×"    # 17 / 18 windows a second
     assert any("\"other\" would replace" in n for n in shown["notes"])
     assert any("bf16 class" in n and "stays" in n for n in shown["notes"])
+
+
+def test_speeds_are_timed_in_rounds_that_visit_every_recipe() -> None:
+    calls: list[tuple[str, int]] = []
+
+    def encoder(name: str):
+        return lambda texts: calls.append((name, len(texts)))
+
+    questions, windows = ["q"] * 50, ["w"] * 20
+    speeds = dynamic_int8_choice.interleaved_speeds(
+        {"a": encoder("a"), "b": encoder("b")}, questions, windows, rounds=2)
+    assert set(speeds) == {"a", "b"}
+    assert all(s["sentences_per_s"] > 0 and s["windows_per_s"] > 0 for s in speeds.values())
+    timed = [c for c in calls if c[1] in (50, 20)]
+    # warm-ups first, then a, b, a, b: each round times both recipes on both kinds of text
+    assert calls[:4] == [("a", 5), ("a", 2), ("b", 5), ("b", 2)]
+    assert timed == [("a", 50), ("a", 20), ("b", 50), ("b", 20)] * 2
