@@ -146,10 +146,11 @@ BACKENDS: dict[str, Backend] = {b.name: b for b in (
     # it too, narrowly (pair F1 0.9799 against 0.98); keeping the feed-forward outputs in
     # float32 (the product that hurt most in the int8 recipes benchmark) reached 0.9855 on
     # the gate's choice data, at 1.29x exact OpenVINO's speed with the kernels capped to
-    # AVX512-VNNI on an AMD EPYC (1.34x on questions, 1.29x on 256-piece windows on an
-    # Intel Xeon without AMX, where groups of 64 and 128 did not earn a change;
-    # benchmarks/dynamic_int8_choice.py; docs/benchmarks.md, "The default backend of each
-    # CPU class"). Without VNNI (AVX2) OpenVINO runs the products on
+    # AVX512-VNNI on an AMD EPYC (1.28x on questions, 1.23x on 256-piece windows on an
+    # Intel Xeon without AMX, timed in interleaved rounds; there groups of 64 met the rule
+    # for a change of recipe, not made yet: benchmarks/dynamic_int8_choice.py;
+    # docs/benchmarks.md, "openvino-int8-dynamic's recipe, chosen on the choice data").
+    # Without VNNI (AVX2) OpenVINO runs the products on
     # decompressed weights, slower than exact OpenVINO.
     Backend("openvino-int8-dynamic", "openvino",
             "OpenVINO, int8 weights and dynamic int8 activations", exact=False,
