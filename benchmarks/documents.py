@@ -566,6 +566,32 @@ def jaccard_scale_choice(project: str, built: dc.Built, half: dict, threshold: f
     return choice.project_side(project, threshold, on_validation)
 
 
+def stored_pieces(project_path: str) -> tuple[list[str], int, int]:
+    """The pieces a project's texts were encoded in, read back from the project: each long
+    text's windows (its stored spans) and every short text whole, in the order of the
+    texts' ids; with how many texts there are and how many were read in windows."""
+    from sqlalchemy import select
+
+    from engine.project import Project
+    from engine.store.schema import texts as texts_table
+    from engine.store.text_windows import read_windows
+
+    with Project.open(project_path) as project:
+        model_id = project.vectors.model_id()
+        dim = project.vectors.index().dim
+        with project.store.read() as conn:
+            stored = dict(conn.execute(select(texts_table.c.id, texts_table.c.text)).all())
+            windows = read_windows(conn, model_id, dim, sorted(stored))
+    pieces: list[str] = []
+    for text_id in sorted(stored):
+        text = stored[text_id]
+        if text_id in windows:
+            pieces.extend(text[a:b] for a, b in windows[text_id][0])
+        else:
+            pieces.append(text)
+    return pieces, len(stored), len(windows)
+
+
 def _plain_same_windows(project_path: str, sample: int | None = None,
                         trial: int = 256) -> dict:
     """The speed baseline: plain sentence-transformers (torch, fp32, on this machine's
@@ -578,25 +604,10 @@ def _plain_same_windows(project_path: str, sample: int | None = None,
     pieces each batch size is tried on."""
     import sentence_transformers
     from sentence_transformers import SentenceTransformer
-    from sqlalchemy import select
 
     from engine.encoding.model_spec import default_model_path
-    from engine.project import Project
-    from engine.store.schema import texts as texts_table
-    from engine.store.text_windows import read_windows
 
-    with Project.open(project_path) as project:
-        model_id = project.vectors.model_id()
-        dim = project.vectors.index().dim
-        with project.store.read() as conn:
-            stored = dict(conn.execute(select(texts_table.c.id, texts_table.c.text)).all())
-            windows = read_windows(conn, model_id, dim, sorted(stored))
-    pieces: list[str] = []
-    for text_id, text in stored.items():
-        if text_id in windows:
-            pieces.extend(text[a:b] for a, b in windows[text_id][0])
-        else:
-            pieces.append(text)
+    pieces, texts, windowed = stored_pieces(project_path)
     all_pieces = len(pieces)
     if sample is not None and sample < len(pieces):
         drawn = np.random.default_rng(0).choice(len(pieces), size=sample, replace=False)
@@ -613,7 +624,7 @@ def _plain_same_windows(project_path: str, sample: int | None = None,
     model.encode(pieces, batch_size=best, normalize_embeddings=True, convert_to_numpy=True)
     encode_s = time.perf_counter() - t0
     return {"pieces": all_pieces, "pieces_encoded": len(pieces),
-            "texts": len(stored), "windowed_texts": len(windows),
+            "texts": texts, "windowed_texts": windowed,
             "baseline": f"sentence-transformers {sentence_transformers.__version__}, torch "
                         "fp32, encode(pieces)",
             "batch_size": best, "batch_trial_seconds": {str(k): round(v, 2)
