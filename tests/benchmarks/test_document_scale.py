@@ -15,9 +15,10 @@ def _texts() -> list[str]:
     """Three documents of several windows (different lengths, so their last windows differ)
     and two short texts, of words drawn at random."""
     rng = np.random.default_rng(3)
-    vocabulary = ("river stone apple engine quiet north table signal garden copper "
-                  "window letter basket silver market winter orange planet candle "
-                  "harbour meadow pencil thunder velvet lantern").split()
+    vocabulary = ["river", "stone", "apple", "engine", "quiet", "north", "table", "signal",
+                  "garden", "copper", "window", "letter", "basket", "silver", "market",
+                  "winter", "orange", "planet", "candle", "harbour", "meadow", "pencil",
+                  "thunder", "velvet", "lantern"]
     long = [" ".join(rng.choice(vocabulary, size=n)) + "." for n in (420, 650, 900)]
     return [long[0], "How do I learn Python?", long[1], long[2], "What is a window?"]
 
