@@ -25,11 +25,12 @@ For each size, in the same run:
 - the project's files on disk, per 1,000 documents;
 - the baseline: plain sentence-transformers (torch fp32, at its fastest batch size of 16,
   32 or 64) encoding the very windows the project is read in: the documents cut by the
-  engine's own windowing (`engine_pieces`), checked after the import against the windows
-  the project stored. Where there are more than `BASELINE_SAMPLE` windows, the baseline
-  encodes that many drawn uniformly from them, and the comparison is of rates: windows per
-  second of the whole import command (every window, plus reading, indexing and saving)
-  against windows per second of the bare encode. The goal is 1.5×.
+  engine's own windowing (`engine.encoding.read_whole.cut_whole`, as a checked file's rows
+  are), checked after the import against the windows the project stored. Where there are
+  more than `BASELINE_SAMPLE` windows, the baseline encodes that many drawn uniformly from
+  them, and the comparison is of rates: windows per second of the whole import command
+  (every window, plus reading, indexing and saving) against windows per second of the bare
+  encode. The goal is 1.5×.
 
 The baseline's sample is timed in two halves, one just before the import and one just
 after it (`BaselineHalves`). A virtual machine's speed drifts over an hour: on the Intel
@@ -145,27 +146,6 @@ def imported_documents(sizes: Sequence[int], paragraphs: list[str], prefix: str,
             yield Imported(size, folder, table, words, project, imported, load_before)
 
 
-def engine_pieces(texts: Sequence[str], encoder) -> list[str]:
-    """The pieces Duplens' import reads `texts` in, cut here by the engine's own windowing
-    (`engine.encoding.windows.plans_for_long`, as `engine.encoding.encode_job` calls it,
-    with `encoder`'s tokenizer): each long text's windows, each short text whole."""
-    from engine.encoding.windows import plans_for_long
-
-    window = encoder.max_seq_length
-    counts = encoder.token_counts(list(texts))
-    long_at = [i for i, n in enumerate(counts) if n > window]
-    plans = plans_for_long(texts, long_at, encoder.token_spans, window)
-    pieces: list[str] = []
-    for i, text in enumerate(texts):
-        plan = plans.get(i)
-        if plan is None:
-            pieces.append(text)
-        else:
-            limit = len(text)
-            pieces.extend(text[min(w.start, limit):min(w.end, limit)] for w in plan.windows)
-    return pieces
-
-
 @dataclass
 class BaselineHalves:
     """Plain sentence-transformers on a uniform sample of the import's windows, timed half
@@ -191,10 +171,12 @@ class BaselineHalves:
     def before_import(self, table: Path) -> None:
         """Cut the table's documents into the engine's windows, draw the sample, choose the
         batch size and time the first half."""
+        from engine.encoding.read_whole import cut_whole
+
         with table.open(newline="", encoding="utf-8") as fh:
             texts = [row["text"] for row in csv.DictReader(fh)]
         encoder = self._encoder()
-        pieces = engine_pieces(texts, encoder)
+        pieces = cut_whole(encoder, texts).pieces
         chars = sum(len(p) for p in pieces)
         drawn = np.arange(len(pieces))
         if self.sample < len(pieces):

@@ -27,10 +27,19 @@ class ReadTexts:
     windows: list[tuple[np.ndarray, np.ndarray] | None]
 
 
-def encode_whole(encoder: SentenceEncoder, texts: Sequence[str]) -> ReadTexts:
-    """Each text read whole, as the encode job reads it (one window: the same vector)."""
-    if not texts:
-        return ReadTexts(np.zeros((0, encoder.dim), dtype=np.float32), [])
+@dataclass(frozen=True)
+class CutTexts:
+    """Texts cut into the pieces they are encoded in: `pieces[starts[i]:starts[i + 1]]` are
+    text i's, and `spans_of[i]` the (windows, 2) character spans of a text read in several."""
+
+    pieces: list[str]
+    starts: list[int]
+    spans_of: dict[int, np.ndarray]
+
+
+def cut_whole(encoder: SentenceEncoder, texts: Sequence[str]) -> CutTexts:
+    """Each long text cut into the windows the encode job cuts it into, each short text
+    whole (also what the document scale benchmark's baseline encodes)."""
     window = encoder.max_seq_length
     long_at = [i for i, t in enumerate(texts) if len(t) + 2 > window]
     counts = encoder.token_counts([texts[i] for i in long_at]) if long_at else []
@@ -46,6 +55,15 @@ def encode_whole(encoder: SentenceEncoder, texts: Sequence[str]) -> ReadTexts:
         else:
             pieces.append(text)
         starts.append(len(pieces))
+    return CutTexts(pieces, starts, spans_of)
+
+
+def encode_whole(encoder: SentenceEncoder, texts: Sequence[str]) -> ReadTexts:
+    """Each text read whole, as the encode job reads it (one window: the same vector)."""
+    if not texts:
+        return ReadTexts(np.zeros((0, encoder.dim), dtype=np.float32), [])
+    cut = cut_whole(encoder, texts)
+    pieces, starts, spans_of = cut.pieces, cut.starts, cut.spans_of
     encoded = encoder.encode(pieces) if len(pieces) > 1 else encoder.encode_query(pieces[0])
     vectors = np.empty((len(texts), encoded.shape[1]), dtype=np.float32)
     windows: list[tuple[np.ndarray, np.ndarray] | None] = []

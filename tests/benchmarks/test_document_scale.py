@@ -7,8 +7,9 @@ import csv
 
 import numpy as np
 
-from benchmarks.document_scale import _halves_note, engine_pieces
+from benchmarks.document_scale import _halves_note
 from benchmarks.documents import stored_pieces
+from engine.encoding.read_whole import cut_whole
 
 
 def _texts() -> list[str]:
@@ -39,7 +40,7 @@ def test_the_pieces_cut_before_an_import_are_the_windows_the_project_stores(
     project.close()
 
     stored, count, windowed = stored_pieces(path)
-    cut = engine_pieces(texts, encoder)
+    cut = cut_whole(encoder, texts).pieces
     assert (count, windowed) == (5, 3)
     assert sorted(cut) == sorted(stored)   # the project numbers its texts its own way
     assert len(cut) == report.windows + 2
