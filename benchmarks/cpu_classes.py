@@ -71,7 +71,8 @@ from benchmarks import avx512_use, mlas_cap, quality_gate
 
 ROWS, QUICK_ROWS = 5000, 1000
 QUICK_QUESTIONS = 5000       # the quick run's cut (not a verdict: the gate asks 20,000)
-CANDIDATES = ("openvino", "openvino-bf16", "openvino-int8", "openvino-int8-dynamic")
+CANDIDATES = ("openvino", "openvino-bf16", "openvino-int8", "openvino-int8-dynamic",
+              "openvino-int8-dynamic-g64")
 # ONNX Runtime's backends, measured in a class only where its copy keeps MLAS to the class
 # (`mlas_cap`; the AVX2 class): elsewhere it would run what the CPU has, whatever the cap.
 ONNX_CANDIDATES = ("onnx", "onnx-int8")

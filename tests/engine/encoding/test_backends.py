@@ -245,7 +245,7 @@ def torch_vectors(encoder):
     ("openvino-bf16", 0.99, 0.99),
     # Int8 weights, activations quantised per token as they run: a text's scales are its
     # own, alone or among others.
-    ("openvino-int8-dynamic", 0.99, 0.999)])
+    ("openvino-int8-dynamic", 0.99, 0.999), ("openvino-int8-dynamic-g64", 0.99, 0.999)])
 def test_backend_runs_the_model(name, min_cos, alone, torch_vectors, encoder):
     torch_fingerprint = encoder.spec.fingerprint
     _needs(name)
@@ -408,6 +408,27 @@ def test_dynamic_int8_keeps_the_feed_forward_outputs_in_float32(tmp_path, encode
     assert kept == sorted(f"/inner/encoder/layer.{i}/output/dense/MatMul" for i in range(layers))
     assert {kind for n, kind in kinds.items() if n not in kept} == {"u8"}
     assert len(kinds) - len(kept) == 5 * layers     # query, key, value, attention out, up
+
+
+@pytest.mark.slow
+def test_each_dynamic_int8_backend_runs_its_own_group_under_its_own_identity():
+    """The two dynamic int8 backends share their int8 weights and differ only in OpenVINO's
+    group of activation values per scale: each compiled model is told its own, the vectors
+    differ (so they may not share an index), and each is stored under its own name."""
+    _needs("openvino-int8-dynamic")
+    from engine.encoding.loading import load_encoder
+
+    vectors, fingerprints = {}, set()
+    for name, group in (("openvino-int8-dynamic", 32), ("openvino-int8-dynamic-g64", 64)):
+        encoder = load_encoder(None, backend=name, batch_size=4)
+        compiled = encoder._runner._compiled("THROUGHPUT")
+        assert int(compiled.get_property("DYNAMIC_QUANTIZATION_GROUP_SIZE")) == group
+        fingerprints.add(encoder.spec.fingerprint)
+        assert encoder.spec.fingerprint.endswith("+" + name)
+        vectors[name] = encoder.encode(QUESTIONS)
+    assert len(fingerprints) == 2
+    cos = np.sum(vectors["openvino-int8-dynamic"] * vectors["openvino-int8-dynamic-g64"], axis=1)
+    assert cos.min() > 0.99 and not np.array_equal(*vectors.values())
 
 
 def test_a_mid_sized_bulk_call_gives_every_openvino_stream_work():
