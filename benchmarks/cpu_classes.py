@@ -256,7 +256,8 @@ def _speed(names: list[str], n: int, cache: Path, work: Path) -> dict:
         _say(f"  plain sentence-transformers: {seconds:.1f} s (batch {batch})")
         shift = round_ % len(order)
         for name in order[shift:] + order[:shift]:
-            commands.setdefault(name, []).append(_import(run_cli, work, csv, name, env))
+            commands.setdefault(name, []).append(
+                _import(run_cli, work / f"round-{round_}", csv, name, env))
     baseline = min(baselines)
     return {"rows": n, "rounds": ROUNDS, "baseline_s": [round(b, 2) for b in baselines],
             "baseline_best_s": round(baseline, 2), "baseline_batch": batch,
@@ -289,6 +290,9 @@ def _rounds_words(classes: dict) -> str:
 
 
 def _import(run_cli, work: Path, csv: Path, name: str, env: dict) -> float:
+    """One whole `duplens import` of `csv` into a new project under `work` (a folder per
+    round: an import into a project that already holds the rows has nothing to encode)."""
+    work.mkdir(parents=True, exist_ok=True)
     seconds = run_cli(["import", str(work / f"import-{name}.duplens"), str(csv), "--column",
                        "question", "--backend", name], env)
     _say(f"  duplens import --backend {name}: {seconds:.1f} s")
