@@ -151,7 +151,7 @@ BACKENDS: dict[str, Backend] = {b.name: b for b in (
     # the gate's choice data, at 1.29x exact OpenVINO's speed with the kernels capped to
     # AVX512-VNNI on an AMD EPYC (1.28x on questions, 1.23x on 256-piece windows on an
     # Intel Xeon without AMX, timed in interleaved rounds; there groups of 64 met the rule
-    # for a change of recipe, not made yet: benchmarks/dynamic_int8_choice.py;
+    # for a change of recipe: the next backend; benchmarks/dynamic_int8_choice.py;
     # docs/benchmarks.md, "openvino-int8-dynamic's recipe, chosen on the choice data").
     # Without VNNI (AVX2) OpenVINO runs the products on
     # decompressed weights, slower than exact OpenVINO.
