@@ -55,13 +55,18 @@ CPU_CLASS_DEFAULTS: dict[str, str] = {
     "older": "torch",
 }
 # Per vendor (`cpu_features.cpu_vendor`), the classes whose measured verdict differs from
-# `CPU_CLASS_DEFAULTS`'. On an AMD EPYC (Zen 5, benchmarks/results/cpu_classes@amd-epyc-zen5
-# .json) AVX512-BF16 runs bfloat16 fast: openvino-bf16 imported at 4.10x Duplens' torch
-# import (2.85x plain sentence-transformers), ahead of openvino-int8-dynamic (2.58x plain).
-# Its int8 and AVX2 classes agree with Intel's (openvino-int8-dynamic at 3.09x, exact
-# OpenVINO at 1.64x; on AMD torch's float32 products run through oneMKL's generic path).
+# `CPU_CLASS_DEFAULTS`'. On AMD EPYCs AVX512-BF16 runs bfloat16 fast: openvino-bf16
+# imported at 4.10x Duplens' torch import on a Zen 5 (cpu_classes@amd-epyc-zen5.json; 2.85x
+# plain sentence-transformers), ahead of openvino-int8-dynamic (2.58x plain), and stayed
+# ahead on a Zen 4 (cpu_classes@amd-epyc-zen4.json, the newest AMD run, the first with
+# openvino-int8-dynamic-g64 among the candidates and three interleaved timings of each
+# import). There the int8 class took openvino-int8-dynamic-g64 (9.2 s against 10.3 s for
+# groups of 32, faster in every round), and the AVX2 class too, by 14.3 s against exact
+# OpenVINO's 14.5 s: a margin inside the rounds' spread, a tie by this measurement
+# (docs/benchmarks.md, "The same classes on an AMD EPYC Zen 4, with groups of 64").
 VENDOR_CLASS_DEFAULTS: dict[str, dict[str, str]] = {
-    "amd": {"bf16": "openvino-bf16"},
+    "amd": {"bf16": "openvino-bf16", "int8": "openvino-int8-dynamic-g64",
+            "avx2": "openvino-int8-dynamic-g64"},
 }
 
 
