@@ -3,6 +3,7 @@ command against plain sentence-transformers, on this CPU as it is and capped to 
 below it.
 
     python -m benchmarks --only cpu_classes [--quick]
+    DUPLENS_BENCH_CPU_CLASSES=avx2 python -m benchmarks --only cpu_classes   # one class
 
 Analysts' laptops mostly lack the bfloat16 units of server CPUs, so the backend a new project
 gets is chosen per class (`engine.encoding.cpu_features.cpu_class`,
@@ -45,7 +46,11 @@ the AVX2 class, where its copy keeps it to the class):
 
 The verdict per class: the fastest backend by whole-command import that passes the gate and
 imports at least `quality_gate.MIN_SPEEDUP` times as fast as Duplens' own import with torch
-(the default it would replace); torch where none does. The gate it passes is judged on the
+(the default it would replace); torch where none does. A backend that changes the vectors
+must also beat the fastest such exact backend by more than its timings' spread (its rounds'
+max / min; runs before the rounds: the baseline's three timings): a tie goes to the exact
+one, whose vectors are torch's, so stored embeddings and trained versions need no
+conversion. The gate it passes is judged on the
 gate's choice data (STSb dev, Quora validation pairs, the cut over training and validation
 questions); once the verdict is made, a second process of the class measures that one
 backend on the gate's test data (STSb test, Quora test pairs, the cut over test questions),
@@ -79,6 +84,9 @@ ONNX_CANDIDATES = ("onnx", "onnx-int8")
 CAPPED_ONNXRUNTIME = "DUPLENS_BENCH_ONNXRUNTIME_CAPPED"
 COPIES = "libraries-avx2"    # the folder of the AVX2 class's copies
 ROUNDS = 3    # timings of the baseline and of each import, interleaved (`_speed`)
+# A comma-separated list of classes to measure, the rest left out (a repeat of one class
+# takes a third of the run); the results record it, and the page says so.
+ONLY_ENV = "DUPLENS_BENCH_CPU_CLASSES"
 SHARE_TEXTS = 1000           # questions encoded per backend to read how much ran AVX-512
 MAX_AVX512_SHARE = 0.05      # above it, a timing in a class without AVX-512 is not that class's
 VENDOR_NAMES = {"amd": "AMD", "intel": "Intel"}   # `cpu_features.vendor_of`'s, in words
@@ -407,12 +415,49 @@ def leaked(measured: dict) -> dict[str, float]:
             if share is not None and share > MAX_AVX512_SHARE}
 
 
+def repeat_spread(speed: dict, name: str) -> float:
+    """How far a run's repeated timings of one import spread, relative to its best
+    (max / min − 1): its own rounds where they were recorded, else the baseline's three
+    timings, the only repeats runs before the rounds made."""
+    rounds = speed["imports"][name].get("rounds_s") or []
+    timings = rounds if len(rounds) > 1 else speed["baseline_s"]
+    return max(timings) / min(timings) - 1
+
+
+def within_noise(imports: dict, speed: dict, fast: list[str]) -> dict[str, str]:
+    """The backends in `fast` that change the vectors and do not beat the fastest exact one
+    in `fast` by more than their timings' spread, with why: a tie goes to the exact backend,
+    which keeps torch's vectors, so a project's stored embeddings and trained versions are
+    served without converting them and the cut is float32's. Empty where no exact backend
+    is fast enough to be the default."""
+    from engine.encoding.backends import BACKENDS
+
+    exact = [n for n in fast if BACKENDS[n].exact]
+    if not exact:
+        return {}
+    bar_name = min(exact, key=lambda n: imports[n]["seconds"])
+    bar = imports[bar_name]["seconds"]
+    out = {}
+    for name in fast:
+        if BACKENDS[name].exact:
+            continue
+        spread = repeat_spread(speed, name)
+        if imports[name]["seconds"] * (1 + spread) >= bar:
+            out[name] = (f"{name} ({imports[name]['seconds']:.2f} s) changes the vectors and "
+                         f"did not beat exact {bar_name} ({bar:.2f} s) by more than its "
+                         f"timings' spread ({spread:.0%})")
+    return out
+
+
 def decide(measured: dict) -> tuple[str, str]:
     """The class's default: the fastest backend that passed the gate and whose whole import
     ran at least `MIN_SPEEDUP` times as fast as Duplens' own import with torch (what it
-    would replace), else torch; and why. A backend whose timing ran AVX-512 in a class
-    without it (`leaked`) is not that class's timing, so it cannot be chosen."""
-    imports = measured["speed"]["imports"]
+    would replace), else torch; and why. A backend that changes the vectors must also beat
+    the fastest such exact backend by more than its timings' spread (`within_noise`). A
+    backend whose timing ran AVX-512 in a class without it (`leaked`) is not that class's
+    timing, so it cannot be chosen."""
+    speed = measured["speed"]
+    imports = speed["imports"]
     torch = imports["torch"]["seconds"]
     escaped = leaked(measured)
     if "torch" in escaped:
@@ -432,9 +477,12 @@ def decide(measured: dict) -> tuple[str, str]:
                                                              else "")
                          + (f"; {failed}" if failed else "")
                          + (f"; {unmeasured}" if unmeasured else ""))
-    best = min(fast, key=lambda n: imports[n]["seconds"])
+    tied = within_noise(imports, speed, fast)
+    best = min((n for n in fast if n not in tied), key=lambda n: imports[n]["seconds"])
+    beaten = [why for n, why in tied.items() if imports[n]["seconds"] < imports[best]["seconds"]]
     return best, (f"{best} passed the gate and its import was the fastest that did "
                   f"({torch / imports[best]['seconds']:.2f}× Duplens' torch import)"
+                  + (f"; {'; '.join(beaten)}" if beaten else "")
                   + (f"; {failed}" if failed else "")
                   + (f"; {unmeasured}" if unmeasured else ""))
 
@@ -446,9 +494,16 @@ def run(quick: bool) -> dict:
     questions = QUICK_QUESTIONS if quick else quality_gate.CUT_QUESTIONS
     started = time.time()
     classes = {}
+    here = classes_here(cpu_summary()["flags"])
+    only = [k for k in os.environ.get(ONLY_ENV, "").split(",") if k]
+    if set(only) - set(here):
+        raise SystemExit(f"{ONLY_ENV}: {', '.join(sorted(set(only) - set(here)))} is not a "
+                         f"class this CPU measures ({', '.join(here)})")
     with tempfile.TemporaryDirectory(prefix="duplens-cpu-classes-") as folder:
         out = Path(folder)
-        for klass, spec in classes_here(cpu_summary()["flags"]).items():
+        for klass, spec in here.items():
+            if only and klass not in only:
+                continue
             _say(f"class {klass}: {class_label(klass, cpu_summary()['flags'])}")
             env = {**os.environ, **spec["env"], "PYTHONPATH": str(Path(__file__).parents[1])}
             if spec.get("no_avx512"):
@@ -479,7 +534,8 @@ def run(quick: bool) -> dict:
                            "partner_k": quality_gate.PARTNER_K,
                            "partner_loss": quality_gate.PARTNER_LOSS},
             "versions": _versions(), "seconds": round(time.time() - started, 1),
-            "load_average": [round(x, 2) for x in os.getloadavg()]}
+            "load_average": [round(x, 2) for x in os.getloadavg()],
+            **({"only_classes": only} if only else {})}
 
 
 def _mlas_capped(folder: Path, env: dict[str, str]) -> str:
@@ -538,6 +594,7 @@ def present(result: dict, results: dict | None = None, hardware: dict | None = N
     tol = result["tolerances"]
     classes = recorded_classes(result)
     headline, rows, gate_rows, test_rows = [], [], [], []
+    retested: list[str] = []
     for m in classes.values():
         m["verdict"], m["why"] = decide(m)   # the rule of this code, on the recorded figures
     for klass, m in classes.items():
@@ -570,6 +627,10 @@ def present(result: dict, results: dict | None = None, hardware: dict | None = N
             g = tested["gate"]
             test_rows.append([klass, tested["backend"], *(
                 _gate_cells(g) if g else _reference_cells(tested["reference"]))])
+            if tested["backend"] != verdict:
+                retested.append(f"{klass}: the test data measured {tested['backend']}, the "
+                                f"verdict when the run was made; the rule of this code "
+                                f"chooses {verdict}, which this run did not measure on them")
     first = next(iter(classes.values()))
     ref, data = first["reference"], first["data"]
     test_data = first.get("test", {}).get("data")
@@ -594,7 +655,10 @@ def present(result: dict, results: dict | None = None, hardware: dict | None = N
          "into a part to choose on and a part to report on (its cut took questions of "
          "every part of Quora, and its STSb pairs were the test split's)."),
         "The verdict per class: " + "; ".join(
-            f"{k}: {m['verdict']} ({m['why']})" for k, m in classes.items()) + ".",
+            f"{k}: {m['verdict']} ({m['why']})" for k, m in classes.items()) + "."
+        + (" Chosen since by a later rule (a backend that changes the vectors must beat "
+           "the fastest exact one by more than its timings' spread): " + "; ".join(retested)
+           + "." if retested else ""),
         f"The code's defaults for {VENDOR_NAMES.get(vendor, 'this vendor')}'s CPUs "
         f"(`CPU_CLASS_DEFAULTS`"
         + (", `VENDOR_CLASS_DEFAULTS`" if vendor in VENDOR_CLASS_DEFAULTS else "") + "): "
@@ -617,6 +681,9 @@ def present(result: dict, results: dict | None = None, hardware: dict | None = N
         f"Versions: {', '.join(f'{k} {v}' for k, v in result['versions'].items())}; load "
         f"average at the end {result['load_average']}.",
     ]
+    if result.get("only_classes"):
+        notes.insert(0, f"This run measured only the {', '.join(result['only_classes'])} "
+                        f"class ({ONLY_ENV}={','.join(result['only_classes'])}).")
     if result["mode"] == "quick":
         notes.insert(0, "A quick run: the cut is judged over fewer questions than the gate "
                         "asks, so these verdicts do not set the code's defaults.")

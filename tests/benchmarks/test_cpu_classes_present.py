@@ -42,7 +42,8 @@ def _measured(shares: dict | None) -> dict:
     gate = {"gate": {"passed": True, "failed": []}}
     cap = {"no_avx512": True, "avx512_share": shares} if shares is not None else {}
     return {"class": "avx2", "cap": cap, "gate": {"openvino": gate, "openvino-int8": gate},
-            "speed": {"imports": {"torch": {"seconds": 18.0}, "openvino": {"seconds": 8.0},
+            "speed": {"baseline_s": [10.0, 10.0, 10.0],
+                      "imports": {"torch": {"seconds": 18.0}, "openvino": {"seconds": 8.0},
                                   "openvino-int8": {"seconds": 12.0}}}}
 
 
@@ -103,3 +104,63 @@ def test_the_page_says_how_the_run_it_shows_timed_its_imports():
     assert "each import timed once" in _rounds_words({"bf16": {"speed": single}})
     assert "each import timed once" in _rounds_words({"bf16": {"speed": rounds},
                                                       "int8": {"speed": single}})
+
+
+def _tied(g64_rounds: list[float] | None, exact_rounds: list[float] | None,
+          baseline: list[float], exact_passes: bool = True) -> dict:
+    """A recorded AVX2 class: exact OpenVINO against groups of 64, with or without rounds."""
+    def imp(rounds: list[float] | None, single: float) -> dict:
+        return ({"seconds": min(rounds), "rounds_s": rounds} if rounds
+                else {"seconds": single})
+
+    passes = {"gate": {"passed": True, "failed": []}}
+    fails = {"gate": {"passed": False, "failed": ["the cut"]}}
+    return {"class": "avx2", "cap": {},
+            "gate": {"openvino": passes if exact_passes else fails,
+                     "openvino-int8-dynamic-g64": passes},
+            "speed": {"baseline_s": baseline,
+                      "imports": {"torch": {"seconds": 24.0},
+                                  "openvino": imp(exact_rounds, 14.5),
+                                  "openvino-int8-dynamic-g64": imp(g64_rounds, 14.3)}}}
+
+
+def test_a_backend_that_changes_the_vectors_must_beat_an_exact_one_beyond_its_spread():
+    """Groups of 64 at 14.34 s, best of rounds that spread to 17.5 s, against exact
+    OpenVINO's 14.49 s is a tie, and a tie goes to the backend that keeps torch's vectors;
+    the same backend whose slowest round beat exact OpenVINO's best is chosen."""
+    from benchmarks.cpu_classes import decide, repeat_spread
+
+    tie = _tied([17.5, 16.52, 14.34], [16.38, 14.73, 14.49], [19.4, 20.37, 21.88])
+    assert abs(repeat_spread(tie["speed"], "openvino-int8-dynamic-g64") - 17.5 / 14.34 + 1) \
+        < 1e-9
+    verdict, why = decide(tie)
+    assert verdict == "openvino"
+    assert "openvino-int8-dynamic-g64 (14.34 s) changes the vectors and did not beat " \
+           "exact openvino (14.49 s) by more than its timings' spread (22%)" in why
+    clear = _tied([12.1, 12.4, 12.0], [16.38, 14.73, 14.49], [19.4, 20.37, 21.88])
+    verdict, why = decide(clear)
+    assert verdict == "openvino-int8-dynamic-g64" and "spread" not in why
+
+
+def test_a_run_without_rounds_judges_the_tie_by_its_baselines_spread():
+    """Runs before the rounds timed each import once and only the baseline three times: its
+    spread is the only repeat variance they recorded, so it is the margin."""
+    from benchmarks.cpu_classes import decide
+
+    steady = [13.4, 13.45, 13.5]  # 0.7%: 14.3 s beats 14.5 s by more (1.4%)
+    noisy = [12.8, 13.7, 14.0]    # 9.4%: it does not
+    assert decide(_tied(None, None, steady))[0] == "openvino-int8-dynamic-g64"
+    assert decide(_tied(None, None, noisy))[0] == "openvino"
+
+
+def test_with_no_exact_backend_fast_enough_the_fastest_that_passed_is_chosen():
+    """The margin protects an exact default; where exact OpenVINO failed (or was too slow to
+    replace torch) there is none to protect, and the fastest that passed decides."""
+    from benchmarks.cpu_classes import decide
+
+    measured = _tied([17.5, 16.52, 14.34], [16.38, 14.73, 14.49], [19.4, 20.37, 21.88],
+                     exact_passes=False)
+    assert decide(measured)[0] == "openvino-int8-dynamic-g64"
+    measured["gate"]["openvino"] = {"gate": {"passed": True, "failed": []}}
+    measured["speed"]["imports"]["openvino"] = {"seconds": 21.0, "rounds_s": [21.0]}
+    assert decide(measured)[0] == "openvino-int8-dynamic-g64"   # 24 / 21 < 1.2x torch
