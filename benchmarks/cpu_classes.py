@@ -480,8 +480,9 @@ def decide(measured: dict) -> tuple[str, str]:
     tied = within_noise(imports, speed, fast)
     best = min((n for n in fast if n not in tied), key=lambda n: imports[n]["seconds"])
     beaten = [why for n, why in tied.items() if imports[n]["seconds"] < imports[best]["seconds"]]
-    return best, (f"{best} passed the gate and its import was the fastest that did "
-                  f"({torch / imports[best]['seconds']:.2f}× Duplens' torch import)"
+    return best, (f"{best} passed the gate and its import was the fastest that did"
+                  + (" beyond the spread of its timings" if beaten else "")
+                  + f" ({torch / imports[best]['seconds']:.2f}× Duplens' torch import)"
                   + (f"; {'; '.join(beaten)}" if beaten else "")
                   + (f"; {failed}" if failed else "")
                   + (f"; {unmeasured}" if unmeasured else ""))
