@@ -657,9 +657,7 @@ def present(result: dict, results: dict | None = None, hardware: dict | None = N
          "every part of Quora, and its STSb pairs were the test split's)."),
         "The verdict per class: " + "; ".join(
             f"{k}: {m['verdict']} ({m['why']})" for k, m in classes.items()) + "."
-        + (" Chosen since by a later rule (a backend that changes the vectors must beat "
-           "the fastest exact one by more than its timings' spread): " + "; ".join(retested)
-           + "." if retested else ""),
+        + (" Since the run: " + "; ".join(retested) + "." if retested else ""),
         f"The code's defaults for {VENDOR_NAMES.get(vendor, 'this vendor')}'s CPUs "
         f"(`CPU_CLASS_DEFAULTS`"
         + (", `VENDOR_CLASS_DEFAULTS`" if vendor in VENDOR_CLASS_DEFAULTS else "") + "): "

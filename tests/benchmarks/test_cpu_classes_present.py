@@ -164,3 +164,26 @@ def test_with_no_exact_backend_fast_enough_the_fastest_that_passed_is_chosen():
     measured["gate"]["openvino"] = {"gate": {"passed": True, "failed": []}}
     measured["speed"]["imports"]["openvino"] = {"seconds": 21.0, "rounds_s": [21.0]}
     assert decide(measured)[0] == "openvino-int8-dynamic-g64"   # 24 / 21 < 1.2x torch
+
+
+def test_a_recorded_verdict_the_rule_now_changes_says_what_its_test_data_measured():
+    """The Zen 4's AVX2 class chose groups of 64 when it ran and measured them on the test
+    data; the tie rule chooses exact OpenVINO on the same figures, and the page says that
+    its test row is not the default's. The repeat of the class says it measured one class."""
+    import json
+    from pathlib import Path
+
+    from benchmarks.cpu_classes import present
+
+    folder = Path(__file__).parents[2] / "benchmarks" / "results"
+    record = json.loads((folder / "cpu_classes@amd-epyc-zen4.json").read_text("utf-8"))
+    page = present(record["result"], hardware=record["hardware"], file=record)
+    notes = " ".join(page["notes"])
+    assert "Since the run: avx2: the test data measured openvino-int8-dynamic-g64" in notes
+    assert "avx2: openvino (openvino passed the gate" in notes
+    assert ["avx2", "openvino", "14.5", "1.34", "passes", "default"] in page["tables"][0]["rows"]
+    repeat = json.loads((folder / "cpu_classes@amd-epyc-zen4-avx2-repeat.json").read_text(
+        "utf-8"))
+    page = present(repeat["result"], hardware=repeat["hardware"], file=repeat)
+    assert page["notes"][0].startswith("This run measured only the avx2 class")
+    assert "Since the run" not in " ".join(page["notes"])
