@@ -279,10 +279,25 @@ def _child(args: list[str]) -> dict:
             "stdout": done.stdout}
 
 
+# The caps `benchmarks.cpu_classes` sets to force a CPU class; a run under them measures
+# that class, so they are recorded with it.
+CAPS = ("ONEDNN_MAX_CPU_ISA", "OV_CPU_MAX_ISA", "ATEN_CPU_CAPABILITY", "MKL_ENABLE_INSTRUCTIONS")
+
+
 def _cpu() -> dict:
     from engine.encoding.cpu_features import cpu_isa, has_bf16_units  # the engine's reading
 
-    return {"cores": os.cpu_count(), "int8_kernels": cpu_isa(), "bf16_units": has_bf16_units()}
+    caps = {k: os.environ[k] for k in CAPS if os.environ.get(k)}
+    return {"cores": os.cpu_count(), "int8_kernels": cpu_isa(), "bf16_units": has_bf16_units(),
+            **({"caps": caps} if caps else {})}
+
+
+def _cpu_words(cpu: dict) -> str:
+    """The kernels the engine read, as the headline says them (empty for runs before)."""
+    if not cpu:
+        return ""
+    return (f"; {cpu.get('int8_kernels', '?')}, "
+            f"{'with' if cpu.get('bf16_units') else 'without'} bf16 units")
 
 
 def _load() -> list[float]:
@@ -298,7 +313,8 @@ def present(result: dict, results: dict | None = None) -> dict:
     base = biggest["baseline"]
     headline = [{
         "figure": f"import of {biggest['documents']:,} documents of about 1,000 words "
-                  f"({biggest['windows']:,} windows), whole command",
+                  f"({biggest['windows']:,} windows), whole command"
+                  f"{_cpu_words(result.get('cpu', {}))}",
         "duplens": f"{biggest['import']['seconds']:,.0f} s "
                    f"({biggest['import_windows_per_second']:.1f} windows/s)",
         "baseline": f"{base['pieces_per_second']:.1f} windows/s",
@@ -338,6 +354,8 @@ def present(result: dict, results: dict | None = None) -> dict:
         f"Measured on {cpu.get('cores', '?')} cores ({cpu.get('int8_kernels', '?')}, "
         f"{'with' if cpu.get('bf16_units') else 'without'} bf16 units); "
         f"engine {result['engine']['commit']}.",
+        *([f"Kernels capped: {' '.join(f'{k}={v}' for k, v in cpu['caps'].items())}."]
+          if cpu.get("caps") else []),
     ]
     if missing:
         notes.append("Not measured in this run: "

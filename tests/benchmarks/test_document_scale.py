@@ -56,3 +56,29 @@ def test_the_halves_note_says_both_rates_and_whether_the_windows_matched():
     note = _halves_note({"documents": 10_000,
                          "baseline": {**base, "same_windows_as_stored": False}})
     assert "differ from those the project stored" in note
+
+
+def test_a_run_under_a_class_cap_records_the_cap_and_the_kernels_read_under_it(monkeypatch):
+    """A run forced to a CPU class by `cpu_classes`' caps measures that class, not the CPU
+    as it is: the caps are recorded with what the engine read, and the page names both."""
+    from benchmarks.document_scale import _cpu, present
+
+    for key in ("ONEDNN_MAX_CPU_ISA", "OV_CPU_MAX_ISA", "ATEN_CPU_CAPABILITY",
+                "MKL_ENABLE_INSTRUCTIONS"):
+        monkeypatch.delenv(key, raising=False)
+    assert "caps" not in _cpu()
+    monkeypatch.setenv("ONEDNN_MAX_CPU_ISA", "AVX2")
+    cpu = _cpu()
+    assert cpu["caps"] == {"ONEDNN_MAX_CPU_ISA": "AVX2"}
+    assert cpu["int8_kernels"] == "avx2" and cpu["bf16_units"] is False
+    base = {"pieces_per_second": 20.0, "pieces_encoded": 100, "batch_size": 16}
+    measured = {"documents": 10, "windows": 100, "import": {"seconds": 2.5, "peak_rss_mib": 1},
+                "import_windows_per_second": 40.0, "ratio": 2.0, "baseline": base,
+                "duplicates": {"seconds": 1.0, "peak_rss_mib": 1}, "clusters": 0,
+                "rows_in_clusters": 0, "project_mib_per_1000_documents": 1.0,
+                "load_average_before": [1.0], "load_average_after": [1.0]}
+    result = {"measured": [measured], "full_sizes": [10], "words_per_document": [800, 1200],
+              "engine": {"commit": "abc"}, "cpu": cpu}
+    page = present(result)
+    assert page["headline"][0]["figure"].endswith("whole command; avx2, without bf16 units")
+    assert "Kernels capped: ONEDNN_MAX_CPU_ISA=AVX2." in page["notes"]
