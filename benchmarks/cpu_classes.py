@@ -92,9 +92,15 @@ MAX_AVX512_SHARE = 0.05      # above it, a timing in a class without AVX-512 is 
 VENDOR_NAMES = {"amd": "AMD", "intel": "Intel"}   # `cpu_features.vendor_of`'s, in words
 
 
+# The variables that force a class: oneDNN's and OpenVINO's instruction sets, torch's own
+# kernels, oneMKL's (a run made under them measures the class, so `document_scale` records
+# them too).
+CAP_VARIABLES = ("ONEDNN_MAX_CPU_ISA", "OV_CPU_MAX_ISA", "ATEN_CPU_CAPABILITY",
+                 "MKL_ENABLE_INSTRUCTIONS")
+
+
 def _cap(isa: str, aten: str, mkl: str) -> dict[str, str]:
-    return {"ONEDNN_MAX_CPU_ISA": isa, "OV_CPU_MAX_ISA": isa, "ATEN_CPU_CAPABILITY": aten,
-            "MKL_ENABLE_INSTRUCTIONS": mkl}
+    return dict(zip(CAP_VARIABLES, (isa, isa, aten, mkl), strict=True))
 
 
 CLASSES: dict[str, dict] = {

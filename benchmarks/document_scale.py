@@ -279,24 +279,20 @@ def _child(args: list[str]) -> dict:
             "stdout": done.stdout}
 
 
-# The caps `benchmarks.cpu_classes` sets to force a CPU class; a run under them measures
-# that class, so they are recorded with it.
-CAPS = ("ONEDNN_MAX_CPU_ISA", "OV_CPU_MAX_ISA", "ATEN_CPU_CAPABILITY", "MKL_ENABLE_INSTRUCTIONS")
-
-
 def _cpu() -> dict:
+    """The engine's reading of the CPU, and the caps of `cpu_classes` it ran under: a run
+    under them measures that class, not the CPU as it is."""
+    from benchmarks.cpu_classes import CAP_VARIABLES
     from engine.encoding.cpu_features import cpu_isa, has_bf16_units  # the engine's reading
 
-    caps = {k: os.environ[k] for k in CAPS if os.environ.get(k)}
+    caps = {k: os.environ[k] for k in CAP_VARIABLES if os.environ.get(k)}
     return {"cores": os.cpu_count(), "int8_kernels": cpu_isa(), "bf16_units": has_bf16_units(),
             **({"caps": caps} if caps else {})}
 
 
-def _cpu_words(cpu: dict) -> str:
-    """The kernels the engine read, as the headline says them (empty for runs before)."""
-    if not cpu:
-        return ""
-    return (f"; {cpu.get('int8_kernels', '?')}, "
+def _kernels(cpu: dict) -> str:
+    """The kernels the engine read, in words."""
+    return (f"{cpu.get('int8_kernels', '?')}, "
             f"{'with' if cpu.get('bf16_units') else 'without'} bf16 units")
 
 
@@ -314,7 +310,7 @@ def present(result: dict, results: dict | None = None) -> dict:
     headline = [{
         "figure": f"import of {biggest['documents']:,} documents of about 1,000 words "
                   f"({biggest['windows']:,} windows), whole command"
-                  f"{_cpu_words(result.get('cpu', {}))}",
+                  + (f"; {_kernels(result['cpu'])}" if result.get("cpu") else ""),
         "duplens": f"{biggest['import']['seconds']:,.0f} s "
                    f"({biggest['import_windows_per_second']:.1f} windows/s)",
         "baseline": f"{base['pieces_per_second']:.1f} windows/s",
@@ -351,8 +347,7 @@ def present(result: dict, results: dict | None = None) -> dict:
           f"{m['rows_in_clusters']} rows (none is a duplicate by construction); "
           f"load average {', '.join(map(str, m['load_average_before']))} before, "
           f"{', '.join(map(str, m['load_average_after']))} after." for m in measured],
-        f"Measured on {cpu.get('cores', '?')} cores ({cpu.get('int8_kernels', '?')}, "
-        f"{'with' if cpu.get('bf16_units') else 'without'} bf16 units); "
+        f"Measured on {cpu.get('cores', '?')} cores ({_kernels(cpu)}); "
         f"engine {result['engine']['commit']}.",
         *([f"Kernels capped: {' '.join(f'{k}={v}' for k, v in cpu['caps'].items())}."]
           if cpu.get("caps") else []),

@@ -61,10 +61,10 @@ def test_the_halves_note_says_both_rates_and_whether_the_windows_matched():
 def test_a_run_under_a_class_cap_records_the_cap_and_the_kernels_read_under_it(monkeypatch):
     """A run forced to a CPU class by `cpu_classes`' caps measures that class, not the CPU
     as it is: the caps are recorded with what the engine read, and the page names both."""
+    from benchmarks.cpu_classes import CAP_VARIABLES
     from benchmarks.document_scale import _cpu, present
 
-    for key in ("ONEDNN_MAX_CPU_ISA", "OV_CPU_MAX_ISA", "ATEN_CPU_CAPABILITY",
-                "MKL_ENABLE_INSTRUCTIONS"):
+    for key in CAP_VARIABLES:
         monkeypatch.delenv(key, raising=False)
     assert "caps" not in _cpu()
     monkeypatch.setenv("ONEDNN_MAX_CPU_ISA", "AVX2")
