@@ -10,6 +10,7 @@ exits and leaves it in a file.
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
 import tempfile
@@ -42,24 +43,38 @@ class ChildRun:
     stderr: str
     peak_rss_mib: int
     seconds: float
+    interrupted: bool = False   # sent Ctrl-C (SIGINT) at `stop_after`
 
 
 def run_python(args: list[str], *, env: dict | None = None,
-               cwd: str | os.PathLike | None = None) -> ChildRun:
+               cwd: str | os.PathLike | None = None,
+               stop_after: float | None = None) -> ChildRun:
     """`python -m MODULE ...` or `python -c CODE ...` (`args` as after `python`) in a fresh
-    process: exit code, stderr, its own peak RSS and wall time."""
+    process: exit code, stderr, its own peak RSS and wall time.
+
+    `stop_after` seconds: if it is still running then, it gets one SIGINT, the Ctrl-C a user
+    would press, and is waited for while it stops as it chooses (so a stopped command's
+    time includes its own stopping)."""
     if len(args) < 2 or args[0] not in ("-m", "-c"):
         raise ValueError("args must start with -m MODULE or -c CODE")
+    interrupted = False
     with tempfile.TemporaryDirectory(prefix="duplens-peak-") as folder:
         out = Path(folder) / "peak"
         started = time.perf_counter()
-        done = subprocess.run([sys.executable, "-c", _WRAPPER, str(out), *args],
-                              capture_output=True, env=env, cwd=cwd)
+        child = subprocess.Popen([sys.executable, "-c", _WRAPPER, str(out), *args],
+                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env,
+                                 cwd=cwd)
+        try:
+            stdout, stderr = child.communicate(timeout=stop_after)
+        except subprocess.TimeoutExpired:
+            child.send_signal(signal.SIGINT)
+            interrupted = True
+            stdout, stderr = child.communicate()
         seconds = time.perf_counter() - started
         kb = int(out.read_text()) if out.exists() else 0
-    return ChildRun(done.returncode, done.stdout.decode(errors="replace"),
-                    done.stderr.decode(errors="replace"),
-                    round(kb / 1024), round(seconds, 2))
+    return ChildRun(child.returncode, stdout.decode(errors="replace"),
+                    stderr.decode(errors="replace"), round(kb / 1024), round(seconds, 2),
+                    interrupted)
 
 
 def json_child(module: str, args: list[str]) -> dict:

@@ -59,6 +59,8 @@ REGISTRY = (
     Benchmark("document_revisions", "Real near-duplicates: Django's documentation pages "
               "in two releases"),
     Benchmark("document_scale", "Documents at scale: imports of thousands of long documents"),
+    Benchmark("document_scale_resumed", "Documents at scale, 100,000: one import stopped "
+              "and resumed in sittings", quick=False),
     Benchmark("document_search", "Search in documents: a passage from a document's middle"),
     Benchmark("close_up_choice", "How many hits a short query reads close up, chosen on "
               "validation queries", quick=False),
