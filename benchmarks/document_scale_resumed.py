@@ -366,11 +366,12 @@ def present(result: dict, results: dict | None = None) -> dict:
     t = totals(result)
     done = result["finished"]
     cpu = result["ground"]["cpu"]
+    n = len(result["sittings"])
     figure = (f"import of {result['documents']:,} documents of about 1,000 words "
-              f"({result['windows']:,} windows), in {len(result['sittings'])} sittings "
-              "stopped with Ctrl-C and resumed with `duplens encode`"
+              f"({result['windows']:,} windows), one `duplens import` stopped with Ctrl-C "
+              f"and resumed with `duplens encode`: {n} sitting{'' if n == 1 else 's'}"
               + ("" if done else f"; **under way**: {t['windows']:,} of "
-                 f"{result['windows']:,} windows so far, so its rate so far"))
+                 f"{result['windows']:,} windows so far, and their rate"))
     headline = [{
         "figure": figure,
         "duplens": f"{t['seconds']:,.0f} s ({t['windows_per_second']:.1f} windows/s)",
