@@ -70,6 +70,10 @@ def run_python(args: list[str], *, env: dict | None = None,
             child.send_signal(signal.SIGINT)
             interrupted = True
             stdout, stderr = child.communicate()
+        except BaseException:  # this process was stopped: leave no command running on
+            child.kill()
+            child.wait()
+            raise
         seconds = time.perf_counter() - started
         kb = int(out.read_text()) if out.exists() else 0
     return ChildRun(child.returncode, stdout.decode(errors="replace"),

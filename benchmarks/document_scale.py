@@ -158,14 +158,8 @@ class BaselineHalves:
     _pending: dict = field(default_factory=dict)
 
     def _encoder(self):
-        from sentence_transformers import SentenceTransformer
-
-        from engine.encoding.encoder import SentenceEncoder
-        from engine.encoding.model_spec import default_model_path, resolve_model
-
         if self._model is None:
-            model = SentenceTransformer(str(default_model_path()), device="cpu")
-            self._model = SentenceEncoder(model, resolve_model(None), "cpu")
+            self._model = plain_encoder()
         return self._model
 
     def before_import(self, table: Path) -> None:
@@ -229,6 +223,18 @@ class BaselineHalves:
         self._encoder().model.encode(pieces, batch_size=batch, normalize_embeddings=True,
                                      convert_to_numpy=True)
         return time.perf_counter() - t0
+
+
+def plain_encoder():
+    """The baseline's model: the bundled one loaded by plain sentence-transformers (torch
+    fp32 on the CPU), wrapped only so that the engine's windowing can cut texts for it."""
+    from sentence_transformers import SentenceTransformer
+
+    from engine.encoding.encoder import SentenceEncoder
+    from engine.encoding.model_spec import default_model_path, resolve_model
+
+    model = SentenceTransformer(str(default_model_path()), device="cpu")
+    return SentenceEncoder(model, resolve_model(None), "cpu")
 
 
 def corpus_paragraphs(cache: Path) -> tuple[dc.Package, list[str]]:

@@ -174,7 +174,7 @@ def _baseline_encoder():
     process)."""
     global _ENCODER
     if _ENCODER is None:
-        _ENCODER = dsc.BaselineHalves(0, 0)._encoder()
+        _ENCODER = dsc.plain_encoder()
     return _ENCODER
 
 
@@ -202,22 +202,20 @@ def ground() -> dict:
             "versions": _versions()}
 
 
+def _versions() -> dict:
+    """The libraries whose speed the import and the baseline depend on, as the runner
+    records them (a missing one: None)."""
+    from benchmarks.run import versions
+
+    found = versions()
+    return {name: found.get(name) for name in
+            ("torch", "transformers", "sentence-transformers", "openvino")}
+
+
 def _git(*args: str) -> str:
     done = subprocess.run(["git", *args], cwd=dsc.ROOT, capture_output=True, text=True,
                           check=False)
     return done.stdout.rstrip() if done.returncode == 0 else "?"
-
-
-def _versions() -> dict:
-    from importlib.metadata import PackageNotFoundError, version
-
-    out = {}
-    for name in ("torch", "transformers", "sentence-transformers", "openvino"):
-        try:
-            out[name] = version(name)
-        except PackageNotFoundError:
-            out[name] = None
-    return out
 
 
 def differences(first: dict, now: dict) -> list[str]:
